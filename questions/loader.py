@@ -1,0 +1,203 @@
+"""Load and validate YAML bank files, reporting every problem as ``file:line: field: message``.
+
+Validation is all-or-nothing: callers get either every question of every file, or a
+:class:`BankValidationError` listing every error found (nothing is partially returned).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import yaml
+from pydantic import ValidationError
+
+from questions.schema import BankFile, QuestionSpec
+
+Loc = tuple[str | int, ...]
+
+#: How to fix the most common pydantic error types, appended to the message.
+_FIX_HINTS: dict[str, str] = {
+    "missing": "add this field",
+    "extra_forbidden": "remove it or check its spelling (see questions/README.md for the field list)",
+    "string_type": "write text here; quote values that YAML would read as numbers or booleans",
+    "literal_error": "use one of the listed values",
+    "bool_parsing": "use true or false",
+    "int_parsing": "use a whole number",
+    "list_type": "write a YAML list ('- item' per line)",
+}
+
+
+def default_bank_dir() -> Path:
+    """The bank shipped with RankZero (``questions/bank``)."""
+    return Path(__file__).resolve().parent / "bank"
+
+
+@dataclass(frozen=True)
+class BankError:
+    """One problem found in a bank file, located precisely enough to fix."""
+
+    file: str
+    line: int
+    field: str
+    message: str
+
+    def __str__(self) -> str:
+        return f"{self.file}:{self.line}: {self.field}: {self.message}"
+
+
+class BankValidationError(Exception):
+    """Raised when any file of a load has an error; carries all of them."""
+
+    def __init__(self, errors: list[BankError]) -> None:
+        self.errors = errors
+        super().__init__("\n".join(str(e) for e in errors))
+
+
+@dataclass(frozen=True)
+class LoadedQuestion:
+    """A validated question and where it was written."""
+
+    spec: QuestionSpec
+    file: str
+    line: int
+
+
+class _LineLoader(yaml.SafeLoader):
+    """A safe loader that remembers the line of every mapping value and sequence item."""
+
+
+def _to_python(node: yaml.Node, loc: Loc, lines: dict[Loc, int], loader: _LineLoader) -> Any:
+    lines[loc] = node.start_mark.line + 1
+    if isinstance(node, yaml.MappingNode):
+        out: dict[Any, Any] = {}
+        for key_node, value_node in node.value:
+            key = loader.construct_object(key_node, deep=True)
+            # A key's line is where the key is written: that is where the author looks.
+            out[key] = _to_python(value_node, (*loc, str(key)), lines, loader)
+            lines[(*loc, str(key))] = key_node.start_mark.line + 1
+        return out
+    if isinstance(node, yaml.SequenceNode):
+        return [_to_python(item, (*loc, i), lines, loader) for i, item in enumerate(node.value)]
+    return loader.construct_object(node, deep=True)
+
+
+def parse_yaml_with_lines(text: str, file: str) -> tuple[Any, dict[Loc, int]]:
+    """Parse YAML text, returning the data and a map from location path to 1-based line."""
+    loader = _LineLoader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return None, {}
+        lines: dict[Loc, int] = {}
+        return _to_python(node, (), lines, loader), lines
+    except yaml.YAMLError as exc:
+        mark = getattr(exc, "problem_mark", None)
+        line = mark.line + 1 if mark is not None else 1
+        problem = getattr(exc, "problem", None) or str(exc)
+        raise BankValidationError(
+            [BankError(file, line, "(yaml)", f"not valid YAML: {problem}; check indentation and quoting")]
+        ) from None
+    finally:
+        loader.dispose()
+
+
+def _line_for(loc: Loc, lines: dict[Loc, int]) -> int:
+    for cut in range(len(loc), -1, -1):
+        if loc[:cut] in lines:
+            return lines[loc[:cut]]
+    return 1
+
+
+def _field_name(loc: Loc, data: Any) -> str:
+    """Render a pydantic location as a readable field path: ``ddp-foo.choices[1].correct``."""
+    parts: list[str] = []
+    rest = list(loc)
+    if len(rest) >= 2 and rest[0] == "questions" and isinstance(rest[1], int):
+        idx = rest[1]
+        qid = None
+        if isinstance(data, dict) and isinstance(data.get("questions"), list) and idx < len(data["questions"]):
+            item = data["questions"][idx]
+            qid = item.get("id") if isinstance(item, dict) else None
+        parts.append(f"questions[{idx}]" + (f" ({qid})" if qid else ""))
+        rest = rest[2:]
+    for item in rest:
+        if isinstance(item, int):
+            parts.append(f"[{item}]")
+        else:
+            parts.append(("." if parts else "") + str(item))
+    return "".join(parts) or "(file)"
+
+
+def _message(err: dict[str, Any]) -> str:
+    msg = str(err["msg"])
+    if msg.startswith("Value error, "):
+        msg = msg[len("Value error, ") :]
+    hint = _FIX_HINTS.get(str(err["type"]))
+    return f"{msg} ({hint})" if hint else msg
+
+
+def validate_text(text: str, file: str) -> list[LoadedQuestion]:
+    """Validate one file's text; raise BankValidationError naming file, line and field."""
+    data, lines = parse_yaml_with_lines(text, file)
+    if not isinstance(data, dict) or "questions" not in data:
+        raise BankValidationError(
+            [BankError(file, 1, "questions", "a bank file is a mapping with a 'questions:' list at the top")]
+        )
+    try:
+        bank = BankFile.model_validate(data)
+    except ValidationError as exc:
+        errors = []
+        for err in exc.errors():
+            loc: Loc = tuple(err["loc"])
+            errors.append(BankError(file, _line_for(loc, lines), _field_name(loc, data), _message(dict(err))))
+        raise BankValidationError(errors) from None
+    return [
+        LoadedQuestion(spec, file, lines.get(("questions", i), 1)) for i, spec in enumerate(bank.questions)
+    ]
+
+
+def iter_yaml_files(paths: Iterable[str | Path]) -> Iterator[Path]:
+    """Expand files and directories (recursively) into the YAML files they hold, sorted."""
+    for raw in paths:
+        path = Path(raw)
+        if path.is_dir():
+            yield from sorted(p for p in path.rglob("*") if p.suffix in {".yaml", ".yml"} and p.is_file())
+        elif path.exists():
+            yield path
+        else:
+            raise BankValidationError([BankError(str(path), 0, "(path)", "no such file or directory")])
+
+
+def load_paths(paths: Iterable[str | Path]) -> list[LoadedQuestion]:
+    """Load every question under ``paths``; raise one BankValidationError listing all problems.
+
+    Ids must be unique across everything loaded together.
+    """
+    errors: list[BankError] = []
+    loaded: list[LoadedQuestion] = []
+    for path in iter_yaml_files(paths):
+        try:
+            loaded.extend(validate_text(path.read_text(encoding="utf-8"), str(path)))
+        except BankValidationError as exc:
+            errors.extend(exc.errors)
+        except UnicodeDecodeError as exc:
+            errors.append(BankError(str(path), 1, "(file)", f"not UTF-8 text: {exc.reason}; save it as UTF-8"))
+    seen: dict[str, LoadedQuestion] = {}
+    for q in loaded:
+        first = seen.setdefault(q.spec.id, q)
+        if first is not q:
+            errors.append(
+                BankError(
+                    q.file,
+                    q.line,
+                    f"id ({q.spec.id})",
+                    f"duplicate id: already used at {first.file}:{first.line}; ids must be unique across "
+                    "the bank, so pick a new slug",
+                )
+            )
+    if errors:
+        raise BankValidationError(errors)
+    return loaded

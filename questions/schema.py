@@ -1,0 +1,176 @@
+"""The question-bank schema: one pydantic model per YAML question, shared by every importer.
+
+The same model validates YAML files, questions added from chat (Discord/Slack modals) and the JSON
+Schema in ``questions/schema.json`` (regenerate with ``rankzero questions schema``).
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Annotated, Literal
+
+from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
+
+Kind = Literal[
+    "predict_output",
+    "conceptual",
+    "hyperparameter",
+    "debug",
+    "metrics",
+    "model_choice",
+    "flashcard",
+    "explain",
+]
+Difficulty = Literal["beginner", "intermediate", "advanced", "expert"]
+
+#: Kinds answered by picking one of 2-6 choices.
+MULTIPLE_CHOICE_KINDS: frozenset[str] = frozenset(
+    {"predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice"}
+)
+#: Kinds whose code can be settled by the runner.
+RUNNABLE_KINDS: frozenset[str] = frozenset({"predict_output", "debug"})
+DIFFICULTIES: tuple[str, ...] = ("beginner", "intermediate", "advanced", "expert")
+LETTERS = "ABCDEF"
+SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
+
+
+class _Strict(BaseModel):
+    model_config = ConfigDict(extra="forbid", str_strip_whitespace=False, frozen=True)
+
+
+class ChoiceSpec(_Strict):
+    """One answer option; letters A, B, C... follow list order."""
+
+    text: Annotated[str, Field(min_length=1, max_length=2000)]
+    correct: bool = False
+    feedback: str | None = None
+
+
+class RunnerSpec(_Strict):
+    """How the runner must execute a question's code to settle a dispute."""
+
+    mode: Literal["python", "dp", "ddp"] = "python"
+    nproc: Annotated[int, Field(ge=1, le=8)] = 1
+    gpus: Annotated[int, Field(ge=0, le=8, description="Minimum GPUs needed to reproduce faithfully")] = 0
+    init_process_group: bool = False
+
+    @model_validator(mode="after")
+    def _nproc_matches_mode(self) -> RunnerSpec:
+        if self.mode != "ddp" and self.nproc != 1:
+            raise ValueError(f"nproc must be 1 for mode {self.mode!r}; only mode 'ddp' launches several ranks")
+        return self
+
+
+class ConceptSpec(_Strict):
+    """A concept an 'explain' answer should cover, recognised by any of its keywords."""
+
+    name: Annotated[str, Field(min_length=1, max_length=200)]
+    keywords: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+
+
+class QuestionSpec(_Strict):
+    """One question of the bank, as written in YAML."""
+
+    id: Annotated[str, Field(description="Stable slug, unique across the bank: lowercase, digits, '-'")]
+    kind: Kind
+    topic: Annotated[str, Field(min_length=1, max_length=80)]
+    difficulty: Difficulty
+    prompt: Annotated[str | None, Field(description="Markdown; required except for flashcards")] = None
+    code: str | None = None
+    hint: str | None = None
+    explanation: str | None = None
+    time_limit_s: Annotated[int, Field(ge=10, le=3600)] = 120
+    attempts: Annotated[int, Field(ge=1, le=5)] = 2
+    tags: list[str] = Field(default_factory=list)
+    choices: list[ChoiceSpec] | None = None
+    runner: RunnerSpec | None = None
+    front: str | None = None
+    back: str | None = None
+    concepts: list[ConceptSpec] | None = None
+    model_answer: str | None = None
+    source: Annotated[str | None, Field(description="Where the question came from, e.g. 'seed 001 #2'")] = None
+
+    @field_validator("id")
+    @classmethod
+    def _slug(cls, value: str) -> str:
+        if not SLUG_RE.match(value):
+            raise ValueError(
+                f"{value!r} is not a slug: use 3-64 lowercase letters, digits and '-', starting with a "
+                "letter or digit (e.g. 'ddp-bucket-order')"
+            )
+        return value
+
+    @model_validator(mode="after")
+    def _fields_for_kind(self) -> QuestionSpec:
+        kind = self.kind
+        if kind in MULTIPLE_CHOICE_KINDS:
+            _require(self.prompt, "prompt", kind)
+            if not self.choices:
+                raise ValueError(f"kind {kind!r} needs 'choices': a list of 2 to 6 {{text, correct}} items")
+            if not 2 <= len(self.choices) <= 6:
+                raise ValueError(f"'choices' has {len(self.choices)} items; a question needs 2 to 6")
+            n_correct = sum(c.correct for c in self.choices)
+            if n_correct != 1:
+                raise ValueError(
+                    f"'choices' has {n_correct} items with correct: true; mark exactly one as correct"
+                )
+            texts = [c.text.strip() for c in self.choices]
+            if len(set(texts)) != len(texts):
+                raise ValueError("'choices' repeats the same text; every choice must differ")
+        elif self.choices is not None:
+            raise ValueError(f"kind {kind!r} takes no 'choices' (only multiple-choice kinds do)")
+        if self.runner is not None:
+            if kind not in RUNNABLE_KINDS:
+                raise ValueError(f"'runner' is only for predict_output and debug questions, not {kind!r}")
+            if not self.code:
+                raise ValueError("'runner' needs 'code' to run; add the snippet or drop 'runner'")
+        if kind == "predict_output" and self.code and self.runner is None:
+            raise ValueError(
+                "predict_output questions with code need 'runner: {mode, nproc, gpus, init_process_group}' "
+                "so a dispute can be settled"
+            )
+        if kind == "flashcard":
+            _require(self.front, "front", kind)
+            _require(self.back, "back", kind)
+        if kind == "explain":
+            _require(self.prompt, "prompt", kind)
+            _require(self.model_answer, "model_answer", kind)
+            if not self.concepts:
+                raise ValueError("kind 'explain' needs 'concepts': a list of {name, keywords: [...]}")
+        return self
+
+    @property
+    def correct_letter(self) -> str | None:
+        """The letter of the correct choice, or None for kinds without choices."""
+        if not self.choices:
+            return None
+        return next(LETTERS[i] for i, c in enumerate(self.choices) if c.correct)
+
+
+def _require(value: str | None, name: str, kind: str) -> None:
+    if value is None or not value.strip():
+        raise ValueError(f"kind {kind!r} needs a non-empty '{name}'")
+
+
+class Collection(_Strict):
+    """Optional file-level metadata: a named set of questions (e.g. a seed challenge and its badge)."""
+
+    id: str
+    title: str
+    badge: str | None = None
+    description: str | None = None
+
+
+class BankFile(_Strict):
+    """The top level of one YAML file under questions/."""
+
+    collection: Collection | None = None
+    questions: list[QuestionSpec]
+
+
+def json_schema() -> dict[str, object]:
+    """The JSON Schema of a bank file (editors use it for completion and inline errors)."""
+    schema = BankFile.model_json_schema()
+    schema["$schema"] = "https://json-schema.org/draft/2020-12/schema"
+    schema["title"] = "RankZero question bank file"
+    return schema
