@@ -1,0 +1,1 @@
+"""RankZero: the chat bot (core engine, storage, platform adapters, CLI)."""

@@ -1,0 +1,1 @@
+"""Console adapter: terminal play with rich (the embedded default; no tokens needed)."""

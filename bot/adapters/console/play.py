@@ -1,0 +1,168 @@
+"""Terminal play: the embedded default adapter. Keys A–F answer, H shows the hint, Q quits."""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import os
+import select
+import sys
+import termios
+import tty
+from collections.abc import Iterator
+from typing import TextIO
+
+from rich.console import Console
+from rich.live import Live
+
+from bot.adapters.console import render
+from bot.core.cards import ChallengeCard, ProblemCard, ResultsCard
+from bot.core.errors import RankZeroError, TimeUpError
+from bot.core.models import Actor, ChannelRef
+from bot.core.ports import Clock
+from bot.core.service import QuizService
+
+#: How often the countdown is redrawn while waiting for a key.
+TICK_S = 0.25
+
+
+class KeyReader:
+    """Single keypresses from a terminal (cbreak mode), or whole lines when stdin is not a terminal."""
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.is_tty = stream.isatty()
+
+    @contextlib.contextmanager
+    def raw(self) -> Iterator[None]:
+        """Put the terminal in cbreak mode for the duration (restored even on errors)."""
+        if not self.is_tty:
+            yield
+            return
+        fd = self._stream.fileno()
+        saved = termios.tcgetattr(fd)
+        try:
+            tty.setcbreak(fd)
+            yield
+        finally:
+            termios.tcsetattr(fd, termios.TCSADRAIN, saved)
+
+    def read(self, timeout: float) -> str | None:
+        """One key (lower-cased) within ``timeout`` seconds, or None; '' at end of input."""
+        if self.is_tty:
+            ready, _, _ = select.select([self._stream], [], [], timeout)
+            if not ready:
+                return None
+            return os.read(self._stream.fileno(), 1).decode(errors="ignore").lower()
+        line = self._stream.readline()
+        return line.strip()[:1].lower() if line else ""
+
+
+class ConsolePlatform:
+    """The ChatPlatform port for a terminal: posts are printed."""
+
+    def __init__(self, console: Console) -> None:
+        self._console = console
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Print the challenge."""
+        self._console.print(render.challenge(card))
+        return f"console:{card.challenge_id}"
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Print the results."""
+        self._console.print(render.results(card))
+
+
+class ConsoleGame:
+    """Plays one player's daily challenge in the terminal."""
+
+    def __init__(
+        self, service: QuizService, clock: Clock, actor: Actor, channel: ChannelRef, console: Console,
+        keys: KeyReader,
+    ) -> None:
+        self._service = service
+        self._clock = clock
+        self._actor = actor
+        self._channel = channel
+        self._console = console
+        self._keys = keys
+
+    async def _key(self, timeout: float) -> str | None:
+        return await asyncio.to_thread(self._keys.read, timeout)
+
+    async def run(self) -> int:
+        """Play today's challenge to the end (or until Q); return the process exit code."""
+        challenge, _ = await self._service.open_challenge(self._channel)
+        self._console.print(render.challenge(QuizService.challenge_card(challenge)))
+        with self._keys.raw():
+            while (problem := await self._service.next_problem(self._actor, challenge.id)) is not None:
+                card = await self._service.start_problem(self._actor, problem.id)
+                if not await self._play_problem(card):
+                    self._console.print("Bye! Your timers keep running; come back with `rankzero play`.")
+                    return 0
+                if await self._service.next_problem(self._actor, challenge.id) is not None:
+                    self._console.print("[dim]Press any key for the next problem (Q to quit)…[/dim]")
+                    if await self._wait_any_key() == "q":
+                        return 0
+        summary = await self._service.summary(self._actor, challenge.id)
+        self._console.print(render.summary(summary))
+        board = await self._service.leaderboard(self._channel, player=self._actor.player, period="today")
+        self._console.print(render.leaderboard(board))
+        return 0
+
+    async def _wait_any_key(self) -> str:
+        while (key := await self._key(TICK_S)) is None:
+            pass
+        return key
+
+    async def _play_problem(self, card: ProblemCard) -> bool:
+        """Play one problem; False when the player quits."""
+        self._console.print(render.problem(card))
+        hint_shown = card.hint is not None
+        if hint_shown and card.hint:
+            self._console.print(render.hint_text(card.hint))
+        letters = {letter.lower() for letter, _ in card.choices}
+        with Live(render.status_line(card, self._clock.now(), hint_shown), console=self._console,
+                  auto_refresh=False, transient=True) as live:
+            while True:
+                now = self._clock.now()
+                live.update(render.status_line(card, now, hint_shown), refresh=True)
+                if now >= card.deadline:
+                    fb = await self._service.time_up(self._actor, card.problem_id)
+                    live.console.print(render.feedback(fb))
+                    return True
+                key = await self._key(min(TICK_S, max(0.01, (card.deadline - now).total_seconds())))
+                if key is None:
+                    continue
+                if key in ("q", ""):
+                    return False
+                if key == "h" and card.has_hint and not hint_shown:
+                    try:
+                        h = await self._service.hint(self._actor, card.problem_id)
+                    except RankZeroError as err:
+                        live.console.print(f"[red]{err}[/red]")
+                        continue
+                    hint_shown = True
+                    live.console.print(render.hint(h))
+                elif key in letters:
+                    try:
+                        fb = await self._service.answer(self._actor, card.problem_id, key.upper())
+                    except TimeUpError as err:
+                        live.console.print(f"[bold red]⏰ {err}[/bold red]")
+                        fb = await self._service.time_up(self._actor, card.problem_id)
+                        live.console.print(render.feedback(fb))
+                        return True
+                    except RankZeroError as err:
+                        live.console.print(f"[red]{err}[/red]")
+                        continue
+                    live.console.print(render.feedback(fb))
+                    if fb.over:
+                        live.update(render.status_line(card, now, hint_shown), refresh=True)
+                        return True
+                    card = await self._service.view_problem(self._actor, card.problem_id)
+
+
+def stdin_keys() -> KeyReader:
+    """A KeyReader on the process's stdin."""
+    return KeyReader(sys.stdin)

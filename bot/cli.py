@@ -1,0 +1,243 @@
+"""``rankzero``: play in the terminal, see leaderboards and stats, manage the database and the bank."""
+
+from __future__ import annotations
+
+import asyncio
+import getpass
+import json
+import logging
+import sys
+from collections.abc import Awaitable, Callable
+from pathlib import Path
+from typing import Any, TypeVar
+
+import click
+import yaml
+from rich.console import Console
+
+from bot.adapters.console import render
+from bot.adapters.console.play import ConsoleGame, ConsolePlatform, stdin_keys
+from bot.app import App, build_app, shipped_bank_specs
+from bot.config import Settings
+from bot.core.errors import RankZeroError
+from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.ports import SystemClock
+from bot.storage.db import upgrade
+from questions.loader import BankValidationError, load_paths
+from questions.schema import json_schema
+
+T = TypeVar("T")
+#: The console's local "channel": one per database.
+CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
+
+
+def _player(name: str | None) -> PlayerRef:
+    name = name or getpass.getuser() or "player"
+    return PlayerRef("console", name.lower(), name)
+
+
+def _run(settings: Settings, body: Callable[[App], Awaitable[T]], *, console: Console | None = None,
+         seed_bank: bool = False) -> T:
+    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1."""
+
+    async def main() -> T:
+        app = await build_app(settings, platform=ConsolePlatform(console or Console()))
+        try:
+            if seed_bank:
+                # The shipped bank is synced each time: new questions and edits (as new versions) arrive
+                # with an upgrade of RankZero; retired questions stay retired.
+                await app.service.admin_import(Actor(_player(None), is_admin=True), shipped_bank_specs())
+            return await body(app)
+        finally:
+            await app.close()
+
+    try:
+        return asyncio.run(main())
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(str(err), err=True)
+        raise SystemExit(1) from None
+    except RankZeroError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
+
+
+@click.group()
+@click.option("--db", "database_url", envvar="RANKZERO_DATABASE_URL", default=None,
+              help="Database URL (default: SQLite under ~/.local/share/rankzero).")
+@click.option("-v", "--verbose", is_flag=True, help="Log more.")
+@click.pass_context
+def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
+    """RankZero: daily multi-GPU PyTorch training challenges."""
+    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    ctx.obj = Settings(database_url=database_url) if database_url else Settings()
+
+
+@main.command()
+@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.pass_obj
+def play(settings: Settings, player: str | None) -> None:
+    """Play today's challenge in the terminal (keys A–F answer, H hint, Q quit)."""
+    console = Console()
+    actor = Actor(_player(player))
+
+    async def body(app: App) -> int:
+        game = ConsoleGame(app.service, SystemClock(), actor, CONSOLE_CHANNEL, console, stdin_keys())
+        return await game.run()
+
+    raise SystemExit(_run(settings, body, console=console, seed_bank=True))
+
+
+@main.command()
+@click.option("--period", type=click.Choice(["today", "week", "all"]), default="all")
+@click.option("--player", default=None, help="Whose rank to show (default: you).")
+@click.pass_obj
+def leaderboard(settings: Settings, period: str, player: str | None) -> None:
+    """Show the leaderboard (top 10 and your own rank)."""
+    console = Console()
+
+    async def body(app: App) -> None:
+        card = await app.service.leaderboard(CONSOLE_CHANNEL, period=period, player=_player(player))
+        console.print(render.leaderboard(card))
+
+    _run(settings, body, console=console)
+
+
+@main.command()
+@click.option("--player", default=None, help="Whose stats (default: you).")
+@click.pass_obj
+def stats(settings: Settings, player: str | None) -> None:
+    """Show a player's points, accuracy by topic, streak and badges."""
+    console = Console()
+
+    async def body(app: App) -> None:
+        console.print(render.stats(await app.service.stats(_player(player), CONSOLE_CHANNEL)))
+
+    _run(settings, body, console=console)
+
+
+@main.command()
+@click.pass_obj
+def close(settings: Settings) -> None:
+    """Close today's console challenge and print its results (admin)."""
+    console = Console()
+
+    async def body(app: App) -> None:
+        challenge, _ = await app.service.open_challenge(CONSOLE_CHANNEL)
+        card = await app.service.close_challenge(challenge.id)
+        if card is None:
+            console.print("Already closed.")
+
+    _run(settings, body, console=console)
+
+
+@main.group()
+def db() -> None:
+    """Database maintenance."""
+
+
+@db.command("upgrade")
+@click.option("--revision", default="head")
+@click.pass_obj
+def db_upgrade(settings: Settings, revision: str) -> None:
+    """Apply migrations (``alembic upgrade head``)."""
+    upgrade(settings.database_url, revision)
+    click.echo(f"database upgraded to {revision}")
+
+
+@main.group()
+def questions() -> None:
+    """Validate, import, export, list and retire bank questions."""
+
+
+def _load_or_exit(paths: tuple[str, ...]) -> list[dict[str, Any]]:
+    try:
+        loaded = load_paths(paths)
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(str(err), err=True)
+        click.echo(f"{len(exc.errors)} error(s); nothing imported", err=True)
+        raise SystemExit(1) from None
+    return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
+
+
+@questions.command("validate")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+def questions_validate(paths: tuple[str, ...]) -> None:
+    """Check bank files; errors say file:line: field: what is wrong and how to fix it (exit 1)."""
+    specs = _load_or_exit(paths)
+    click.echo(f"ok: {len(specs)} questions valid")
+
+
+@questions.command("import")
+@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.pass_obj
+def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
+    """Import bank files, all or nothing (one transaction); edits become new versions."""
+    specs = _load_or_exit(paths)
+
+    async def body(app: App) -> None:
+        report = await app.service.admin_import(Actor(_player(None), is_admin=True), specs)
+        click.echo(f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
+                   f"{len(report.unchanged)} unchanged")
+
+    _run(settings, body)
+
+
+@questions.command("export")
+@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None, help="File (default: stdout).")
+@click.option("--all", "include_retired", is_flag=True, help="Include retired questions.")
+@click.pass_obj
+def questions_export(settings: Settings, out: str | None, include_retired: bool) -> None:
+    """Write the stored bank (latest versions) as one YAML bank file."""
+
+    async def body(app: App) -> None:
+        specs = await app.service.export_questions(include_retired)
+        text = yaml.safe_dump({"questions": specs}, sort_keys=False, allow_unicode=True, width=100)
+        if out:
+            Path(out).write_text(text, encoding="utf-8")
+            click.echo(f"wrote {len(specs)} questions to {out}")
+        else:
+            sys.stdout.write(text)
+
+    _run(settings, body)
+
+
+@questions.command("list")
+@click.option("--all", "include_retired", is_flag=True, help="Include retired questions.")
+@click.pass_obj
+def questions_list(settings: Settings, include_retired: bool) -> None:
+    """List stored questions with their latest version."""
+
+    async def body(app: App) -> None:
+        for q in await app.service.list_questions(include_retired):
+            flag = " (retired)" if q.retired else ""
+            click.echo(f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}")
+
+    _run(settings, body)
+
+
+@questions.command("retire")
+@click.argument("question_id")
+@click.pass_obj
+def questions_retire(settings: Settings, question_id: str) -> None:
+    """Retire a question: it is no longer picked; past attempts keep it."""
+
+    async def body(app: App) -> None:
+        await app.service.admin_retire(Actor(_player(None), is_admin=True), question_id)
+        click.echo(f"retired {question_id}")
+
+    _run(settings, body)
+
+
+@questions.command("schema")
+@click.option("--out", type=click.Path(dir_okay=False), default=str(Path(__file__).resolve().parents[1]
+              / "questions" / "schema.json"), show_default=True)
+def questions_schema(out: str) -> None:
+    """Regenerate the JSON Schema of bank files."""
+    Path(out).write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")
+    click.echo(f"wrote {out}")
+
+
+if __name__ == "__main__":  # pragma: no cover
+    main()

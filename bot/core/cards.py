@@ -1,0 +1,182 @@
+"""What to show, as data. Renderers (console, Discord, Slack) turn these into their own markup."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from bot.core.models import Choice, Outcome, StandingRow
+
+
+@dataclass(frozen=True)
+class ProblemSummary:
+    """One problem as listed on a challenge post (no answers)."""
+
+    problem_id: int
+    position: int
+    kind: str
+    topic: str
+    difficulty: str
+
+
+@dataclass(frozen=True)
+class ChallengeCard:
+    """The daily post: title, date, window, problem list."""
+
+    challenge_id: int
+    title: str
+    day: dt.date
+    status: str
+    closes_at: dt.datetime | None
+    problems: tuple[ProblemSummary, ...]
+    badge_name: str = "Multi-GPU Master"
+
+
+@dataclass(frozen=True)
+class ProblemCard:
+    """A problem as a player sees it while playing."""
+
+    challenge_id: int
+    problem_id: int
+    position: int
+    total: int
+    kind: str
+    topic: str
+    difficulty: str
+    prompt: str
+    code: str | None
+    choices: tuple[tuple[str, str], ...]
+    attempts_left: int
+    attempts_total: int
+    started_at: dt.datetime
+    deadline: dt.datetime
+    has_hint: bool
+    hint: str | None
+    wrong_letters: tuple[str, ...] = ()
+    over: bool = False
+
+
+@dataclass(frozen=True)
+class Reveal:
+    """What a player learns once a problem is over for them."""
+
+    correct_letter: str
+    explanation: str | None
+    choices: tuple[Choice, ...]
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """The immediate answer to an answer (or to time running out)."""
+
+    problem_id: int
+    outcome: Outcome | None
+    letter: str | None
+    correct: bool
+    attempts_left: int
+    points: int
+    over: bool
+    reveal: Reveal | None
+    duplicate: bool = False
+    message: str = ""
+
+
+@dataclass(frozen=True)
+class HintCard:
+    """A hint and what it costs."""
+
+    problem_id: int
+    hint: str
+    cost: int
+
+
+@dataclass(frozen=True)
+class BadgeAward:
+    """A badge a player earned."""
+
+    code: str
+    name: str
+    emoji: str
+    description: str
+
+
+@dataclass(frozen=True)
+class PlayerChallengeSummary:
+    """A player's score on one challenge so far."""
+
+    challenge_id: int
+    day: dt.date
+    finished: int
+    total: int
+    correct: int
+    points: int
+    badges: tuple[BadgeAward, ...]
+    streak: int
+
+
+@dataclass(frozen=True)
+class ProblemResult:
+    """One problem's line in the results post."""
+
+    position: int
+    question_id: str
+    topic: str
+    correct_letter: str
+    distribution: dict[str, int]
+    players: int
+    solved: int
+
+
+@dataclass(frozen=True)
+class ResultsCard:
+    """The results post when a challenge closes."""
+
+    challenge_id: int
+    title: str
+    day: dt.date
+    problems: tuple[ProblemResult, ...]
+    winners: tuple[StandingRow, ...]
+    badges: tuple[tuple[str, BadgeAward], ...]
+    players: int
+
+
+@dataclass(frozen=True)
+class LeaderboardCard:
+    """Top players of a scope and period, plus the caller's own line when outside the top."""
+
+    scope: str
+    period: str
+    title: str
+    rows: tuple[StandingRow, ...]
+    me: StandingRow | None
+    total_players: int
+
+
+@dataclass(frozen=True)
+class TopicStat:
+    """Accuracy on one topic or kind."""
+
+    name: str
+    answered: int
+    correct: int
+
+    @property
+    def accuracy(self) -> float:
+        """Share of problems solved, 0..1."""
+        return self.correct / self.answered if self.answered else 0.0
+
+
+@dataclass(frozen=True)
+class StatsCard:
+    """A player's record."""
+
+    display_name: str
+    points: int
+    problems: int
+    correct: int
+    challenges_completed: int
+    streak: int
+    longest_streak: int
+    badges: tuple[tuple[BadgeAward, int], ...]
+    by_topic: tuple[TopicStat, ...]
+    by_kind: tuple[TopicStat, ...] = field(default_factory=tuple)

@@ -1,0 +1,163 @@
+"""Frozen domain values passed between the service, the storage layer and the adapters."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+Difficulty = Literal["beginner", "intermediate", "advanced", "expert"]
+DIFFICULTY_ORDER: dict[str, int] = {"beginner": 0, "intermediate": 1, "advanced": 2, "expert": 3}
+LETTERS = "ABCDEF"
+Outcome = Literal["correct", "wrong", "timeout"]
+
+
+@dataclass(frozen=True)
+class PlayerRef:
+    """Who is playing, as the platform knows them."""
+
+    platform: str
+    user_id: str
+    display_name: str
+
+
+@dataclass(frozen=True)
+class ChannelRef:
+    """Where a challenge is posted: a channel of a workspace (Discord guild / Slack team) of a platform."""
+
+    platform: str
+    workspace_id: str
+    channel_id: str
+    name: str | None = None
+    timezone: str = "UTC"
+
+
+@dataclass(frozen=True)
+class Actor:
+    """A player acting, with the adapter's decision on whether they are an admin."""
+
+    player: PlayerRef
+    is_admin: bool = False
+
+
+@dataclass(frozen=True)
+class Choice:
+    """One option of a multiple-choice question."""
+
+    letter: str
+    text: str
+    correct: bool
+    feedback: str | None = None
+
+
+@dataclass(frozen=True)
+class Question:
+    """One version of a question, as it was asked."""
+
+    version_id: int
+    id: str
+    version: int
+    kind: str
+    topic: str
+    difficulty: str
+    prompt: str
+    code: str | None
+    hint: str | None
+    explanation: str | None
+    time_limit_s: int
+    attempts: int
+    choices: tuple[Choice, ...]
+    tags: tuple[str, ...] = ()
+    runner: dict[str, Any] | None = None
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    @property
+    def correct_letter(self) -> str | None:
+        """Letter of the correct choice (None for flashcards and explain prompts)."""
+        return next((c.letter for c in self.choices if c.correct), None)
+
+    def choice(self, letter: str) -> Choice | None:
+        """The choice with this letter, if the question has it."""
+        return next((c for c in self.choices if c.letter == letter.upper()), None)
+
+
+@dataclass(frozen=True)
+class Problem:
+    """A question placed at a position of a challenge."""
+
+    id: int
+    challenge_id: int
+    position: int
+    question: Question
+
+
+@dataclass(frozen=True)
+class Challenge:
+    """The day's challenge of one channel."""
+
+    id: int
+    channel_pk: int
+    channel: ChannelRef
+    day: dt.date
+    status: Literal["open", "closed"]
+    title: str
+    opened_at: dt.datetime
+    closes_at: dt.datetime | None
+    problems: tuple[Problem, ...]
+    message_ref: str | None = None
+
+
+@dataclass(frozen=True)
+class Attempt:
+    """One answer a player gave to a problem."""
+
+    attempt_no: int
+    letter: str
+    correct: bool
+    answered_at: dt.datetime
+    elapsed_ms: int
+
+
+@dataclass(frozen=True)
+class PlaySession:
+    """A player's play of one problem: when it started, its deadline, and how it went so far."""
+
+    id: int
+    problem_id: int
+    player_pk: int
+    started_at: dt.datetime
+    deadline: dt.datetime
+    hint_used: bool
+    finished_at: dt.datetime | None
+    outcome: Outcome | None
+    points: int
+    attempts: tuple[Attempt, ...]
+
+    @property
+    def finished(self) -> bool:
+        """True once the problem ended for this player."""
+        return self.outcome is not None
+
+
+@dataclass(frozen=True)
+class QuestionCandidate:
+    """What the challenge picker needs to know about a question."""
+
+    version_id: int
+    question_id: str
+    topic: str
+    difficulty: str
+    kind: str
+    uses: int
+
+
+@dataclass(frozen=True)
+class StandingRow:
+    """One line of a leaderboard."""
+
+    rank: int
+    player_pk: int
+    display_name: str
+    points: int
+    correct: int
+    answer_ms: int

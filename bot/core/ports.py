@@ -1,0 +1,294 @@
+"""Ports: what the core needs from the outside world, as Protocols.
+
+Implementations are named by technology (SqlUnitOfWork, ConsolePlatform...), fakes ``Fake*`` in tests.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from dataclasses import dataclass
+from types import TracebackType
+from typing import Any, Protocol
+
+from bot.core.cards import ChallengeCard, ResultsCard
+from bot.core.models import (
+    Challenge,
+    ChannelRef,
+    PlayerRef,
+    PlaySession,
+    Question,
+    QuestionCandidate,
+    StandingRow,
+)
+
+
+class Clock(Protocol):
+    """The source of 'now' (timezone-aware UTC)."""
+
+    def now(self) -> dt.datetime:
+        """Current time, timezone-aware."""
+        ...
+
+
+class SystemClock:
+    """The real clock."""
+
+    def now(self) -> dt.datetime:
+        """Current UTC time."""
+        return dt.datetime.now(dt.UTC)
+
+
+class ChatPlatform(Protocol):
+    """Outbound calls a platform implements (console, Discord, Slack)."""
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Post the daily challenge; return a message reference to edit it later."""
+        ...
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Post a closed challenge's results (and mark the original post closed)."""
+        ...
+
+
+@dataclass(frozen=True)
+class SyncReport:
+    """What a question import changed."""
+
+    added: tuple[str, ...]
+    updated: tuple[str, ...]
+    unchanged: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class QuestionRow:
+    """A question as listed for admins."""
+
+    id: str
+    version: int
+    kind: str
+    topic: str
+    difficulty: str
+    retired: bool
+
+
+@dataclass(frozen=True)
+class ProblemTally:
+    """How a problem went for everyone: choice counts per letter, players and solvers."""
+
+    problem_id: int
+    distribution: dict[str, int]
+    players: int
+    solved: int
+
+
+@dataclass(frozen=True)
+class CompletionRow:
+    """A player's completed challenge."""
+
+    day: dt.date
+    problems: int
+    correct: int
+    hints_used: int
+    max_answer_s: float
+
+
+class AttemptConflictError(Exception):
+    """Storage-level: this attempt number (or idempotency key) was taken by a concurrent transaction."""
+
+
+class AlreadyExistsError(Exception):
+    """Storage-level: a unique row (e.g. the day's challenge of a channel) already exists."""
+
+
+class UnitOfWork(Protocol):
+    """One transaction. ``async with uow:`` commits on success and rolls back on an exception."""
+
+    async def __aenter__(self) -> UnitOfWork: ...
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None: ...
+
+    async def commit(self) -> None:
+        """Commit now (the context manager also commits on a clean exit)."""
+        ...
+
+    async def rollback(self) -> None:
+        """Roll back now."""
+        ...
+
+    # players and channels
+    async def ensure_channel(self, ref: ChannelRef) -> int:
+        """The channel's primary key, creating the row if needed."""
+        ...
+
+    async def ensure_player(self, ref: PlayerRef) -> int:
+        """The player's primary key, creating the row (or refreshing the display name) if needed."""
+        ...
+
+    async def player_name(self, player_pk: int) -> str:
+        """A player's display name."""
+        ...
+
+    # questions
+    async def sync_questions(self, specs: Sequence[dict[str, Any]], now: dt.datetime) -> SyncReport:
+        """Insert new questions and new versions of changed ones; never rewrite a version."""
+        ...
+
+    async def retire_question(self, question_id: str, now: dt.datetime) -> bool:
+        """Retire a question (it is no longer picked); False if it does not exist."""
+        ...
+
+    async def list_questions(self, include_retired: bool) -> list[QuestionRow]:
+        """Every question with its latest version's metadata."""
+        ...
+
+    async def latest_question(self, question_id: str) -> Question | None:
+        """The latest version of a question."""
+        ...
+
+    async def latest_specs(self, include_retired: bool) -> list[dict[str, Any]]:
+        """The latest version of every question as the spec dict it was imported from."""
+        ...
+
+    async def question_candidates(self, channel_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
+        """Active questions of these kinds with how often each was used in this channel."""
+        ...
+
+    # challenges
+    async def get_challenge(self, channel_pk: int, day: dt.date) -> Challenge | None:
+        """A channel's challenge of a day."""
+        ...
+
+    async def get_challenge_by_id(self, challenge_id: int) -> Challenge | None:
+        """A challenge by id."""
+        ...
+
+    async def latest_challenge(self, channel_pk: int) -> Challenge | None:
+        """The channel's most recent challenge."""
+        ...
+
+    async def create_challenge(
+        self,
+        channel_pk: int,
+        day: dt.date,
+        title: str,
+        version_ids: Sequence[int],
+        opened_at: dt.datetime,
+        closes_at: dt.datetime | None,
+    ) -> Challenge:
+        """Create the day's challenge; raise AlreadyExistsError if the channel has one for that day."""
+        ...
+
+    async def close_challenge(self, challenge_id: int, now: dt.datetime) -> bool:
+        """Close if open (``UPDATE ... WHERE status='open'``); True only for the call that closed it."""
+        ...
+
+    async def set_message_ref(self, challenge_id: int, message_ref: str) -> None:
+        """Remember where the challenge was posted."""
+        ...
+
+    async def challenge_id_of_problem(self, problem_id: int) -> int | None:
+        """The challenge a problem belongs to."""
+        ...
+
+    # plays
+    async def get_session(self, problem_id: int, player_pk: int) -> PlaySession | None:
+        """A player's session on a problem, with its attempts."""
+        ...
+
+    async def create_session(
+        self, problem_id: int, player_pk: int, started_at: dt.datetime, deadline: dt.datetime
+    ) -> PlaySession:
+        """Start a problem for a player; if already started, return the existing session unchanged."""
+        ...
+
+    async def sessions_in_challenge(self, challenge_id: int, player_pk: int) -> list[PlaySession]:
+        """A player's sessions on a challenge's problems."""
+        ...
+
+    async def add_attempt(
+        self,
+        session_id: int,
+        attempt_no: int,
+        letter: str,
+        correct: bool,
+        answered_at: dt.datetime,
+        elapsed_ms: int,
+        idempotency_key: str | None,
+        question_version_id: int,
+    ) -> None:
+        """Record an attempt; raise AttemptConflictError if the number or key is taken."""
+        ...
+
+    async def attempt_by_key(self, idempotency_key: str) -> tuple[int, int] | None:
+        """(problem id, player pk) of the attempt recorded under this idempotency key, if any."""
+        ...
+
+    async def finish_session(
+        self, session_id: int, outcome: str, points: int, finished_at: dt.datetime
+    ) -> bool:
+        """End a session once (``WHERE outcome IS NULL``); True only for the call that ended it."""
+        ...
+
+    async def mark_hint(self, session_id: int, at: dt.datetime) -> None:
+        """Record that the hint was shown (first time only)."""
+        ...
+
+    async def expire_sessions(self, challenge_id: int, now: dt.datetime) -> list[tuple[int, int]]:
+        """End every unfinished session of a challenge as timed out; return (session id, player pk)."""
+        ...
+
+    # standings, completions, badges
+    async def add_to_standings(
+        self, scopes: Sequence[str], periods: Sequence[str], player_pk: int, points: int, answer_ms: int
+    ) -> None:
+        """Add a solved problem's points to every (scope, period) standing of the player."""
+        ...
+
+    async def leaderboard(
+        self, scope: str, period: str, limit: int, player_pk: int | None
+    ) -> tuple[list[StandingRow], StandingRow | None, int]:
+        """Top ``limit`` rows, the player's own row (any rank) and the number of ranked players."""
+        ...
+
+    async def record_completion(
+        self, challenge_id: int, player_pk: int, day: dt.date, row: CompletionRow, points: int
+    ) -> bool:
+        """Record that a player finished every problem of a challenge; True the first time."""
+        ...
+
+    async def completions(self, player_pk: int, channel_pk: int | None) -> list[CompletionRow]:
+        """A player's completed challenges (in one channel, or everywhere)."""
+        ...
+
+    async def award_badges(
+        self, player_pk: int, challenge_id: int, awards: Sequence[tuple[str, str]], at: dt.datetime
+    ) -> list[str]:
+        """Award (code, scope key) badges; return the codes newly awarded (idempotent)."""
+        ...
+
+    async def badge_counts(self, player_pk: int) -> dict[str, int]:
+        """How many times the player earned each badge."""
+        ...
+
+    async def challenge_badges(self, challenge_id: int) -> list[tuple[int, str]]:
+        """(player pk, badge code) awarded on a challenge."""
+        ...
+
+    async def problem_tallies(self, challenge_id: int) -> list[ProblemTally]:
+        """Per problem: final choice counts, players and solvers."""
+        ...
+
+    async def challenge_standings(self, challenge_id: int) -> list[StandingRow]:
+        """Players of one challenge ranked by points then answer time."""
+        ...
+
+    async def player_points(self, player_pk: int) -> int:
+        """All points a player earned in challenges."""
+        ...
+
+    async def player_accuracy(self, player_pk: int, by: str) -> list[tuple[str, int, int]]:
+        """(topic or kind, finished problems, solved) for a player; ``by`` is 'topic' or 'kind'."""
+        ...

@@ -1,0 +1,607 @@
+"""The use cases. Every public method is one service call an adapter makes for one user action.
+
+Each call runs in its own unit of work (one transaction); game rules live here, invariants that must
+hold under concurrency (one challenge per channel and day, at most N attempts) are also enforced by the
+database's unique keys, and this module turns their conflicts into domain outcomes.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+import random
+from collections.abc import Callable, Sequence
+from typing import Any
+from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
+
+from bot.core import scoring
+from bot.core.cards import (
+    BadgeAward,
+    ChallengeCard,
+    Feedback,
+    HintCard,
+    LeaderboardCard,
+    PlayerChallengeSummary,
+    ProblemCard,
+    ProblemResult,
+    ProblemSummary,
+    ResultsCard,
+    Reveal,
+    StatsCard,
+    TopicStat,
+)
+from bot.core.errors import (
+    ChallengeClosedError,
+    ConfigurationError,
+    InvalidAnswerError,
+    NoAttemptsLeftError,
+    NotAdminError,
+    NotFoundError,
+    NotStartedError,
+    ProblemOverError,
+    TimeUpError,
+)
+from bot.core.models import Actor, Challenge, ChannelRef, PlayerRef, PlaySession, Problem
+from bot.core.ports import (
+    AlreadyExistsError,
+    AttemptConflictError,
+    ChatPlatform,
+    Clock,
+    CompletionRow,
+    QuestionRow,
+    SyncReport,
+    UnitOfWork,
+)
+
+log = logging.getLogger(__name__)
+
+CHALLENGE_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
+SCOPES = ("channel", "workspace")
+PERIODS = ("today", "week", "all")
+#: How many times a conflicting attempt insert is retried before reporting "no attempts left".
+_ATTEMPT_RETRIES = 5
+
+
+def zone(name: str) -> ZoneInfo:
+    """The IANA timezone ``name``, or a ConfigurationError that says how to fix it."""
+    try:
+        return ZoneInfo(name)
+    except (ZoneInfoNotFoundError, ValueError):
+        raise ConfigurationError(
+            f"unknown timezone {name!r}: use an IANA name such as 'Europe/Berlin' or 'America/New_York'"
+        ) from None
+
+
+def local_day(now: dt.datetime, tz: str) -> dt.date:
+    """The calendar date of ``now`` in timezone ``tz``."""
+    return now.astimezone(zone(tz)).date()
+
+
+def period_keys(day: dt.date) -> tuple[str, str, str]:
+    """Standing period keys a challenge day counts towards: all time, the day, its ISO week."""
+    year, week, _ = day.isocalendar()
+    return ("all", f"d:{day.isoformat()}", f"w:{year}-W{week:02d}")
+
+
+def scope_keys(channel_pk: int, channel: ChannelRef) -> tuple[str, str]:
+    """Standing scope keys: the channel and its workspace (Discord server / Slack workspace)."""
+    return (f"ch:{channel_pk}", f"ws:{channel.platform}:{channel.workspace_id}")
+
+
+def _award(code: str) -> BadgeAward:
+    info = scoring.BADGES[code]
+    return BadgeAward(info.code, info.name, info.emoji, info.description)
+
+
+class QuizService:
+    """RankZero's use cases over a unit-of-work factory, a clock and (optionally) a chat platform."""
+
+    def __init__(
+        self,
+        uow_factory: Callable[[], UnitOfWork],
+        clock: Clock,
+        platform: ChatPlatform | None = None,
+        *,
+        problems_per_challenge: int = 5,
+        seed: int | None = None,
+    ) -> None:
+        if problems_per_challenge < 1:
+            raise ConfigurationError("problems per challenge must be at least 1")
+        self._uow = uow_factory
+        self._clock = clock
+        self._platform = platform
+        self._n = problems_per_challenge
+        self._seed = seed
+
+    # ------------------------------------------------------------------ challenges
+    async def open_challenge(
+        self, channel: ChannelRef, day: dt.date | None = None, *, closes_at: dt.datetime | None = None
+    ) -> tuple[Challenge, bool]:
+        """Get or create a channel's challenge for ``day`` (default: today in the channel's timezone).
+
+        Returns (challenge, created). Unique per (channel, day): concurrent callers get the same one.
+        """
+        now = self._clock.now()
+        day = day or local_day(now, channel.timezone)
+        async with self._uow() as uow:
+            channel_pk = await uow.ensure_channel(channel)
+            existing = await uow.get_challenge(channel_pk, day)
+            if existing is not None:
+                return existing, False
+            candidates = await uow.question_candidates(channel_pk, CHALLENGE_KINDS)
+            if not candidates:
+                raise NotFoundError(
+                    "the question bank is empty: import questions first (rankzero questions import questions/)"
+                )
+            rng = random.Random(f"{self._seed}:{channel_pk}:{day.isoformat()}")
+            picks = scoring.pick_problems(candidates, self._n, rng)
+            title = f"Multi-GPU challenge · {day.isoformat()}"
+            try:
+                challenge = await uow.create_challenge(
+                    channel_pk, day, title, [p.version_id for p in picks], now, closes_at
+                )
+            except AlreadyExistsError:
+                challenge = None
+        if challenge is None:
+            # Another process created it between our read and insert: read theirs.
+            async with self._uow() as uow:
+                channel_pk = await uow.ensure_channel(channel)
+                found = await uow.get_challenge(channel_pk, day)
+            if found is None:  # pragma: no cover - unique key guarantees it exists
+                raise NotFoundError("challenge vanished after a concurrent create")
+            return found, False
+        log.info("created challenge %s for %s on %s", challenge.id, channel.channel_id, day)
+        return challenge, True
+
+    async def post_daily(self, channel: ChannelRef, day: dt.date | None = None) -> ChallengeCard:
+        """Create the day's challenge (once) and post it on the platform if this call created it."""
+        challenge, created = await self.open_challenge(channel, day)
+        card = self.challenge_card(challenge)
+        if created and self._platform is not None:
+            ref = await self._platform.post_challenge(channel, card)
+            if ref is not None:
+                async with self._uow() as uow:
+                    await uow.set_message_ref(challenge.id, ref)
+        return card
+
+    @staticmethod
+    def challenge_card(challenge: Challenge) -> ChallengeCard:
+        """The public card of a challenge (no answers)."""
+        return ChallengeCard(
+            challenge_id=challenge.id,
+            title=challenge.title,
+            day=challenge.day,
+            status=challenge.status,
+            closes_at=challenge.closes_at,
+            problems=tuple(
+                ProblemSummary(p.id, p.position, p.question.kind, p.question.topic, p.question.difficulty)
+                for p in challenge.problems
+            ),
+        )
+
+    async def get_challenge(self, challenge_id: int) -> Challenge:
+        """A challenge by id, or NotFoundError."""
+        async with self._uow() as uow:
+            challenge = await uow.get_challenge_by_id(challenge_id)
+        if challenge is None:
+            raise NotFoundError(f"no challenge with id {challenge_id}")
+        return challenge
+
+    # ------------------------------------------------------------------ playing
+    async def _problem(self, uow: UnitOfWork, problem_id: int) -> tuple[Challenge, Problem]:
+        # Problems are read through their challenge so every check sees the challenge's status.
+        challenge_id = await uow.challenge_id_of_problem(problem_id)
+        challenge = await uow.get_challenge_by_id(challenge_id) if challenge_id is not None else None
+        if challenge is None:
+            raise NotFoundError(f"no problem with id {problem_id}")
+        return challenge, next(p for p in challenge.problems if p.id == problem_id)
+
+    def _problem_card(self, challenge: Challenge, problem: Problem, session: PlaySession) -> ProblemCard:
+        q = problem.question
+        used = len(session.attempts)
+        return ProblemCard(
+            challenge_id=challenge.id,
+            problem_id=problem.id,
+            position=problem.position,
+            total=len(challenge.problems),
+            kind=q.kind,
+            topic=q.topic,
+            difficulty=q.difficulty,
+            prompt=q.prompt,
+            code=q.code,
+            choices=tuple((c.letter, c.text) for c in q.choices),
+            attempts_left=max(0, q.attempts - used),
+            attempts_total=q.attempts,
+            started_at=session.started_at,
+            deadline=session.deadline,
+            has_hint=bool(q.hint),
+            hint=q.hint if session.hint_used else None,
+            wrong_letters=tuple(a.letter for a in session.attempts if not a.correct),
+            over=session.finished or self._clock.now() >= session.deadline,
+        )
+
+    async def next_problem(self, actor: Actor, challenge_id: int) -> Problem | None:
+        """The first problem of the challenge that is not over for this player (None when all are)."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            player_pk = await uow.ensure_player(actor.player)
+            challenge = await uow.get_challenge_by_id(challenge_id)
+            if challenge is None:
+                raise NotFoundError(f"no challenge with id {challenge_id}")
+            sessions = {s.problem_id: s for s in await uow.sessions_in_challenge(challenge_id, player_pk)}
+        for problem in challenge.problems:
+            s = sessions.get(problem.id)
+            if s is None or (not s.finished and now < s.deadline):
+                return problem
+        return None
+
+    async def start_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
+        """Start (or resume) a problem: the deadline is stored now and never moves."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            challenge, problem = await self._problem(uow, problem_id)
+            if challenge.status != "open":
+                raise ChallengeClosedError("this challenge is closed: wait for the next one or try `quiz`")
+            player_pk = await uow.ensure_player(actor.player)
+            deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
+            session = await uow.create_session(problem_id, player_pk, now, deadline)
+            if not session.finished and now >= session.deadline:
+                await self._finish_timeout(uow, challenge, session)
+                session = await uow.get_session(problem_id, player_pk) or session
+        return self._problem_card(challenge, problem, session)
+
+    async def view_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
+        """The player's current view of a started problem."""
+        async with self._uow() as uow:
+            challenge, problem = await self._problem(uow, problem_id)
+            player_pk = await uow.ensure_player(actor.player)
+            session = await uow.get_session(problem_id, player_pk)
+        if session is None:
+            raise NotStartedError("press Start first: the problem has not been started")
+        return self._problem_card(challenge, problem, session)
+
+    async def hint(self, actor: Actor, problem_id: int) -> HintCard:
+        """Show the hint (once charged, later views are free)."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            challenge, problem = await self._problem(uow, problem_id)
+            player_pk = await uow.ensure_player(actor.player)
+            session = await uow.get_session(problem_id, player_pk)
+            if session is None:
+                raise NotStartedError("start the problem before asking for its hint")
+            if not problem.question.hint:
+                raise NotFoundError("this problem has no hint")
+            if not session.finished:
+                if now >= session.deadline:
+                    await self._finish_timeout(uow, challenge, session)
+                    raise TimeUpError("time is up for this problem: no hint needed any more")
+                await uow.mark_hint(session.id, now)
+        return HintCard(problem_id, problem.question.hint, scoring.hint_cost(problem.question.difficulty))
+
+    async def answer(
+        self, actor: Actor, problem_id: int, letter: str, idempotency_key: str | None = None
+    ) -> Feedback:
+        """Answer a problem. Refused after the stored deadline, after the last attempt, or when over.
+
+        A redelivered interaction (same idempotency key) is a no-op that returns the current state.
+        Concurrent clicks race on the (session, attempt_no) unique key; losers retry with the next
+        number, so at most ``attempts`` are ever stored and no database error reaches the player.
+        """
+        letter = letter.strip().upper()
+        for _ in range(_ATTEMPT_RETRIES):
+            try:
+                return await self._answer_once(actor, problem_id, letter, idempotency_key)
+            except AttemptConflictError:
+                # Someone else took that attempt number (or this key) first; re-read and try again.
+                if idempotency_key is not None:
+                    return await self._replay(actor, problem_id)
+        raise NoAttemptsLeftError("no attempts left for this problem")
+
+    async def _replay(self, actor: Actor, problem_id: int) -> Feedback:
+        async with self._uow() as uow:
+            challenge, problem = await self._problem(uow, problem_id)
+            player_pk = await uow.ensure_player(actor.player)
+            session = await uow.get_session(problem_id, player_pk)
+        assert session is not None
+        return self._feedback(problem, session, duplicate=True)
+
+    async def _answer_once(
+        self, actor: Actor, problem_id: int, letter: str, idempotency_key: str | None
+    ) -> Feedback:
+        now = self._clock.now()
+        async with self._uow() as uow:
+            if idempotency_key is not None and await uow.attempt_by_key(idempotency_key) is not None:
+                challenge, problem = await self._problem(uow, problem_id)
+                player_pk = await uow.ensure_player(actor.player)
+                session = await uow.get_session(problem_id, player_pk)
+                assert session is not None
+                return self._feedback(problem, session, duplicate=True)
+            challenge, problem = await self._problem(uow, problem_id)
+            q = problem.question
+            if q.choice(letter) is None:
+                letters = ", ".join(c.letter for c in q.choices)
+                raise InvalidAnswerError(f"{letter!r} is not a choice of this problem: pick one of {letters}")
+            player_pk = await uow.ensure_player(actor.player)
+            session = await uow.get_session(problem_id, player_pk)
+            if session is None:
+                raise NotStartedError("start the problem before answering it")
+            if session.finished:
+                if session.outcome == "timeout":
+                    raise TimeUpError("time is up for this problem: your answer was not counted")
+                raise ProblemOverError("this problem is already over for you")
+            if now >= session.deadline:
+                await self._finish_timeout(uow, challenge, session)
+                await uow.commit()
+                raise TimeUpError("time is up for this problem: your answer was not counted")
+            used = len(session.attempts)
+            if used >= q.attempts:
+                raise NoAttemptsLeftError("no attempts left for this problem")
+            attempt_no = used + 1
+            correct = letter == q.correct_letter
+            elapsed = now - session.started_at
+            elapsed_ms = max(0, int(elapsed.total_seconds() * 1000))
+            await uow.add_attempt(
+                session.id, attempt_no, letter, correct, now, elapsed_ms, idempotency_key, q.version_id
+            )
+            points = 0
+            if correct or attempt_no >= q.attempts:
+                points = scoring.points_for(
+                    difficulty=q.difficulty,
+                    correct=correct,
+                    attempt_no=attempt_no,
+                    elapsed_s=elapsed.total_seconds(),
+                    time_limit_s=q.time_limit_s,
+                    hint_used=session.hint_used,
+                )
+                if await uow.finish_session(session.id, "correct" if correct else "wrong", points, now):
+                    if correct:
+                        await uow.add_to_standings(
+                            scope_keys(challenge.channel_pk, challenge.channel),
+                            period_keys(challenge.day),
+                            player_pk,
+                            points,
+                            elapsed_ms,
+                        )
+                    await self._after_finish(uow, challenge, player_pk)
+            session = await uow.get_session(problem_id, player_pk) or session
+        return self._feedback(problem, session)
+
+    def _feedback(self, problem: Problem, session: PlaySession, *, duplicate: bool = False) -> Feedback:
+        q = problem.question
+        last = session.attempts[-1] if session.attempts else None
+        over = session.finished
+        if last is None:
+            message = "time is up" if session.outcome == "timeout" else "no answer yet"
+        elif last.correct:
+            message = f"Correct! +{session.points} points"
+        elif over:
+            message = f"Wrong: the answer was {q.correct_letter}"
+        else:
+            left = q.attempts - len(session.attempts)
+            message = f"Not quite: {left} attempt{'s' if left != 1 else ''} left"
+        return Feedback(
+            problem_id=problem.id,
+            outcome=session.outcome,
+            letter=last.letter if last else None,
+            correct=bool(last and last.correct),
+            attempts_left=max(0, q.attempts - len(session.attempts)),
+            points=session.points,
+            over=over,
+            reveal=Reveal(q.correct_letter or "", q.explanation, q.choices) if over else None,
+            duplicate=duplicate,
+            message=message,
+        )
+
+    async def time_up(self, actor: Actor, problem_id: int) -> Feedback:
+        """Called when a player's countdown ends: records the time-out (a no-op if already over)."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            challenge, problem = await self._problem(uow, problem_id)
+            player_pk = await uow.ensure_player(actor.player)
+            session = await uow.get_session(problem_id, player_pk)
+            if session is None:
+                raise NotStartedError("the problem was never started")
+            if not session.finished:
+                if now < session.deadline:
+                    left = (session.deadline - now).total_seconds()
+                    raise ProblemOverError(f"time is not up yet: {left:.0f} s left")
+                await self._finish_timeout(uow, challenge, session)
+                session = await uow.get_session(problem_id, player_pk) or session
+        return self._feedback(problem, session)
+
+    async def _finish_timeout(self, uow: UnitOfWork, challenge: Challenge, session: PlaySession) -> None:
+        if await uow.finish_session(session.id, "timeout", 0, session.deadline):
+            await self._after_finish(uow, challenge, session.player_pk)
+
+    async def _after_finish(self, uow: UnitOfWork, challenge: Challenge, player_pk: int) -> list[str]:
+        """When the player's last problem of a challenge ends: record completion, award badges."""
+        sessions = await uow.sessions_in_challenge(challenge.id, player_pk)
+        if len(sessions) < len(challenge.problems) or not all(s.finished for s in sessions):
+            return []
+        correct = [s for s in sessions if s.outcome == "correct"]
+        max_answer_s = max(
+            ((s.attempts[-1].elapsed_ms / 1000) if s.attempts else float("inf")) for s in sessions
+        )
+        row = CompletionRow(
+            day=challenge.day,
+            problems=len(challenge.problems),
+            correct=len(correct),
+            hints_used=sum(1 for s in sessions if s.hint_used),
+            max_answer_s=min(max_answer_s, 1e9),
+        )
+        if not await uow.record_completion(
+            challenge.id, player_pk, challenge.day, row, sum(s.points for s in sessions)
+        ):
+            return []
+        history = await uow.completions(player_pk, challenge.channel_pk)
+        perfect = [c.day for c in history if c.problems and c.correct == c.problems]
+        outcome = scoring.ChallengeOutcome(
+            row.day, row.problems, row.correct, row.hints_used, row.max_answer_s
+        )
+        awards = scoring.badges_earned(outcome, perfect, [c.day for c in history])
+        return await uow.award_badges(player_pk, challenge.id, awards, self._clock.now())
+
+    async def summary(self, actor: Actor, challenge_id: int) -> PlayerChallengeSummary:
+        """The player's score on a challenge, badges earned on it and current streak."""
+        async with self._uow() as uow:
+            player_pk = await uow.ensure_player(actor.player)
+            challenge = await uow.get_challenge_by_id(challenge_id)
+            if challenge is None:
+                raise NotFoundError(f"no challenge with id {challenge_id}")
+            sessions = await uow.sessions_in_challenge(challenge_id, player_pk)
+            badges = [b for p, b in await uow.challenge_badges(challenge_id) if p == player_pk]
+            history = await uow.completions(player_pk, challenge.channel_pk)
+        today = local_day(self._clock.now(), challenge.channel.timezone)
+        return PlayerChallengeSummary(
+            challenge_id=challenge_id,
+            day=challenge.day,
+            finished=sum(1 for s in sessions if s.finished),
+            total=len(challenge.problems),
+            correct=sum(1 for s in sessions if s.outcome == "correct"),
+            points=sum(s.points for s in sessions),
+            badges=tuple(_award(b) for b in badges),
+            streak=scoring.current_streak([c.day for c in history], today),
+        )
+
+    # ------------------------------------------------------------------ closing and results
+    async def close_challenge(self, challenge_id: int) -> ResultsCard | None:
+        """Close a challenge once; the call that closes it gets (and posts) the results, others None."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            challenge = await uow.get_challenge_by_id(challenge_id)
+            if challenge is None:
+                raise NotFoundError(f"no challenge with id {challenge_id}")
+            if not await uow.close_challenge(challenge_id, now):
+                return None
+            for _sid, player_pk in await uow.expire_sessions(challenge_id, now):
+                await self._after_finish(uow, challenge, player_pk)
+            card = await self._results(uow, challenge)
+        if self._platform is not None:
+            await self._platform.post_results(challenge.channel, card, challenge.message_ref)
+        return card
+
+    async def results(self, challenge_id: int) -> ResultsCard:
+        """The results of a challenge as they stand (closed or not)."""
+        async with self._uow() as uow:
+            challenge = await uow.get_challenge_by_id(challenge_id)
+            if challenge is None:
+                raise NotFoundError(f"no challenge with id {challenge_id}")
+            return await self._results(uow, challenge)
+
+    async def _results(self, uow: UnitOfWork, challenge: Challenge) -> ResultsCard:
+        tallies = {t.problem_id: t for t in await uow.problem_tallies(challenge.id)}
+        standings = await uow.challenge_standings(challenge.id)
+        names = {r.player_pk: r.display_name for r in standings}
+        badges = []
+        for player_pk, code in await uow.challenge_badges(challenge.id):
+            name = names.get(player_pk) or await uow.player_name(player_pk)
+            badges.append((name, _award(code)))
+        problems = []
+        for p in challenge.problems:
+            t = tallies.get(p.id)
+            dist = {c.letter: (t.distribution.get(c.letter, 0) if t else 0) for c in p.question.choices}
+            problems.append(
+                ProblemResult(
+                    p.position,
+                    p.question.id,
+                    p.question.topic,
+                    p.question.correct_letter or "",
+                    dist,
+                    t.players if t else 0,
+                    t.solved if t else 0,
+                )
+            )
+        top = max((r.points for r in standings), default=0)
+        # Everyone tied on the top score wins; nobody wins a day where nobody scored.
+        winners = tuple(r for r in standings if top > 0 and r.points == top)
+        return ResultsCard(
+            challenge_id=challenge.id,
+            title=challenge.title,
+            day=challenge.day,
+            problems=tuple(problems),
+            winners=winners,
+            badges=tuple(badges),
+            players=len(standings),
+        )
+
+    # ------------------------------------------------------------------ leaderboards and stats
+    async def leaderboard(
+        self,
+        channel: ChannelRef,
+        *,
+        scope: str = "channel",
+        period: str = "all",
+        player: PlayerRef | None = None,
+        limit: int = 10,
+    ) -> LeaderboardCard:
+        """Top ``limit`` players of a channel or its workspace for today, this week or all time."""
+        if scope not in SCOPES:
+            raise ConfigurationError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
+        if period not in PERIODS:
+            raise ConfigurationError(f"unknown period {period!r}: use one of {', '.join(PERIODS)}")
+        today = local_day(self._clock.now(), channel.timezone)
+        all_key, day_key, week_key = period_keys(today)
+        period_key = {"all": all_key, "today": day_key, "week": week_key}[period]
+        async with self._uow() as uow:
+            channel_pk = await uow.ensure_channel(channel)
+            player_pk = await uow.ensure_player(player) if player else None
+            scope_key = scope_keys(channel_pk, channel)[SCOPES.index(scope)]
+            rows, me, total = await uow.leaderboard(scope_key, period_key, limit, player_pk)
+        where = "this channel" if scope == "channel" else "this workspace"
+        when = {"all": "all time", "today": f"today ({today.isoformat()})", "week": "this week"}[period]
+        return LeaderboardCard(scope, period, f"Leaderboard · {where} · {when}", tuple(rows), me, total)
+
+    async def stats(self, player: PlayerRef, channel: ChannelRef | None = None) -> StatsCard:
+        """A player's record: points, accuracy by topic and kind, streaks, badges."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            player_pk = await uow.ensure_player(player)
+            history = await uow.completions(player_pk, None)
+            by_topic = await uow.player_accuracy(player_pk, "topic")
+            by_kind = await uow.player_accuracy(player_pk, "kind")
+            badges = await uow.badge_counts(player_pk)
+            name = await uow.player_name(player_pk)
+            points = await uow.player_points(player_pk)
+        today = local_day(now, channel.timezone if channel else "UTC")
+        days = [c.day for c in history]
+        return StatsCard(
+            display_name=name,
+            points=points,
+            problems=sum(n for _, n, _ in by_topic),
+            correct=sum(ok for _, _, ok in by_topic),
+            challenges_completed=len(history),
+            streak=scoring.current_streak(days, today),
+            longest_streak=scoring.longest_streak(days),
+            badges=tuple((_award(code), n) for code, n in sorted(badges.items()) if code in scoring.BADGES),
+            by_topic=tuple(TopicStat(name, n, ok) for name, n, ok in by_topic),
+            by_kind=tuple(TopicStat(name, n, ok) for name, n, ok in by_kind),
+        )
+
+    # ------------------------------------------------------------------ admin
+    @staticmethod
+    def _require_admin(actor: Actor) -> None:
+        if not actor.is_admin:
+            raise NotAdminError("only admins can do that: ask a server/workspace admin")
+
+    async def admin_import(self, actor: Actor, specs: Sequence[dict[str, Any]]) -> SyncReport:
+        """Import validated question specs in one transaction (new versions for edited questions)."""
+        self._require_admin(actor)
+        async with self._uow() as uow:
+            return await uow.sync_questions(specs, self._clock.now())
+
+    async def admin_retire(self, actor: Actor, question_id: str) -> None:
+        """Retire a question so it is no longer picked (history keeps it)."""
+        self._require_admin(actor)
+        async with self._uow() as uow:
+            if not await uow.retire_question(question_id, self._clock.now()):
+                raise NotFoundError(f"no question with id {question_id!r}: see `rankzero questions list`")
+
+    async def list_questions(self, include_retired: bool = False) -> list[QuestionRow]:
+        """The bank as stored."""
+        async with self._uow() as uow:
+            return await uow.list_questions(include_retired)
+
+    async def export_questions(self, include_retired: bool = False) -> list[dict[str, Any]]:
+        """The latest version of every question, as specs (round-trips through import)."""
+        async with self._uow() as uow:
+            return await uow.latest_specs(include_retired)

@@ -1,0 +1,1 @@
+"""Storage: SQLAlchemy models, the SQL unit of work, migrations helpers, question-bank sync."""

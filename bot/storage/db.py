@@ -1,0 +1,80 @@
+"""Engine creation and migrations for SQLite (embedded default) and PostgreSQL."""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+from pathlib import Path
+from typing import Any
+
+from sqlalchemy import event
+from sqlalchemy.engine import make_url
+from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
+
+log = logging.getLogger(__name__)
+
+MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
+
+
+def is_sqlite(url: str) -> bool:
+    """True for a SQLite URL."""
+    return make_url(url).get_backend_name() == "sqlite"
+
+
+def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+    """Create an async engine with the settings each backend needs for concurrent players.
+
+    SQLite: WAL (readers never block the writer), a busy timeout, foreign keys on, and every transaction
+    opened with BEGIN IMMEDIATE, so two writers queue on the lock instead of failing with "database is
+    locked" when a read transaction tries to upgrade to a write.
+    """
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        engine = create_async_engine(url, connect_args={"timeout": 30})
+
+        @event.listens_for(engine.sync_engine, "connect")
+        def _on_connect(dbapi_conn: Any, _record: Any) -> None:
+            # Let us issue BEGIN ourselves (the driver's implicit transactions are deferred).
+            dbapi_conn.isolation_level = None
+            cur = dbapi_conn.cursor()
+            cur.execute("PRAGMA journal_mode=WAL")
+            cur.execute("PRAGMA synchronous=NORMAL")
+            cur.execute("PRAGMA foreign_keys=ON")
+            cur.execute("PRAGMA busy_timeout=30000")
+            cur.close()
+
+        @event.listens_for(engine.sync_engine, "begin")
+        def _on_begin(conn: Any) -> None:
+            conn.exec_driver_sql("BEGIN IMMEDIATE")
+
+        return engine
+    return create_async_engine(url, pool_size=pool_size, max_overflow=pool_size, pool_pre_ping=True)
+
+
+def alembic_config(url: str) -> Any:
+    """An Alembic Config pointing at our migrations, for ``url``."""
+    from alembic.config import Config
+
+    cfg = Config()
+    cfg.set_main_option("script_location", str(MIGRATIONS_DIR))
+    cfg.set_main_option("sqlalchemy.url", url.replace("%", "%%"))
+    return cfg
+
+
+def upgrade(url: str, revision: str = "head") -> None:
+    """Run ``alembic upgrade`` (synchronous; call it outside a running event loop or in a thread)."""
+    from alembic import command
+
+    if is_sqlite(url):
+        database = make_url(url).database
+        if database and database != ":memory:":
+            Path(database).parent.mkdir(parents=True, exist_ok=True)
+    command.upgrade(alembic_config(url), revision)
+    log.info("database at %s upgraded to %s", make_url(url).render_as_string(hide_password=True), revision)
+
+
+async def upgrade_async(url: str, revision: str = "head") -> None:
+    """Run migrations from async code (Alembic's env.py starts its own event loop, so use a thread)."""
+    await asyncio.to_thread(upgrade, url, revision)

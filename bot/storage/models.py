@@ -1,0 +1,253 @@
+"""SQLAlchemy 2.0 typed models. Constraints carry the game's invariants (see ARCHITECTURE.md)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import (
+    JSON,
+    BigInteger,
+    Boolean,
+    CheckConstraint,
+    Date,
+    DateTime,
+    ForeignKey,
+    Index,
+    Integer,
+    MetaData,
+    String,
+    TypeDecorator,
+    UniqueConstraint,
+)
+from sqlalchemy.engine import Dialect
+from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
+
+NAMING = {
+    "ix": "ix_%(column_0_label)s",
+    "uq": "uq_%(table_name)s_%(column_0_N_name)s",
+    "ck": "ck_%(table_name)s_%(constraint_name)s",
+    "fk": "fk_%(table_name)s_%(column_0_name)s_%(referred_table_name)s",
+    "pk": "pk_%(table_name)s",
+}
+
+
+class UtcDateTime(TypeDecorator[dt.datetime]):
+    """Timezone-aware UTC datetimes on every backend (SQLite stores naive text; we re-attach UTC)."""
+
+    impl = DateTime(timezone=True)
+    cache_ok = True
+
+    def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        if value.tzinfo is None:
+            raise ValueError("naive datetime given to the database; use timezone-aware UTC")
+        return value.astimezone(dt.UTC)
+
+    def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        if value is None:
+            return None
+        return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
+
+
+class Base(DeclarativeBase):
+    """Declarative base with the constraint naming convention (stable names for migrations)."""
+
+    metadata = MetaData(naming_convention=NAMING)
+    type_annotation_map = {dt.datetime: UtcDateTime, dict[str, Any]: JSON}
+
+
+class ChannelRow(Base):
+    """A chat channel that gets challenges."""
+
+    __tablename__ = "channels"
+    __table_args__ = (UniqueConstraint("platform", "workspace_id", "channel_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    workspace_id: Mapped[str] = mapped_column(String(64))
+    channel_id: Mapped[str] = mapped_column(String(64))
+    name: Mapped[str | None] = mapped_column(String(200))
+    timezone: Mapped[str] = mapped_column(String(64), default="UTC")
+    created_at: Mapped[dt.datetime]
+
+
+class PlayerRow(Base):
+    """A person, as one platform knows them."""
+
+    __tablename__ = "players"
+    __table_args__ = (UniqueConstraint("platform", "user_id"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    platform: Mapped[str] = mapped_column(String(32))
+    user_id: Mapped[str] = mapped_column(String(64))
+    display_name: Mapped[str] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime]
+
+
+class QuestionRow(Base):
+    """A question's identity; its content lives in immutable versions."""
+
+    __tablename__ = "questions"
+
+    id: Mapped[str] = mapped_column(String(64), primary_key=True)
+    created_at: Mapped[dt.datetime]
+    retired_at: Mapped[dt.datetime | None]
+
+
+class QuestionVersionRow(Base):
+    """One immutable version of a question; attempts point at the version that was asked."""
+
+    __tablename__ = "question_versions"
+    __table_args__ = (
+        UniqueConstraint("question_id", "version"),
+        UniqueConstraint("question_id", "content_hash"),
+        CheckConstraint("version >= 1", name="version_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="RESTRICT"), index=True)
+    version: Mapped[int] = mapped_column(Integer)
+    content_hash: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32))
+    topic: Mapped[str] = mapped_column(String(80))
+    difficulty: Mapped[str] = mapped_column(String(16))
+    spec: Mapped[dict[str, Any]]
+    created_at: Mapped[dt.datetime]
+
+
+class ChallengeRow(Base):
+    """A channel's challenge of one day (unique per channel and date)."""
+
+    __tablename__ = "challenges"
+    __table_args__ = (
+        UniqueConstraint("channel_pk", "day"),
+        CheckConstraint("status IN ('open', 'closed')", name="status_valid"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    channel_pk: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
+    day: Mapped[dt.date] = mapped_column(Date)
+    title: Mapped[str] = mapped_column(String(200))
+    status: Mapped[str] = mapped_column(String(8), default="open")
+    opened_at: Mapped[dt.datetime]
+    closes_at: Mapped[dt.datetime | None]
+    closed_at: Mapped[dt.datetime | None]
+    message_ref: Mapped[str | None] = mapped_column(String(200))
+
+
+class ProblemRow(Base):
+    """A question version placed at a position of a challenge."""
+
+    __tablename__ = "problems"
+    __table_args__ = (
+        UniqueConstraint("challenge_id", "position"),
+        CheckConstraint("position >= 1", name="position_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    challenge_id: Mapped[int] = mapped_column(ForeignKey("challenges.id", ondelete="CASCADE"))
+    position: Mapped[int] = mapped_column(Integer)
+    question_version_id: Mapped[int] = mapped_column(
+        ForeignKey("question_versions.id", ondelete="RESTRICT"), index=True
+    )
+
+
+class PlaySessionRow(Base):
+    """A player's play of one problem; the deadline is stored, so time-up never depends on a timer."""
+
+    __tablename__ = "play_sessions"
+    __table_args__ = (
+        UniqueConstraint("problem_id", "player_pk"),
+        CheckConstraint(
+            "outcome IS NULL OR outcome IN ('correct', 'wrong', 'timeout')", name="outcome_valid"
+        ),
+        CheckConstraint("deadline > started_at", name="deadline_after_start"),
+        Index("ix_play_sessions_player_pk", "player_pk"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    problem_id: Mapped[int] = mapped_column(ForeignKey("problems.id", ondelete="CASCADE"))
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    started_at: Mapped[dt.datetime]
+    deadline: Mapped[dt.datetime]
+    hint_used_at: Mapped[dt.datetime | None]
+    finished_at: Mapped[dt.datetime | None]
+    outcome: Mapped[str | None] = mapped_column(String(8))
+    points: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class AttemptRow(Base):
+    """One answer. (session, attempt_no) is unique, so concurrent clicks cannot exceed the limit."""
+
+    __tablename__ = "attempts"
+    __table_args__ = (
+        UniqueConstraint("session_id", "attempt_no"),
+        UniqueConstraint("idempotency_key"),
+        CheckConstraint("attempt_no >= 1", name="attempt_no_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    session_id: Mapped[int] = mapped_column(ForeignKey("play_sessions.id", ondelete="CASCADE"))
+    question_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="RESTRICT"))
+    attempt_no: Mapped[int] = mapped_column(Integer)
+    letter: Mapped[str] = mapped_column(String(1))
+    correct: Mapped[bool] = mapped_column(Boolean)
+    answered_at: Mapped[dt.datetime]
+    elapsed_ms: Mapped[int] = mapped_column(Integer)
+    idempotency_key: Mapped[str | None] = mapped_column(String(200))
+
+
+class StandingRowModel(Base):
+    """Points per (scope, period, player), maintained on every solve so leaderboards never scan attempts.
+
+    scope: ``ch:<channel pk>`` or ``ws:<platform>:<workspace id>``;
+    period: ``all``, ``d:YYYY-MM-DD`` or ``w:YYYY-Www`` (the challenge's local date).
+    """
+
+    __tablename__ = "standings"
+    __table_args__ = (Index("ix_standings_rank", "scope", "period", "points", "answer_ms"),)
+
+    scope: Mapped[str] = mapped_column(String(100), primary_key=True)
+    period: Mapped[str] = mapped_column(String(16), primary_key=True)
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    points: Mapped[int] = mapped_column(Integer, default=0)
+    correct: Mapped[int] = mapped_column(Integer, default=0)
+    answer_ms: Mapped[int] = mapped_column(BigInteger, default=0)
+
+
+class CompletionRowModel(Base):
+    """A player finished every problem of a challenge (drives streaks and badges)."""
+
+    __tablename__ = "completions"
+    __table_args__ = (
+        UniqueConstraint("challenge_id", "player_pk"),
+        Index("ix_completions_player", "player_pk"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    challenge_id: Mapped[int] = mapped_column(ForeignKey("challenges.id", ondelete="CASCADE"))
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    channel_pk: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
+    day: Mapped[dt.date] = mapped_column(Date)
+    problems: Mapped[int] = mapped_column(Integer)
+    correct: Mapped[int] = mapped_column(Integer)
+    hints_used: Mapped[int] = mapped_column(Integer)
+    max_answer_ms: Mapped[int] = mapped_column(Integer)
+    points: Mapped[int] = mapped_column(Integer)
+    completed_at: Mapped[dt.datetime]
+
+
+class BadgeRow(Base):
+    """A badge earned; (player, badge, scope key) is unique, so awarding is idempotent."""
+
+    __tablename__ = "badges"
+    __table_args__ = (UniqueConstraint("player_pk", "badge", "scope_key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    badge: Mapped[str] = mapped_column(String(32))
+    scope_key: Mapped[str] = mapped_column(String(32))
+    challenge_id: Mapped[int | None] = mapped_column(ForeignKey("challenges.id", ondelete="SET NULL"))
+    awarded_at: Mapped[dt.datetime]

@@ -1,0 +1,793 @@
+"""SqlUnitOfWork: the UnitOfWork port over SQLAlchemy's AsyncSession (one session per use case)."""
+
+from __future__ import annotations
+
+import datetime as dt
+import hashlib
+import json
+from collections.abc import Sequence
+from types import TracebackType
+from typing import Any
+
+from sqlalchemy import and_, func, literal, or_, select, update
+from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.exc import IntegrityError
+from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+
+from bot.core.models import (
+    LETTERS,
+    Attempt,
+    Challenge,
+    ChannelRef,
+    Choice,
+    PlayerRef,
+    PlaySession,
+    Problem,
+    Question,
+    QuestionCandidate,
+    StandingRow,
+)
+from bot.core.ports import (
+    AlreadyExistsError,
+    AttemptConflictError,
+    CompletionRow,
+    ProblemTally,
+    QuestionRow,
+    SyncReport,
+)
+from bot.storage.models import (
+    AttemptRow,
+    BadgeRow,
+    ChallengeRow,
+    ChannelRow,
+    CompletionRowModel,
+    PlayerRow,
+    PlaySessionRow,
+    ProblemRow,
+    QuestionVersionRow,
+    StandingRowModel,
+)
+from bot.storage.models import QuestionRow as QuestionModel
+
+
+def content_hash(spec: dict[str, Any]) -> str:
+    """A stable hash of a question's content (key order and defaults normalised by the caller)."""
+    return hashlib.sha256(json.dumps(spec, sort_keys=True, ensure_ascii=False).encode()).hexdigest()
+
+
+def question_from_version(row: QuestionVersionRow) -> Question:
+    """Build the domain Question of a stored version."""
+    spec = row.spec
+    choices = tuple(
+        Choice(LETTERS[i], c["text"], bool(c.get("correct")), c.get("feedback"))
+        for i, c in enumerate(spec.get("choices") or [])
+    )
+    extra = {k: spec[k] for k in ("front", "back", "concepts", "model_answer", "source") if spec.get(k)}
+    return Question(
+        version_id=row.id,
+        id=row.question_id,
+        version=row.version,
+        kind=row.kind,
+        topic=row.topic,
+        difficulty=row.difficulty,
+        prompt=spec.get("prompt") or spec.get("front") or "",
+        code=spec.get("code"),
+        hint=spec.get("hint"),
+        explanation=spec.get("explanation"),
+        time_limit_s=int(spec.get("time_limit_s", 120)),
+        attempts=int(spec.get("attempts", 2)),
+        choices=choices,
+        tags=tuple(spec.get("tags") or ()),
+        runner=spec.get("runner"),
+        extra=extra,
+    )
+
+
+class SqlUnitOfWork:
+    """One transaction on one AsyncSession. Use ``async with SqlUnitOfWork(factory) as uow``."""
+
+    def __init__(self, factory: async_sessionmaker[AsyncSession]) -> None:
+        self._factory = factory
+        self._session: AsyncSession | None = None
+
+    @property
+    def s(self) -> AsyncSession:
+        """The open session (only inside ``async with``)."""
+        if self._session is None:
+            raise RuntimeError("SqlUnitOfWork used outside 'async with'")
+        return self._session
+
+    async def __aenter__(self) -> SqlUnitOfWork:
+        self._session = self._factory()
+        await self._session.begin()
+        return self
+
+    async def __aexit__(
+        self, exc_type: type[BaseException] | None, exc: BaseException | None, tb: TracebackType | None
+    ) -> None:
+        session = self.s
+        try:
+            if exc_type is None and session.in_transaction():
+                await session.commit()
+            else:
+                await session.rollback()
+        finally:
+            await session.close()
+            self._session = None
+
+    async def commit(self) -> None:
+        """Commit and open the next transaction on the same session."""
+        await self.s.commit()
+        await self.s.begin()
+
+    async def rollback(self) -> None:
+        """Roll back and open the next transaction."""
+        await self.s.rollback()
+        await self.s.begin()
+
+    def _insert(self, model: Any) -> Any:
+        """An INSERT that supports ON CONFLICT on both backends."""
+        dialect = self.s.bind.dialect.name
+        return postgresql.insert(model) if dialect == "postgresql" else sqlite.insert(model)
+
+    # ---------------------------------------------------------------- players and channels
+    async def ensure_channel(self, ref: ChannelRef) -> int:
+        """The channel's primary key, creating the row if needed."""
+        key = (ChannelRow.platform == ref.platform) & (ChannelRow.workspace_id == ref.workspace_id)
+        key &= ChannelRow.channel_id == ref.channel_id
+        pk = await self.s.scalar(select(ChannelRow.id).where(key))
+        if pk is not None:
+            return pk
+        stmt = self._insert(ChannelRow).values(
+            platform=ref.platform,
+            workspace_id=ref.workspace_id,
+            channel_id=ref.channel_id,
+            name=ref.name,
+            timezone=ref.timezone,
+            created_at=dt.datetime.now(dt.UTC),
+        )
+        await self.s.execute(stmt.on_conflict_do_nothing())
+        pk = await self.s.scalar(select(ChannelRow.id).where(key))
+        assert pk is not None
+        return pk
+
+    async def ensure_player(self, ref: PlayerRef) -> int:
+        """The player's primary key, creating it or refreshing the display name."""
+        key = (PlayerRow.platform == ref.platform) & (PlayerRow.user_id == ref.user_id)
+        row = (await self.s.execute(select(PlayerRow.id, PlayerRow.display_name).where(key))).first()
+        if row is not None:
+            if row.display_name != ref.display_name:
+                await self.s.execute(
+                    update(PlayerRow).where(PlayerRow.id == row.id).values(display_name=ref.display_name)
+                )
+            return int(row.id)
+        stmt = self._insert(PlayerRow).values(
+            platform=ref.platform,
+            user_id=ref.user_id,
+            display_name=ref.display_name,
+            created_at=dt.datetime.now(dt.UTC),
+        )
+        await self.s.execute(stmt.on_conflict_do_nothing())
+        pk = await self.s.scalar(select(PlayerRow.id).where(key))
+        assert pk is not None
+        return pk
+
+    async def player_name(self, player_pk: int) -> str:
+        """A player's display name."""
+        return (await self.s.scalar(select(PlayerRow.display_name).where(PlayerRow.id == player_pk))) or "?"
+
+    # ---------------------------------------------------------------- questions
+    async def _latest_versions(self) -> dict[str, QuestionVersionRow]:
+        latest = (
+            select(QuestionVersionRow.question_id, func.max(QuestionVersionRow.version).label("v"))
+            .group_by(QuestionVersionRow.question_id)
+            .subquery()
+        )
+        rows = await self.s.scalars(
+            select(QuestionVersionRow).join(
+                latest,
+                and_(
+                    QuestionVersionRow.question_id == latest.c.question_id,
+                    QuestionVersionRow.version == latest.c.v,
+                ),
+            )
+        )
+        return {r.question_id: r for r in rows}
+
+    async def sync_questions(self, specs: Sequence[dict[str, Any]], now: dt.datetime) -> SyncReport:
+        """Insert new questions and new versions of changed ones; versions are never rewritten."""
+        latest = await self._latest_versions()
+        added: list[str] = []
+        updated: list[str] = []
+        unchanged: list[str] = []
+        for spec in specs:
+            qid = spec["id"]
+            digest = content_hash(spec)
+            current = latest.get(qid)
+            if current is not None and current.content_hash == digest:
+                unchanged.append(qid)
+                continue
+            if current is None:
+                self.s.add(QuestionModel(id=qid, created_at=now, retired_at=None))
+                version = 1
+                added.append(qid)
+            else:
+                version = current.version + 1
+                updated.append(qid)
+            self.s.add(
+                QuestionVersionRow(
+                    question_id=qid,
+                    version=version,
+                    content_hash=digest,
+                    kind=spec["kind"],
+                    topic=spec["topic"],
+                    difficulty=spec["difficulty"],
+                    spec=spec,
+                    created_at=now,
+                )
+            )
+            await self.s.flush()
+        return SyncReport(tuple(added), tuple(updated), tuple(unchanged))
+
+    async def retire_question(self, question_id: str, now: dt.datetime) -> bool:
+        """Retire a question; False if it does not exist."""
+        exists = await self.s.scalar(select(QuestionModel.id).where(QuestionModel.id == question_id))
+        if exists is None:
+            return False
+        await self.s.execute(
+            update(QuestionModel)
+            .where(QuestionModel.id == question_id, QuestionModel.retired_at.is_(None))
+            .values(retired_at=now)
+        )
+        return True
+
+    async def list_questions(self, include_retired: bool) -> list[QuestionRow]:
+        """Every question with its latest version's metadata."""
+        latest = await self._latest_versions()
+        retired = dict(
+            (await self.s.execute(select(QuestionModel.id, QuestionModel.retired_at))).tuples().all()
+        )
+        out = [
+            QuestionRow(qid, v.version, v.kind, v.topic, v.difficulty, retired.get(qid) is not None)
+            for qid, v in sorted(latest.items())
+        ]
+        return [r for r in out if include_retired or not r.retired]
+
+    async def latest_question(self, question_id: str) -> Question | None:
+        """The latest version of a question."""
+        row = await self.s.scalar(
+            select(QuestionVersionRow)
+            .where(QuestionVersionRow.question_id == question_id)
+            .order_by(QuestionVersionRow.version.desc())
+            .limit(1)
+        )
+        return question_from_version(row) if row is not None else None
+
+    async def latest_specs(self, include_retired: bool) -> list[dict[str, Any]]:
+        """The latest version of every question as its spec dict."""
+        rows = await self.list_questions(include_retired)
+        latest = await self._latest_versions()
+        return [latest[r.id].spec for r in rows]
+
+    async def question_candidates(self, channel_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
+        """Active questions of these kinds (latest version) and their use count in this channel."""
+        latest = (
+            select(QuestionVersionRow.question_id, func.max(QuestionVersionRow.version).label("v"))
+            .group_by(QuestionVersionRow.question_id)
+            .subquery()
+        )
+        used = (
+            select(QuestionVersionRow.question_id.label("qid"), func.count(ProblemRow.id).label("n"))
+            .join(ProblemRow, ProblemRow.question_version_id == QuestionVersionRow.id)
+            .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+            .where(ChallengeRow.channel_pk == channel_pk)
+            .group_by(QuestionVersionRow.question_id)
+            .subquery()
+        )
+        stmt = (
+            select(QuestionVersionRow, func.coalesce(used.c.n, 0))
+            .join(
+                latest,
+                and_(
+                    QuestionVersionRow.question_id == latest.c.question_id,
+                    QuestionVersionRow.version == latest.c.v,
+                ),
+            )
+            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+            .outerjoin(used, used.c.qid == QuestionVersionRow.question_id)
+            .where(QuestionModel.retired_at.is_(None), QuestionVersionRow.kind.in_(list(kinds)))
+            .order_by(QuestionVersionRow.question_id)
+        )
+        return [
+            QuestionCandidate(v.id, v.question_id, v.topic, v.difficulty, v.kind, int(n))
+            for v, n in (await self.s.execute(stmt)).tuples()
+        ]
+
+    # ---------------------------------------------------------------- challenges
+    async def _challenge(self, row: ChallengeRow | None) -> Challenge | None:
+        if row is None:
+            return None
+        channel = await self.s.get_one(ChannelRow, row.channel_pk)
+        problems = (
+            await self.s.execute(
+                select(ProblemRow, QuestionVersionRow)
+                .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
+                .where(ProblemRow.challenge_id == row.id)
+                .order_by(ProblemRow.position)
+            )
+        ).tuples()
+        return Challenge(
+            id=row.id,
+            channel_pk=row.channel_pk,
+            channel=ChannelRef(
+                channel.platform, channel.workspace_id, channel.channel_id, channel.name, channel.timezone
+            ),
+            day=row.day,
+            status="open" if row.status == "open" else "closed",
+            title=row.title,
+            opened_at=row.opened_at,
+            closes_at=row.closes_at,
+            problems=tuple(Problem(p.id, row.id, p.position, question_from_version(v)) for p, v in problems),
+            message_ref=row.message_ref,
+        )
+
+    async def get_challenge(self, channel_pk: int, day: dt.date) -> Challenge | None:
+        """A channel's challenge of a day."""
+        row = await self.s.scalar(
+            select(ChallengeRow).where(ChallengeRow.channel_pk == channel_pk, ChallengeRow.day == day)
+        )
+        return await self._challenge(row)
+
+    async def get_challenge_by_id(self, challenge_id: int) -> Challenge | None:
+        """A challenge by id."""
+        return await self._challenge(await self.s.get(ChallengeRow, challenge_id))
+
+    async def latest_challenge(self, channel_pk: int) -> Challenge | None:
+        """The channel's most recent challenge."""
+        row = await self.s.scalar(
+            select(ChallengeRow)
+            .where(ChallengeRow.channel_pk == channel_pk)
+            .order_by(ChallengeRow.day.desc())
+            .limit(1)
+        )
+        return await self._challenge(row)
+
+    async def create_challenge(
+        self,
+        channel_pk: int,
+        day: dt.date,
+        title: str,
+        version_ids: Sequence[int],
+        opened_at: dt.datetime,
+        closes_at: dt.datetime | None,
+    ) -> Challenge:
+        """Create the day's challenge; AlreadyExistsError when the channel already has that day's."""
+        stmt = (
+            self._insert(ChallengeRow)
+            .values(
+                channel_pk=channel_pk,
+                day=day,
+                title=title,
+                status="open",
+                opened_at=opened_at,
+                closes_at=closes_at,
+            )
+            .on_conflict_do_nothing()
+            .returning(ChallengeRow.id)
+        )
+        challenge_id = await self.s.scalar(stmt)
+        if challenge_id is None:
+            raise AlreadyExistsError(f"channel {channel_pk} already has a challenge for {day}")
+        self.s.add_all(
+            ProblemRow(challenge_id=challenge_id, position=i, question_version_id=v)
+            for i, v in enumerate(version_ids, start=1)
+        )
+        await self.s.flush()
+        challenge = await self.get_challenge_by_id(challenge_id)
+        assert challenge is not None
+        return challenge
+
+    async def close_challenge(self, challenge_id: int, now: dt.datetime) -> bool:
+        """Close if open; True only for the caller that closed it."""
+        result = await self.s.execute(
+            update(ChallengeRow)
+            .where(ChallengeRow.id == challenge_id, ChallengeRow.status == "open")
+            .values(status="closed", closed_at=now)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def set_message_ref(self, challenge_id: int, message_ref: str) -> None:
+        """Remember where the challenge was posted."""
+        await self.s.execute(
+            update(ChallengeRow).where(ChallengeRow.id == challenge_id).values(message_ref=message_ref)
+        )
+
+    async def challenge_id_of_problem(self, problem_id: int) -> int | None:
+        """The challenge a problem belongs to."""
+        return await self.s.scalar(select(ProblemRow.challenge_id).where(ProblemRow.id == problem_id))
+
+    # ---------------------------------------------------------------- plays
+    async def _sessions(self, where: Any) -> list[PlaySession]:
+        rows = list(await self.s.scalars(select(PlaySessionRow).where(where).order_by(PlaySessionRow.id)))
+        if not rows:
+            return []
+        attempts: dict[int, list[Attempt]] = {r.id: [] for r in rows}
+        for a in await self.s.scalars(
+            select(AttemptRow)
+            .where(AttemptRow.session_id.in_(list(attempts)))
+            .order_by(AttemptRow.attempt_no)
+        ):
+            attempts[a.session_id].append(
+                Attempt(a.attempt_no, a.letter, a.correct, a.answered_at, a.elapsed_ms)
+            )
+        return [
+            PlaySession(
+                id=r.id,
+                problem_id=r.problem_id,
+                player_pk=r.player_pk,
+                started_at=r.started_at,
+                deadline=r.deadline,
+                hint_used=r.hint_used_at is not None,
+                finished_at=r.finished_at,
+                outcome=r.outcome,  # type: ignore[arg-type]
+                points=r.points,
+                attempts=tuple(attempts[r.id]),
+            )
+            for r in rows
+        ]
+
+    async def get_session(self, problem_id: int, player_pk: int) -> PlaySession | None:
+        """A player's session on a problem."""
+        found = await self._sessions(
+            and_(PlaySessionRow.problem_id == problem_id, PlaySessionRow.player_pk == player_pk)
+        )
+        return found[0] if found else None
+
+    async def create_session(
+        self, problem_id: int, player_pk: int, started_at: dt.datetime, deadline: dt.datetime
+    ) -> PlaySession:
+        """Start a problem; an existing session is returned unchanged (its deadline keeps running)."""
+        stmt = self._insert(PlaySessionRow).values(
+            problem_id=problem_id, player_pk=player_pk, started_at=started_at, deadline=deadline, points=0
+        )
+        await self.s.execute(stmt.on_conflict_do_nothing())
+        found = await self.get_session(problem_id, player_pk)
+        assert found is not None
+        return found
+
+    async def sessions_in_challenge(self, challenge_id: int, player_pk: int) -> list[PlaySession]:
+        """A player's sessions on a challenge."""
+        problem_ids = select(ProblemRow.id).where(ProblemRow.challenge_id == challenge_id)
+        return await self._sessions(
+            and_(PlaySessionRow.player_pk == player_pk, PlaySessionRow.problem_id.in_(problem_ids))
+        )
+
+    async def add_attempt(
+        self,
+        session_id: int,
+        attempt_no: int,
+        letter: str,
+        correct: bool,
+        answered_at: dt.datetime,
+        elapsed_ms: int,
+        idempotency_key: str | None,
+        question_version_id: int,
+    ) -> None:
+        """Record an attempt; AttemptConflictError if its number or idempotency key is already taken."""
+        try:
+            async with self.s.begin_nested():
+                self.s.add(
+                    AttemptRow(
+                        session_id=session_id,
+                        attempt_no=attempt_no,
+                        letter=letter,
+                        correct=correct,
+                        answered_at=answered_at,
+                        elapsed_ms=elapsed_ms,
+                        idempotency_key=idempotency_key,
+                        question_version_id=question_version_id,
+                    )
+                )
+        except IntegrityError as exc:
+            raise AttemptConflictError(str(exc.orig)) from exc
+
+    async def attempt_by_key(self, idempotency_key: str) -> tuple[int, int] | None:
+        """(problem id, player pk) of the attempt with this idempotency key."""
+        row = (
+            await self.s.execute(
+                select(PlaySessionRow.problem_id, PlaySessionRow.player_pk)
+                .join(AttemptRow, AttemptRow.session_id == PlaySessionRow.id)
+                .where(AttemptRow.idempotency_key == idempotency_key)
+            )
+        ).first()
+        return (int(row[0]), int(row[1])) if row else None
+
+    async def finish_session(
+        self, session_id: int, outcome: str, points: int, finished_at: dt.datetime
+    ) -> bool:
+        """End a session once; True only for the call that ended it."""
+        result = await self.s.execute(
+            update(PlaySessionRow)
+            .where(PlaySessionRow.id == session_id, PlaySessionRow.outcome.is_(None))
+            .values(outcome=outcome, points=points, finished_at=finished_at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def mark_hint(self, session_id: int, at: dt.datetime) -> None:
+        """Record the first time the hint was shown."""
+        await self.s.execute(
+            update(PlaySessionRow)
+            .where(PlaySessionRow.id == session_id, PlaySessionRow.hint_used_at.is_(None))
+            .values(hint_used_at=at)
+        )
+
+    async def expire_sessions(self, challenge_id: int, now: dt.datetime) -> list[tuple[int, int]]:
+        """End every unfinished session of a challenge as timed out (at its deadline or now)."""
+        problem_ids = select(ProblemRow.id).where(ProblemRow.challenge_id == challenge_id)
+        rows = (
+            await self.s.execute(
+                select(PlaySessionRow.id, PlaySessionRow.player_pk, PlaySessionRow.deadline).where(
+                    PlaySessionRow.problem_id.in_(problem_ids), PlaySessionRow.outcome.is_(None)
+                )
+            )
+        ).all()
+        ended = []
+        for sid, player_pk, deadline in rows:
+            if await self.finish_session(sid, "timeout", 0, min(deadline, now)):
+                ended.append((int(sid), int(player_pk)))
+        return ended
+
+    # ---------------------------------------------------------------- standings, completions, badges
+    async def add_to_standings(
+        self, scopes: Sequence[str], periods: Sequence[str], player_pk: int, points: int, answer_ms: int
+    ) -> None:
+        """Upsert the player's standing in every (scope, period)."""
+        values = [
+            {
+                "scope": s,
+                "period": p,
+                "player_pk": player_pk,
+                "points": points,
+                "correct": 1,
+                "answer_ms": answer_ms,
+            }
+            for s in scopes
+            for p in periods
+        ]
+        stmt = self._insert(StandingRowModel).values(values)
+        stmt = stmt.on_conflict_do_update(
+            index_elements=["scope", "period", "player_pk"],
+            set_={
+                "points": StandingRowModel.points + stmt.excluded.points,
+                "correct": StandingRowModel.correct + stmt.excluded.correct,
+                "answer_ms": StandingRowModel.answer_ms + stmt.excluded.answer_ms,
+            },
+        )
+        await self.s.execute(stmt)
+
+    async def leaderboard(
+        self, scope: str, period: str, limit: int, player_pk: int | None
+    ) -> tuple[list[StandingRow], StandingRow | None, int]:
+        """Top rows by points (ties: less total answer time first), the caller's row, ranked count."""
+        st = StandingRowModel
+        base = (st.scope == scope) & (st.period == period)
+        top = (
+            await self.s.execute(
+                select(st.player_pk, PlayerRow.display_name, st.points, st.correct, st.answer_ms)
+                .join(PlayerRow, PlayerRow.id == st.player_pk)
+                .where(base)
+                .order_by(st.points.desc(), st.answer_ms.asc(), st.player_pk.asc())
+                .limit(limit)
+            )
+        ).all()
+        rows = [StandingRow(i, r[0], r[1], r[2], r[3], r[4]) for i, r in enumerate(top, start=1)]
+        total = int(await self.s.scalar(select(func.count()).select_from(st).where(base)) or 0)
+        me: StandingRow | None = next((r for r in rows if r.player_pk == player_pk), None)
+        if me is None and player_pk is not None:
+            mine = (
+                await self.s.execute(
+                    select(st.points, st.correct, st.answer_ms, PlayerRow.display_name)
+                    .join(PlayerRow, PlayerRow.id == st.player_pk)
+                    .where(base, st.player_pk == player_pk)
+                )
+            ).first()
+            if mine is not None:
+                ahead = await self.s.scalar(
+                    select(func.count())
+                    .select_from(st)
+                    .where(
+                        base,
+                        or_(
+                            st.points > mine.points,
+                            and_(st.points == mine.points, st.answer_ms < mine.answer_ms),
+                            and_(
+                                st.points == mine.points,
+                                st.answer_ms == mine.answer_ms,
+                                st.player_pk < player_pk,
+                            ),
+                        ),
+                    )
+                )
+                me = StandingRow(
+                    int(ahead or 0) + 1,
+                    player_pk,
+                    mine.display_name,
+                    mine.points,
+                    mine.correct,
+                    mine.answer_ms,
+                )
+        return rows, me, total
+
+    async def record_completion(
+        self, challenge_id: int, player_pk: int, day: dt.date, row: CompletionRow, points: int
+    ) -> bool:
+        """Record a completed challenge; True the first time."""
+        channel_pk = await self.s.scalar(
+            select(ChallengeRow.channel_pk).where(ChallengeRow.id == challenge_id)
+        )
+        stmt = self._insert(CompletionRowModel).values(
+            challenge_id=challenge_id,
+            player_pk=player_pk,
+            channel_pk=channel_pk,
+            day=day,
+            problems=row.problems,
+            correct=row.correct,
+            hints_used=row.hints_used,
+            max_answer_ms=round(row.max_answer_s * 1000),
+            points=points,
+            completed_at=dt.datetime.now(dt.UTC),
+        )
+        result = await self.s.execute(stmt.on_conflict_do_nothing())
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def completions(self, player_pk: int, channel_pk: int | None) -> list[CompletionRow]:
+        """A player's completed challenges."""
+        c = CompletionRowModel
+        stmt = select(c).where(c.player_pk == player_pk)
+        if channel_pk is not None:
+            stmt = stmt.where(c.channel_pk == channel_pk)
+        return [
+            CompletionRow(r.day, r.problems, r.correct, r.hints_used, r.max_answer_ms / 1000)
+            for r in await self.s.scalars(stmt.order_by(c.day))
+        ]
+
+    async def award_badges(
+        self, player_pk: int, challenge_id: int, awards: Sequence[tuple[str, str]], at: dt.datetime
+    ) -> list[str]:
+        """Award badges idempotently; return the newly awarded codes."""
+        new: list[str] = []
+        for code, scope_key in awards:
+            stmt = self._insert(BadgeRow).values(
+                player_pk=player_pk, badge=code, scope_key=scope_key, challenge_id=challenge_id, awarded_at=at
+            )
+            if (await self.s.execute(stmt.on_conflict_do_nothing())).rowcount:  # type: ignore[attr-defined]
+                new.append(code)
+        return new
+
+    async def badge_counts(self, player_pk: int) -> dict[str, int]:
+        """Badge code -> times earned."""
+        rows = await self.s.execute(
+            select(BadgeRow.badge, func.count())
+            .where(BadgeRow.player_pk == player_pk)
+            .group_by(BadgeRow.badge)
+        )
+        return {code: int(n) for code, n in rows.tuples()}
+
+    async def challenge_badges(self, challenge_id: int) -> list[tuple[int, str]]:
+        """(player pk, badge) awarded on a challenge."""
+        rows = await self.s.execute(
+            select(BadgeRow.player_pk, BadgeRow.badge)
+            .where(BadgeRow.challenge_id == challenge_id)
+            .order_by(BadgeRow.id)
+        )
+        return [(int(p), str(b)) for p, b in rows.tuples()]
+
+    async def problem_tallies(self, challenge_id: int) -> list[ProblemTally]:
+        """Per problem: counts of each player's last chosen letter, players and solvers."""
+        last = (
+            select(AttemptRow.session_id, func.max(AttemptRow.attempt_no).label("n"))
+            .group_by(AttemptRow.session_id)
+            .subquery()
+        )
+        rows = (
+            await self.s.execute(
+                select(PlaySessionRow.problem_id, AttemptRow.letter, func.count())
+                .join(last, last.c.session_id == PlaySessionRow.id)
+                .join(
+                    AttemptRow,
+                    and_(AttemptRow.session_id == last.c.session_id, AttemptRow.attempt_no == last.c.n),
+                )
+                .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+                .where(ProblemRow.challenge_id == challenge_id)
+                .group_by(PlaySessionRow.problem_id, AttemptRow.letter)
+            )
+        ).tuples()
+        dist: dict[int, dict[str, int]] = {}
+        for pid, letter, n in rows:
+            dist.setdefault(int(pid), {})[str(letter)] = int(n)
+        counts = (
+            await self.s.execute(
+                select(
+                    ProblemRow.id,
+                    func.count(PlaySessionRow.id),
+                    func.coalesce(
+                        func.sum(
+                            func.cast(
+                                PlaySessionRow.outcome == literal("correct"), type_=ProblemRow.position.type
+                            )
+                        ),
+                        0,
+                    ),
+                )
+                .outerjoin(PlaySessionRow, PlaySessionRow.problem_id == ProblemRow.id)
+                .where(ProblemRow.challenge_id == challenge_id)
+                .group_by(ProblemRow.id)
+                .order_by(ProblemRow.position)
+            )
+        ).tuples()
+        return [
+            ProblemTally(int(pid), dist.get(int(pid), {}), int(n), int(solved)) for pid, n, solved in counts
+        ]
+
+    async def challenge_standings(self, challenge_id: int) -> list[StandingRow]:
+        """Players of one challenge ranked by points, then by total time to their correct answers."""
+        correct_ms = (
+            select(AttemptRow.session_id, func.min(AttemptRow.elapsed_ms).label("ms"))
+            .where(AttemptRow.correct.is_(True))
+            .group_by(AttemptRow.session_id)
+            .subquery()
+        )
+        rows = (
+            await self.s.execute(
+                select(
+                    PlaySessionRow.player_pk,
+                    PlayerRow.display_name,
+                    func.sum(PlaySessionRow.points).label("pts"),
+                    func.count(correct_ms.c.session_id).label("ok"),
+                    func.coalesce(func.sum(correct_ms.c.ms), 0).label("ms"),
+                )
+                .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+                .join(PlayerRow, PlayerRow.id == PlaySessionRow.player_pk)
+                .outerjoin(correct_ms, correct_ms.c.session_id == PlaySessionRow.id)
+                .where(ProblemRow.challenge_id == challenge_id)
+                .group_by(PlaySessionRow.player_pk, PlayerRow.display_name)
+                .order_by(
+                    func.sum(PlaySessionRow.points).desc(), func.coalesce(func.sum(correct_ms.c.ms), 0).asc()
+                )
+            )
+        ).tuples()
+        return [
+            StandingRow(i, int(p), str(name), int(pts or 0), int(ok), int(ms))
+            for i, (p, name, pts, ok, ms) in enumerate(rows, start=1)
+        ]
+
+    async def player_points(self, player_pk: int) -> int:
+        """All points a player earned in challenges."""
+        total = await self.s.scalar(
+            select(func.coalesce(func.sum(PlaySessionRow.points), 0)).where(
+                PlaySessionRow.player_pk == player_pk
+            )
+        )
+        return int(total or 0)
+
+    async def player_accuracy(self, player_pk: int, by: str) -> list[tuple[str, int, int]]:
+        """(topic or kind, finished problems, solved)."""
+        col = QuestionVersionRow.topic if by == "topic" else QuestionVersionRow.kind
+        solved = func.sum(
+            func.cast(PlaySessionRow.outcome == literal("correct"), type_=ProblemRow.position.type)
+        )
+        rows = await self.s.execute(
+            select(col, func.count(), solved)
+            .select_from(PlaySessionRow)
+            .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+            .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
+            .where(PlaySessionRow.player_pk == player_pk, PlaySessionRow.outcome.is_not(None))
+            .group_by(col)
+            .order_by(col)
+        )
+        return [(str(name), int(n), int(ok or 0)) for name, n, ok in rows.tuples()]
+
+
+def session_factory(engine: AsyncEngine) -> async_sessionmaker[AsyncSession]:
+    """A session factory whose objects stay usable after commit (we return plain values anyway)."""
+    return async_sessionmaker(engine, expire_on_commit=False, autobegin=False)

@@ -1,0 +1,68 @@
+"""Alembic environment: async engine, URL from settings (or the Config), batch mode for SQLite."""
+
+import asyncio
+
+from alembic import context
+from sqlalchemy.engine import Connection
+
+from bot.storage.db import is_sqlite, make_engine
+from bot.storage.models import Base, UtcDateTime
+
+config = context.config
+target_metadata = Base.metadata
+
+
+def _url() -> str:
+    url = config.get_main_option("sqlalchemy.url")
+    if url:
+        return url
+    from bot.config import Settings
+
+    return Settings().database_url
+
+
+def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool:
+    # Migrations must not import our models: render the UTC decorator as the plain column type.
+    if type_ == "type" and isinstance(obj, UtcDateTime):
+        return "sa.DateTime(timezone=True)"
+    return False
+
+
+def _configure(connection: Connection | None = None, url: str | None = None) -> None:
+    context.configure(
+        connection=connection,
+        url=url,
+        target_metadata=target_metadata,
+        # SQLite cannot ALTER most things: batch mode copies the table instead.
+        render_as_batch=is_sqlite(url or _url()),
+        compare_type=True,
+        render_item=_render_item,
+    )
+
+
+def run_offline() -> None:
+    """Emit SQL without a database."""
+    _configure(url=_url())
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+def _run_sync(connection: Connection) -> None:
+    _configure(connection=connection)
+    with context.begin_transaction():
+        context.run_migrations()
+
+
+async def run_online() -> None:
+    """Run against the database."""
+    engine = make_engine(_url())
+    async with engine.connect() as connection:
+        await connection.run_sync(_run_sync)
+        await connection.commit()
+    await engine.dispose()
+
+
+if context.is_offline_mode():
+    run_offline()
+else:
+    asyncio.run(run_online())
