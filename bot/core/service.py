@@ -271,10 +271,11 @@ class QuizService:
                 raise NotStartedError("start the problem before asking for its hint")
             if not problem.question.hint:
                 raise NotFoundError("this problem has no hint")
+            if session.outcome == "timeout" or (not session.finished and now >= session.deadline):
+                await self._finish_timeout(uow, challenge, session)
+                await uow.commit()
+                raise TimeUpError("time is up for this problem: no hint needed any more")
             if not session.finished:
-                if now >= session.deadline:
-                    await self._finish_timeout(uow, challenge, session)
-                    raise TimeUpError("time is up for this problem: no hint needed any more")
                 await uow.mark_hint(session.id, now)
         return HintCard(problem_id, problem.question.hint, scoring.hint_cost(problem.question.difficulty))
 

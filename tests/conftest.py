@@ -1,0 +1,163 @@
+"""Shared fixtures: migrated databases on SQLite and PostgreSQL, a frozen clock, a small test bank.
+
+PostgreSQL comes from RANKZERO_TEST_PG_URL (default: the local server). Its tests are skipped only when
+no server answers, and never under CI (CI=true): there a missing server is a failure.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import shutil
+import uuid
+from collections.abc import AsyncIterator, Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+from sqlalchemy import text
+from sqlalchemy.engine import make_url
+
+from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.service import QuizService
+from bot.storage.db import make_engine, upgrade
+from bot.storage.models import Base
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.fakes import FakePlatform, FrozenClock
+
+PG_URL = os.environ.get("RANKZERO_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
+START = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
+CHANNEL = ChannelRef("test", "ws1", "general", "general")
+
+
+async def _pg_admin(sql: str) -> None:
+    import asyncpg
+
+    url = make_url(PG_URL)
+    conn = await asyncpg.connect(
+        host=url.host, port=url.port or 5432, user=url.username, password=url.password, database=url.database,
+        timeout=5,
+    )
+    try:
+        await conn.execute(sql)
+    finally:
+        await conn.close()
+
+
+def _pg_available() -> str | None:
+    try:
+        asyncio.run(_pg_admin("SELECT 1"))
+    except Exception as exc:  # any failure to connect means "no server answers"
+        return f"{type(exc).__name__}: {exc}"
+    return None
+
+
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, migrated to head; dropped afterwards."""
+    problem = _pg_available()
+    if problem is not None:
+        if os.environ.get("CI"):
+            pytest.fail(f"PostgreSQL at {PG_URL} does not answer under CI: {problem}")
+        pytest.skip(f"no PostgreSQL server answers at {PG_URL}: {problem}")
+    name = f"rz_test_{uuid.uuid4().hex[:10]}"
+    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
+    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    upgrade(url)
+    yield url
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+
+
+@pytest.fixture(scope="session")
+def sqlite_template(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """A migrated SQLite file copied for each test (faster than migrating every time)."""
+    path = tmp_path_factory.mktemp("tpl") / "template.db"
+    upgrade(f"sqlite+aiosqlite:///{path}")
+    return path
+
+
+@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path) -> Iterator[str]:
+    """A migrated, empty database on each backend."""
+    if request.param == "sqlite":
+        target = tmp_path / "rz.db"
+        shutil.copy(sqlite_template, target)
+        yield f"sqlite+aiosqlite:///{target}"
+        return
+    url: str = request.getfixturevalue("pg_database")
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+
+    async def truncate() -> None:
+        engine = make_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        await engine.dispose()
+
+    asyncio.run(truncate())
+    yield url
+
+
+@pytest.fixture
+def clock() -> FrozenClock:
+    return FrozenClock(START)
+
+
+@pytest.fixture
+def platform() -> FakePlatform:
+    return FakePlatform()
+
+
+def make_spec(qid: str, difficulty: str, topic: str, *, kind: str = "conceptual", correct: int = 0,
+              n_choices: int = 4, **extra: Any) -> dict[str, Any]:
+    """A valid multiple-choice spec for tests."""
+    spec: dict[str, Any] = {
+        "id": qid,
+        "kind": kind,
+        "topic": topic,
+        "difficulty": difficulty,
+        "prompt": f"Question {qid}?",
+        "hint": f"hint for {qid}",
+        "explanation": f"because {qid}",
+        "time_limit_s": 120,
+        "attempts": 2,
+        "tags": [],
+        "choices": [
+            {"text": f"{qid} choice {i}", "correct": i == correct, "feedback": f"fb {i}"} for i in range(n_choices)
+        ],
+    }
+    spec.update(extra)
+    return spec
+
+
+TOPICS = ["DDP", "Collectives", "FSDP", "Scaling", "Checkpointing", "Mixed precision"]
+
+
+def test_bank() -> list[dict[str, Any]]:
+    """18 questions: 6 intermediate, 6 advanced, 6 expert, topics mixed; the correct answer is A."""
+    specs = []
+    for level in ("intermediate", "advanced", "expert"):
+        for i in range(6):
+            specs.append(make_spec(f"{level[:3]}-{i}", level, TOPICS[i]))
+    return specs
+
+
+test_bank.__test__ = False  # type: ignore[attr-defined]
+
+
+ADMIN = Actor(PlayerRef("test", "admin", "Admin"), is_admin=True)
+
+
+def actor(name: str) -> Actor:
+    return Actor(PlayerRef("test", name, name.title()))
+
+
+@pytest.fixture
+async def service(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[QuizService]:
+    """A service on a migrated database holding the test bank."""
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
+    await svc.admin_import(ADMIN, test_bank())
+    yield svc
+    await engine.dispose()

@@ -1,0 +1,37 @@
+"""Fakes for the core's ports: a clock the test moves by hand and a platform that records posts."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass, field
+
+from bot.core.cards import ChallengeCard, ResultsCard
+from bot.core.models import ChannelRef
+
+
+class FrozenClock:
+    """A clock that only moves when told to."""
+
+    def __init__(self, start: dt.datetime) -> None:
+        self.current = start
+
+    def now(self) -> dt.datetime:
+        return self.current
+
+    def advance(self, seconds: float) -> None:
+        self.current += dt.timedelta(seconds=seconds)
+
+
+@dataclass
+class FakePlatform:
+    """Records every outbound call."""
+
+    posts: list[tuple[ChannelRef, ChallengeCard]] = field(default_factory=list)
+    results: list[tuple[ChannelRef, ResultsCard, str | None]] = field(default_factory=list)
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        self.posts.append((channel, card))
+        return f"msg-{card.challenge_id}"
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        self.results.append((channel, card, message_ref))
