@@ -1,0 +1,369 @@
+"""In-sandbox supervisor: pre-warms torch, then runs exactly one job's ranks.
+
+This file is executed as a standalone script inside the sandbox (it is bind-mounted there on its own), so
+it imports nothing from the ``runner`` package, only the standard library and torch.
+
+Lifecycle:
+
+1. Drop root (when started as root) to the job's private uid and apply the per-uid process limit.
+2. Import torch (the expensive part, done while the sandbox waits in the pool), report ``ready``.
+3. Read one job (a JSON line) from the control pipe, write the snippet to ``main.py`` and fork one
+   process per rank.  Each rank gets its own stdout/stderr/stack-dump pipes that lead straight to the host.
+4. Report each rank's exit on the status pipe.  On the first failing rank, dump the other ranks' stacks
+   and kill them (fail fast instead of waiting for a 30-minute collective timeout).  On ``dump`` from the
+   host (the deadline), dump every rank's stack.
+
+The supervisor normally runs as PID 1 of the sandbox's PID namespace: a snippet cannot kill it (the
+kernel drops signals to a namespace init that has no handler), and when it exits the kernel kills every
+process left in the namespace, daemons included.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import faulthandler
+import io
+import json
+import os
+import resource
+import select
+import signal
+import sys
+import threading
+import time
+import traceback
+import types
+from typing import Any
+
+# Names of the files and markers shared with the host side (runner/executor.py mirrors them).
+SNIPPET_NAME = "main.py"
+EXCEPTION_MARKER = "exception"
+
+
+def _emit(fd: int, event: dict[str, Any]) -> None:
+    """Write one JSON event line; lines stay below PIPE_BUF so concurrent writers never interleave."""
+    data = (json.dumps(event) + "\n").encode()
+    with contextlib.suppress(OSError):
+        os.write(fd, data[:4000])
+
+
+def _drop_privileges(uid: int, gid: int, nproc_limit: int) -> None:
+    # Only a root-started supervisor can (and must) switch to the job's private uid.  The process limit is
+    # counted per uid by the kernel, which is why every sandbox gets a uid of its own.
+    if os.geteuid() == 0 and uid > 0:
+        os.setgroups([])
+        os.setresgid(gid, gid, gid)
+        os.setresuid(uid, uid, uid)
+    # Changing credentials clears the parent-death signal bubblewrap set: set it again, so that killing
+    # bwrap from the host still tears the whole sandbox down.
+    _die_with_parent()
+    if nproc_limit > 0:
+        resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
+    resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _die_with_parent() -> None:
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_pdeathsig = 1
+        libc.prctl(pr_set_pdeathsig, signal.SIGKILL, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
+
+
+def _preload() -> None:
+    """Import what snippets use, so that a job only pays for its own work."""
+    import torch
+    import torch.distributed
+    import torch.multiprocessing
+    import torch.nn
+    import torch.nn.parallel
+
+    # A warm interpreter must not have touched CUDA: a forked child could not use it afterwards.
+    del torch
+
+
+def _set_limit(which: int, value: int) -> None:
+    # An already-lower hard limit (set by the host) wins; raising it is neither possible nor wanted.
+    with contextlib.suppress(ValueError, OSError):
+        resource.setrlimit(which, (value, value))
+
+
+def _user_line(tb: types.TracebackType | None, path: str) -> int | None:
+    line = None
+    while tb is not None:
+        if tb.tb_frame.f_code.co_filename == path:
+            line = tb.tb_lineno
+        tb = tb.tb_next
+    return line
+
+
+def _describe(exc: BaseException, path: str) -> dict[str, Any]:
+    return {
+        "type": type(exc).__name__,
+        "message": str(exc)[:1500],
+        "line": _user_line(exc.__traceback__, path),
+    }
+
+
+def _make_stream(fd: int) -> io.TextIOWrapper:
+    # write_through: every print reaches the pipe at once, so output survives a crash and keeps its order.
+    raw = io.FileIO(fd, "w", closefd=False)
+    return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
+
+
+def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: int, path: str) -> int:
+    """Body of one forked rank process; returns its exit code."""
+    nproc = int(job["nproc"])
+    os.setpgid(0, 0)
+    os.dup2(fds["out"], 1)
+    os.dup2(fds["err"], 2)
+    sys.stdout = _make_stream(1)
+    sys.stderr = _make_stream(2)
+    sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the rank
+    signal.signal(signal.SIGINT, signal.default_int_handler)
+    faulthandler.enable(file=sys.stderr, all_threads=True)
+    faulthandler.register(signal.SIGUSR1, file=fds["dump"], all_threads=True, chain=False)
+
+    env = {str(k): str(v) for k, v in job.get("env", {}).items()}
+    if job["mode"] == "ddp":
+        env.update(
+            RANK=str(rank),
+            LOCAL_RANK=str(rank),
+            WORLD_SIZE=str(nproc),
+            LOCAL_WORLD_SIZE=str(nproc),
+            GROUP_RANK="0",
+            MASTER_ADDR="127.0.0.1",
+            MASTER_PORT=str(job.get("master_port", 29500)),
+        )
+    os.environ.clear()
+    os.environ.update(env)
+
+    limits = job.get("limits", {})
+    if limits.get("memory_bytes"):
+        _set_limit(resource.RLIMIT_AS, int(limits["memory_bytes"]))
+    if limits.get("cpu_s"):
+        _set_limit(resource.RLIMIT_CPU, int(limits["cpu_s"]))
+    if limits.get("fsize_bytes"):
+        _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
+
+    import torch
+
+    if job["mode"] == "ddp" and nproc > 1:
+        # Like torchrun: N ranks on a shared machine should not each start a full thread pool.
+        torch.set_num_threads(1)
+
+    module = types.ModuleType("__main__")
+    module.__file__ = path
+    module.__dict__["__builtins__"] = __builtins__
+    sys.modules["__main__"] = module
+    sys.argv = [path]
+    sys.path[0:0] = [os.path.dirname(path)]
+
+    code = 0
+    initialized_here = False
+    try:
+        if job.get("init_process_group") and job["mode"] == "ddp":
+            import torch.distributed as dist
+
+            dist.init_process_group(backend=job.get("backend", "gloo"))
+            initialized_here = True
+        with open(path, encoding="utf-8") as fh:
+            source = fh.read()
+        compiled = compile(source, path, "exec")
+        exec(compiled, module.__dict__)  # noqa: S102 - running the snippet is the point of the runner
+        _run_exit_hooks()
+        if initialized_here:
+            _destroy_group()
+    except SystemExit as stop:
+        code = _exit_code(stop)
+        _run_exit_hooks()
+    except BaseException as exc:
+        _emit(status_fd, {"event": EXCEPTION_MARKER, "rank": rank, **_describe(exc, path)})
+        # Start the traceback at the snippet, as `python main.py` would: the runner's frame is noise.
+        tb = exc.__traceback__
+        if tb is not None and tb.tb_frame.f_code.co_filename != path and tb.tb_next is not None:
+            tb = tb.tb_next
+        traceback.print_exception(type(exc), exc, tb)
+        code = 1
+        _run_exit_hooks()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(OSError, ValueError):
+            stream.flush()
+    return code
+
+
+def _exit_code(stop: SystemExit) -> int:
+    if stop.code is None:
+        return 0
+    if isinstance(stop.code, int):
+        return stop.code & 0xFF
+    print(stop.code, file=sys.stderr)
+    return 1
+
+
+def _run_exit_hooks() -> None:
+    # A forked rank leaves through os._exit (the supervisor's own shutdown must not run twice), so the
+    # normal interpreter shutdown steps a snippet may rely on are run here by hand.
+    import atexit
+
+    shutdown = getattr(threading, "_shutdown", None)
+    try:
+        if shutdown is not None:
+            shutdown()
+        atexit._run_exitfuncs()
+    except BaseException:  # noqa: S110 - a failing exit hook must not hide the snippet's result
+        pass
+
+
+def _destroy_group() -> None:
+    import torch.distributed as dist
+
+    try:
+        if dist.is_initialized():
+            dist.destroy_process_group()
+    except Exception:  # noqa: S110 - cleanup only
+        pass
+
+
+class Supervisor:
+    """Forks the ranks of one job and reports on them."""
+
+    def __init__(self, spec: dict[str, Any]) -> None:
+        self.spec = spec
+        self.control_fd = int(spec["control_fd"])
+        self.status_fd = int(spec["status_fd"])
+        self.rank_fds: list[dict[str, int]] = spec["ranks"]
+        self.workdir = str(spec.get("workdir", "/tmp"))  # noqa: S108 - the sandbox's private tmpfs
+        self.pids: dict[int, int] = {}
+        self.lock = threading.Lock()
+        self.failed = False
+
+    def wait_job(self) -> dict[str, Any] | None:
+        """Block until the host sends the job (one JSON line); None if the host went away."""
+        buf = b""
+        while b"\n" not in buf:
+            chunk = os.read(self.control_fd, 1 << 20)
+            if not chunk:
+                return None
+            buf += chunk
+        line, _, rest = buf.partition(b"\n")
+        del rest  # the host sends exactly one job per sandbox
+        job: dict[str, Any] = json.loads(line)
+        return job
+
+    def start(self, job: dict[str, Any]) -> None:
+        """Write the snippet and fork one process per rank."""
+        path = os.path.join(self.workdir, SNIPPET_NAME)
+        with open(path, "w", encoding="utf-8") as fh:
+            fh.write(job["code"])
+        os.chdir(self.workdir)
+        sys.stdout.flush()
+        sys.stderr.flush()
+        all_fds = {fd for fds in self.rank_fds for fd in fds.values()}
+        for rank in range(int(job["nproc"])):
+            pid = os.fork()
+            if pid == 0:
+                code = 1
+                try:
+                    mine = self.rank_fds[rank]
+                    for fd in all_fds - set(mine.values()):
+                        os.close(fd)
+                    os.close(self.control_fd)
+                    code = _run_rank(job, rank, mine, self.status_fd, path)
+                finally:
+                    os._exit(code)
+            self.pids[pid] = rank
+        # The supervisor keeps no rank pipe open: the host sees EOF once the ranks (and their children) exit.
+        for fd in all_fds:
+            os.close(fd)
+        _emit(self.status_fd, {"event": "started", "pids": {str(r): p for p, r in self.pids.items()}})
+
+    def reap_forever(self) -> None:
+        """Reap ranks and any orphan that was reparented to us (we may be PID 1)."""
+        live = set(self.pids)
+        while live:
+            try:
+                pid, status = os.waitpid(-1, 0)
+            except ChildProcessError:
+                break
+            if pid not in live:
+                continue
+            live.discard(pid)
+            rank = self.pids[pid]
+            exit_code = os.waitstatus_to_exitcode(status)
+            event: dict[str, Any] = {"event": "exit", "rank": rank, "exit_code": None, "signal": None}
+            if exit_code < 0:
+                event["signal"] = -exit_code
+            else:
+                event["exit_code"] = exit_code
+            _emit(self.status_fd, event)
+            if exit_code != 0 and live:
+                with self.lock:
+                    first = not self.failed
+                    self.failed = True
+                if first:
+                    threading.Thread(target=self.stop_others, args=(rank, set(live)), daemon=True).start()
+        _emit(self.status_fd, {"event": "done"})
+
+    def dump(self, pids: set[int]) -> None:
+        """Ask ranks to write their Python stacks to their dump pipes."""
+        for pid in pids:
+            with contextlib.suppress(ProcessLookupError):
+                os.kill(pid, signal.SIGUSR1)
+        # faulthandler writes from inside the signal handler; give it a moment before anything is killed.
+        time.sleep(0.3)
+
+    def stop_others(self, failed_rank: int, live: set[int]) -> None:
+        """Fail fast: dump, then kill, the ranks still running after one failed."""
+        _emit(self.status_fd, {"event": "stopping", "after_rank": failed_rank})
+        self.dump(live)
+        for pid in live:
+            try:
+                os.killpg(pid, signal.SIGKILL)
+            except (ProcessLookupError, PermissionError):
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(pid, signal.SIGKILL)
+
+    def serve_commands(self) -> None:
+        """Answer the host's commands until the control pipe closes."""
+        while True:
+            ready, _, _ = select.select([self.control_fd], [], [])
+            if not ready:
+                continue
+            data = os.read(self.control_fd, 4096)
+            if not data:
+                return
+            for word in data.decode(errors="replace").split():
+                if word == "dump":
+                    self.dump(set(self.pids))
+                    _emit(self.status_fd, {"event": "dumped"})
+                elif word == "kill":
+                    for pid in self.pids:
+                        with contextlib.suppress(ProcessLookupError, PermissionError):
+                            os.killpg(pid, signal.SIGKILL)
+
+
+def main(argv: list[str]) -> int:
+    """Entry point of the sandbox: ``bootstrap.py SPEC_JSON``."""
+    spec: dict[str, Any] = json.loads(argv[1])
+    # As PID 1 a default SIGINT disposition is simply ignored; Python's KeyboardInterrupt handler is not.
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
+    _drop_privileges(int(spec.get("uid", 0)), int(spec.get("gid", 0)), int(spec.get("nproc_limit", 0)))
+    sup = Supervisor(spec)
+    if spec.get("preload", True):
+        _preload()
+    _emit(sup.status_fd, {"event": "ready", "pid": os.getpid()})
+    job = sup.wait_job()
+    if job is None:
+        return 0
+    job["nproc"] = min(int(job["nproc"]), len(sup.rank_fds))
+    sup.start(job)
+    threading.Thread(target=sup.serve_commands, daemon=True).start()
+    sup.reap_forever()
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv))

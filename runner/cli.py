@@ -1,0 +1,196 @@
+"""``rankzero-runner``: ``serve`` the HTTP API, or ``run`` one file locally and print its verdict."""
+
+from __future__ import annotations
+
+import argparse
+import ipaddress
+import json
+import logging
+import os
+import sys
+from pathlib import Path
+from typing import Any
+
+from runner.config import MAX_CODE_BYTES, RunnerConfig
+from runner.sandbox import SandboxUnavailableError
+from runner.service import RunnerService, RunRequest
+from runner.verdict import Mode, Status, Verdict
+
+log = logging.getLogger(__name__)
+
+TOKEN_ENV = "RANKZERO_RUNNER_TOKEN"  # noqa: S105 - the variable name, not a secret
+
+
+def _parse_pool(text: str) -> dict[int, int]:
+    pool: dict[int, int] = {}
+    for item in filter(None, text.split(",")):
+        nproc, _, count = item.partition(":")
+        pool[int(nproc)] = int(count or "1")
+    return pool
+
+
+def _add_common(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--unsafe-no-sandbox",
+        action="store_true",
+        help="run jobs without bubblewrap (verdicts say isolated: false); for development only",
+    )
+    parser.add_argument("--memory-mb", type=int, default=RunnerConfig.memory_mb, help="per rank")
+    parser.add_argument("--log-level", default="INFO")
+
+
+def build_parser() -> argparse.ArgumentParser:
+    """The command-line interface."""
+    parser = argparse.ArgumentParser(prog="rankzero-runner", description=__doc__)
+    sub = parser.add_subparsers(dest="command", required=True)
+
+    serve = sub.add_parser("serve", help="serve the HTTP API")
+    serve.add_argument("--host", default="127.0.0.1")
+    serve.add_argument("--port", type=int, default=8765)
+    serve.add_argument("--token-file", type=Path, help=f"bearer token file (else ${TOKEN_ENV})")
+    serve.add_argument("--pool", default="1:1,2:1", help="warm sandboxes per rank count, e.g. 1:1,2:1")
+    serve.add_argument("--max-concurrent", type=int, default=RunnerConfig.max_concurrent_jobs)
+    _add_common(serve)
+
+    run = sub.add_parser("run", help="run one file locally and print its verdict")
+    run.add_argument("file", type=Path)
+    run.add_argument("--mode", choices=[m.value for m in Mode], default="python")
+    run.add_argument("--nproc", type=int, default=None, help="ranks for ddp (default 2)")
+    run.add_argument("--backend", choices=["auto", "gloo", "nccl"], default="auto")
+    run.add_argument("--timeout", type=float, default=None, help="seconds (default 30)")
+    run.add_argument("--init-process-group", action="store_true")
+    run.add_argument("--json", action="store_true", help="print exactly one JSON object")
+    _add_common(run)
+    return parser
+
+
+def _read_token(token_file: Path | None) -> str | None:
+    if token_file is not None:
+        token = token_file.read_text().strip()
+    else:
+        token = os.environ.get(TOKEN_ENV, "").strip()
+    # Jobs get a clean environment anyway; dropping it here keeps it out of anything we start later.
+    os.environ.pop(TOKEN_ENV, None)
+    return token or None
+
+
+def _is_loopback(host: str) -> bool:
+    if host == "localhost":
+        return True
+    try:
+        return ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        return False
+
+
+def serve(args: argparse.Namespace) -> int:
+    """Start the HTTP server (blocks)."""
+    import uvicorn
+
+    from runner.api import create_app
+
+    token = _read_token(args.token_file)
+    if token is None and not _is_loopback(args.host):
+        print(
+            f"refusing to listen on {args.host} without a token: set ${TOKEN_ENV} or --token-file",
+            file=sys.stderr,
+        )
+        return 2
+    config = RunnerConfig(
+        memory_mb=args.memory_mb,
+        pool=_parse_pool(args.pool),
+        max_concurrent_jobs=args.max_concurrent,
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+    )
+    try:
+        service = RunnerService(config)
+        service.launcher.check()
+    except SandboxUnavailableError as exc:
+        print(f"rankzero-runner: {exc}", file=sys.stderr)
+        return 2
+    if args.unsafe_no_sandbox:
+        log.warning("running WITHOUT a sandbox: every verdict says isolated: false")
+    app = create_app(service, token)
+    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    return 0
+
+
+def run_file(args: argparse.Namespace) -> int:
+    """Run one file in a fresh sandbox and print the verdict; exit 0 only for status ok."""
+    code_bytes = args.file.read_bytes()
+    if len(code_bytes) > MAX_CODE_BYTES:
+        print(f"{args.file} is over {MAX_CODE_BYTES} bytes", file=sys.stderr)
+        return 2
+    mode = Mode(args.mode)
+    nproc = args.nproc if args.nproc is not None else (2 if mode == Mode.DDP else 1)
+    config = RunnerConfig(memory_mb=args.memory_mb, pool={}, unsafe_no_sandbox=args.unsafe_no_sandbox)
+    try:
+        service = RunnerService(config)
+        service.launcher.check()
+    except SandboxUnavailableError as exc:
+        print(f"rankzero-runner: {exc}", file=sys.stderr)
+        return 2
+    verdict = service.run(
+        RunRequest(
+            code=code_bytes.decode("utf-8", "replace"),
+            mode=mode,
+            nproc=nproc,
+            backend=args.backend,
+            timeout_s=args.timeout,
+            init_process_group=args.init_process_group,
+        )
+    )
+    if args.json:
+        print(json.dumps(verdict.to_dict()))
+    else:
+        print(render(verdict))
+    return 0 if verdict.status == Status.OK else 1
+
+
+def render(verdict: Verdict) -> str:
+    """A readable per-rank report."""
+    data: dict[str, Any] = verdict.to_dict()
+    lines = [
+        f"status: {data['status']}   mode: {data['mode']}   ranks: {data['nproc']}   "
+        f"backend: {data['backend'] or '-'}   {data['elapsed_s']:.2f} s",
+        f"sandbox: {data['sandbox']['engine']} (isolated: {str(data['sandbox']['isolated']).lower()})   "
+        f"gpus: {data['hardware']['gpus']}   torch {data['hardware']['torch']}",
+    ]
+    if data["root_cause_rank"] is not None:
+        lines.append(f"root cause: rank {data['root_cause_rank']}")
+    lines += [f"note: {note}" for note in data["notes"]]
+    for rank in data["ranks"]:
+        head = f"--- rank {rank['rank']}: exit {rank['exit_code']}"
+        if rank["signal"] is not None:
+            head += f", signal {rank['signal']}"
+        if rank["truncated"]:
+            head += ", output truncated"
+        lines.append(head)
+        if rank["exception"]:
+            exc = rank["exception"]
+            lines.append(f"  exception: {exc['type']}: {exc['message']} (line {exc['line']})")
+        if rank["stuck_at"]:
+            stuck = rank["stuck_at"]
+            lines.append(f"  stuck in {stuck['call']} at line {stuck['line']} ({stuck['function']})")
+        for stream in ("stdout", "stderr"):
+            if rank[stream]:
+                lines.append(f"  {stream}:")
+                lines += [f"    {line}" for line in rank[stream].rstrip("\n").split("\n")]
+    return "\n".join(lines)
+
+
+def main(argv: list[str] | None = None) -> int:
+    """Console entry point."""
+    args = build_parser().parse_args(argv)
+    logging.basicConfig(
+        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
+        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
+        stream=sys.stderr,
+    )
+    if args.command == "serve":
+        return serve(args)
+    return run_file(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

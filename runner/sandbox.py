@@ -1,0 +1,421 @@
+"""Starting single-use sandboxes: bubblewrap (the default) or, only when asked, a bare process.
+
+A sandbox is one supervisor process (runner/bootstrap.py) that imports torch and then waits for its one
+job.  The host creates every pipe the job will use before the sandbox starts and hands the sandbox its
+ends, so each rank's stdout, stderr and stack dump flow straight to the host, never through code the
+snippet could tamper with.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import glob
+import json
+import logging
+import os
+import shutil
+import signal
+import subprocess
+import sys
+import tempfile
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO, Any
+
+from runner.config import RunnerConfig
+
+log = logging.getLogger(__name__)
+
+BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
+SANDBOX_BOOTSTRAP = "/opt/rankzero/bootstrap.py"
+SANDBOX_WORKDIR = "/tmp"  # noqa: S108 - inside the sandbox this is a private, size-capped tmpfs
+
+# Files from /etc that the dynamic loader and Python need; the rest of /etc stays out of the sandbox.
+_ETC_FILES = (
+    "ld.so.cache",
+    "ld.so.conf",
+    "ld.so.conf.d",
+    "localtime",
+    "passwd",
+    "group",
+    "nsswitch.conf",
+)
+HOSTNAME = "rankzero"
+
+
+class SandboxUnavailableError(RuntimeError):
+    """No real sandbox can be started here (bubblewrap missing or not permitted)."""
+
+
+@dataclass
+class RankPipes:
+    """Host-side read ends of one rank's pipes."""
+
+    out: int
+    err: int
+    dump: int
+
+
+@dataclass
+class Sandbox:
+    """One started (maybe not yet ready) single-use sandbox."""
+
+    proc: subprocess.Popen[bytes]
+    nproc: int
+    control: int
+    status: int
+    ranks: list[RankPipes]
+    engine: str
+    isolated: bool
+    uid: int | None
+    workdir: str
+    log_file: IO[bytes]
+    host_workdir: str | None = None
+    status_buffer: bytearray = field(default_factory=bytearray)
+    ready: bool = False
+    created: float = field(default_factory=time.monotonic)
+    _closed: bool = False
+
+    def read_events(self, block_s: float | None) -> tuple[list[dict[str, Any]], bool]:
+        """Read whatever status events are available (waiting at most block_s); returns (events, eof)."""
+        import select
+
+        eof = False
+        ready, _, _ = select.select([self.status], [], [], block_s)
+        if ready:
+            chunk = os.read(self.status, 65536)
+            if chunk:
+                self.status_buffer.extend(chunk)
+            else:
+                eof = True
+        return self.pop_events(), eof
+
+    def pop_events(self) -> list[dict[str, Any]]:
+        """Complete JSON lines buffered so far; garbage lines are ignored, not fatal."""
+        events: list[dict[str, Any]] = []
+        while b"\n" in self.status_buffer:
+            line, _, rest = bytes(self.status_buffer).partition(b"\n")
+            self.status_buffer[:] = rest
+            try:
+                event = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(event, dict):
+                events.append(event)
+        return events
+
+    def wait_ready(self, timeout_s: float) -> bool:
+        """Block until the supervisor has imported torch and reported ready."""
+        deadline = time.monotonic() + timeout_s
+        while not self.ready:
+            left = deadline - time.monotonic()
+            if left <= 0:
+                return False
+            events, eof = self.read_events(min(left, 0.5))
+            if any(e.get("event") == "ready" for e in events):
+                self.ready = True
+            elif eof:
+                log.warning("sandbox exited before it was ready: %s", self.diagnostics())
+                return False
+        return True
+
+    def alive(self) -> bool:
+        """True while the sandbox process has not exited."""
+        return self.proc.poll() is None
+
+    def diagnostics(self) -> str:
+        """The sandbox's own stderr (bubblewrap errors, supervisor warnings), for logs."""
+        try:
+            self.log_file.seek(0)
+            return self.log_file.read(4000).decode(errors="replace").strip()
+        except (OSError, ValueError):
+            return ""
+
+    def kill(self) -> None:
+        """Kill every process of the sandbox; safe to call more than once."""
+        if self.isolated:
+            # Killing bwrap makes the kernel deliver the parent-death signal to the namespace's PID 1,
+            # and a dying PID 1 takes every process of the namespace with it.  Its direct child is killed
+            # too, in case the death signal was lost.
+            for child in _children(self.proc.pid):
+                _kill(child)
+            _kill(self.proc.pid)
+        else:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
+        try:
+            self.proc.wait(timeout=5)
+        except subprocess.TimeoutExpired:
+            log.error("sandbox process %s did not die", self.proc.pid)
+
+    def close(self) -> None:
+        """Kill the sandbox and release its pipes and files."""
+        if self._closed:
+            return
+        self._closed = True
+        self.kill()
+        for fd in [self.control, self.status, *(f for r in self.ranks for f in (r.out, r.err, r.dump))]:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+        self.log_file.close()
+        if self.host_workdir:
+            shutil.rmtree(self.host_workdir, ignore_errors=True)
+
+
+def _kill(pid: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.kill(pid, signal.SIGKILL)
+
+
+def _children(pid: int) -> list[int]:
+    try:
+        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
+    except OSError:
+        return []
+    return [int(p) for p in text.split()]
+
+
+class UidAllocator:
+    """Hands out a private uid per sandbox: the kernel's process limit is counted per uid."""
+
+    def __init__(self, base: int, count: int) -> None:
+        self._base = base
+        self._count = count
+        self._next = 0
+        self._used: set[int] = set()
+        self._lock = threading.Lock()
+
+    def acquire(self) -> int:
+        """A uid no live sandbox uses."""
+        with self._lock:
+            for _ in range(self._count):
+                uid = self._base + self._next
+                self._next = (self._next + 1) % self._count
+                if uid not in self._used:
+                    self._used.add(uid)
+                    return uid
+        raise RuntimeError("no free sandbox uid")
+
+    def release(self, uid: int | None) -> None:
+        """Return a uid once its sandbox is dead."""
+        with self._lock:
+            self._used.discard(uid if uid is not None else -1)
+
+
+def bubblewrap_path() -> str | None:
+    """Path of the bwrap binary, if installed."""
+    return shutil.which("bwrap")
+
+
+class SandboxLauncher:
+    """Builds and starts sandboxes according to the config."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self.uids = UidAllocator(config.uid_base, config.uid_count)
+        self.bwrap = None if config.unsafe_no_sandbox else bubblewrap_path()
+        if not config.unsafe_no_sandbox and self.bwrap is None:
+            raise SandboxUnavailableError(
+                "bubblewrap (bwrap) is not installed; install it (apt-get install bubblewrap) or start the "
+                "runner with --unsafe-no-sandbox"
+            )
+        self.as_root = os.geteuid() == 0
+        self._hosts: Path | None = None
+
+    def _hosts_file(self) -> Path:
+        if self._hosts is None:
+            folder = Path(tempfile.mkdtemp(prefix="rankzero-etc-"))
+            folder.chmod(0o755)
+            hosts = folder / "hosts"
+            hosts.write_text(f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost ip6-localhost\n")
+            hosts.chmod(0o644)
+            self._hosts = hosts
+        return self._hosts
+
+    @property
+    def engine(self) -> str:
+        """Name reported in verdicts and /v1/health."""
+        return "none" if self.bwrap is None else "bubblewrap"
+
+    @property
+    def isolated(self) -> bool:
+        """Whether jobs run in a namespace sandbox."""
+        return self.bwrap is not None
+
+    def check(self) -> None:
+        """Start a trivial sandbox once, so that a broken setup fails at startup, not at the first job."""
+        if self.bwrap is None:
+            return
+        argv = [self.bwrap, *self._namespace_args(), *self._mount_args(), "--", "/bin/true"]
+        result = subprocess.run(argv, capture_output=True, env=_host_env(), timeout=30, check=False)
+        if result.returncode != 0:
+            raise SandboxUnavailableError(
+                f"bubblewrap cannot start a sandbox here: {result.stderr.decode(errors='replace').strip()}"
+            )
+
+    def spawn(self, nproc: int, preload: bool = True) -> Sandbox:
+        """Start a sandbox for ``nproc`` ranks; it becomes ready once torch is imported."""
+        keep: list[int] = []  # sandbox-side pipe ends, closed here once the child has them
+        control_r, control_w = os.pipe()
+        status_r, status_w = os.pipe()
+        keep += [control_r, status_w]
+        ranks: list[RankPipes] = []
+        rank_fds: list[dict[str, int]] = []
+        for _ in range(nproc):
+            pairs = [os.pipe() for _ in range(3)]
+            ranks.append(RankPipes(pairs[0][0], pairs[1][0], pairs[2][0]))
+            rank_fds.append({"out": pairs[0][1], "err": pairs[1][1], "dump": pairs[2][1]})
+            keep += [p[1] for p in pairs]
+        uid = self.uids.acquire() if self.isolated and self.as_root else None
+        host_workdir = None if self.isolated else tempfile.mkdtemp(prefix="rankzero-job-")
+        workdir = SANDBOX_WORKDIR if self.isolated else str(host_workdir)
+        spec = {
+            "control_fd": control_r,
+            "status_fd": status_w,
+            "ranks": rank_fds,
+            "uid": uid or 0,
+            "gid": uid or 0,
+            "nproc_limit": self.config.max_processes if uid else 0,
+            "workdir": workdir,
+            "preload": preload,
+        }
+        if self.isolated:
+            argv = [
+                str(self.bwrap),
+                *self._namespace_args(),
+                *self._mount_args(),
+                "--",
+                sys.executable,
+                "-I",
+                SANDBOX_BOOTSTRAP,
+                json.dumps(spec),
+            ]
+        else:
+            argv = [sys.executable, "-I", str(BOOTSTRAP), json.dumps(spec)]
+        log_file = tempfile.TemporaryFile(prefix="rankzero-sandbox-")  # noqa: SIM115 - owned by Sandbox
+        try:
+            proc = subprocess.Popen(
+                argv,
+                stdin=subprocess.DEVNULL,
+                stdout=log_file,
+                stderr=log_file,
+                pass_fds=keep,
+                env=job_env() if not self.isolated else _host_env(),
+                cwd=host_workdir,
+                start_new_session=True,
+            )
+        finally:
+            for fd in keep:
+                os.close(fd)
+        return Sandbox(
+            proc=proc,
+            nproc=nproc,
+            control=control_w,
+            status=status_r,
+            ranks=ranks,
+            engine=self.engine,
+            isolated=self.isolated,
+            uid=uid,
+            workdir=workdir,
+            log_file=log_file,
+            host_workdir=host_workdir,
+        )
+
+    def _namespace_args(self) -> list[str]:
+        args = [
+            "--unshare-ipc",
+            "--unshare-pid",
+            "--unshare-net",
+            "--unshare-uts",
+            "--unshare-cgroup-try",
+            "--hostname",
+            HOSTNAME,
+            "--die-with-parent",
+            "--new-session",
+            "--as-pid-1",
+        ]
+        if self.as_root:
+            # Root runs bwrap without a user namespace and lets the supervisor switch to a private uid;
+            # these two capabilities exist only for that switch and are gone once it is done.
+            args += ["--cap-add", "CAP_SETUID", "--cap-add", "CAP_SETGID"]
+        else:
+            args += ["--unshare-user"]
+        return args
+
+    def _mount_args(self) -> list[str]:
+        args: list[str] = ["--ro-bind", "/usr", "/usr"]
+        for top in ("/bin", "/sbin", "/lib", "/lib32", "/lib64", "/libx32"):
+            if os.path.islink(top):
+                args += ["--symlink", os.readlink(top), top]
+            elif os.path.isdir(top):
+                args += ["--ro-bind", top, top]
+        # Directories bwrap creates implicitly are private to root; the job's uid must traverse these.
+        args += ["--perms", "0755", "--dir", "/etc"]
+        args += ["--perms", "0755", "--dir", "/opt", "--perms", "0755", "--dir", "/opt/rankzero"]
+        for name in _ETC_FILES:
+            args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
+        # Our own /etc/hosts: the sandbox's hostname must resolve (gloo and c10d look it up) to loopback.
+        args += ["--ro-bind", str(self._hosts_file()), "/etc/hosts"]
+        made: set[str] = {"/etc"}
+        bound: set[str] = {"/usr"}
+        for prefix in _python_roots():
+            args += _parents(prefix, made, bound)
+            args += ["--ro-bind", prefix, prefix]
+            bound.add(prefix)
+        args += ["--ro-bind", str(BOOTSTRAP), SANDBOX_BOOTSTRAP]
+        args += ["--proc", "/proc", "--dev", "/dev"]
+        for device in sorted(glob.glob("/dev/nvidia*")):
+            args += ["--dev-bind", device, device]
+        size = str(self.config.tmp_mb * 1024 * 1024)
+        args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]  # noqa: S108 - sandbox-private
+        args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]  # noqa: S108 - sandbox-private
+        args += ["--chdir", SANDBOX_WORKDIR, "--clearenv"]
+        for key, value in job_env().items():
+            args += ["--setenv", key, value]
+        return args
+
+
+def _parents(path: str, made: set[str], bound: set[str]) -> list[str]:
+    """Bwrap --dir arguments for the missing, world-traversable parents of ``path``."""
+    args: list[str] = []
+    parts = Path(path).parts
+    for i in range(2, len(parts)):
+        parent = str(Path(*parts[:i]))
+        inside_bind = any(parent == b or parent.startswith(b + "/") for b in bound)
+        if parent not in made and not inside_bind:
+            # Created by bwrap, so traversable by the job's uid even where the host's is not (/root).
+            args += ["--perms", "0755", "--dir", parent]
+            made.add(parent)
+    return args
+
+
+def _python_roots() -> list[str]:
+    """The directories the interpreter and its packages live in (outside /usr)."""
+    roots: set[str] = set()
+    for candidate in (sys.prefix, sys.base_prefix, sys.exec_prefix, os.path.dirname(sys.executable)):
+        for path in {candidate, os.path.realpath(candidate)}:
+            if os.path.isdir(path) and not path.startswith("/usr/"):
+                roots.add(path)
+    # Nested roots (a venv's bin inside the venv) need no bind of their own.
+    return sorted(r for r in roots if not any(r != o and r.startswith(o + "/") for o in roots))
+
+
+def _host_env() -> dict[str, str]:
+    # bwrap itself gets no secrets either: with --clearenv the job would not see them, but keeping them out
+    # of bwrap's own environment means they are nowhere to be read.
+    return {"PATH": "/usr/local/bin:/usr/bin:/bin"}
+
+
+def job_env() -> dict[str, str]:
+    """The whole environment a job sees: nothing inherited from the runner."""
+    venv_bin = os.path.dirname(sys.executable)
+    return {
+        "PATH": f"{venv_bin}:/usr/local/bin:/usr/bin:/bin",
+        "HOME": SANDBOX_WORKDIR,
+        "LANG": "C.UTF-8",
+        "PYTHONUNBUFFERED": "1",
+        "PYTHONDONTWRITEBYTECODE": "1",
+        "TMPDIR": SANDBOX_WORKDIR,
+    }

@@ -1,0 +1,327 @@
+"""The runner's use case: run one snippet in a fresh sandbox and judge the outcome into a verdict."""
+
+from __future__ import annotations
+
+import ast
+import asyncio
+import logging
+import threading
+from dataclasses import dataclass
+from typing import Any
+
+from runner import hardware
+from runner.config import MAX_CODE_BYTES, RunnerConfig
+from runner.executor import JobRaw, RankRaw, run_job
+from runner.pool import WarmPool
+from runner.sandbox import SandboxLauncher, job_env
+from runner.stacks import stuck_at
+from runner.verdict import (
+    ExceptionInfo,
+    Hardware,
+    Mode,
+    RankResult,
+    SandboxInfo,
+    Status,
+    Verdict,
+)
+
+log = logging.getLogger(__name__)
+
+SNIPPET_NAME = "main.py"  # mirrors runner/bootstrap.py
+MASTER_PORT = 29500
+
+# How a snippet that needs CUDA fails on a machine without it, across torch versions and call sites.
+_NEEDS_CUDA = (
+    "Torch not compiled with CUDA enabled",
+    "No CUDA GPUs are available",
+    "Found no NVIDIA driver",
+    "no CUDA-capable device",
+    "ProcessGroupNCCL is only supported with GPUs",
+    "doesn't have NCCL built in",
+    "CUDA driver initialization failed",
+    "Cannot access accelerator device when none is available",
+)
+_OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator", "out of memory", "Cannot allocate memory")
+_SIGXCPU = 24
+
+
+@dataclass(frozen=True)
+class RunRequest:
+    """One run, as asked over HTTP or on the command line (see runner/README.md for the defaults)."""
+
+    code: str
+    mode: Mode = Mode.PYTHON
+    nproc: int = 1
+    backend: str = "auto"
+    timeout_s: float | None = None
+    init_process_group: bool = False
+
+
+class RunnerService:
+    """Owns the sandbox launcher and the warm pool; thread-safe."""
+
+    def __init__(self, config: RunnerConfig) -> None:
+        self.config = config
+        self.launcher = SandboxLauncher(config)
+        self.pool = WarmPool(self.launcher, config.pool)
+        self._slots = threading.BoundedSemaphore(config.max_concurrent_jobs)
+        self._running = 0
+        self._lock = threading.Lock()
+
+    def start(self) -> None:
+        """Check the sandbox works, then start warming the pool."""
+        self.launcher.check()
+        hardware.probe()
+        self.pool.start()
+
+    def close(self) -> None:
+        """Kill warm sandboxes."""
+        self.pool.stop()
+
+    @property
+    def sandbox_info(self) -> SandboxInfo:
+        """Engine and isolation reported with every verdict."""
+        return SandboxInfo(engine=self.launcher.engine, isolated=self.launcher.isolated)
+
+    def health(self) -> dict[str, Any]:
+        """Capabilities for GET /v1/health."""
+        hw = hardware.probe()
+        with self._lock:
+            running = self._running
+        return {
+            "status": "ok",
+            "hardware": {"gpus": hw.gpus, "names": hw.names, "torch": hw.torch, "cuda": hw.cuda},
+            "backends": hardware.backends(),
+            "modes": [m.value for m in Mode],
+            "sandbox": {"engine": self.launcher.engine, "isolated": self.launcher.isolated},
+            "pool": self.pool.state(),
+            "limits": {
+                "max_nproc": self.config.max_nproc,
+                "max_timeout_s": self.config.max_timeout_s,
+                "default_timeout_s": self.config.default_timeout_s,
+                "memory_mb_per_rank": self.config.memory_mb,
+                "max_code_bytes": MAX_CODE_BYTES,
+                "output_cap_bytes": self.config.output_cap_bytes,
+            },
+            "running_jobs": running,
+        }
+
+    async def run_async(self, request: RunRequest) -> Verdict:
+        """``run`` off the event loop."""
+        return await asyncio.to_thread(self.run, request)
+
+    def run(self, request: RunRequest) -> Verdict:
+        """Run the request and answer its verdict; job failures are verdicts, never exceptions."""
+        hw = hardware.probe()
+        mode = Mode(request.mode)
+        nproc = request.nproc if mode == Mode.DDP else 1
+        timeout_s = request.timeout_s if request.timeout_s is not None else self.config.default_timeout_s
+        backend, notes = self._resolve_backend(mode, nproc, request.backend, hw)
+        verdict = Verdict(
+            status=Status.OK,
+            mode=mode,
+            nproc=nproc,
+            backend=backend,
+            elapsed_s=0.0,
+            hardware=hw,
+            sandbox=self.sandbox_info,
+            notes=notes,
+        )
+        refusal = self._refusal(request, mode, timeout_s)
+        if refusal:
+            verdict.status = Status.REJECTED
+            verdict.notes.append(refusal)
+            return verdict
+        if backend == "nccl" and hw.gpus < nproc:
+            verdict.status = Status.UNSUPPORTED
+            verdict.notes.append(_needs_cuda(hw, nproc))
+            return verdict
+        verdict.notes += _static_notes(request.code, mode, nproc, hw)
+        if mode != Mode.DDP and request.nproc != 1:
+            verdict.notes.append(f"mode {mode.value} runs one process: nproc={request.nproc} was ignored")
+
+        job = {
+            "code": request.code,
+            "mode": mode.value,
+            "nproc": nproc,
+            "backend": backend or "gloo",
+            "init_process_group": request.init_process_group,
+            "master_port": MASTER_PORT,
+            "env": self._rank_env(),
+            "limits": {
+                "memory_bytes": self.config.memory_mb * 1024 * 1024,
+                "cpu_s": int(timeout_s * 2) + 5,
+                "fsize_bytes": self.config.file_size_mb * 1024 * 1024,
+            },
+        }
+        with self._slots:
+            with self._lock:
+                self._running += 1
+            try:
+                raw, workdir = self._execute(nproc, job, timeout_s)
+            finally:
+                with self._lock:
+                    self._running -= 1
+        snippet_path = f"{workdir}/{SNIPPET_NAME}"
+        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw)
+        return verdict
+
+    def _execute(self, nproc: int, job: dict[str, Any], timeout_s: float) -> tuple[JobRaw, str]:
+        sandbox = self.pool.acquire(nproc)
+        try:
+            if not sandbox.isolated:
+                job["env"].update(HOME=sandbox.workdir, TMPDIR=sandbox.workdir)
+            raw = run_job(sandbox, job, timeout_s, self.config.output_cap_bytes, self.config.flood_bytes)
+            return raw, sandbox.workdir
+        finally:
+            self.pool.release(sandbox)
+
+    def _rank_env(self) -> dict[str, str]:
+        return job_env()
+
+    def _refusal(self, request: RunRequest, mode: Mode, timeout_s: float) -> str | None:
+        if len(request.code.encode("utf-8", "surrogatepass")) > MAX_CODE_BYTES:
+            return f"code is over {MAX_CODE_BYTES // 1024} KiB"
+        if mode == Mode.DDP and not 1 <= request.nproc <= self.config.max_nproc:
+            return f"nproc must be between 1 and {self.config.max_nproc} on this runner"
+        if not 0 < timeout_s <= self.config.max_timeout_s:
+            return f"timeout_s must be in (0, {self.config.max_timeout_s:g}] on this runner"
+        if "\x00" in request.code:
+            return "code contains a NUL character"
+        return None
+
+    def _resolve_backend(
+        self, mode: Mode, nproc: int, asked: str, hw: Hardware
+    ) -> tuple[str | None, list[str]]:
+        if mode != Mode.DDP:
+            return None, []
+        if asked != "auto":
+            return asked, []
+        if hw.gpus >= nproc and "nccl" in hardware.backends():
+            return "nccl", [f"backend auto chose nccl: {nproc} ranks, {hw.gpus} GPUs"]
+        return "gloo", [f"backend auto chose gloo: {nproc} ranks, {hw.gpus} GPUs"]
+
+    def _judge(
+        self, verdict: Verdict, raw: JobRaw, code: str, path: str, timeout_s: float, hw: Hardware
+    ) -> None:
+        verdict.elapsed_s = raw.elapsed_s
+        verdict.ranks = [_rank_result(r, code, path) for r in raw.ranks]
+        failing = sorted(
+            (r for r in raw.ranks if r.exited and not r.stopped_by_runner and _failed(r)),
+            key=lambda r: r.exit_order if r.exit_order is not None else 1 << 30,
+        )
+        root = failing[0] if failing else None
+        if root is not None:
+            verdict.root_cause_rank = root.rank
+        notes = verdict.notes
+
+        if raw.flooded:
+            verdict.status = Status.OUTPUT_LIMIT
+            notes.append(f"output flood: the job was stopped after {self.config.flood_bytes} bytes of output")
+        elif root is not None:
+            verdict.status = _status_of(root, hw)
+            if verdict.status == Status.UNSUPPORTED:
+                notes.append(_needs_cuda(hw, verdict.nproc))
+            elif verdict.status == Status.OOM:
+                notes.append(f"memory limit: {self.config.memory_mb} MiB of address space per rank")
+            elif root.signal == _SIGXCPU:
+                notes.append("CPU time limit reached")
+        elif raw.timed_out:
+            verdict.status = Status.TIMEOUT
+        elif raw.supervisor_lost or not all(r.exited for r in raw.ranks):
+            verdict.status = Status.CRASHED
+            notes.append("the sandbox stopped before every rank reported its exit")
+        else:
+            verdict.status = Status.OK
+
+        if raw.timed_out:
+            notes.append(f"deadline of {timeout_s:g} s reached: every rank's stack was dumped, then killed")
+        stopped = [r.rank for r in raw.ranks if r.stopped_by_runner]
+        if stopped and root is not None:
+            listed = ", ".join(str(r) for r in stopped)
+            notes.append(f"rank {listed} stopped by the runner after rank {root.rank} failed")
+        if any(r.truncated for r in verdict.ranks):
+            notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
+        if not verdict.sandbox.isolated:
+            notes.append("ran WITHOUT a sandbox (--unsafe-no-sandbox)")
+
+
+def _failed(rank: RankRaw) -> bool:
+    return rank.signal is not None or (rank.exit_code is not None and rank.exit_code != 0)
+
+
+def _status_of(rank: RankRaw, hw: Hardware) -> Status:
+    text = ""
+    if rank.exception:
+        text = f"{rank.exception['type']}: {rank.exception['message']}"
+    tail = bytes(rank.stderr.data[-4000:]).decode(errors="replace")
+    if hw.gpus == 0 and any(p in text or p in tail for p in _NEEDS_CUDA):
+        return Status.UNSUPPORTED
+    if rank.exception and (rank.exception["type"] == "MemoryError" or any(p in text for p in _OUT_OF_MEMORY)):
+        return Status.OOM
+    if rank.signal is not None:
+        return Status.TIMEOUT if rank.signal == _SIGXCPU else Status.CRASHED
+    return Status.ERROR
+
+
+def _needs_cuda(hw: Hardware, nproc: int) -> str:
+    if hw.gpus == 0:
+        return "needs CUDA: this runner has 0 GPUs"
+    return f"needs one GPU per rank: this runner has {hw.gpus} GPUs for {nproc} ranks"
+
+
+def _show(data: bytearray) -> str:
+    # Keep undecodable bytes visible instead of failing or silently replacing them; NUL is made explicit
+    # because many renderers cut strings at it.
+    return bytes(data).decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
+
+
+def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
+    exception = None
+    if raw.exception is not None:
+        exception = ExceptionInfo(
+            type=raw.exception["type"], message=raw.exception["message"], line=raw.exception["line"]
+        )
+    dump = bytes(raw.dump.data).decode(errors="replace")
+    return RankResult(
+        rank=raw.rank,
+        exit_code=raw.exit_code,
+        signal=raw.signal,
+        stdout=_show(raw.stdout.data),
+        stderr=_show(raw.stderr.data),
+        truncated=raw.stdout.truncated or raw.stderr.truncated,
+        exception=exception,
+        stuck_at=stuck_at(dump, path, code) if dump else None,
+    )
+
+
+def _static_notes(code: str, mode: Mode, nproc: int, hw: Hardware) -> list[str]:
+    """Notes that follow from the request alone: what the snippet asks for vs what was launched."""
+    notes = []
+    if mode == Mode.DP:
+        if hw.gpus == 0:
+            notes.append("ran with 0 GPUs: DataParallel was a pass-through")
+        else:
+            notes.append(f"DataParallel saw {hw.gpus} GPUs: {', '.join(hw.names)}")
+    for asked in _literal_world_sizes(code):
+        if asked != nproc:
+            notes.append(f"requested world_size={asked}, launched {nproc}")
+    return notes
+
+
+def _literal_world_sizes(code: str) -> list[int]:
+    try:
+        tree = ast.parse(code)
+    except SyntaxError:
+        return []
+    sizes = []
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Call):
+            for keyword in node.keywords:
+                if (
+                    keyword.arg == "world_size"
+                    and isinstance(keyword.value, ast.Constant)
+                    and isinstance(keyword.value.value, int)
+                ):
+                    sizes.append(keyword.value.value)
+    return sorted(set(sizes))
