@@ -6,6 +6,7 @@ Validation is all-or-nothing: callers get either every question of every file, o
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -17,6 +18,7 @@ from pydantic import ValidationError
 from questions.schema import BankFile, QuestionSpec
 
 Loc = tuple[str | int, ...]
+_QUOTED = re.compile(r"'([a-z_]+)'")
 
 #: How to fix the most common pydantic error types, appended to the message.
 _FIX_HINTS: dict[str, str] = {
@@ -118,7 +120,11 @@ def _field_name(loc: Loc, data: Any) -> str:
     if len(rest) >= 2 and rest[0] == "questions" and isinstance(rest[1], int):
         idx = rest[1]
         qid = None
-        if isinstance(data, dict) and isinstance(data.get("questions"), list) and idx < len(data["questions"]):
+        if (
+            isinstance(data, dict)
+            and isinstance(data.get("questions"), list)
+            and idx < len(data["questions"])
+        ):
             item = data["questions"][idx]
             qid = item.get("id") if isinstance(item, dict) else None
         parts.append(f"questions[{idx}]" + (f" ({qid})" if qid else ""))
@@ -129,6 +135,16 @@ def _field_name(loc: Loc, data: Any) -> str:
         else:
             parts.append(("." if parts else "") + str(item))
     return "".join(parts) or "(file)"
+
+
+def _refine_loc(loc: Loc, msg: str, lines: dict[Loc, int]) -> Loc:
+    """Point a whole-question error at the field it is about (the first quoted field name present)."""
+    if len(loc) != 2 or loc[0] != "questions":
+        return loc
+    for name in _QUOTED.findall(msg):
+        if (*loc, name) in lines:
+            return (*loc, name)
+    return loc
 
 
 def _message(err: dict[str, Any]) -> str:
@@ -152,6 +168,7 @@ def validate_text(text: str, file: str) -> list[LoadedQuestion]:
         errors = []
         for err in exc.errors():
             loc: Loc = tuple(err["loc"])
+            loc = _refine_loc(loc, str(err["msg"]), lines)
             errors.append(BankError(file, _line_for(loc, lines), _field_name(loc, data), _message(dict(err))))
         raise BankValidationError(errors) from None
     return [
@@ -184,7 +201,9 @@ def load_paths(paths: Iterable[str | Path]) -> list[LoadedQuestion]:
         except BankValidationError as exc:
             errors.extend(exc.errors)
         except UnicodeDecodeError as exc:
-            errors.append(BankError(str(path), 1, "(file)", f"not UTF-8 text: {exc.reason}; save it as UTF-8"))
+            errors.append(
+                BankError(str(path), 1, "(file)", f"not UTF-8 text: {exc.reason}; save it as UTF-8")
+            )
     seen: dict[str, LoadedQuestion] = {}
     for q in loaded:
         first = seen.setdefault(q.spec.id, q)
