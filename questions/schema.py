@@ -57,7 +57,9 @@ class RunnerSpec(_Strict):
     @model_validator(mode="after")
     def _nproc_matches_mode(self) -> RunnerSpec:
         if self.mode != "ddp" and self.nproc != 1:
-            raise ValueError(f"nproc must be 1 for mode {self.mode!r}; only mode 'ddp' launches several ranks")
+            raise ValueError(
+                f"nproc must be 1 for mode {self.mode!r}; only mode 'ddp' launches several ranks"
+            )
         return self
 
 
@@ -88,7 +90,9 @@ class QuestionSpec(_Strict):
     back: str | None = None
     concepts: list[ConceptSpec] | None = None
     model_answer: str | None = None
-    source: Annotated[str | None, Field(description="Where the question came from, e.g. 'seed 001 #2'")] = None
+    source: Annotated[str | None, Field(description="Where the question came from, e.g. 'seed 001 #2'")] = (
+        None
+    )
 
     @field_validator("id")
     @classmethod
