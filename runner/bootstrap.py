@@ -148,11 +148,12 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: in
     if limits.get("fsize_bytes"):
         _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
-    import torch
-
     if job["mode"] == "ddp" and nproc > 1:
         # Like torchrun: N ranks on a shared machine should not each start a full thread pool.
-        torch.set_num_threads(1)
+        os.environ["OMP_NUM_THREADS"] = "1"
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(1)
 
     module = types.ModuleType("__main__")
     module.__file__ = path

@@ -32,6 +32,7 @@ class WarmPool:
         self._thread: threading.Thread | None = None
         self.served_warm = 0
         self.served_cold = 0
+        self.served_light = 0
 
     def start(self) -> None:
         """Start refilling in the background."""
@@ -53,8 +54,16 @@ class WarmPool:
         for sandbox in leftovers:
             self._discard(sandbox)
 
-    def acquire(self, nproc: int) -> Sandbox:
-        """A ready sandbox for ``nproc`` ranks: a warm one if available, else one started now."""
+    def acquire(self, nproc: int, needs_torch: bool = True) -> Sandbox:
+        """A ready sandbox for ``nproc`` ranks: a warm one if available, else one started now.
+
+        A snippet that never mentions torch gets a fresh sandbox that skips the import (a cold start of a
+        plain interpreter is about as fast as a warm one) and leaves the warm ones to torch jobs.
+        """
+        if not needs_torch:
+            with self._cond:
+                self.served_light += 1
+            return self._cold(nproc, preload=False)
         with self._cond:
             queue = self._ready.get(nproc)
             while queue:
@@ -65,7 +74,10 @@ class WarmPool:
                     return sandbox
                 self._discard(sandbox)
             self.served_cold += 1
-        sandbox = self.launcher.spawn(nproc)
+        return self._cold(nproc, preload=True)
+
+    def _cold(self, nproc: int, preload: bool) -> Sandbox:
+        sandbox = self.launcher.spawn(nproc, preload=preload)
         if not sandbox.wait_ready(READY_TIMEOUT_S):
             detail = sandbox.diagnostics()
             self._discard(sandbox)
@@ -84,6 +96,7 @@ class WarmPool:
                 "ready": {str(n): len(q) for n, q in self._ready.items()},
                 "served_warm": self.served_warm,
                 "served_cold": self.served_cold,
+                "served_light": self.served_light,
             }
 
     def wait_full(self, timeout_s: float) -> bool:

@@ -229,7 +229,7 @@ class SandboxLauncher:
             folder = Path(tempfile.mkdtemp(prefix="rankzero-etc-"))
             folder.chmod(0o755)
             hosts = folder / "hosts"
-            hosts.write_text(f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost ip6-localhost\n")
+            hosts.write_text(f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost\n::ffff:127.0.0.1 localhost\n")
             hosts.chmod(0o644)
             self._hosts = hosts
         return self._hosts

@@ -1,0 +1,262 @@
+"""The three modes and the verdict contract, on real sandboxed jobs."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from runner.verdict import Status
+from tests.runner.conftest import run
+
+pytestmark = pytest.mark.slow
+
+DDP_TOY = """
+import torch
+import torch.distributed as dist
+
+dist.init_process_group("gloo")
+t = torch.tensor([float(dist.get_rank() + 1)])
+dist.all_reduce(t)
+print(f"rank {dist.get_rank()}/{dist.get_world_size()}: {t.item()}")
+dist.destroy_process_group()
+"""
+
+RANK_KEYS = {"rank", "exit_code", "signal", "stdout", "stderr", "truncated", "exception", "stuck_at"}
+TOP_KEYS = {
+    "status",
+    "mode",
+    "nproc",
+    "backend",
+    "elapsed_s",
+    "hardware",
+    "sandbox",
+    "root_cause_rank",
+    "notes",
+    "ranks",
+}
+
+
+def test_python_ok_has_the_full_contract(service):
+    verdict = run(service, "print('hello')\n")
+    data = json.loads(json.dumps(verdict.to_dict()))
+    assert set(data) == TOP_KEYS
+    assert data["status"] == "ok"
+    assert data["mode"] == "python"
+    assert data["nproc"] == 1
+    assert data["backend"] is None
+    assert data["root_cause_rank"] is None
+    assert data["sandbox"] == {"engine": "bubblewrap", "isolated": True}
+    assert set(data["hardware"]) == {"gpus", "names", "torch", "cuda"}
+    assert data["hardware"]["torch"].startswith("2.13.0")
+    assert [set(r) for r in data["ranks"]] == [RANK_KEYS]
+    assert data["ranks"][0]["stdout"] == "hello\n"
+    assert data["ranks"][0]["exit_code"] == 0
+
+
+def test_python_exception_reports_type_message_and_line(service):
+    verdict = run(service, "x = 1\n\ny = [][x]\n")
+    assert verdict.status == Status.ERROR
+    assert verdict.root_cause_rank == 0
+    exc = verdict.ranks[0].exception
+    assert exc is not None
+    assert (exc.type, exc.line) == ("IndexError", 3)
+    assert "list index out of range" in exc.message
+    assert 'File "/tmp/main.py", line 3' in verdict.ranks[0].stderr
+    assert "bootstrap" not in verdict.ranks[0].stderr
+
+
+def test_snippet_runs_as_main_module_from_a_file(service):
+    code = """
+    import sys
+    def main():
+        print(__name__, __file__, sys.argv[0])
+    if __name__ == "__main__":
+        main()
+    """
+    verdict = run(service, code)
+    assert verdict.ranks[0].stdout == "__main__ /tmp/main.py /tmp/main.py\n"
+
+
+def test_stdout_and_stderr_are_separate_and_ordered(service):
+    code = """
+    import sys
+    for i in range(3):
+        print("out", i)
+        print("err", i, file=sys.stderr)
+    """
+    verdict = run(service, code)
+    assert verdict.ranks[0].stdout == "out 0\nout 1\nout 2\n"
+    assert verdict.ranks[0].stderr == "err 0\nerr 1\nerr 2\n"
+
+
+def test_sys_exit_code_is_an_error_without_exception(service):
+    verdict = run(service, "import sys\nprint('bye')\nsys.exit(3)\n")
+    assert verdict.status == Status.ERROR
+    assert verdict.ranks[0].exit_code == 3
+    assert verdict.ranks[0].exception is None
+
+
+def test_mp_spawn_works_from_the_snippet(service):
+    code = """
+    import torch.multiprocessing as mp
+
+    def work(i):
+        print("child", i, flush=True)
+
+    if __name__ == "__main__":
+        mp.spawn(work, nprocs=2, join=True)
+        print("joined")
+    """
+    verdict = run(service, code, timeout_s=60)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    out = verdict.ranks[0].stdout
+    assert "child 0" in out and "child 1" in out and out.endswith("joined\n")
+
+
+def test_dp_mode_runs_as_pass_through_on_cpu(service):
+    code = """
+    import torch
+    model = torch.nn.DataParallel(torch.nn.Linear(4, 2))
+    print(model(torch.ones(3, 4)).shape)
+    """
+    verdict = run(service, code, mode="dp")
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert verdict.ranks[0].stdout == "torch.Size([3, 2])\n"
+    assert "ran with 0 GPUs: DataParallel was a pass-through" in verdict.notes
+
+
+def test_ddp_two_ranks_gloo(service):
+    verdict = run(service, DDP_TOY, mode="ddp", nproc=2)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert verdict.backend == "gloo"
+    assert [r.stdout for r in verdict.ranks] == ["rank 0/2: 3.0\n", "rank 1/2: 3.0\n"]
+    assert all(r.stderr == "" for r in verdict.ranks), [r.stderr for r in verdict.ranks]
+
+
+def test_ddp_gets_the_torchrun_environment(service):
+    code = """
+    import os
+    print(*(os.environ[k] for k in ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
+                                     "MASTER_ADDR", "MASTER_PORT"]))
+    """
+    verdict = run(service, code, mode="ddp", nproc=3)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert [r.stdout for r in verdict.ranks] == [f"{r} {r} 3 3 127.0.0.1 29500\n" for r in range(3)]
+
+
+def test_init_process_group_flag_initializes_before_the_snippet(service):
+    code = """
+    import torch, torch.distributed as dist
+    t = torch.ones(1)
+    dist.all_reduce(t)
+    print(dist.is_initialized(), dist.get_backend(), t.item())
+    """
+    verdict = run(service, code, mode="ddp", nproc=2, init_process_group=True)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert [r.stdout for r in verdict.ranks] == ["True gloo 2.0\n"] * 2
+
+
+def test_failing_rank_is_root_cause_and_others_stop_fast(service):
+    code = """
+    import time, torch.distributed as dist
+    dist.init_process_group("gloo")
+    if dist.get_rank() == 1:
+        raise ValueError("rank one is broken")
+    time.sleep(120)
+    """
+    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=100)
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    assert verdict.root_cause_rank == 1
+    assert verdict.ranks[1].exception is not None
+    assert verdict.ranks[1].exception.type == "ValueError"
+    assert verdict.ranks[1].exception.line == 5
+    # Rank 0 was not waited for: it was dumped, then killed, long before its sleep or the deadline ended.
+    assert verdict.elapsed_s < 60
+    assert verdict.ranks[0].signal == 9
+    assert verdict.ranks[0].stuck_at is not None
+    assert (verdict.ranks[0].stuck_at.line, verdict.ranks[0].stuck_at.call) == (6, "sleep")
+    assert "rank 0 stopped by the runner after rank 1 failed" in verdict.notes
+
+
+def test_deadline_dumps_where_each_rank_is_stuck(service):
+    code = """
+    import time, torch, torch.distributed as dist
+    dist.init_process_group("gloo")
+    t = torch.ones(1)
+    if dist.get_rank() == 1:
+        time.sleep(300)
+    dist.all_reduce(t)
+    """
+    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=4)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    assert verdict.root_cause_rank is None
+    stuck = [r.stuck_at for r in verdict.ranks]
+    assert stuck[0] is not None and (stuck[0].call, stuck[0].line) == ("all_reduce", 7)
+    assert stuck[1] is not None and (stuck[1].call, stuck[1].line) == ("sleep", 6)
+    assert verdict.elapsed_s < 4 + 3
+
+
+def test_cuda_on_cpu_runner_is_unsupported(service):
+    verdict = run(service, "import torch\nx = torch.ones(2).cuda()\nprint(x)\n")
+    assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
+    assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
+
+
+def test_nccl_on_cpu_runner_is_unsupported_without_running(service):
+    verdict = run(service, "print('never')\n", mode="ddp", nproc=2, backend="nccl")
+    assert verdict.status == Status.UNSUPPORTED
+    assert verdict.ranks == []
+    assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
+
+
+def test_world_size_mismatch_is_noted(service):
+    code = """
+    import torch.distributed as dist
+    try:
+        dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29511", rank=0, world_size=2,
+                                timeout=__import__("datetime").timedelta(seconds=2))
+    except Exception as exc:
+        print(type(exc).__name__)
+    """
+    verdict = run(service, code, timeout_s=30)
+    assert "requested world_size=2, launched 1" in verdict.notes
+
+
+def test_invalid_utf8_and_nul_are_shown(service):
+    verdict = run(service, "import os\nos.write(1, b'a\\xffb\\x00c\\n')\n")
+    assert verdict.status == Status.OK
+    assert verdict.ranks[0].stdout == "a\\xffb\\x00c\n"
+
+
+def test_output_is_capped_per_rank(service):
+    verdict = run(service, "print('y' * 200_000)\nprint('done')\n")
+    rank = verdict.ranks[0]
+    assert rank.truncated
+    assert len(rank.stdout) == 64 * 1024
+    assert verdict.status == Status.OK
+
+
+@pytest.mark.parametrize(
+    ("mode", "nproc", "timeout_s", "note"),
+    [
+        ("ddp", 9, None, "nproc must be between 1 and 8"),
+        ("python", 1, 10_000.0, "timeout_s must be in"),
+    ],
+)
+def test_requests_beyond_the_runner_limits_are_rejected(service, mode, nproc, timeout_s, note):
+    verdict = run(service, "print(1)\n", mode=mode, nproc=nproc, timeout_s=timeout_s)
+    assert verdict.status == Status.REJECTED
+    assert any(note in n for n in verdict.notes), verdict.notes
+
+
+def test_unsafe_mode_says_not_isolated():
+    from runner.config import RunnerConfig
+    from runner.service import RunnerService
+
+    svc = RunnerService(RunnerConfig(unsafe_no_sandbox=True, pool={}))
+    verdict = run(svc, "print('bare')\n")
+    assert verdict.status == Status.OK
+    assert verdict.sandbox.engine == "none"
+    assert verdict.sandbox.isolated is False
+    assert "ran WITHOUT a sandbox (--unsafe-no-sandbox)" in verdict.notes
