@@ -36,8 +36,13 @@ def _player(name: str | None) -> PlayerRef:
     return PlayerRef("console", name.lower(), name)
 
 
-def _run(settings: Settings, body: Callable[[App], Awaitable[T]], *, console: Console | None = None,
-         seed_bank: bool = False) -> T:
+def _run(
+    settings: Settings,
+    body: Callable[[App], Awaitable[T]],
+    *,
+    console: Console | None = None,
+    seed_bank: bool = False,
+) -> T:
     """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1."""
 
     async def main() -> T:
@@ -63,13 +68,20 @@ def _run(settings: Settings, body: Callable[[App], Awaitable[T]], *, console: Co
 
 
 @click.group()
-@click.option("--db", "database_url", envvar="RANKZERO_DATABASE_URL", default=None,
-              help="Database URL (default: SQLite under ~/.local/share/rankzero).")
+@click.option(
+    "--db",
+    "database_url",
+    envvar="RANKZERO_DATABASE_URL",
+    default=None,
+    help="Database URL (default: SQLite under ~/.local/share/rankzero).",
+)
 @click.option("-v", "--verbose", is_flag=True, help="Log more.")
 @click.pass_context
 def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
     """RankZero: daily multi-GPU PyTorch training challenges."""
-    logging.basicConfig(level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(
+        level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
+    )
     ctx.obj = Settings(database_url=database_url) if database_url else Settings()
 
 
@@ -178,14 +190,18 @@ def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
 
     async def body(app: App) -> None:
         report = await app.service.admin_import(Actor(_player(None), is_admin=True), specs)
-        click.echo(f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
-                   f"{len(report.unchanged)} unchanged")
+        click.echo(
+            f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
+            f"{len(report.unchanged)} unchanged"
+        )
 
     _run(settings, body)
 
 
 @questions.command("export")
-@click.option("--out", type=click.Path(dir_okay=False, writable=True), default=None, help="File (default: stdout).")
+@click.option(
+    "--out", type=click.Path(dir_okay=False, writable=True), default=None, help="File (default: stdout)."
+)
 @click.option("--all", "include_retired", is_flag=True, help="Include retired questions.")
 @click.pass_obj
 def questions_export(settings: Settings, out: str | None, include_retired: bool) -> None:
@@ -195,7 +211,7 @@ def questions_export(settings: Settings, out: str | None, include_retired: bool)
         specs = await app.service.export_questions(include_retired)
         text = yaml.safe_dump({"questions": specs}, sort_keys=False, allow_unicode=True, width=100)
         if out:
-            Path(out).write_text(text, encoding="utf-8")
+            await asyncio.to_thread(Path(out).write_text, text, encoding="utf-8")
             click.echo(f"wrote {len(specs)} questions to {out}")
         else:
             sys.stdout.write(text)
@@ -231,8 +247,12 @@ def questions_retire(settings: Settings, question_id: str) -> None:
 
 
 @questions.command("schema")
-@click.option("--out", type=click.Path(dir_okay=False), default=str(Path(__file__).resolve().parents[1]
-              / "questions" / "schema.json"), show_default=True)
+@click.option(
+    "--out",
+    type=click.Path(dir_okay=False),
+    default=str(Path(__file__).resolve().parents[1] / "questions" / "schema.json"),
+    show_default=True,
+)
 def questions_schema(out: str) -> None:
     """Regenerate the JSON Schema of bank files."""
     Path(out).write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")

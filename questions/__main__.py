@@ -1,4 +1,4 @@
-"""``python -m questions [PATH...]``: validate bank files without the bot (same as ``rankzero questions validate``)."""
+"""``python -m questions [PATH...]``: validate bank files without the bot."""
 
 from __future__ import annotations
 

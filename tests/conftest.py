@@ -36,7 +36,11 @@ async def _pg_admin(sql: str) -> None:
 
     url = make_url(PG_URL)
     conn = await asyncpg.connect(
-        host=url.host, port=url.port or 5432, user=url.username, password=url.password, database=url.database,
+        host=url.host,
+        port=url.port or 5432,
+        user=url.username,
+        password=url.password,
+        database=url.database,
         timeout=5,
     )
     try:
@@ -108,8 +112,16 @@ def platform() -> FakePlatform:
     return FakePlatform()
 
 
-def make_spec(qid: str, difficulty: str, topic: str, *, kind: str = "conceptual", correct: int = 0,
-              n_choices: int = 4, **extra: Any) -> dict[str, Any]:
+def make_spec(
+    qid: str,
+    difficulty: str,
+    topic: str,
+    *,
+    kind: str = "conceptual",
+    correct: int = 0,
+    n_choices: int = 4,
+    **extra: Any,
+) -> dict[str, Any]:
     """A valid multiple-choice spec for tests."""
     spec: dict[str, Any] = {
         "id": qid,
@@ -123,7 +135,8 @@ def make_spec(qid: str, difficulty: str, topic: str, *, kind: str = "conceptual"
         "attempts": 2,
         "tags": [],
         "choices": [
-            {"text": f"{qid} choice {i}", "correct": i == correct, "feedback": f"fb {i}"} for i in range(n_choices)
+            {"text": f"{qid} choice {i}", "correct": i == correct, "feedback": f"fb {i}"}
+            for i in range(n_choices)
         ],
     }
     spec.update(extra)

@@ -10,11 +10,18 @@ import pexpect
 
 
 def _spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
-    env = dict(os.environ, TERM="xterm-256color", COLUMNS="100", LINES="50", HOME=str(tmp_path),
-               XDG_DATA_HOME=str(tmp_path / "data"))
+    env = dict(
+        os.environ,
+        TERM="xterm-256color",
+        COLUMNS="100",
+        LINES="50",
+        HOME=str(tmp_path),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
     env.pop("RANKZERO_DATABASE_URL", None)
-    return pexpect.spawn(sys.executable, ["-m", "bot.cli", *args], env=env, encoding="utf-8", timeout=60,
-                         dimensions=(50, 100))
+    return pexpect.spawn(
+        sys.executable, ["-m", "bot.cli", *args], env=env, encoding="utf-8", timeout=60, dimensions=(50, 100)
+    )
 
 
 def test_play_a_problem_in_the_terminal(tmp_path: Path) -> None:

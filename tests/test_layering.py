@@ -6,7 +6,16 @@ import ast
 from pathlib import Path
 
 ROOT = Path(__file__).resolve().parents[1]
-CORE_BANNED = ("discord", "slack_bolt", "slack_sdk", "sqlalchemy", "httpx", "bot.storage", "bot.adapters", "rich")
+CORE_BANNED = (
+    "discord",
+    "slack_bolt",
+    "slack_sdk",
+    "sqlalchemy",
+    "httpx",
+    "bot.storage",
+    "bot.adapters",
+    "rich",
+)
 
 
 def _imports(path: Path) -> set[str]:

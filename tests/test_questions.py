@@ -38,22 +38,33 @@ def test_good_file_loads_with_defaults() -> None:
 
 
 def test_errors_name_file_line_and_field() -> None:
-    text = GOOD.replace("difficulty: advanced", "difficulty: hard").replace("      - text: \"yes\"\n",
-                                                                           "      - text: \"yes\"\n        corect: true\n")
+    text = GOOD.replace("difficulty: advanced", "difficulty: hard").replace(
+        '      - text: "yes"\n', '      - text: "yes"\n        corect: true\n'
+    )
     errs = _errors(text)
-    assert any(e.startswith("bank.yaml:5: questions[0] (good-one).difficulty:") and "'expert'" in e for e in errs)
-    assert any(e.startswith("bank.yaml:9: questions[0] (good-one).choices[0].corect:") and "spelling" in e
-               for e in errs)
+    assert any(
+        e.startswith("bank.yaml:5: questions[0] (good-one).difficulty:") and "'expert'" in e for e in errs
+    )
+    assert any(
+        e.startswith("bank.yaml:9: questions[0] (good-one).choices[0].corect:") and "spelling" in e
+        for e in errs
+    )
 
 
 def test_kind_rules_are_checked() -> None:
-    two_correct = GOOD.replace("      - text: \"yes\"\n", "      - text: \"yes\"\n        correct: true\n")
-    assert any(":7: questions[0] (good-one).choices:" in e and "mark exactly one" in e for e in _errors(two_correct))
-    one_choice = GOOD.replace("      - text: \"yes\"\n", "")
+    two_correct = GOOD.replace('      - text: "yes"\n', '      - text: "yes"\n        correct: true\n')
+    assert any(
+        ":7: questions[0] (good-one).choices:" in e and "mark exactly one" in e for e in _errors(two_correct)
+    )
+    one_choice = GOOD.replace('      - text: "yes"\n', "")
     assert any("2 to 6" in e for e in _errors(one_choice))
-    po = GOOD.replace("kind: conceptual", "kind: predict_output").replace("prompt: Why?", "prompt: Why?\n    code: print(1)")
+    po = GOOD.replace("kind: conceptual", "kind: predict_output").replace(
+        "prompt: Why?", "prompt: Why?\n    code: print(1)"
+    )
     assert any("runner" in e for e in _errors(po))
-    assert any("not valid YAML" in e and e.startswith("bank.yaml:") for e in _errors("questions:\n  - id: [\n"))
+    assert any(
+        "not valid YAML" in e and e.startswith("bank.yaml:") for e in _errors("questions:\n  - id: [\n")
+    )
 
 
 def test_duplicate_ids_across_files_name_both(tmp_path: Path) -> None:
@@ -89,8 +100,13 @@ def test_schema_json_is_current() -> None:
 
 
 def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run([sys.executable, "-m", "bot.cli", "--db", db, *args], capture_output=True, text=True,
-                          timeout=120, check=False)
+    return subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--db", db, *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
 
 
 def test_cli_validate_import_export_retire(tmp_path: Path) -> None:
@@ -124,6 +140,11 @@ def test_cli_validate_import_export_retire(tmp_path: Path) -> None:
 
 
 def test_cli_validates_the_shipped_bank() -> None:
-    r = subprocess.run([sys.executable, "-m", "bot.cli", "questions", "validate", str(default_bank_dir())],
-                       capture_output=True, text=True, timeout=120, check=False)
+    r = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "questions", "validate", str(default_bank_dir())],
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
     assert r.returncode == 0 and r.stdout.startswith("ok:"), r.stderr

@@ -11,19 +11,36 @@ from bot.core.models import QuestionCandidate
 
 def test_points_formula() -> None:
     p = scoring.points_for
-    assert p(difficulty="expert", correct=True, attempt_no=1, elapsed_s=0, time_limit_s=120, hint_used=False) == 240
-    assert p(difficulty="expert", correct=True, attempt_no=1, elapsed_s=120, time_limit_s=120, hint_used=False) == 200
-    assert p(difficulty="expert", correct=True, attempt_no=2, elapsed_s=60, time_limit_s=120, hint_used=False) == 110
-    assert p(difficulty="beginner", correct=True, attempt_no=2, elapsed_s=120, time_limit_s=120, hint_used=True) == 13
-    assert p(difficulty="expert", correct=False, attempt_no=1, elapsed_s=1, time_limit_s=120, hint_used=False) == 0
+    assert (
+        p(difficulty="expert", correct=True, attempt_no=1, elapsed_s=0, time_limit_s=120, hint_used=False)
+        == 240
+    )
+    assert (
+        p(difficulty="expert", correct=True, attempt_no=1, elapsed_s=120, time_limit_s=120, hint_used=False)
+        == 200
+    )
+    assert (
+        p(difficulty="expert", correct=True, attempt_no=2, elapsed_s=60, time_limit_s=120, hint_used=False)
+        == 110
+    )
+    assert (
+        p(difficulty="beginner", correct=True, attempt_no=2, elapsed_s=120, time_limit_s=120, hint_used=True)
+        == 13
+    )
+    assert (
+        p(difficulty="expert", correct=False, attempt_no=1, elapsed_s=1, time_limit_s=120, hint_used=False)
+        == 0
+    )
 
 
 def test_speed_never_dominates_accuracy() -> None:
     for level in scoring.BASE_POINTS:
-        fastest_second = scoring.points_for(difficulty=level, correct=True, attempt_no=2, elapsed_s=0,
-                                            time_limit_s=120, hint_used=False)
-        slowest_first = scoring.points_for(difficulty=level, correct=True, attempt_no=1, elapsed_s=120,
-                                           time_limit_s=120, hint_used=False)
+        fastest_second = scoring.points_for(
+            difficulty=level, correct=True, attempt_no=2, elapsed_s=0, time_limit_s=120, hint_used=False
+        )
+        slowest_first = scoring.points_for(
+            difficulty=level, correct=True, attempt_no=1, elapsed_s=120, time_limit_s=120, hint_used=False
+        )
         assert slowest_first > fastest_second > 0
 
 
@@ -52,7 +69,9 @@ def test_badges() -> None:
 def test_ramp_and_picker() -> None:
     assert scoring.difficulty_ramp(5) == ["intermediate", "intermediate", "advanced", "advanced", "expert"]
     assert scoring.difficulty_ramp(3) == ["intermediate", "advanced", "expert"]
-    cands = [QuestionCandidate(i, f"q{i}", f"t{i % 3}", lvl, "conceptual", 1 if i < 3 else 0)
-             for i, lvl in enumerate(["intermediate", "advanced", "expert"] * 3)]
+    cands = [
+        QuestionCandidate(i, f"q{i}", f"t{i % 3}", lvl, "conceptual", 1 if i < 3 else 0)
+        for i, lvl in enumerate(["intermediate", "advanced", "expert"] * 3)
+    ]
     picked = scoring.pick_problems(cands, 5, random.Random(0))
     assert len(picked) == 5 and all(c.uses == 0 for c in picked), "least-used questions first"

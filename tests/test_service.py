@@ -10,7 +10,6 @@ import pytest
 from bot.core.errors import (
     ChallengeClosedError,
     InvalidAnswerError,
-    NoAttemptsLeftError,
     NotAdminError,
     NotStartedError,
     ProblemOverError,
@@ -61,7 +60,9 @@ async def test_no_question_repeats_in_a_channel_until_bank_exhausted(service: Qu
     assert unused <= set(fourth), "the 3 never-used questions come before any repeat"
 
 
-async def test_answer_right_and_wrong_with_attempts_and_reveal(service: QuizService, clock: FrozenClock) -> None:
+async def test_answer_right_and_wrong_with_attempts_and_reveal(
+    service: QuizService, clock: FrozenClock
+) -> None:
     ch = await _today(service)
     alice, p1, p2 = actor("alice"), ch.problems[0], ch.problems[1]
     card = await service.start_problem(alice, p1.id)
@@ -150,15 +151,18 @@ async def test_redelivered_click_with_same_idempotency_key_is_a_no_op(service: Q
     erin = actor("erin")
     await service.start_problem(erin, p.id)
     first = await service.answer(erin, p.id, "B", idempotency_key="interaction-1")
-    again = await asyncio.gather(*(service.answer(erin, p.id, "B", idempotency_key="interaction-1")
-                                   for _ in range(10)))
+    again = await asyncio.gather(
+        *(service.answer(erin, p.id, "B", idempotency_key="interaction-1") for _ in range(10))
+    )
     assert not first.duplicate and all(a.duplicate for a in again)
     assert all(a.attempts_left == 1 for a in again)
     fb = await service.answer(erin, p.id, "A", idempotency_key="interaction-2")
     assert fb.correct
 
 
-async def _play_all(service: QuizService, who: str, letters: str, clock: FrozenClock, step: float = 5) -> None:
+async def _play_all(
+    service: QuizService, who: str, letters: str, clock: FrozenClock, step: float = 5
+) -> None:
     ch = await _today(service)
     a = actor(who)
     for problem, letter in zip(ch.problems, letters, strict=True):
@@ -197,7 +201,9 @@ async def test_seven_day_streak_badge(service: QuizService, clock: FrozenClock) 
     assert not any(b.code == "multi-gpu-master" for b, _ in stats.badges)
 
 
-async def test_leaderboard_top_ten_own_rank_and_ties_by_time(service: QuizService, clock: FrozenClock) -> None:
+async def test_leaderboard_top_ten_own_rank_and_ties_by_time(
+    service: QuizService, clock: FrozenClock
+) -> None:
     ch = await _today(service)
     p = ch.problems[0]
     # 12 players solve problem 1: player i answers after 10+i seconds, so earlier is better.

@@ -131,7 +131,8 @@ class QuizService:
             candidates = await uow.question_candidates(channel_pk, CHALLENGE_KINDS)
             if not candidates:
                 raise NotFoundError(
-                    "the question bank is empty: import questions first (rankzero questions import questions/)"
+                    "the question bank is empty: import questions first "
+                    "(rankzero questions import questions/)"
                 )
             rng = random.Random(f"{self._seed}:{channel_pk}:{day.isoformat()}")
             picks = scoring.pick_problems(candidates, self._n, rng)
@@ -298,12 +299,15 @@ class QuizService:
                     return await self._replay(actor, problem_id)
         raise NoAttemptsLeftError("no attempts left for this problem")
 
-    async def _replay(self, actor: Actor, problem_id: int) -> Feedback:
-        async with self._uow() as uow:
-            challenge, problem = await self._problem(uow, problem_id)
-            player_pk = await uow.ensure_player(actor.player)
-            session = await uow.get_session(problem_id, player_pk)
-        assert session is not None
+    async def _replay(self, actor: Actor, problem_id: int, uow: UnitOfWork | None = None) -> Feedback:
+        """The current state of a problem for a redelivered answer (changes nothing)."""
+        if uow is None:
+            async with self._uow() as fresh:
+                return await self._replay(actor, problem_id, fresh)
+        _, problem = await self._problem(uow, problem_id)
+        session = await uow.get_session(problem_id, await uow.ensure_player(actor.player))
+        if session is None:
+            raise NotStartedError("start the problem before answering it")
         return self._feedback(problem, session, duplicate=True)
 
     async def _answer_once(
@@ -312,11 +316,7 @@ class QuizService:
         now = self._clock.now()
         async with self._uow() as uow:
             if idempotency_key is not None and await uow.attempt_by_key(idempotency_key) is not None:
-                challenge, problem = await self._problem(uow, problem_id)
-                player_pk = await uow.ensure_player(actor.player)
-                session = await uow.get_session(problem_id, player_pk)
-                assert session is not None
-                return self._feedback(problem, session, duplicate=True)
+                return await self._replay(actor, problem_id, uow)
             challenge, problem = await self._problem(uow, problem_id)
             q = problem.question
             if q.choice(letter) is None:

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
-from typing import Any
+from typing import Any, ClassVar
 
 from sqlalchemy import (
     JSON,
@@ -39,6 +39,7 @@ class UtcDateTime(TypeDecorator[dt.datetime]):
     cache_ok = True
 
     def process_bind_param(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        """Store in UTC; refuse naive datetimes (they are always a bug here)."""
         if value is None:
             return None
         if value.tzinfo is None:
@@ -46,6 +47,7 @@ class UtcDateTime(TypeDecorator[dt.datetime]):
         return value.astimezone(dt.UTC)
 
     def process_result_value(self, value: dt.datetime | None, dialect: Dialect) -> dt.datetime | None:
+        """Read back as aware UTC."""
         if value is None:
             return None
         return value.replace(tzinfo=dt.UTC) if value.tzinfo is None else value.astimezone(dt.UTC)
@@ -55,7 +57,7 @@ class Base(DeclarativeBase):
     """Declarative base with the constraint naming convention (stable names for migrations)."""
 
     metadata = MetaData(naming_convention=NAMING)
-    type_annotation_map = {dt.datetime: UtcDateTime, dict[str, Any]: JSON}
+    type_annotation_map: ClassVar[dict[Any, Any]] = {dt.datetime: UtcDateTime, dict[str, Any]: JSON}
 
 
 class ChannelRow(Base):

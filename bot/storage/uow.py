@@ -149,7 +149,7 @@ class SqlUnitOfWork:
         await self.s.execute(stmt.on_conflict_do_nothing())
         pk = await self.s.scalar(select(ChannelRow.id).where(key))
         assert pk is not None
-        return pk
+        return int(pk)
 
     async def ensure_player(self, ref: PlayerRef) -> int:
         """The player's primary key, creating it or refreshing the display name."""
@@ -404,7 +404,8 @@ class SqlUnitOfWork:
 
     async def challenge_id_of_problem(self, problem_id: int) -> int | None:
         """The challenge a problem belongs to."""
-        return await self.s.scalar(select(ProblemRow.challenge_id).where(ProblemRow.id == problem_id))
+        found = await self.s.scalar(select(ProblemRow.challenge_id).where(ProblemRow.id == problem_id))
+        return int(found) if found is not None else None
 
     # ---------------------------------------------------------------- plays
     async def _sessions(self, where: Any) -> list[PlaySession]:

@@ -78,7 +78,12 @@ class ConsoleGame:
     """Plays one player's daily challenge in the terminal."""
 
     def __init__(
-        self, service: QuizService, clock: Clock, actor: Actor, channel: ChannelRef, console: Console,
+        self,
+        service: QuizService,
+        clock: Clock,
+        actor: Actor,
+        channel: ChannelRef,
+        console: Console,
         keys: KeyReader,
     ) -> None:
         self._service = service
@@ -88,8 +93,8 @@ class ConsoleGame:
         self._console = console
         self._keys = keys
 
-    async def _key(self, timeout: float) -> str | None:
-        return await asyncio.to_thread(self._keys.read, timeout)
+    async def _key(self, wait_s: float) -> str | None:
+        return await asyncio.to_thread(self._keys.read, wait_s)
 
     async def run(self) -> int:
         """Play today's challenge to the end (or until Q); return the process exit code."""
@@ -123,8 +128,12 @@ class ConsoleGame:
         if hint_shown and card.hint:
             self._console.print(render.hint_text(card.hint))
         letters = {letter.lower() for letter, _ in card.choices}
-        with Live(render.status_line(card, self._clock.now(), hint_shown), console=self._console,
-                  auto_refresh=False, transient=True) as live:
+        with Live(
+            render.status_line(card, self._clock.now(), hint_shown),
+            console=self._console,
+            auto_refresh=False,
+            transient=True,
+        ) as live:
             while True:
                 now = self._clock.now()
                 live.update(render.status_line(card, now, hint_shown), refresh=True)

@@ -47,7 +47,9 @@ def challenge(card: ChallengeCard) -> RenderableType:
     table = Table.grid(padding=(0, 2))
     for p in card.problems:
         style = DIFFICULTY_STYLE.get(p.difficulty, "white")
-        table.add_row(f"{p.position}.", KIND_LABELS.get(p.kind, p.kind), escape(p.topic), Text(p.difficulty, style))
+        table.add_row(
+            f"{p.position}.", KIND_LABELS.get(p.kind, p.kind), escape(p.topic), Text(p.difficulty, style)
+        )
     body = Group(
         Text(f"{len(card.problems)} problems · get all right to earn the 🏅 {card.badge_name} badge", "bold"),
         table,
@@ -116,7 +118,11 @@ def feedback(fb: Feedback) -> RenderableType:
 
 def hint(card: HintCard) -> RenderableType:
     """A hint with its cost."""
-    return Panel(Text(card.hint), title=f"💡 Hint (costs {card.cost} points if you get it right)", border_style="yellow")
+    return Panel(
+        Text(card.hint),
+        title=f"💡 Hint (costs {card.cost} points if you get it right)",
+        border_style="yellow",
+    )
 
 
 def summary(card: PlayerChallengeSummary) -> RenderableType:
@@ -140,13 +146,25 @@ def leaderboard(card: LeaderboardCard) -> RenderableType:
     table.add_column("Time", justify="right")
     for r in card.rows:
         me = card.me is not None and r.player_pk == card.me.player_pk
-        table.add_row(str(r.rank), escape(r.display_name), str(r.points), str(r.correct), clock(r.answer_ms / 1000),
-                      style="bold" if me else None)
+        table.add_row(
+            str(r.rank),
+            escape(r.display_name),
+            str(r.points),
+            str(r.correct),
+            clock(r.answer_ms / 1000),
+            style="bold" if me else None,
+        )
     if card.me is not None and all(r.player_pk != card.me.player_pk for r in card.rows):
         table.add_row("…", "", "", "", "")
         m = card.me
-        table.add_row(str(m.rank), escape(m.display_name), str(m.points), str(m.correct), clock(m.answer_ms / 1000),
-                      style="bold")
+        table.add_row(
+            str(m.rank),
+            escape(m.display_name),
+            str(m.points),
+            str(m.correct),
+            clock(m.answer_ms / 1000),
+            style="bold",
+        )
     if not card.rows:
         return Text(f"{card.title}: nobody has scored yet.")
     return table
