@@ -186,7 +186,8 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: in
         tb = exc.__traceback__
         if tb is not None and tb.tb_frame.f_code.co_filename != path and tb.tb_next is not None:
             tb = tb.tb_next
-        traceback.print_exception(type(exc), exc, tb)
+        with contextlib.suppress(Exception):  # the snippet may have closed its stderr
+            traceback.print_exception(type(exc), exc, tb)
         code = 1
         _run_exit_hooks()
     for stream in (sys.stdout, sys.stderr):

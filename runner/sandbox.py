@@ -134,13 +134,18 @@ class Sandbox:
             return ""
 
     def kill(self) -> None:
-        """Kill every process of the sandbox; safe to call more than once."""
+        """Kill every process of the sandbox and wait until they are gone; safe to call more than once."""
         if self.isolated:
-            # Killing bwrap makes the kernel deliver the parent-death signal to the namespace's PID 1,
-            # and a dying PID 1 takes every process of the namespace with it.  Its direct child is killed
-            # too, in case the death signal was lost.
+            # Kill the namespace's PID 1 and let bwrap reap it: PID 1's exit completes only after the
+            # kernel has killed and reaped every other process of the namespace, so once bwrap returns,
+            # nothing of the job is left (daemons included).  Killing bwrap first would return earlier.
             for child in _children(self.proc.pid):
                 _kill(child)
+            try:
+                self.proc.wait(timeout=5)
+                return
+            except subprocess.TimeoutExpired:
+                log.warning("sandbox %s did not stop with its PID 1; killing bwrap", self.proc.pid)
             _kill(self.proc.pid)
         else:
             with contextlib.suppress(ProcessLookupError, PermissionError):
