@@ -45,6 +45,7 @@ import sys
 import tempfile
 import time
 import uuid
+from collections import Counter
 from collections.abc import Awaitable, Callable, Iterator, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -199,11 +200,12 @@ class AnswerResult:
     solo_lat: list[float]
     raw_inserts: int
     raw_wall_s: float
-    errors: int
+    errors: Counter[str]
     statements_per_answer: float
     proto_wall_s: float | None = None
     proto_answers: int = 0
     proto_lat: list[float] = field(default_factory=list)
+    proto_errors: Counter[str] = field(default_factory=Counter)
 
     @property
     def answers_per_s(self) -> float:
@@ -275,27 +277,37 @@ async def bench_answers(
         await svc.open_challenge(CHANNEL)  # created once; every player below reads the same one
         answer_lat: list[float] = []
         start_lat: list[float] = []
-        errors = 0
+        errors: Counter[str] = Counter()
         rng = random.Random(7)
         letters = ["A" if rng.random() < 0.7 else "B" for _ in range(players * PROBLEMS_PER_DAY + 1000)]
 
+        def failed(call: str, exc: Exception) -> None:
+            # counted and reported (a failing call is a finding; the benchmark still finishes)
+            errors[f"{call}: {type(exc).__name__}"] += 1
+
         async def play(i: int, prefix: str, answer_sink: list[float], start_sink: list[float] | None) -> None:
-            nonlocal errors, counting
+            nonlocal counting
             actor = Actor(PlayerRef(PLATFORM, f"{prefix}{i}", f"Player {prefix}{i}"))
-            challenge, _ = await svc.open_challenge(CHANNEL)
+            try:
+                challenge, _ = await svc.open_challenge(CHANNEL)
+            except Exception as exc:
+                failed("open_challenge", exc)
+                return
             for n, problem in enumerate(challenge.problems):
                 t0 = time.perf_counter()
-                await svc.start_problem(actor, problem.id)
+                try:
+                    await svc.start_problem(actor, problem.id)
+                except Exception as exc:
+                    failed("start_problem", exc)
+                    continue
                 t1 = time.perf_counter()
                 counting = prefix == "solo"  # the solo phase runs one call at a time: exact attribution
                 try:
                     await svc.answer(
                         actor, problem.id, letters[i * PROBLEMS_PER_DAY + n], f"ix-{prefix}{i}-{problem.id}"
                     )
-                except Exception as exc:  # counted and reported; a benchmark should finish
-                    errors += 1
-                    if errors <= 3:
-                        print(f"    answer error: {type(exc).__name__}: {exc}", file=sys.stderr)
+                except Exception as exc:
+                    failed("answer", exc)
                     continue
                 finally:
                     counting = False
@@ -757,7 +769,7 @@ def report_backend(rep: Report) -> None:
                 "",
                 "",
             ),
-            ("answers ok / errors", f"{a.answers} / {a.errors}", "", ""),
+            ("answers ok / failed calls", f"{a.answers} / {a.errors.total()}", "", ""),
             ("wall time (s)", f"{a.wall_s:.2f}", "", ""),
             ("answers/s (end to end)", f"{a.answers_per_s:.1f}", "", ""),
             ("answer p50 (ms)", f"{pct(a.answer_lat, 50):.1f}", "", ""),
@@ -842,6 +854,11 @@ def report_backend(rep: Report) -> None:
                 )
             )
     print_table(f"== {rep.backend} ==", rows)
+    if a is not None:
+        for what, n in sorted(a.errors.items()):
+            print(f"  FAILED {what} x {n}")
+        for what, n in sorted(a.proto_errors.items()):
+            print(f"  PROTOTYPE FAILED {what} x {n}")
     if lb is not None:
         print(f"  bulk load: {lb.note}")
         if lb.proto_lat:
@@ -873,6 +890,7 @@ def report_side_by_side(reports: Sequence[Report]) -> None:
     add("answers/s", "", ans(lambda a: f"{a.answers_per_s:.1f}"))
     add("raw INSERT+COMMIT/s", "", ans(lambda a: f"{a.raw_per_s:.1f}"))
     add("ratio", f">= {TARGET_RATIO}", ans(lambda a: f"{a.ratio:.3f} {verdict(a.ratio >= TARGET_RATIO)}"))
+    add("failed calls (of players x 11)", "0", ans(lambda a: f"{a.errors.total()}"))
     add("answer p50 (ms)", "", ans(lambda a: f"{pct(a.answer_lat, 50):.1f}"))
     add(
         "answer p99 (ms)",
@@ -928,6 +946,7 @@ async def run_backend(backend: Backend, args: argparse.Namespace) -> Report:
             rep.answers.proto_wall_s = proto.wall_s
             rep.answers.proto_answers = proto.answers
             rep.answers.proto_lat = proto.answer_lat
+            rep.answers.proto_errors = proto.errors
         if not args.skip_leaderboard:
             print(
                 f"[{backend.name}] leaderboard: bulk-loading {args.attempts:,} attempts by "
