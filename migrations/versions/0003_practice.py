@@ -1,0 +1,26 @@
+"""practice modes - quiz results, flashcard reviews, explain answers (issue 8)
+
+Revision ID: 0003
+Revises: 0002
+Create Date: 2026-11-21
+
+Reserved slot in the revision chain so parallel work on separate features never forks the head; the
+feature fills in upgrade()/downgrade() for its own tables only.
+"""
+from collections.abc import Sequence
+
+import sqlalchemy as sa  # noqa: F401
+from alembic import op  # noqa: F401
+
+revision: str = "0003"
+down_revision: str | None = "0002"
+branch_labels: str | Sequence[str] | None = None
+depends_on: str | Sequence[str] | None = None
+
+
+def upgrade() -> None:
+    pass
+
+
+def downgrade() -> None:
+    pass
