@@ -307,3 +307,18 @@ async def test_streak_uses_the_channel_timezone(service: QuizService, clock: Fro
     clock.current = dt.datetime(2026, 11, 21, 23, 30, tzinfo=dt.UTC)
     ch, _ = await service.open_challenge(tokyo)
     assert ch.day == dt.date(2026, 11, 22)
+
+
+async def test_quitting_mid_problem_times_it_out_and_completes_later(
+    service: QuizService, clock: FrozenClock
+) -> None:
+    ch = await _today(service)
+    kim = actor("kim")
+    for p in ch.problems[:-1]:
+        await service.start_problem(kim, p.id)
+        await service.answer(kim, p.id, "A")
+    await service.start_problem(kim, ch.problems[-1].id)  # then quits without answering
+    clock.advance(121)
+    assert await service.next_problem(kim, ch.id) is None
+    summary = await service.summary(kim, ch.id)
+    assert summary.finished == 5 and summary.correct == 4 and summary.streak == 1

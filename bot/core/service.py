@@ -230,6 +230,11 @@ class QuizService:
             if challenge is None:
                 raise NotFoundError(f"no challenge with id {challenge_id}")
             sessions = {s.problem_id: s for s in await uow.sessions_in_challenge(challenge_id, player_pk)}
+            # A problem left running past its deadline (the player quit) is over: record the time-out
+            # now, so completion and streaks do not wait for the challenge to close.
+            for s in sessions.values():
+                if not s.finished and now >= s.deadline:
+                    await self._finish_timeout(uow, challenge, s)
         for problem in challenge.problems:
             s = sessions.get(problem.id)
             if s is None or (not s.finished and now < s.deadline):
@@ -420,15 +425,17 @@ class QuizService:
         if len(sessions) < len(challenge.problems) or not all(s.finished for s in sessions):
             return []
         correct = [s for s in sessions if s.outcome == "correct"]
+        # A problem that timed out took its whole time limit.
         max_answer_s = max(
-            ((s.attempts[-1].elapsed_ms / 1000) if s.attempts else float("inf")) for s in sessions
+            (s.attempts[-1].elapsed_ms / 1000) if s.attempts else (s.deadline - s.started_at).total_seconds()
+            for s in sessions
         )
         row = CompletionRow(
             day=challenge.day,
             problems=len(challenge.problems),
             correct=len(correct),
             hints_used=sum(1 for s in sessions if s.hint_used),
-            max_answer_s=min(max_answer_s, 1e9),
+            max_answer_s=max_answer_s,
         )
         if not await uow.record_completion(
             challenge.id, player_pk, challenge.day, row, sum(s.points for s in sessions)
