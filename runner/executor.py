@@ -70,6 +70,7 @@ class JobRaw:
     timed_out: bool = False
     flooded: bool = False
     supervisor_lost: bool = False
+    oom_killed: bool = False
     stopped_after_rank: int | None = None
 
 
@@ -182,6 +183,7 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
                 sel.unregister(fd)
     sel.close()
     raw.elapsed_s = time.monotonic() - start
+    raw.oom_killed = sandbox.cgroup is not None and sandbox.cgroup.oom_killed()
     if raw.stopped_after_rank is not None:
         for rank in ranks:
             if rank.rank != raw.stopped_after_rank and rank.signal == 9:

@@ -24,6 +24,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from runner.cgroups import CgroupManager, JobCgroup
 from runner.config import RunnerConfig
 
 log = logging.getLogger(__name__)
@@ -73,6 +74,8 @@ class Sandbox:
     workdir: str
     log_file: IO[bytes]
     host_workdir: str | None = None
+    cgroup: JobCgroup | None = None
+    cgroups: CgroupManager | None = None
     status_buffer: bytearray = field(default_factory=bytearray)
     ready: bool = False
     created: float = field(default_factory=time.monotonic)
@@ -165,6 +168,8 @@ class Sandbox:
             with contextlib.suppress(OSError):
                 os.close(fd)
         self.log_file.close()
+        if self.cgroup is not None and self.cgroups is not None:
+            self.cgroups.discard(self.cgroup)
         if self.host_workdir:
             shutil.rmtree(self.host_workdir, ignore_errors=True)
 
@@ -228,6 +233,8 @@ class SandboxLauncher:
             )
         self.as_root = os.geteuid() == 0
         self._hosts: Path | None = None
+        self.cgroups = CgroupManager() if self.isolated and self.as_root else None
+        self._serial = 0
 
     def _hosts_file(self) -> Path:
         if self._hosts is None:
@@ -315,6 +322,8 @@ class SandboxLauncher:
             for fd in keep:
                 os.close(fd)
         return Sandbox(
+            cgroup=self._confine(proc, nproc),
+            cgroups=self.cgroups,
             proc=proc,
             nproc=nproc,
             control=control_w,
@@ -327,6 +336,34 @@ class SandboxLauncher:
             log_file=log_file,
             host_workdir=host_workdir,
         )
+
+    def _confine(self, proc: subprocess.Popen[bytes], nproc: int) -> JobCgroup | None:
+        """Put the sandbox's PID 1 (and so every process of the job) into a cgroup of its own."""
+        if self.cgroups is None or not self.cgroups.available:
+            return None
+        self._serial += 1
+        mib = 1024 * 1024
+        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor.
+        budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * mib
+        cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes)
+        if cgroup is None:
+            return None
+        deadline = time.monotonic() + 2.0
+        while time.monotonic() < deadline:
+            # bwrap forks PID 1 right away; it only forks ranks once a job arrives, long after this.
+            children = _children(proc.pid)
+            if children:
+                try:
+                    cgroup.add(children[0])
+                    return cgroup
+                except OSError as exc:
+                    log.warning("could not move sandbox %s into its cgroup: %s", proc.pid, exc)
+                    break
+            if proc.poll() is not None:
+                break
+            time.sleep(0.002)
+        self.cgroups.discard(cgroup)
+        return None
 
     def _namespace_args(self) -> list[str]:
         args = [

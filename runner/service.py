@@ -75,8 +75,10 @@ class RunnerService:
         self.pool.start()
 
     def close(self) -> None:
-        """Kill warm sandboxes."""
+        """Kill warm sandboxes and remove the runner's cgroups."""
         self.pool.stop()
+        if self.launcher.cgroups is not None:
+            self.launcher.cgroups.close()
 
     @property
     def sandbox_info(self) -> SandboxInfo:
@@ -93,7 +95,11 @@ class RunnerService:
             "hardware": {"gpus": hw.gpus, "names": hw.names, "torch": hw.torch, "cuda": hw.cuda},
             "backends": hardware.backends(),
             "modes": [m.value for m in Mode],
-            "sandbox": {"engine": self.launcher.engine, "isolated": self.launcher.isolated},
+            "sandbox": {
+                "engine": self.launcher.engine,
+                "isolated": self.launcher.isolated,
+                "cgroup": self.launcher.cgroups.version if self.launcher.cgroups else 0,
+            },
             "pool": self.pool.state(),
             "limits": {
                 "max_nproc": self.config.max_nproc,
@@ -220,6 +226,9 @@ class RunnerService:
         if raw.flooded:
             verdict.status = Status.OUTPUT_LIMIT
             notes.append(f"output flood: the job was stopped after {self.config.flood_bytes} bytes of output")
+        elif raw.oom_killed:
+            verdict.status = Status.OOM
+            notes.append("the sandbox's memory cgroup limit was reached: the kernel killed a process")
         elif root is not None:
             verdict.status = _status_of(root, hw)
             if verdict.status == Status.UNSUPPORTED:

@@ -58,3 +58,25 @@ async def test_job_near_its_memory_limit_does_not_starve_another(service):
     hogged, bombed = await asyncio.gather(hog_task, bomb_task)
     assert hogged.status == Status.OK, hogged.to_dict()
     assert bombed.status == Status.OOM, bombed.to_dict()
+
+
+async def test_processes_together_over_the_sandbox_budget_are_oom(service):
+    """Each process stays under its rlimit; together they pass the sandbox's memory cgroup."""
+    if service.launcher.cgroups is None or not service.launcher.cgroups.available:
+        pytest.skip("this host does not let the runner create memory cgroups (rlimits still apply)")
+    hog = textwrap.dedent(
+        f"""
+        import os, time
+        for _ in range(4):
+            if os.fork() == 0:
+                block = bytearray({TEST_MEMORY_MB - 600} * 1024 * 1024)
+                for i in range(0, len(block), 4096):
+                    block[i] = 1
+                time.sleep(3)
+                os._exit(0)
+        for _ in range(4):
+            os.wait()
+        """
+    )
+    verdict = await service.run_async(RunRequest(code=hog, timeout_s=60))
+    assert verdict.status == Status.OOM, verdict.to_dict()
