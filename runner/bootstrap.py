@@ -100,11 +100,12 @@ def _user_line(tb: types.TracebackType | None, path: str) -> int | None:
 
 
 def _describe(exc: BaseException, path: str) -> dict[str, Any]:
-    return {
-        "type": type(exc).__name__,
-        "message": str(exc)[:1500],
-        "line": _user_line(exc.__traceback__, path),
-    }
+    line = _user_line(exc.__traceback__, path)
+    if isinstance(exc, SyntaxError) and exc.filename == path:
+        # A syntax error in the snippet has no snippet frame: the compiler reports the line instead.
+        line = exc.lineno
+    message = exc.msg if isinstance(exc, SyntaxError) else str(exc)
+    return {"type": type(exc).__name__, "message": str(message)[:1500], "line": line}
 
 
 def _make_stream(fd: int) -> io.TextIOWrapper:

@@ -66,6 +66,16 @@ def test_python_exception_reports_type_message_and_line(service):
     assert "bootstrap" not in verdict.ranks[0].stderr
 
 
+def test_syntax_error_points_at_the_snippet_line(service):
+    verdict = run(service, "x = 1\nprint(x\ny = 2 +\n")
+    assert verdict.status == Status.ERROR
+    exc = verdict.ranks[0].exception
+    assert exc is not None
+    assert exc.type == "SyntaxError"
+    assert exc.line in (2, 3)
+    assert 'File "/tmp/main.py"' in verdict.ranks[0].stderr
+
+
 def test_snippet_runs_as_main_module_from_a_file(service):
     code = """
     import sys
