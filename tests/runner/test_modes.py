@@ -270,3 +270,13 @@ def test_unsafe_mode_says_not_isolated():
     assert verdict.sandbox.engine == "none"
     assert verdict.sandbox.isolated is False
     assert "ran WITHOUT a sandbox (--unsafe-no-sandbox)" in verdict.notes
+
+
+def test_refuses_to_run_unsandboxed_without_the_explicit_flag(monkeypatch):
+    from runner import sandbox
+    from runner.config import RunnerConfig
+    from runner.service import RunnerService
+
+    monkeypatch.setattr(sandbox, "bubblewrap_path", lambda: None)
+    with pytest.raises(sandbox.SandboxUnavailableError, match="--unsafe-no-sandbox"):
+        RunnerService(RunnerConfig(pool={}))
