@@ -27,7 +27,6 @@ import io
 import json
 import os
 import resource
-import select
 import signal
 import sys
 import threading
@@ -332,9 +331,6 @@ class Supervisor:
     def serve_commands(self) -> None:
         """Answer the host's commands until the control pipe closes."""
         while True:
-            ready, _, _ = select.select([self.control_fd], [], [])
-            if not ready:
-                continue
             data = os.read(self.control_fd, 4096)
             if not data:
                 return

@@ -13,6 +13,7 @@ import glob
 import json
 import logging
 import os
+import select
 import shutil
 import signal
 import subprocess
@@ -83,11 +84,12 @@ class Sandbox:
 
     def read_events(self, block_s: float | None) -> tuple[list[dict[str, Any]], bool]:
         """Read whatever status events are available (waiting at most block_s); returns (events, eof)."""
-        import select
-
         eof = False
-        ready, _, _ = select.select([self.status], [], [], block_s)
-        if ready:
+        # poll, not select: descriptor numbers can exceed select's limit on a busy runner.
+        poller = select.poll()
+        poller.register(self.status, select.POLLIN)
+        timeout_ms = None if block_s is None else int(block_s * 1000)
+        if poller.poll(timeout_ms):
             chunk = os.read(self.status, 65536)
             if chunk:
                 self.status_buffer.extend(chunk)
