@@ -105,6 +105,13 @@ class Challenge:
     closes_at: dt.datetime | None
     problems: tuple[Problem, ...]
     message_ref: str | None = None
+    #: Number of problems when ``problems`` was not loaded (a single-problem play context).
+    size: int = 0
+
+    @property
+    def problem_count(self) -> int:
+        """How many problems the challenge has, whether or not they were all loaded."""
+        return self.size or len(self.problems)
 
 
 @dataclass(frozen=True)
@@ -161,3 +168,17 @@ class StandingRow:
     points: int
     correct: int
     answer_ms: int
+
+
+@dataclass(frozen=True)
+class PlayContext:
+    """What the start and answer paths need about one problem and one player, read in one query.
+
+    ``challenge.problems`` is empty here (only ``problem`` is loaded); use ``challenge.problem_count``.
+    """
+
+    challenge: Challenge
+    problem: Problem
+    player_pk: int | None
+    session: PlaySession | None
+    key_seen: bool = False
