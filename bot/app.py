@@ -2,14 +2,16 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.config import Settings
 from bot.core.ports import ChatPlatform, Clock, SystemClock
+from bot.core.practice import PracticeService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine, upgrade_async
+from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
@@ -20,6 +22,8 @@ class App:
 
     engine: AsyncEngine
     service: QuizService
+    #: Practice modes (quiz, flashcard review, explain); never touches standings.
+    practice: PracticeService = field(kw_only=True)
 
     async def close(self) -> None:
         """Release database connections."""
@@ -44,7 +48,8 @@ async def build_app(
         platform,
         problems_per_challenge=settings.problems_per_challenge,
     )
-    return App(engine, service)
+    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock or SystemClock())
+    return App(engine, service, practice=practice)
 
 
 def shipped_bank_specs() -> list[dict[str, object]]:

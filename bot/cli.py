@@ -17,6 +17,8 @@ from rich.console import Console
 
 from bot.adapters.console import render
 from bot.adapters.console.play import ConsoleGame, ConsolePlatform, stdin_keys
+from bot.adapters.console.practice import ConsolePractice, PracticeInput
+from bot.adapters.console.practice_render import practice_stats
 from bot.app import App, build_app, shipped_bank_specs
 from bot.config import Settings
 from bot.core.errors import RankZeroError
@@ -124,8 +126,50 @@ def stats(settings: Settings, player: str | None) -> None:
 
     async def body(app: App) -> None:
         console.print(render.stats(await app.service.stats(_player(player), CONSOLE_CHANNEL)))
+        console.print(practice_stats(await app.practice.stats(_player(player))))
 
     _run(settings, body, console=console)
+
+
+def _practice(
+    settings: Settings, player: str | None, mode: Callable[[ConsolePractice], Awaitable[int]]
+) -> None:
+    """Run a practice mode on the synced bank (keys on a terminal, lines when stdin is piped)."""
+    console = Console()
+
+    async def body(app: App) -> int:
+        session = ConsolePractice(
+            app.practice, SystemClock(), _player(player), console, PracticeInput(sys.stdin)
+        )
+        return await mode(session)
+
+    raise SystemExit(_run(settings, body, console=console, seed_bank=True))
+
+
+@main.command()
+@click.argument("topic", required=False)
+@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.pass_obj
+def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
+    """Practice: 5 untimed multiple-choice questions (optionally on TOPIC); not ranked."""
+    _practice(settings, player, lambda s: s.quiz(topic))
+
+
+@main.command()
+@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.pass_obj
+def review(settings: Settings, player: str | None) -> None:
+    """Practice: review your due flashcards (spaced repetition, SM-2); grade 1-4 or a/h/g/e."""
+    _practice(settings, player, lambda s: s.review())
+
+
+@main.command()
+@click.argument("topic", required=False)
+@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.pass_obj
+def explain(settings: Settings, topic: str | None, player: str | None) -> None:
+    """Practice: explain a concept in your own words; graded by the concepts your answer covers."""
+    _practice(settings, player, lambda s: s.explain(topic))
 
 
 @main.command()

@@ -1,0 +1,144 @@
+"""Practice modes through the real CLI: a pseudo-terminal like a person (keys), and piped stdin (lines)."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pexpect
+
+# Import main rather than `-m bot.cli`, so the CLI module is loaded once (as the `rankzero` script does).
+ENTRY = ["-c", "from bot.cli import main; main()"]
+
+
+def _env(tmp_path: Path) -> dict[str, str]:
+    env = dict(
+        os.environ,
+        TERM="xterm-256color",
+        COLUMNS="100",
+        LINES="50",
+        HOME=str(tmp_path),
+        XDG_DATA_HOME=str(tmp_path / "data"),
+    )
+    env.pop("RANKZERO_DATABASE_URL", None)
+    return env
+
+
+def _spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
+    return pexpect.spawn(
+        sys.executable,
+        [*ENTRY, *args],
+        env=_env(tmp_path),
+        encoding="utf-8",
+        timeout=60,
+        dimensions=(50, 100),
+    )
+
+
+def _piped(tmp_path: Path, stdin: str, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, *ENTRY, *args],
+        input=stdin,
+        env=_env(tmp_path),
+        capture_output=True,
+        text=True,
+        timeout=120,
+        check=False,
+    )
+
+
+def test_quiz_in_the_terminal_then_stats(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, "quiz", "DataParallel", "--player", "Tess")
+    for n in range(1, 6):
+        child.expect(rf"Quiz {n}/5")
+        child.expect("keys: A–[B-F] answer")
+        child.send("x")  # not a choice: a reminder, nothing recorded
+        child.expect("Press one of")
+        child.send("a")
+        child.expect([r"Correct! \(\d/\d so far\)", r"Wrong: the answer was [A-F]"])
+    child.expect(r"You got \d/5")
+    child.expect("Practice never changes the leaderboard")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    stats = _piped(tmp_path, "", "stats", "--player", "Tess")
+    assert stats.returncode == 0, stats.stderr
+    assert "Practice · Tess (not ranked)" in stats.stdout
+    assert "1 finished" in stats.stdout and "/5 correct" in stats.stdout
+    assert "Tess · 0 points · solved no problems yet" in stats.stdout  # the quiz earned no points
+
+
+def test_review_reveal_and_grade_in_the_terminal(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, "review", "--player", "Tess")
+    child.expect(r"(\d+) cards due")
+    due = int(child.match.group(1))
+    assert due >= 10  # the bank's recall cards
+    child.expect("recall card")
+    child.expect("Press Space or Enter to reveal")
+    child.send(" ")
+    child.expect("Answer")
+    for label in ("1/a again", "(1m)", "2/h hard", "(6m)", "3/g good", "(10m)", "4/e easy", "(4d)"):
+        child.expect_exact(label)  # the grade keys, each with the delay it would schedule
+    child.send("e")
+    child.expect_exact(": next review in 4d")
+    child.expect("Press Space or Enter to reveal")
+    child.send(" ")
+    child.expect("4/e easy")
+    child.send("1")
+    child.expect_exact(": next review in 1m")
+    child.expect("Press Space or Enter to reveal")
+    child.send("q")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+    # The schedule is stored: one card fewer is due now (the "again" card is due in a minute).
+    again = _spawn(tmp_path, "review", "--player", "Tess")
+    again.expect(r"(\d+) cards due")
+    assert int(again.match.group(1)) == due - 2
+    again.send("q")
+    again.expect(pexpect.EOF)
+
+
+def test_explain_in_the_terminal(tmp_path: Path) -> None:
+    child = _spawn(tmp_path, "explain", "devices", "--player", "Tess")
+    child.expect("Explain")
+    child.expect("graded on 4 concepts")
+    child.expect("Your answer:")
+    child.sendline("First check torch.cuda.is_available(), then call model.to(device).")
+    child.expect("You got 2/4 concepts")
+    child.expect("Missed:")
+    child.expect("Wrap the model for multiple GPUs")
+    child.expect("Model answer")
+    child.expect(pexpect.EOF)
+    child.close()
+    assert child.exitstatus == 0
+
+
+def test_practice_with_piped_stdin(tmp_path: Path) -> None:
+    quiz = _piped(tmp_path, "a\nb\nc\nd\na\n", "quiz", "--player", "Pip")
+    assert quiz.returncode == 0, quiz.stderr
+    assert "Quiz 5/5" in quiz.stdout and "You got" in quiz.stdout
+    review = _piped(tmp_path, "\ng\n\neasy\n", "review", "--player", "Pip")
+    assert review.returncode == 0, review.stderr
+    assert "good: next review in 10m" in review.stdout and "easy: next review in 4d" in review.stdout
+    assert "Reviewed 2 cards" in review.stdout
+    explain = _piped(
+        tmp_path,
+        "\nThe batch is scattered over the GPUs, each holding a replica; outputs gathered on cuda:0.\n",
+        "explain",
+        "DataParallel",
+        "--player",
+        "Pip",
+    )
+    assert explain.returncode == 0, explain.stderr
+    assert "your answer is empty" in explain.stdout  # the empty first line is refused, then graded
+    assert "concepts" in explain.stdout and "Model answer" in explain.stdout
+
+
+def test_unknown_topic_lists_the_topics(tmp_path: Path) -> None:
+    result = _piped(tmp_path, "", "quiz", "quantum computing", "--player", "Pip")
+    assert result.returncode == 1
+    assert "no quiz questions on topic 'quantum computing'" in result.stderr
+    assert "Available topics:" in result.stderr and "DataParallel" in result.stderr
