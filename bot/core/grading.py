@@ -36,6 +36,7 @@ from __future__ import annotations
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 #: Words that negate what follows them in the same clause.
@@ -64,6 +65,7 @@ ALIASES: dict[str, str] = {
 }
 
 
+@lru_cache(maxsize=65536)
 def stem(word: str) -> str:
     """A conservative English stem: enough to unify inflections of the same word."""
     if len(word) <= 3 or not word.isalpha():
@@ -158,28 +160,48 @@ def _negated(clause: list[str], start: int) -> bool:
     return any(t in NEGATORS for t in clause[max(0, start - NEGATION_WINDOW) : start])
 
 
-def _find(clauses: list[list[str]], keyword: str) -> bool:
-    needle = keyword_tokens(keyword)
+@lru_cache(maxsize=4096)
+def _needles(keyword: str) -> tuple[tuple[str, ...], ...]:
+    """A keyword's token sequences: as written and, for a multi-word keyword, closed up ("allreduce")."""
+    needle = tuple(keyword_tokens(keyword))
     if not needle:
-        return False
+        return ()
     alternatives = [needle]
     if len(needle) > 1 and all(t.isalnum() for t in needle):
-        alternatives.append([_canonical("".join(_TOKEN.findall(_normalise(keyword))))])
-    check_negation = needle[0] not in NEGATORS
+        alternatives.append((_canonical("".join(_TOKEN.findall(_normalise(keyword)))),))
+    return tuple(alternatives)
+
+
+_Index = dict[str, list[tuple[list[str], int]]]
+
+
+def _index(clauses: list[list[str]]) -> _Index:
+    """Where each token occurs: token -> [(clause, position)], so a keyword is looked up, not scanned."""
+    index: _Index = {}
     for clause in clauses:
-        for alt in alternatives:
-            n = len(alt)
-            for i in range(len(clause) - n + 1):
-                if clause[i : i + n] == alt and not (check_negation and _negated(clause, i)):
-                    return True
+        for i, token in enumerate(clause):
+            index.setdefault(token, []).append((clause, i))
+    return index
+
+
+def _find(index: _Index, keyword: str) -> bool:
+    alternatives = _needles(keyword)
+    if not alternatives:
+        return False
+    check_negation = alternatives[0][0] not in NEGATORS
+    for alt in alternatives:
+        n = len(alt)
+        for clause, i in index.get(alt[0], ()):
+            if tuple(clause[i : i + n]) == alt and not (check_negation and _negated(clause, i)):
+                return True
     return False
 
 
 def grade_explanation(answer: str, concepts: Sequence[dict[str, Any]]) -> ExplainGrade:
     """Which of ``concepts`` (``[{name, keywords: [...]}]``, as in the bank) the answer covers."""
-    clauses = tokenize(answer)
+    index = _index(tokenize(answer))
     results = []
     for concept in concepts:
-        matched = next((str(k) for k in concept.get("keywords") or () if _find(clauses, str(k))), None)
+        matched = next((str(k) for k in concept.get("keywords") or () if _find(index, str(k))), None)
         results.append(ConceptResult(str(concept["name"]), matched is not None, matched))
     return ExplainGrade(tuple(results))
