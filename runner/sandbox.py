@@ -402,7 +402,11 @@ class SandboxLauncher:
             args += ["--ro-bind-try", f"/etc/{name}", f"/etc/{name}"]
         # Our own /etc/hosts: the sandbox's hostname must resolve (gloo and c10d look it up) to loopback.
         args += ["--ro-bind", str(self._hosts_file()), "/etc/hosts"]
-        made: set[str] = {"/etc"}
+        # The private /tmp comes before the Python binds: a venv or checkout living under /tmp (a CI
+        # clone, say) must be bound on top of the tmpfs, not hidden by it.
+        size = str(self.config.tmp_mb * 1024 * 1024)
+        args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]  # noqa: S108 - sandbox-private
+        made: set[str] = {"/etc", "/tmp"}  # noqa: S108 - the sandbox's own tmpfs
         bound: set[str] = {"/usr"}
         for prefix in _python_roots():
             args += _parents(prefix, made, bound)
@@ -412,8 +416,7 @@ class SandboxLauncher:
         args += ["--proc", "/proc", "--dev", "/dev"]
         for device in sorted(glob.glob("/dev/nvidia*")):
             args += ["--dev-bind", device, device]
-        size = str(self.config.tmp_mb * 1024 * 1024)
-        args += ["--perms", "1777", "--size", size, "--tmpfs", "/tmp"]  # noqa: S108 - sandbox-private
+        # After --dev, which would otherwise mount over it.
         args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]  # noqa: S108 - sandbox-private
         args += ["--chdir", SANDBOX_WORKDIR, "--clearenv"]
         for key, value in job_env().items():
