@@ -12,8 +12,8 @@ keyword matching gets wrong is handled by normalising both sides the same way:
    matches inside "together" and ``split`` not inside "splitter". Code punctuation inside a word is kept as
    its own token (``model.to(device)`` → ``model . to``, ``cuda:0`` → ``cuda : 0``), so code keywords
    match code in answers, including inside longer calls (``torch.cuda.is_available()``). Possessives drop
-   ("model's" → "model"); hyphens and underscores-as-spaces are equivalent ("all-reduce" = "all reduce";
-   a multi-word keyword also matches its closed-up form, "allreduce").
+   ("model's" → "model"); hyphens and slashes count as spaces ("all-reduce" = "all reduce"; a
+   multi-word keyword also matches its closed-up form, "allreduce").
 2. **Light stemming.** A small suffix stripper (plural -s/-es/-ies, -ed, -ing, -ly, final -e, doubled
    final consonants, British -ise/-isation → -ize/-ization) maps "splits", "splitting", "split" to one
    stem and "copies"/"copied" to "copy". It is deliberately conservative (no Porter step 2-5), so
