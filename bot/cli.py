@@ -303,5 +303,16 @@ def questions_schema(out: str) -> None:
     click.echo(f"wrote {out}")
 
 
+def _register_scheduler_commands() -> None:
+    # Imported here: bot.serve_cli builds on this module's helpers (CONSOLE_CHANNEL, _run, _player).
+    from bot.serve_cli import schedule, serve
+
+    main.add_command(serve)
+    main.add_command(schedule)
+
+
+_register_scheduler_commands()
+
+
 if __name__ == "__main__":  # pragma: no cover
     main()

@@ -9,7 +9,12 @@ import os
 from pathlib import Path
 
 from pydantic import Field, SecretStr
-from pydantic_settings import BaseSettings, SettingsConfigDict
+from pydantic_settings import (
+    BaseSettings,
+    PydanticBaseSettingsSource,
+    SettingsConfigDict,
+    TomlConfigSettingsSource,
+)
 
 
 def default_data_dir() -> Path:
@@ -21,7 +26,13 @@ def default_data_dir() -> Path:
 class Settings(BaseSettings):
     """Every setting of the bot. Secrets are SecretStr so they never show up in logs or reprs."""
 
-    model_config = SettingsConfigDict(env_prefix="RANKZERO_", env_file=".env", extra="ignore")
+    model_config = SettingsConfigDict(
+        env_prefix="RANKZERO_",
+        env_file=".env",
+        extra="ignore",
+        # Optional TOML file (keys as the field names): ./rankzero.toml, or the path in RANKZERO_CONFIG.
+        toml_file=os.environ.get("RANKZERO_CONFIG", "rankzero.toml"),
+    )
 
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str = ""
@@ -30,6 +41,37 @@ class Settings(BaseSettings):
     runner_url: str | None = None
     runner_token: SecretStr | None = None
     admins: list[str] = Field(default_factory=list)
+    # --- rankzero serve (bot/serve.py); chat tokens are SecretStr: never logged, never in reprs
+    discord_token: SecretStr | None = None
+    slack_bot_token: SecretStr | None = None
+    slack_app_token: SecretStr | None = None
+    slack_signing_secret: SecretStr | None = None
+    #: The file platform (bot/adapters/file): append every post to this JSON-lines file.
+    record_file: Path | None = None
+    #: A post missed while no process ran is still made at start within this many minutes.
+    grace_minutes: int = Field(default=60, ge=0, le=24 * 60)
+    #: How often (seconds) serve looks for schedule changes made by another process.
+    schedule_sync_s: float = Field(default=30.0, gt=0)
+    #: /healthz on 127.0.0.1 at this port (0: no health endpoint).
+    health_port: int = Field(default=8787, ge=0, le=65535)
+
+    @classmethod
+    def settings_customise_sources(
+        cls,
+        settings_cls: type[BaseSettings],
+        init_settings: PydanticBaseSettingsSource,
+        env_settings: PydanticBaseSettingsSource,
+        dotenv_settings: PydanticBaseSettingsSource,
+        file_secret_settings: PydanticBaseSettingsSource,
+    ) -> tuple[PydanticBaseSettingsSource, ...]:
+        """Precedence: arguments, environment, .env, then the TOML file."""
+        return (
+            init_settings,
+            env_settings,
+            dotenv_settings,
+            TomlConfigSettingsSource(settings_cls),
+            file_secret_settings,
+        )
 
     def model_post_init(self, __context: object) -> None:
         """Derive the SQLite URL from the data directory when no URL is given."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from dataclasses import dataclass, field
 
-from bot.core.cards import ChallengeCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.models import ChannelRef
 
 
@@ -28,6 +28,8 @@ class FakePlatform:
 
     posts: list[tuple[ChannelRef, ChallengeCard]] = field(default_factory=list)
     results: list[tuple[ChannelRef, ResultsCard, str | None]] = field(default_factory=list)
+    reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
+    summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
         self.posts.append((channel, card))
@@ -35,3 +37,9 @@ class FakePlatform:
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         self.results.append((channel, card, message_ref))
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        self.reminders.append((channel, card, message_ref))
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        self.summaries.append((channel, card))

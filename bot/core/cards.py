@@ -180,3 +180,13 @@ class StatsCard:
     badges: tuple[tuple[BadgeAward, int], ...]
     by_topic: tuple[TopicStat, ...]
     by_kind: tuple[TopicStat, ...] = field(default_factory=tuple)
+
+
+@dataclass(frozen=True)
+class ReminderCard:
+    """A nudge before a challenge's window closes."""
+
+    challenge_id: int
+    title: str
+    day: dt.date
+    closes_at: dt.datetime

@@ -9,9 +9,9 @@ import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
 from types import TracebackType
-from typing import Any, Protocol
+from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.core.cards import ChallengeCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.models import (
     Challenge,
     ChannelRef,
@@ -21,6 +21,9 @@ from bot.core.models import (
     QuestionCandidate,
     StandingRow,
 )
+
+if TYPE_CHECKING:  # schedule.py builds on service.py, which imports this module
+    from bot.core.schedule import Schedule, ScheduleConfig
 
 
 class Clock(Protocol):
@@ -48,6 +51,14 @@ class ChatPlatform(Protocol):
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Post a closed challenge's results (and mark the original post closed)."""
+        ...
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        """Remind the channel that the challenge closes soon (scheduled channels with a reminder)."""
+        ...
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Post the week's leaderboard of the channel (scheduled channels with a weekly summary)."""
         ...
 
 
@@ -177,12 +188,39 @@ class UnitOfWork(Protocol):
         version_ids: Sequence[int],
         opened_at: dt.datetime,
         closes_at: dt.datetime | None,
+        *,
+        time_limit_s: int | None = None,
+        attempts: int | None = None,
     ) -> Challenge:
-        """Create the day's challenge; raise AlreadyExistsError if the channel has one for that day."""
+        """Create the day's challenge; raise AlreadyExistsError if the channel has one for that day.
+
+        ``time_limit_s`` / ``attempts`` override every question's own for this challenge.
+        """
         ...
 
     async def close_challenge(self, challenge_id: int, now: dt.datetime) -> bool:
         """Close if open (``UPDATE ... WHERE status='open'``); True only for the call that closed it."""
+        ...
+
+    # schedules (bot/core/schedule_service.py)
+    async def get_schedule(self, channel_pk: int) -> Schedule | None:
+        """A channel's schedule."""
+        ...
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every stored schedule (paused ones included)."""
+        ...
+
+    async def save_schedule(self, channel_pk: int, config: ScheduleConfig, now: dt.datetime) -> Schedule:
+        """Insert or replace a channel's schedule; the channel takes the schedule's timezone."""
+        ...
+
+    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
+        """(challenge id, channel pk, closes_at) of every open challenge that has a closing time."""
+        ...
+
+    async def claim(self, kind: str, key: str, now: dt.datetime) -> bool:
+        """Claim a one-time side effect (unique (kind, key)); True only for the first claimer."""
         ...
 
     async def set_message_ref(self, challenge_id: int, message_ref: str) -> None:

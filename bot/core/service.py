@@ -115,11 +115,19 @@ class QuizService:
 
     # ------------------------------------------------------------------ challenges
     async def open_challenge(
-        self, channel: ChannelRef, day: dt.date | None = None, *, closes_at: dt.datetime | None = None
+        self,
+        channel: ChannelRef,
+        day: dt.date | None = None,
+        *,
+        closes_at: dt.datetime | None = None,
+        problems: int | None = None,
+        time_limit_s: int | None = None,
+        attempts: int | None = None,
     ) -> tuple[Challenge, bool]:
         """Get or create a channel's challenge for ``day`` (default: today in the channel's timezone).
 
         Returns (challenge, created). Unique per (channel, day): concurrent callers get the same one.
+        A schedule passes its window end, problem count and time limit / attempts overrides.
         """
         now = self._clock.now()
         day = day or local_day(now, channel.timezone)
@@ -135,11 +143,18 @@ class QuizService:
                     "(rankzero questions import questions/)"
                 )
             rng = random.Random(f"{self._seed}:{channel_pk}:{day.isoformat()}")
-            picks = scoring.pick_problems(candidates, self._n, rng)
+            picks = scoring.pick_problems(candidates, problems or self._n, rng)
             title = f"Multi-GPU challenge · {day.isoformat()}"
             try:
                 challenge = await uow.create_challenge(
-                    channel_pk, day, title, [p.version_id for p in picks], now, closes_at
+                    channel_pk,
+                    day,
+                    title,
+                    [p.version_id for p in picks],
+                    now,
+                    closes_at,
+                    time_limit_s=time_limit_s,
+                    attempts=attempts,
                 )
             except AlreadyExistsError:
                 challenge = None
@@ -154,9 +169,25 @@ class QuizService:
         log.info("created challenge %s for %s on %s", challenge.id, channel.channel_id, day)
         return challenge, True
 
-    async def post_daily(self, channel: ChannelRef, day: dt.date | None = None) -> ChallengeCard:
+    async def post_daily(
+        self,
+        channel: ChannelRef,
+        day: dt.date | None = None,
+        *,
+        closes_at: dt.datetime | None = None,
+        problems: int | None = None,
+        time_limit_s: int | None = None,
+        attempts: int | None = None,
+    ) -> ChallengeCard:
         """Create the day's challenge (once) and post it on the platform if this call created it."""
-        challenge, created = await self.open_challenge(channel, day)
+        challenge, created = await self.open_challenge(
+            channel,
+            day,
+            closes_at=closes_at,
+            problems=problems,
+            time_limit_s=time_limit_s,
+            attempts=attempts,
+        )
         card = self.challenge_card(challenge)
         if created and self._platform is not None:
             ref = await self._platform.post_challenge(channel, card)

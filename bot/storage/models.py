@@ -137,6 +137,9 @@ class ChallengeRow(Base):
     closes_at: Mapped[dt.datetime | None]
     closed_at: Mapped[dt.datetime | None]
     message_ref: Mapped[str | None] = mapped_column(String(200))
+    # A schedule's overrides of each question's own time limit and attempts (NULL: the question's).
+    time_limit_s: Mapped[int | None] = mapped_column(Integer)
+    attempts: Mapped[int | None] = mapped_column(Integer)
 
 
 class ProblemRow(Base):
@@ -361,3 +364,48 @@ class ExplainAttemptRow(Base):
     total: Mapped[int] = mapped_column(Integer)
     concepts: Mapped[list[Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime]
+
+
+class ScheduleRow(Base):
+    """A channel's posting schedule (one per channel); the scheduler rebuilds its jobs from these rows."""
+
+    __tablename__ = "schedules"
+    __table_args__ = (
+        UniqueConstraint("channel_pk"),
+        CheckConstraint("post_hour BETWEEN 0 AND 23", name="post_hour_valid"),
+        CheckConstraint("post_minute BETWEEN 0 AND 59", name="post_minute_valid"),
+        CheckConstraint("problems BETWEEN 1 AND 10", name="problems_valid"),
+        CheckConstraint("days <> ''", name="days_not_empty"),
+        CheckConstraint("window_minutes IS NULL OR window_minutes > 0", name="window_positive"),
+        CheckConstraint("reminder_minutes IS NULL OR reminder_minutes > 0", name="reminder_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    channel_pk: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
+    post_hour: Mapped[int] = mapped_column(Integer)
+    post_minute: Mapped[int] = mapped_column(Integer)
+    timezone: Mapped[str] = mapped_column(String(64))
+    #: ISO weekdays as digits, Monday=1: "12345" is Monday to Friday.
+    days: Mapped[str] = mapped_column(String(7))
+    problems: Mapped[int] = mapped_column(Integer)
+    time_limit_s: Mapped[int | None] = mapped_column(Integer)
+    attempts: Mapped[int | None] = mapped_column(Integer)
+    #: NULL: the window lasts until the next scheduled post.
+    window_minutes: Mapped[int | None] = mapped_column(Integer)
+    reminder_minutes: Mapped[int | None] = mapped_column(Integer)
+    #: ISO weekday of the weekly summary post (NULL: none).
+    summary_day: Mapped[int | None] = mapped_column(Integer)
+    paused: Mapped[bool] = mapped_column(Boolean, default=False)
+    updated_at: Mapped[dt.datetime]
+
+
+class SchedulerClaimRow(Base):
+    """Exactly-once side effects of the scheduler (reminders, weekly summaries): the first insert wins."""
+
+    __tablename__ = "scheduler_claims"
+    __table_args__ = (UniqueConstraint("kind", "key"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    key: Mapped[str] = mapped_column(String(100))
+    claimed_at: Mapped[dt.datetime]

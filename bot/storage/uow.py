@@ -6,6 +6,7 @@ import datetime as dt
 import hashlib
 import json
 from collections.abc import Sequence
+from dataclasses import replace
 from types import TracebackType
 from typing import Any
 
@@ -35,6 +36,7 @@ from bot.core.ports import (
     QuestionRow,
     SyncReport,
 )
+from bot.core.schedule import Schedule, ScheduleConfig
 from bot.storage.models import (
     AttemptRow,
     BadgeRow,
@@ -45,6 +47,8 @@ from bot.storage.models import (
     PlaySessionRow,
     ProblemRow,
     QuestionVersionRow,
+    SchedulerClaimRow,
+    ScheduleRow,
     StandingRowModel,
 )
 from bot.storage.models import QuestionRow as QuestionModel
@@ -80,6 +84,17 @@ def question_from_version(row: QuestionVersionRow) -> Question:
         tags=tuple(spec.get("tags") or ()),
         runner=spec.get("runner"),
         extra=extra,
+    )
+
+
+def _as_asked(question: Question, row: ChallengeRow) -> Question:
+    """The question as this challenge asks it: a schedule's time limit / attempts override its own."""
+    if row.time_limit_s is None and row.attempts is None:
+        return question
+    return replace(
+        question,
+        time_limit_s=row.time_limit_s if row.time_limit_s is not None else question.time_limit_s,
+        attempts=row.attempts if row.attempts is not None else question.attempts,
     )
 
 
@@ -327,7 +342,10 @@ class SqlUnitOfWork:
             title=row.title,
             opened_at=row.opened_at,
             closes_at=row.closes_at,
-            problems=tuple(Problem(p.id, row.id, p.position, question_from_version(v)) for p, v in problems),
+            problems=tuple(
+                Problem(p.id, row.id, p.position, _as_asked(question_from_version(v), row))
+                for p, v in problems
+            ),
             message_ref=row.message_ref,
         )
 
@@ -360,6 +378,9 @@ class SqlUnitOfWork:
         version_ids: Sequence[int],
         opened_at: dt.datetime,
         closes_at: dt.datetime | None,
+        *,
+        time_limit_s: int | None = None,
+        attempts: int | None = None,
     ) -> Challenge:
         """Create the day's challenge; AlreadyExistsError when the channel already has that day's."""
         stmt = (
@@ -371,6 +392,8 @@ class SqlUnitOfWork:
                 status="open",
                 opened_at=opened_at,
                 closes_at=closes_at,
+                time_limit_s=time_limit_s,
+                attempts=attempts,
             )
             .on_conflict_do_nothing()
             .returning(ChallengeRow.id)
@@ -394,6 +417,88 @@ class SqlUnitOfWork:
             .where(ChallengeRow.id == challenge_id, ChallengeRow.status == "open")
             .values(status="closed", closed_at=now)
         )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    # ---------------------------------------------------------------- schedules
+    async def _schedules(self, where: Any) -> list[Schedule]:
+        rows = (
+            await self.s.execute(
+                select(ScheduleRow, ChannelRow)
+                .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_pk)
+                .where(where)
+                .order_by(ScheduleRow.channel_pk)
+            )
+        ).tuples()
+        return [
+            Schedule(
+                channel_pk=r.channel_pk,
+                channel=ChannelRef(c.platform, c.workspace_id, c.channel_id, c.name, c.timezone),
+                config=ScheduleConfig(
+                    hour=r.post_hour,
+                    minute=r.post_minute,
+                    timezone=r.timezone,
+                    days=tuple(int(d) for d in r.days),
+                    problems=r.problems,
+                    time_limit_s=r.time_limit_s,
+                    attempts=r.attempts,
+                    window_minutes=r.window_minutes,
+                    reminder_minutes=r.reminder_minutes,
+                    summary_day=r.summary_day,
+                    paused=r.paused,
+                ),
+                updated_at=r.updated_at,
+            )
+            for r, c in rows
+        ]
+
+    async def get_schedule(self, channel_pk: int) -> Schedule | None:
+        """A channel's schedule."""
+        found = await self._schedules(ScheduleRow.channel_pk == channel_pk)
+        return found[0] if found else None
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every stored schedule."""
+        return await self._schedules(literal(True))
+
+    async def save_schedule(self, channel_pk: int, config: ScheduleConfig, now: dt.datetime) -> Schedule:
+        """Insert or replace the channel's schedule (one row per channel) and adopt its timezone."""
+        values = {
+            "post_hour": config.hour,
+            "post_minute": config.minute,
+            "timezone": config.timezone,
+            "days": "".join(str(d) for d in sorted(config.days)),
+            "problems": config.problems,
+            "time_limit_s": config.time_limit_s,
+            "attempts": config.attempts,
+            "window_minutes": config.window_minutes,
+            "reminder_minutes": config.reminder_minutes,
+            "summary_day": config.summary_day,
+            "paused": config.paused,
+            "updated_at": now,
+        }
+        stmt = self._insert(ScheduleRow).values(channel_pk=channel_pk, **values)
+        await self.s.execute(stmt.on_conflict_do_update(index_elements=["channel_pk"], set_=values))
+        # Days, streaks and leaderboards of the channel follow the schedule's timezone.
+        await self.s.execute(
+            update(ChannelRow).where(ChannelRow.id == channel_pk).values(timezone=config.timezone)
+        )
+        saved = await self.get_schedule(channel_pk)
+        assert saved is not None
+        return saved
+
+    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
+        """(challenge id, channel pk, closes_at) of open challenges that have a closing time."""
+        rows = await self.s.execute(
+            select(ChallengeRow.id, ChallengeRow.channel_pk, ChallengeRow.closes_at)
+            .where(ChallengeRow.status == "open", ChallengeRow.closes_at.is_not(None))
+            .order_by(ChallengeRow.id)
+        )
+        return [(int(i), int(c), at) for i, c, at in rows.tuples() if at is not None]
+
+    async def claim(self, kind: str, key: str, now: dt.datetime) -> bool:
+        """First insert of (kind, key) wins; a concurrent or later claimer gets False."""
+        stmt = self._insert(SchedulerClaimRow).values(kind=kind, key=key, claimed_at=now)
+        result = await self.s.execute(stmt.on_conflict_do_nothing())
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def set_message_ref(self, challenge_id: int, message_ref: str) -> None:

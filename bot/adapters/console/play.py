@@ -16,7 +16,7 @@ from rich.console import Console
 from rich.live import Live
 
 from bot.adapters.console import render
-from bot.core.cards import ChallengeCard, ProblemCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, ProblemCard, ReminderCard, ResultsCard
 from bot.core.errors import RankZeroError, TimeUpError
 from bot.core.models import Actor, ChannelRef
 from bot.core.ports import Clock
@@ -72,6 +72,15 @@ class ConsolePlatform:
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Print the results."""
         self._console.print(render.results(card))
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        """Print the closing reminder."""
+        closes = card.closes_at.astimezone().strftime("%H:%M")
+        self._console.print(f"[bold yellow]⏳ {card.title} closes at {closes}: `rankzero play` to join[/]")
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Print the week's leaderboard."""
+        self._console.print(render.leaderboard(card))
 
 
 class ConsoleGame:

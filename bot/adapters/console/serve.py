@@ -1,0 +1,27 @@
+"""The console adapter for ``rankzero serve --console``: scheduled posts printed in this terminal."""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from rich.console import Console
+
+from bot.adapters.console.play import ConsolePlatform
+
+if TYPE_CHECKING:
+    from bot.serve import Services
+
+
+class ConsoleAdapter:
+    """Serves the console channel (platform ``console``); play it from another terminal with ``play``."""
+
+    name = "console"
+
+    def __init__(self, console: Console | None = None) -> None:
+        self.platform = ConsolePlatform(console or Console())
+
+    async def start(self, services: Services) -> None:
+        """Nothing to connect."""
+
+    async def stop(self) -> None:
+        """Nothing to disconnect."""

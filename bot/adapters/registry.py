@@ -1,0 +1,102 @@
+"""Which chat adapters ``rankzero serve`` runs: a small registry that platform adapters plug into.
+
+An adapter is enabled by its settings (Discord by its token, Slack by its tokens). Its factory is named by
+an import path, so ``serve`` imports only what is configured and an adapter that is not in this build
+yet gives a clear error instead of an ImportError. To add a platform, append an AdapterSpec to
+``ADAPTERS`` whose factory returns an object with ``name``, ``platform`` and async ``start``/``stop``.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable
+from dataclasses import dataclass
+from typing import TYPE_CHECKING, Protocol
+
+from bot.config import Settings
+from bot.core.errors import ConfigurationError
+from bot.core.ports import ChatPlatform
+
+if TYPE_CHECKING:
+    from bot.serve import Services
+
+
+class Adapter(Protocol):
+    """A running chat platform: outbound via ``platform``; inbound handlers started by ``start``."""
+
+    #: The ChannelRef.platform of the channels it serves ("discord", "slack", "console", "file").
+    name: str
+    platform: ChatPlatform
+
+    async def start(self, services: Services) -> None:
+        """Connect and register inbound handlers (admin commands call ``services.schedules``)."""
+        ...
+
+    async def stop(self) -> None:
+        """Disconnect."""
+        ...
+
+
+@dataclass(frozen=True)
+class AdapterSpec:
+    """How to recognise that a platform is configured and how to build its adapter."""
+
+    name: str
+    #: The environment variables that enable it, for the "nothing configured" message.
+    variables: tuple[str, ...]
+    enabled: Callable[[Settings], bool]
+    #: ``module:function`` taking the Settings and returning an Adapter.
+    factory: str
+
+
+ADAPTERS: list[AdapterSpec] = [
+    AdapterSpec(
+        "discord",
+        ("RANKZERO_DISCORD_TOKEN",),
+        lambda s: s.discord_token is not None,
+        "bot.adapters.discord.app:build_adapter",
+    ),
+    AdapterSpec(
+        "slack",
+        ("RANKZERO_SLACK_BOT_TOKEN", "RANKZERO_SLACK_APP_TOKEN"),
+        lambda s: s.slack_bot_token is not None and s.slack_app_token is not None,
+        "bot.adapters.slack.app:build_adapter",
+    ),
+    AdapterSpec(
+        "file",
+        ("RANKZERO_RECORD_FILE",),
+        lambda s: s.record_file is not None,
+        "bot.adapters.file.adapter:build_adapter",
+    ),
+]
+
+
+def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
+    """The adapters configured in ``settings`` (plus the terminal when ``console``)."""
+    adapters: list[Adapter] = []
+    if console:
+        from bot.adapters.console.serve import ConsoleAdapter
+
+        adapters.append(ConsoleAdapter())
+    for spec in ADAPTERS:
+        if not spec.enabled(settings):
+            continue
+        module_name, func = spec.factory.split(":")
+        try:
+            module = importlib.import_module(module_name)
+        except ModuleNotFoundError as exc:
+            raise ConfigurationError(
+                f"{spec.name} is configured ({', '.join(spec.variables)}) but its adapter is not part of "
+                f"this build ({exc.name} is missing): unset those variables or install a build with it"
+            ) from None
+        adapters.append(getattr(module, func)(settings))
+    return adapters
+
+
+def nothing_configured_help() -> str:
+    """What to set when no platform is configured."""
+    lines = ["no chat platform is configured, so there is nowhere to post. Set one of:"]
+    for spec in ADAPTERS:
+        lines.append(f"  {spec.name:8} {' and '.join(spec.variables)}")
+    lines.append("(environment, .env or rankzero.toml), or try it in this terminal: rankzero serve --console")
+    return "\n".join(lines)

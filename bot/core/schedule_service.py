@@ -1,0 +1,271 @@
+"""Schedule use cases: admins set, show and pause a channel's schedule; the scheduler's jobs call the rest.
+
+Every call is one unit of work. Exactly-once is the database's job: the day's challenge is unique per
+(channel, date) and created (claimed) before the platform call, closing is ``UPDATE ... WHERE
+status='open'``, and reminders / weekly summaries insert a unique claim row before posting. Jobs that fire
+twice, late, or in two processes at once therefore post once.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass, replace
+from typing import Literal
+
+from bot.core.cards import LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.errors import NotAdminError, NotFoundError
+from bot.core.models import Actor, ChannelRef
+from bot.core.ports import ChatPlatform, Clock, UnitOfWork
+from bot.core.schedule import (
+    Schedule,
+    local_date,
+    merge,
+    next_slot,
+    previous_slot,
+    window_end,
+)
+from bot.core.service import QuizService, period_keys, scope_keys
+
+log = logging.getLogger(__name__)
+
+#: Default grace period for a post missed while no process was running.
+DEFAULT_GRACE = dt.timedelta(hours=1)
+
+
+@dataclass(frozen=True)
+class ScheduleView:
+    """A schedule as shown to an admin, with its next post times."""
+
+    schedule: Schedule
+    next_posts: tuple[dt.datetime, ...]
+
+
+@dataclass(frozen=True)
+class PostOutcome:
+    """What a scheduled post did: ``posted`` (or found already posted), ``skipped`` and why."""
+
+    status: Literal["posted", "skipped"]
+    reason: str
+    challenge_id: int | None = None
+    closes_at: dt.datetime | None = None
+    reminder_at: dt.datetime | None = None
+
+
+class ScheduleService:
+    """Schedules and the scheduled side effects (post, remind, close, weekly summary)."""
+
+    def __init__(
+        self,
+        uow_factory: Callable[[], UnitOfWork],
+        clock: Clock,
+        quiz: QuizService,
+        platform: ChatPlatform | None = None,
+        *,
+        grace: dt.timedelta = DEFAULT_GRACE,
+        default_timezone: str = "UTC",
+    ) -> None:
+        self._uow = uow_factory
+        self._clock = clock
+        self._quiz = quiz
+        self._platform = platform
+        self.grace = grace
+        self._default_tz = default_timezone
+        self._listeners: list[Callable[[], Awaitable[None]]] = []
+
+    def subscribe(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Call ``listener`` after every schedule change made through this service (the scheduler)."""
+        self._listeners.append(listener)
+
+    def unsubscribe(self, listener: Callable[[], Awaitable[None]]) -> None:
+        """Stop calling ``listener``."""
+        if listener in self._listeners:
+            self._listeners.remove(listener)
+
+    async def _changed(self) -> None:
+        for listener in list(self._listeners):
+            await listener()
+
+    # ------------------------------------------------------------------ admin
+    async def set_schedule(
+        self,
+        actor: Actor,
+        channel: ChannelRef,
+        *,
+        post_time: str | None = None,
+        timezone: str | None = None,
+        days: str | None = None,
+        problems: int | None = None,
+        time_limit_s: int | None = None,
+        attempts: int | None = None,
+        window: str | None = None,
+        reminder: str | None = None,
+        weekly_summary: str | None = None,
+    ) -> Schedule:
+        """Create or change a channel's schedule (admin). Unset arguments keep their stored value.
+
+        Everything is validated before the transaction writes: a bad value raises ConfigurationError
+        and the stored schedule is unchanged. ``window``: minutes/hours or ``next`` (until the next
+        post); ``reminder`` / ``weekly_summary``: ``off`` to remove; 0 time limit/attempts: the question's.
+        """
+        _require_admin(actor)
+        async with self._uow() as uow:
+            channel_pk = await uow.ensure_channel(channel)
+            current = await uow.get_schedule(channel_pk)
+            config = merge(
+                current.config if current else None,
+                post_time=post_time,
+                timezone=timezone,
+                days=days,
+                problems=problems,
+                time_limit_s=time_limit_s,
+                attempts=attempts,
+                window=window,
+                reminder=reminder,
+                weekly_summary=weekly_summary,
+                default_timezone=channel.timezone if channel.timezone != "UTC" else self._default_tz,
+            )
+            saved = await uow.save_schedule(channel_pk, config, self._clock.now())
+        log.info("schedule of %s set: %s", channel.channel_id, saved.config)
+        await self._changed()
+        return saved
+
+    async def pause_schedule(self, actor: Actor, channel: ChannelRef, paused: bool = True) -> Schedule:
+        """Pause (or resume) a channel's schedule (admin); open challenges still close on time."""
+        _require_admin(actor)
+        async with self._uow() as uow:
+            channel_pk = await uow.ensure_channel(channel)
+            current = await uow.get_schedule(channel_pk)
+            if current is None:
+                raise NotFoundError("this channel has no schedule: set one first (schedule set --time 09:00)")
+            saved = await uow.save_schedule(
+                channel_pk, replace(current.config, paused=paused), self._clock.now()
+            )
+        await self._changed()
+        return saved
+
+    async def show_schedule(self, channel: ChannelRef, upcoming: int = 3) -> ScheduleView | None:
+        """A channel's schedule and its next ``upcoming`` post times (none while paused)."""
+        async with self._uow() as uow:
+            channel_pk = await uow.ensure_channel(channel)
+            schedule = await uow.get_schedule(channel_pk)
+        if schedule is None:
+            return None
+        posts: list[dt.datetime] = []
+        at = self._clock.now()
+        while not schedule.config.paused and len(posts) < upcoming:
+            at = next_slot(schedule.config, at)
+            posts.append(at)
+        return ScheduleView(schedule, tuple(posts))
+
+    # ------------------------------------------------------------------ reads for the scheduler
+    async def schedules(self) -> list[Schedule]:
+        """Every stored schedule."""
+        async with self._uow() as uow:
+            return await uow.list_schedules()
+
+    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
+        """(challenge id, channel pk, closes_at) of every open challenge with a closing time."""
+        async with self._uow() as uow:
+            return await uow.open_windows()
+
+    async def _schedule(self, channel_pk: int) -> Schedule | None:
+        async with self._uow() as uow:
+            return await uow.get_schedule(channel_pk)
+
+    @staticmethod
+    def reminder_at(schedule: Schedule | None, closes_at: dt.datetime) -> dt.datetime | None:
+        """When to remind before ``closes_at`` under this schedule (None: no reminder)."""
+        if schedule is None or schedule.config.reminder_minutes is None:
+            return None
+        return closes_at - dt.timedelta(minutes=schedule.config.reminder_minutes)
+
+    # ------------------------------------------------------------------ scheduled side effects
+    async def post_scheduled(self, channel_pk: int) -> PostOutcome:
+        """Post the challenge of the channel's latest slot, unless paused or later than the grace period.
+
+        Called by the channel's cron job at its slot, and at start for a post missed while down. The
+        challenge row is the claim: another process or a retried job finds it and posts nothing.
+        """
+        now = self._clock.now()
+        schedule = await self._schedule(channel_pk)
+        if schedule is None or schedule.config.paused:
+            return PostOutcome("skipped", "no schedule" if schedule is None else "paused")
+        cfg = schedule.config
+        slot = previous_slot(cfg, now)
+        if slot is None:
+            return PostOutcome("skipped", "no slot in the past week")
+        late = now - slot
+        if late > self.grace:
+            log.warning(
+                "missed post of channel %s at %s: %s late, beyond the %s grace period; skipped",
+                schedule.channel.channel_id,
+                slot.isoformat(),
+                late,
+                self.grace,
+            )
+            return PostOutcome("skipped", f"missed by {late}, beyond the grace period")
+        closes_at = window_end(cfg, slot)
+        card = await self._quiz.post_daily(
+            schedule.channel,
+            local_date(cfg, slot),
+            closes_at=closes_at,
+            problems=cfg.problems,
+            time_limit_s=cfg.time_limit_s,
+            attempts=cfg.attempts,
+        )
+        # An existing challenge (posted by another process, or opened by hand) keeps its own window.
+        closes = card.closes_at
+        return PostOutcome(
+            "posted",
+            "late, within grace" if late > dt.timedelta(minutes=1) else "on time",
+            card.challenge_id,
+            closes,
+            self.reminder_at(schedule, closes) if closes else None,
+        )
+
+    async def close_window(self, challenge_id: int) -> ResultsCard | None:
+        """Close a challenge whose window ended; results are posted by the one call that closes it."""
+        return await self._quiz.close_challenge(challenge_id)
+
+    async def remind(self, challenge_id: int) -> bool:
+        """Post the closing reminder once (claimed in the database); False if claimed or closed."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            challenge = await uow.get_challenge_by_id(challenge_id)
+            if challenge is None or challenge.status != "open" or challenge.closes_at is None:
+                return False
+            if now >= challenge.closes_at or not await uow.claim("reminder", str(challenge_id), now):
+                return False
+        card = ReminderCard(challenge.id, challenge.title, challenge.day, challenge.closes_at)
+        if self._platform is not None:
+            await self._platform.post_reminder(challenge.channel, card, challenge.message_ref)
+        return True
+
+    async def weekly_summary(self, channel_pk: int) -> LeaderboardCard | None:
+        """Post the channel's leaderboard of the week that ended yesterday (local), once per week."""
+        now = self._clock.now()
+        async with self._uow() as uow:
+            schedule = await uow.get_schedule(channel_pk)
+            if schedule is None or schedule.config.summary_day is None or schedule.config.paused:
+                return None
+            # The summary runs on its day at the post time: it covers the ISO week of the day before, so
+            # a Monday summary (the default suggestion) reports the full week just ended.
+            week_day = local_date(schedule.config, now) - dt.timedelta(days=1)
+            week_key = period_keys(week_day)[2]
+            if not await uow.claim("summary", f"{channel_pk}:{week_key}", now):
+                return None
+            scope = scope_keys(channel_pk, schedule.channel)[0]
+            rows, _, total = await uow.leaderboard(scope, week_key, 10, None)
+        card = LeaderboardCard(
+            "channel", "week", f"Weekly summary · {week_key[2:]}", tuple(rows), None, total
+        )
+        if self._platform is not None:
+            await self._platform.post_weekly_summary(schedule.channel, card)
+        return card
+
+
+def _require_admin(actor: Actor) -> None:
+    if not actor.is_admin:
+        raise NotAdminError("only admins can change the schedule: ask a server/workspace admin")

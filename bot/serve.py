@@ -1,0 +1,210 @@
+"""``rankzero serve``: one asyncio process running the enabled chat adapters, the scheduler and /healthz.
+
+Composition: Settings -> engine -> QuizService + ScheduleService (posting through a PlatformRouter that
+sends each channel's posts to its adapter) -> adapters -> RankZeroScheduler -> health endpoint.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import datetime as dt
+import json
+import logging
+import signal
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from sqlalchemy import text
+
+from bot.adapters.registry import Adapter
+from bot.app import App, build_app
+from bot.config import Settings
+from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.models import ChannelRef
+from bot.core.ports import ChatPlatform, Clock, SystemClock
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.scheduling import RankZeroScheduler
+from bot.storage.uow import SqlUnitOfWork, session_factory
+
+log = logging.getLogger(__name__)
+
+
+class PlatformRouter:
+    """The ChatPlatform of the service: each call goes to the adapter serving the channel's platform."""
+
+    def __init__(self, platforms: dict[str, ChatPlatform]) -> None:
+        self._platforms = platforms
+
+    def _for(self, channel: ChannelRef) -> ChatPlatform:
+        try:
+            return self._platforms[channel.platform]
+        except KeyError:
+            raise LookupError(f"no adapter serves platform {channel.platform!r} in this process") from None
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Post on the channel's platform."""
+        return await self._for(channel).post_challenge(channel, card)
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_results(channel, card, message_ref)
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_reminder(channel, card, message_ref)
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_weekly_summary(channel, card)
+
+    def __getattr__(self, name: str) -> Any:
+        # Calls not bound to a channel (e.g. an admin notice added to the port later) go to every adapter.
+        if not name.startswith("post_"):
+            raise AttributeError(name)
+
+        async def broadcast(*args: Any, **kwargs: Any) -> None:
+            for platform in self._platforms.values():
+                method = getattr(platform, name, None)
+                if method is not None:
+                    await method(*args, **kwargs)
+
+        return broadcast
+
+
+@dataclass
+class Services:
+    """What adapters get at start: the use cases (schedule admin commands call ``schedules``)."""
+
+    quiz: QuizService
+    schedules: ScheduleService
+    scheduler: RankZeroScheduler
+    app: App
+
+
+async def build_services(
+    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
+) -> Services:
+    """Wire the services for ``adapters`` (migrating the database first unless told not to)."""
+    clock = clock or SystemClock()
+    router = PlatformRouter({a.name: a.platform for a in adapters})
+    app = await build_app(settings, platform=router, clock=clock, migrate=migrate)
+    factory = session_factory(app.engine)
+    schedules = ScheduleService(
+        lambda: SqlUnitOfWork(factory),
+        clock,
+        app.service,
+        router,
+        grace=dt.timedelta(minutes=settings.grace_minutes),
+        default_timezone=settings.default_timezone,
+    )
+    scheduler = RankZeroScheduler(
+        schedules,
+        clock,
+        platforms=frozenset(a.name for a in adapters),
+        sync_interval_s=settings.schedule_sync_s,
+    )
+    return Services(app.service, schedules, scheduler, app)
+
+
+# ---------------------------------------------------------------------- /healthz
+class HealthServer:
+    """``GET /healthz`` on loopback: scheduler state, next runs, database reachability (200 or 503)."""
+
+    def __init__(self, report: Callable[[], Awaitable[dict[str, Any]]], port: int) -> None:
+        self._report = report
+        self._port = port
+        self._server: asyncio.Server | None = None
+
+    @property
+    def port(self) -> int:
+        """The bound port (useful with port 0 in tests)."""
+        assert self._server is not None
+        return int(self._server.sockets[0].getsockname()[1])
+
+    async def start(self) -> None:
+        """Listen on 127.0.0.1."""
+        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self._port)
+
+    async def stop(self) -> None:
+        """Stop listening."""
+        if self._server is not None:
+            self._server.close()
+            await self._server.wait_closed()
+
+    async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            request = await asyncio.wait_for(reader.readline(), timeout=5)
+            while (await asyncio.wait_for(reader.readline(), timeout=5)) not in (b"\r\n", b"\n", b""):
+                pass  # headers are not needed
+            parts = request.decode(errors="replace").split()
+            if len(parts) < 2 or parts[0] != "GET" or parts[1].split("?")[0] != "/healthz":
+                status, body = "404 Not Found", {"error": "only GET /healthz is served"}
+            else:
+                body = await self._report()
+                status = "200 OK" if body["ok"] else "503 Service Unavailable"
+            payload = json.dumps(body).encode()
+            head = (
+                f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
+                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+            )
+            writer.write(head.encode() + payload)
+            await writer.drain()
+        except (TimeoutError, ConnectionError):
+            pass
+        finally:
+            writer.close()
+            with contextlib.suppress(ConnectionError):
+                await writer.wait_closed()
+
+
+async def health_report(services: Services) -> dict[str, Any]:
+    """The /healthz body: ``ok`` is false when the database does not answer or the scheduler stopped."""
+    database: dict[str, Any] = {"ok": True}
+    try:
+        async with services.app.engine.connect() as conn:
+            await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=5)
+    except Exception as exc:  # any failure means unreachable; the message says which
+        database = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+    scheduler = services.scheduler.state()
+    return {
+        "ok": database["ok"] and scheduler["state"] == "running",
+        "database": database,
+        "scheduler": scheduler,
+    }
+
+
+# ---------------------------------------------------------------------- main loop
+async def serve(
+    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
+) -> None:
+    """Run until SIGINT/SIGTERM: adapters, scheduler and /healthz in one event loop."""
+    services = await build_services(settings, adapters, clock=clock, migrate=migrate)
+    stop = asyncio.Event()
+    loop = asyncio.get_running_loop()
+    for sig in (signal.SIGINT, signal.SIGTERM):
+        loop.add_signal_handler(sig, stop.set)
+    health: HealthServer | None = None
+    started: list[Adapter] = []
+    try:
+        for adapter in adapters:
+            await adapter.start(services)
+            started.append(adapter)
+        await services.scheduler.start()
+        if settings.health_port:
+            health = HealthServer(lambda: health_report(services), settings.health_port)
+            await health.start()
+            log.info("health endpoint on http://127.0.0.1:%d/healthz", health.port)
+        names = ", ".join(a.name for a in adapters)
+        log.warning("rankzero serve: running (%s); jobs: %s", names, services.scheduler.state()["jobs"])
+        await stop.wait()
+    finally:
+        log.warning("rankzero serve: stopping")
+        if health is not None:
+            await health.stop()
+        await services.scheduler.shutdown()
+        for adapter in reversed(started):
+            await adapter.stop()
+        await services.app.close()

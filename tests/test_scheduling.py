@@ -1,0 +1,298 @@
+"""The scheduler on real databases (SQLite and PostgreSQL), driven by a controllable clock.
+
+The clock is the only fake: APScheduler's real cron/date triggers compute the runs, the ClockedAsyncIO
+scheduler submits what is due by the clock, and the service writes to the real database.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from zoneinfo import ZoneInfo
+
+import pytest
+
+from bot.core.errors import ConfigurationError, NotAdminError
+from bot.core.models import ChannelRef
+from bot.core.schedule import ScheduleConfig, next_slot, parse_days, parse_minutes, parse_time
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.scheduling import RankZeroScheduler
+from bot.storage.db import make_engine
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.conftest import ADMIN, CHANNEL, actor, test_bank
+from tests.fakes import FakePlatform, FrozenClock
+
+UTC = dt.UTC
+BERLIN = ZoneInfo("Europe/Berlin")
+
+
+@dataclass
+class Env:
+    quiz: QuizService
+    schedules: ScheduleService
+    clock: FrozenClock
+    platform: FakePlatform
+
+    async def scheduler(self) -> RankZeroScheduler:
+        sched = RankZeroScheduler(self.schedules, self.clock, sync_interval_s=60)
+        await sched.start()
+        return sched
+
+    async def at(self, sched: RankZeroScheduler, when: dt.datetime) -> None:
+        """Move the clock and run what is due."""
+        self.clock.current = when
+        await sched.tick()
+
+
+@pytest.fixture
+async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+
+    def uow() -> SqlUnitOfWork:
+        return SqlUnitOfWork(factory)
+
+    quiz = QuizService(uow, clock, platform, seed=1)
+    await quiz.admin_import(ADMIN, test_bank())
+    yield Env(quiz, ScheduleService(uow, clock, quiz, platform), clock, platform)
+    await engine.dispose()
+
+
+async def test_posts_at_nine_berlin_on_both_sides_of_dst(env: Env) -> None:
+    # Friday 27 March 2026, 08:00 in Berlin (CET, UTC+1); clocks go forward on Sunday the 29th.
+    env.clock.current = dt.datetime(2026, 3, 27, 7, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="Europe/Berlin")
+    sched = await env.scheduler()
+    try:
+        assert env.platform.posts == [], "yesterday's slot is beyond the grace period"
+        job = f"post:{(await env.schedules.schedules())[0].channel_pk}"
+        expected = [
+            dt.datetime(2026, 3, 27, 8, 0, tzinfo=UTC),  # CET: 09:00 local = 08:00 UTC
+            dt.datetime(2026, 3, 28, 8, 0, tzinfo=UTC),
+            dt.datetime(2026, 3, 29, 7, 0, tzinfo=UTC),  # CEST: 09:00 local = 07:00 UTC
+            dt.datetime(2026, 3, 30, 7, 0, tzinfo=UTC),
+        ]
+        for i, when in enumerate(expected):
+            assert sched.next_run(job) == when
+            await env.at(sched, when - dt.timedelta(seconds=1))
+            assert len(env.platform.posts) == i, "nothing is posted a second early"
+            await env.at(sched, when)
+            assert len(env.platform.posts) == i + 1
+            challenge = await env.quiz.get_challenge(env.platform.posts[-1][1].challenge_id)
+            local = challenge.opened_at.astimezone(BERLIN)
+            assert (local.hour, local.minute) == (9, 0) and challenge.day == local.date()
+            # Default window: until the next post (09:00 local the next day, DST or not).
+            assert challenge.closes_at is not None
+            assert challenge.closes_at.astimezone(BERLIN).time() == dt.time(9, 0)
+            assert len(env.platform.results) == i, "each post closes the previous day's window"
+    finally:
+        await sched.shutdown()
+    # Autumn too: 09:00 Berlin is 07:00 UTC before 25 October 2026 and 08:00 UTC after.
+    cfg = ScheduleConfig(9, 0, "Europe/Berlin")
+    assert next_slot(cfg, dt.datetime(2026, 10, 24, 0, 0, tzinfo=UTC)) == dt.datetime(
+        2026, 10, 24, 7, 0, tzinfo=UTC
+    )
+    assert next_slot(cfg, dt.datetime(2026, 10, 25, 0, 0, tzinfo=UTC)) == dt.datetime(
+        2026, 10, 25, 8, 0, tzinfo=UTC
+    )
+
+
+async def test_window_reminder_close_and_results_once_with_schedule_overrides(env: Env) -> None:
+    env.clock.current = dt.datetime(2026, 11, 21, 11, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(
+        ADMIN,
+        CHANNEL,
+        post_time="12:00",
+        timezone="UTC",
+        problems=3,
+        time_limit_s=30,
+        attempts=1,
+        window="60m",
+        reminder="15m",
+    )
+    sched = await env.scheduler()
+    try:
+        await env.at(sched, dt.datetime(2026, 11, 21, 12, 0, tzinfo=UTC))
+        assert len(env.platform.posts) == 1
+        card = env.platform.posts[0][1]
+        challenge = await env.quiz.get_challenge(card.challenge_id)
+        assert len(challenge.problems) == 3
+        assert {(p.question.time_limit_s, p.question.attempts) for p in challenge.problems} == {(30, 1)}
+        assert challenge.closes_at == dt.datetime(2026, 11, 21, 13, 0, tzinfo=UTC)
+        assert sched.next_run(f"remind:{challenge.id}") == dt.datetime(2026, 11, 21, 12, 45, tzinfo=UTC)
+        assert sched.next_run(f"close:{challenge.id}") == challenge.closes_at
+
+        # A player plays under the schedule's limits: a 30 s deadline and a single attempt.
+        alice, first = actor("alice"), challenge.problems[0]
+        started = await env.quiz.start_problem(alice, first.id)
+        assert started.deadline - started.started_at == dt.timedelta(seconds=30)
+        assert started.attempts_total == 1
+        wrong = next(c.letter for c in first.question.choices if not c.correct)
+        feedback = await env.quiz.answer(alice, first.id, wrong)
+        assert feedback.over and feedback.outcome == "wrong"
+
+        await env.at(sched, dt.datetime(2026, 11, 21, 12, 44, 59, tzinfo=UTC))
+        assert env.platform.reminders == []
+        await env.at(sched, dt.datetime(2026, 11, 21, 12, 45, tzinfo=UTC))
+        assert [r[1].challenge_id for r in env.platform.reminders] == [challenge.id]
+        assert await env.schedules.remind(challenge.id) is False, "the reminder is claimed once"
+
+        assert env.platform.results == []
+        await env.at(sched, dt.datetime(2026, 11, 21, 13, 0, tzinfo=UTC))
+        assert len(env.platform.results) == 1
+        results = env.platform.results[0][1]
+        assert results.challenge_id == challenge.id and results.players == 1
+        assert env.platform.results[0][2] == f"msg-{challenge.id}", "results edit the original post"
+        assert await env.schedules.close_window(challenge.id) is None
+        await env.at(sched, dt.datetime(2026, 11, 21, 14, 0, tzinfo=UTC))
+        assert len(env.platform.results) == 1
+        assert (await env.quiz.get_challenge(challenge.id)).status == "closed"
+    finally:
+        await sched.shutdown()
+
+
+async def test_missed_post_within_grace_is_made_beyond_grace_is_skipped(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    late = ChannelRef("test", "ws1", "late", "late")
+    env.clock.current = dt.datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")  # 30 min ago
+    await env.schedules.set_schedule(ADMIN, late, post_time="08:15", timezone="UTC")  # 75 min ago
+    with caplog.at_level(logging.WARNING, logger="bot.core.schedule_service"):
+        sched = await env.scheduler()
+    try:
+        assert [c.channel_id for c, _ in env.platform.posts] == [CHANNEL.channel_id]
+        assert env.platform.posts[0][1].day == dt.date(2026, 11, 21)
+        assert any("missed post of channel late" in r.getMessage() for r in caplog.records)
+        late_pk = next(
+            s.channel_pk for s in await env.schedules.schedules() if s.channel.channel_id == "late"
+        )
+        assert sched.next_run(f"post:{late_pk}") == dt.datetime(2026, 11, 22, 8, 15, tzinfo=UTC)
+        # A second start (another instance, or a restart) within grace posts nothing more.
+        again = await env.scheduler()
+        await again.shutdown()
+        assert len(env.platform.posts) == 1
+    finally:
+        await sched.shutdown()
+
+
+async def test_overdue_window_closes_at_start_once(env: Env) -> None:
+    env.clock.current = dt.datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="12:00", timezone="UTC", window="30m")
+    first = await env.scheduler()
+    assert len(env.platform.posts) == 1
+    await first.shutdown()  # down from 12:00 to 15:00: the window ended meanwhile
+    env.clock.current = dt.datetime(2026, 11, 21, 15, 0, tzinfo=UTC)
+    second = await env.scheduler()
+    third = await env.scheduler()
+    try:
+        assert len(env.platform.results) == 1
+        assert len(env.platform.posts) == 1, "12:00 is 3 h ago: beyond grace, and already posted anyway"
+    finally:
+        await second.shutdown()
+        await third.shutdown()
+
+
+async def test_weekly_summary_posts_last_weeks_leaderboard_once(env: Env) -> None:
+    # Saturday of ISO week 47: Alice solves a problem.
+    env.clock.current = dt.datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    challenge, _ = await env.quiz.open_challenge(CHANNEL)
+    problem = challenge.problems[0]
+    await env.quiz.start_problem(actor("alice"), problem.id)
+    await env.quiz.answer(actor("alice"), problem.id, problem.question.correct_letter or "A")
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC", weekly_summary="mon")
+    env.clock.current = dt.datetime(2026, 11, 23, 8, 0, tzinfo=UTC)  # Monday
+    sched = await env.scheduler()
+    try:
+        await env.at(sched, dt.datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+        assert len(env.platform.summaries) == 1
+        board = env.platform.summaries[0][1]
+        assert board.title.endswith("2026-W47") and [r.display_name for r in board.rows] == ["Alice"]
+        pk = (await env.schedules.schedules())[0].channel_pk
+        assert await env.schedules.weekly_summary(pk) is None, "claimed: one summary per week"
+    finally:
+        await sched.shutdown()
+
+
+async def test_schedule_changes_rebuild_jobs_and_pause_stops_posts(env: Env) -> None:
+    env.clock.current = dt.datetime(2026, 11, 21, 6, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")
+    sched = await env.scheduler()
+    try:
+        pk = (await env.schedules.schedules())[0].channel_pk
+        assert sched.next_run(f"post:{pk}") == dt.datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+        # Changed elsewhere (the CLI, another instance): the sync job notices and rebuilds.
+        elsewhere = ScheduleService(env.schedules._uow, env.clock, env.quiz)
+        await elsewhere.set_schedule(ADMIN, CHANNEL, post_time="10:30", timezone="America/New_York")
+        assert sched.next_run(f"post:{pk}") == dt.datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+        await env.at(sched, dt.datetime(2026, 11, 21, 6, 1, 1, tzinfo=UTC))  # the sync job runs
+        assert sched.next_run(f"post:{pk}") == dt.datetime(2026, 11, 21, 15, 30, tzinfo=UTC)
+        # Changed through this process's service (an adapter's admin command): rebuilt at once.
+        await env.schedules.pause_schedule(ADMIN, CHANNEL)
+        assert sched.next_run(f"post:{pk}") is None
+        await env.at(sched, dt.datetime(2026, 11, 21, 15, 30, tzinfo=UTC))
+        assert env.platform.posts == []
+        view = await env.schedules.show_schedule(CHANNEL)
+        assert view is not None and view.schedule.config.paused and view.next_posts == ()
+    finally:
+        await sched.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("changes", "message"),
+    [
+        ({"timezone": "Europe/Atlantis"}, "unknown timezone 'Europe/Atlantis'"),
+        ({"post_time": "25:00"}, "'25:00' is not a time of day"),
+        ({"post_time": "9am"}, "not HH:MM"),
+        ({"problems": 0}, "problems per challenge is 0"),
+        ({"days": ""}, "days is empty"),
+        ({"days": "funday"}, "'funday' is not a day"),
+        ({"window": "30m", "reminder": "45m"}, "does not fit in a 30 min window"),
+        ({"attempts": 9}, "attempts 9"),
+    ],
+)
+async def test_bad_configuration_is_refused_and_changes_nothing(
+    env: Env, changes: dict[str, object], message: str
+) -> None:
+    before = await env.schedules.set_schedule(
+        ADMIN, CHANNEL, post_time="09:00", timezone="Europe/Berlin", days="mon-fri"
+    )
+    env.clock.advance(60)
+    with pytest.raises(ConfigurationError, match=message.replace("(", r"\(")):
+        await env.schedules.set_schedule(ADMIN, CHANNEL, **changes)  # type: ignore[arg-type]
+    after = await env.schedules.show_schedule(CHANNEL)
+    assert after is not None and after.schedule == before
+
+
+async def test_bad_first_schedule_creates_nothing_and_admin_is_required(env: Env) -> None:
+    other = ChannelRef("test", "ws1", "fresh", "fresh")
+    with pytest.raises(ConfigurationError, match="unknown timezone"):
+        await env.schedules.set_schedule(ADMIN, other, post_time="09:00", timezone="Nowhere/Land")
+    assert await env.schedules.schedules() == []
+    with pytest.raises(NotAdminError):
+        await env.schedules.set_schedule(actor("mallory"), other, post_time="09:00")
+    with pytest.raises(NotAdminError):
+        await env.schedules.pause_schedule(actor("mallory"), other)
+    assert await env.schedules.schedules() == []
+
+
+def test_parsers() -> None:
+    assert parse_time("09:05") == (9, 5)
+    assert parse_days("mon-fri") == (1, 2, 3, 4, 5)
+    assert parse_days("fri-mon") == (1, 5, 6, 7)
+    assert parse_days("Mon, wed,FRI") == (1, 3, 5)
+    assert parse_days("weekends") == (6, 7)
+    assert parse_minutes("1h30m", "window") == 90
+    assert parse_minutes("45", "window") == 45
+    assert parse_minutes("off", "reminder") is None
+    with pytest.raises(ConfigurationError, match="use minutes"):
+        parse_minutes("soon", "reminder")
+
+
+def test_schedule_cli_targets_the_console_channel_of_play() -> None:
+    from bot import cli, serve_cli
+
+    assert serve_cli.CONSOLE_CHANNEL == cli.CONSOLE_CHANNEL
