@@ -17,6 +17,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.registry import Adapter
 from bot.app import App, build_app
@@ -160,20 +161,16 @@ class HealthServer:
                 await writer.wait_closed()
 
 
-async def health_report(services: Services) -> dict[str, Any]:
+async def health_report(engine: AsyncEngine, scheduler: RankZeroScheduler) -> dict[str, Any]:
     """The /healthz body: ``ok`` is false when the database does not answer or the scheduler stopped."""
     database: dict[str, Any] = {"ok": True}
     try:
-        async with services.app.engine.connect() as conn:
+        async with engine.connect() as conn:
             await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=5)
     except Exception as exc:  # any failure means unreachable; the message says which
         database = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
-    scheduler = services.scheduler.state()
-    return {
-        "ok": database["ok"] and scheduler["state"] == "running",
-        "database": database,
-        "scheduler": scheduler,
-    }
+    state = scheduler.state()
+    return {"ok": database["ok"] and state["state"] == "running", "database": database, "scheduler": state}
 
 
 # ---------------------------------------------------------------------- main loop
@@ -194,7 +191,9 @@ async def serve(
             started.append(adapter)
         await services.scheduler.start()
         if settings.health_port:
-            health = HealthServer(lambda: health_report(services), settings.health_port)
+            health = HealthServer(
+                lambda: health_report(services.app.engine, services.scheduler), settings.health_port
+            )
             await health.start()
             log.info("health endpoint on http://127.0.0.1:%d/healthz", health.port)
         names = ", ".join(a.name for a in adapters)

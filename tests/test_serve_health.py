@@ -1,0 +1,65 @@
+"""/healthz over real HTTP on loopback: scheduler state, next runs, database reachability."""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import json
+from typing import Any
+
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.scheduling import RankZeroScheduler
+from bot.serve import HealthServer, health_report
+from bot.storage.db import make_engine
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.conftest import ADMIN, CHANNEL
+from tests.fakes import FakePlatform, FrozenClock
+
+
+async def _get(port: int, path: str) -> tuple[int, dict[str, Any]]:
+    reader, writer = await asyncio.open_connection("127.0.0.1", port)
+    writer.write(f"GET {path} HTTP/1.1\r\nHost: localhost\r\n\r\n".encode())
+    await writer.drain()
+    raw = await reader.read()
+    writer.close()
+    head, _, body = raw.partition(b"\r\n\r\n")
+    return int(head.split()[1]), json.loads(body)
+
+
+async def test_healthz_reports_jobs_and_database(db_url: str, clock: FrozenClock) -> None:
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform())
+    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz)
+    await schedules.set_schedule(ADMIN, CHANNEL, post_time="23:00", timezone="UTC")
+    scheduler = RankZeroScheduler(schedules, clock)
+    await scheduler.start()
+    server = HealthServer(lambda: health_report(engine, scheduler), 0)
+    await server.start()
+    unreachable = make_engine("postgresql+asyncpg://postgres@127.0.0.1:1/nowhere")
+    down = HealthServer(lambda: health_report(unreachable, scheduler), 0)
+    await down.start()
+    try:
+        status, body = await _get(server.port, "/healthz")
+        assert status == 200 and body["ok"] and body["database"] == {"ok": True}
+        assert body["scheduler"]["state"] == "running"
+        jobs = {j["id"]: j["next_run"] for j in body["scheduler"]["jobs"]}
+        assert dt.datetime.fromisoformat(jobs["post:1"]) == dt.datetime(2026, 11, 21, 23, 0, tzinfo=dt.UTC)
+
+        status, body = await _get(down.port, "/healthz")
+        assert status == 503 and not body["ok"] and not body["database"]["ok"]
+        assert "error" in body["database"]
+
+        status, body = await _get(server.port, "/metrics")
+        assert status == 404
+
+        await scheduler.shutdown()
+        await asyncio.sleep(0.05)  # APScheduler's shutdown runs on the loop
+        status, body = await _get(server.port, "/healthz")
+        assert status == 503 and body["scheduler"]["state"] == "stopped"
+    finally:
+        await server.stop()
+        await down.stop()
+        await unreachable.dispose()
+        await engine.dispose()
