@@ -7,9 +7,11 @@ from dataclasses import dataclass, field
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.config import Settings
-from bot.core.ports import ChatPlatform, Clock, SystemClock
+from bot.core.dispute_service import DisputeService
+from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
 from bot.core.practice import PracticeService
 from bot.core.service import QuizService
+from bot.runner_client import HttpRunnerClient, LocalRunnerClient
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -24,9 +26,15 @@ class App:
     service: QuizService
     #: Practice modes (quiz, flashcard review, explain); never touches standings.
     practice: PracticeService = field(kw_only=True)
+    #: Disputes, previews, verification and answer corrections (bot/core/dispute_service.py).
+    disputes: DisputeService = field(kw_only=True)
+    #: The runner client build_app opened (closed with the app), if any.
+    runner: HttpRunnerClient | LocalRunnerClient | None = field(default=None, kw_only=True)
 
     async def close(self) -> None:
-        """Release database connections."""
+        """Release database connections (and the runner client's)."""
+        if self.runner is not None:
+            await self.runner.aclose()
         await self.engine.dispose()
 
 
@@ -36,8 +44,14 @@ async def build_app(
     platform: ChatPlatform | None = None,
     clock: Clock | None = None,
     migrate: bool = True,
+    runner: RunnerClient | None = None,
+    local_runner: bool = False,
 ) -> App:
-    """Migrate the database (unless told not to) and wire the service."""
+    """Migrate the database (unless told not to) and wire the service.
+
+    ``runner`` defaults to an HttpRunnerClient on RANKZERO_RUNNER_URL when that is set; otherwise, with
+    ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    """
     if migrate:
         await upgrade_async(settings.database_url)
     engine = make_engine(settings.database_url)
@@ -49,7 +63,21 @@ async def build_app(
         problems_per_challenge=settings.problems_per_challenge,
     )
     practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock or SystemClock())
-    return App(engine, service, practice=practice)
+    owned: HttpRunnerClient | LocalRunnerClient | None = None
+    if runner is None and settings.runner_url:
+        token = settings.runner_token.get_secret_value() if settings.runner_token else None
+        owned = HttpRunnerClient(settings.runner_url, token)
+    elif runner is None and local_runner:
+        owned = LocalRunnerClient()
+    runner = runner or owned
+    disputes = DisputeService(
+        lambda: SqlUnitOfWork(factory),
+        clock or SystemClock(),
+        runner,
+        platform,
+        runs_per_hour=settings.disputes_per_hour,
+    )
+    return App(engine, service, practice=practice, disputes=disputes, runner=owned)
 
 
 def shipped_bank_specs() -> list[dict[str, object]]:

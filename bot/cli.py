@@ -44,11 +44,17 @@ def _run(
     *,
     console: Console | None = None,
     seed_bank: bool = False,
+    local_runner: bool = False,
 ) -> T:
-    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1."""
+    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1.
+
+    ``local_runner``: without RANKZERO_RUNNER_URL, disputes start a local runner on first use.
+    """
 
     async def main() -> T:
-        app = await build_app(settings, platform=ConsolePlatform(console or Console()))
+        app = await build_app(
+            settings, platform=ConsolePlatform(console or Console()), local_runner=local_runner
+        )
         try:
             if seed_bank:
                 # The shipped bank is synced each time: new questions and edits (as new versions) arrive
@@ -91,15 +97,17 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
 @click.option("--player", default=None, help="Your name (default: your login name).")
 @click.pass_obj
 def play(settings: Settings, player: str | None) -> None:
-    """Play today's challenge in the terminal (keys A–F answer, H hint, Q quit)."""
+    """Play today's challenge in the terminal (keys A–F answer, H hint, D dispute, Q quit)."""
     console = Console()
     actor = Actor(_player(player))
 
     async def body(app: App) -> int:
-        game = ConsoleGame(app.service, SystemClock(), actor, CONSOLE_CHANNEL, console, stdin_keys())
+        game = ConsoleGame(
+            app.service, SystemClock(), actor, CONSOLE_CHANNEL, console, stdin_keys(), app.disputes
+        )
         return await game.run()
 
-    raise SystemExit(_run(settings, body, console=console, seed_bank=True))
+    raise SystemExit(_run(settings, body, console=console, seed_bank=True, local_runner=True))
 
 
 @main.command()
@@ -312,6 +320,17 @@ def _register_scheduler_commands() -> None:
 
 
 _register_scheduler_commands()
+
+
+
+def _register_dispute_commands() -> None:
+    # Imported here: bot.dispute_cli builds on this module's helpers (_run, _player).
+    from bot.dispute_cli import register
+
+    register(main, questions)
+
+
+_register_dispute_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover

@@ -40,6 +40,8 @@ class Settings(BaseSettings):
     default_timezone: str = "UTC"
     runner_url: str | None = None
     runner_token: SecretStr | None = None
+    #: Runner runs (disputes and variants) a player may ask for per hour.
+    disputes_per_hour: int = Field(default=6, ge=1, le=1000)
     admins: list[str] = Field(default_factory=list)
     # --- rankzero serve (bot/serve.py); chat tokens are SecretStr: never logged, never in reprs
     discord_token: SecretStr | None = None

@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef
 
 
@@ -28,6 +29,7 @@ class FakePlatform:
 
     posts: list[tuple[ChannelRef, ChallengeCard]] = field(default_factory=list)
     results: list[tuple[ChannelRef, ResultsCard, str | None]] = field(default_factory=list)
+    admin_notices: list[AdminNotice] = field(default_factory=list)
     reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
     summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
 
@@ -37,6 +39,9 @@ class FakePlatform:
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         self.results.append((channel, card, message_ref))
+
+    async def post_admin_notice(self, notice: AdminNotice) -> None:
+        self.admin_notices.append(notice)
 
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         self.reminders.append((channel, card, message_ref))

@@ -138,6 +138,8 @@ class ResultsCard:
     winners: tuple[StandingRow, ...]
     badges: tuple[tuple[str, BadgeAward], ...]
     players: int
+    #: Answer corrections since this channel's last results post (see bot/core/dispute_service.py).
+    notes: tuple[str, ...] = ()
 
 
 @dataclass(frozen=True)

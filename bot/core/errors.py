@@ -49,3 +49,15 @@ class QuestionBankError(RankZeroError):
 
 class ConfigurationError(RankZeroError):
     """A setting or schedule that cannot work (unknown timezone, bad time, zero problems...)."""
+
+
+class RunnerUnavailableError(RankZeroError):
+    """The runner cannot be reached, refused our token, or answered something outside its contract."""
+
+
+class RateLimitedError(RankZeroError):
+    """A player asked for more runner time than allowed (disputes and variants are rate limited)."""
+
+
+class TooEarlyError(RankZeroError):
+    """An action allowed only later (e.g. disputing a problem that is not over for the player yet)."""

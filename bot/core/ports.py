@@ -12,6 +12,8 @@ from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.dispute_ports import DisputeStore
+from bot.core.disputes import AdminNotice
 from bot.core.models import (
     Challenge,
     ChannelRef,
@@ -21,6 +23,7 @@ from bot.core.models import (
     QuestionCandidate,
     StandingRow,
 )
+from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
 
 if TYPE_CHECKING:  # schedule.py builds on service.py, which imports this module
     from bot.core.schedule import Schedule, ScheduleConfig
@@ -59,6 +62,26 @@ class ChatPlatform(Protocol):
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard of the channel (scheduled channels with a weekly summary)."""
+        ...
+
+    async def post_admin_notice(self, notice: AdminNotice) -> None:
+        """Tell the configured admin channel something needs a human (e.g. a contradicted answer)."""
+        ...
+
+
+class RunnerClient(Protocol):
+    """The runner service (runner/README.md): runs snippets in a sandbox and answers verdicts.
+
+    Implementations raise RunnerUnavailableError when the runner cannot be reached or refuses the
+    request; a snippet that fails is a verdict, never an exception.
+    """
+
+    async def health(self) -> RunnerHealth:
+        """The runner's hardware, modes and limits."""
+        ...
+
+    async def run(self, spec: RunSpec) -> RunVerdict:
+        """Run a snippet as ``spec`` says and return the verdict."""
         ...
 
 
@@ -127,6 +150,11 @@ class UnitOfWork(Protocol):
 
     async def rollback(self) -> None:
         """Roll back now."""
+        ...
+
+    @property
+    def disputes(self) -> DisputeStore:
+        """Disputes, flags and answer corrections in this transaction."""
         ...
 
     # players and channels

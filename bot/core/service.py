@@ -7,6 +7,7 @@ database's unique keys, and this module turns their conflicts into domain outcom
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import logging
 import random
@@ -515,6 +516,8 @@ class QuizService:
             for _sid, player_pk in await uow.expire_sessions(challenge_id, now):
                 await self._after_finish(uow, challenge, player_pk)
             card = await self._results(uow, challenge)
+            notes = await uow.disputes.take_correction_notes(challenge.channel_pk, now)
+            card = dataclasses.replace(card, notes=tuple(notes))
         if self._platform is not None:
             await self._platform.post_results(challenge.channel, card, challenge.message_ref)
         return card

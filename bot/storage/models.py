@@ -409,3 +409,86 @@ class SchedulerClaimRow(Base):
     kind: Mapped[str] = mapped_column(String(16))
     key: Mapped[str] = mapped_column(String(100))
     claimed_at: Mapped[dt.datetime]
+
+
+# ---------------------------------------------------------------- disputes (issue 7)
+class DisputeRowModel(Base):
+    """A run of a question's code (or a player's variant of it) asked for by a player.
+
+    Also the rate limiter's ledger: a player's recent rows are counted before a new run is allowed.
+    """
+
+    __tablename__ = "disputes"
+    __table_args__ = (
+        CheckConstraint(
+            "verification IN ('confirmed', 'contradicted', 'cannot_check')", name="verification_valid"
+        ),
+        Index("ix_disputes_player_created", "player_pk", "created_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    question_version_id: Mapped[int] = mapped_column(
+        ForeignKey("question_versions.id", ondelete="RESTRICT"), index=True
+    )
+    problem_id: Mapped[int | None] = mapped_column(ForeignKey("problems.id", ondelete="SET NULL"))
+    variant: Mapped[bool] = mapped_column(Boolean, default=False)
+    code_sha256: Mapped[str] = mapped_column(String(64))
+    verdict_status: Mapped[str] = mapped_column(String(16))
+    verification: Mapped[str] = mapped_column(String(16))
+    matched_letter: Mapped[str | None] = mapped_column(String(1))
+    official_letter: Mapped[str | None] = mapped_column(String(1))
+    explanation: Mapped[str] = mapped_column(String(4000))
+    verdict: Mapped[dict[str, Any]]
+    created_at: Mapped[dt.datetime]
+
+
+class QuestionFlagRow(Base):
+    """A question version whose official answer the runner contradicted; one flag per version."""
+
+    __tablename__ = "question_flags"
+    __table_args__ = (
+        UniqueConstraint("question_version_id"),
+        CheckConstraint("status IN ('open', 'resolved')", name="status_valid"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    question_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="CASCADE"))
+    dispute_id: Mapped[int | None] = mapped_column(ForeignKey("disputes.id", ondelete="SET NULL"))
+    official_letter: Mapped[str | None] = mapped_column(String(1))
+    matched_letter: Mapped[str | None] = mapped_column(String(1))
+    explanation: Mapped[str] = mapped_column(String(4000))
+    status: Mapped[str] = mapped_column(String(8), default="open")
+    created_at: Mapped[dt.datetime]
+    resolved_at: Mapped[dt.datetime | None]
+
+
+class AnswerCorrectionRow(Base):
+    """An admin fixed a question's answer: the new version, and how much re-scoring moved."""
+
+    __tablename__ = "answer_corrections"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    from_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="RESTRICT"))
+    to_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="RESTRICT"))
+    old_letter: Mapped[str | None] = mapped_column(String(1))
+    new_letter: Mapped[str] = mapped_column(String(1))
+    corrected_by: Mapped[str] = mapped_column(String(200))
+    corrected_at: Mapped[dt.datetime]
+    sessions_rescored: Mapped[int] = mapped_column(Integer, default=0)
+    points_delta: Mapped[int] = mapped_column(Integer, default=0)
+
+
+class CorrectionNoteRow(Base):
+    """A correction's note for one channel, shown once in that channel's next results post."""
+
+    __tablename__ = "correction_notes"
+    __table_args__ = (UniqueConstraint("correction_id", "channel_pk"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    correction_id: Mapped[int] = mapped_column(ForeignKey("answer_corrections.id", ondelete="CASCADE"))
+    channel_pk: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"), index=True)
+    text: Mapped[str] = mapped_column(String(2000))
+    announced_at: Mapped[dt.datetime | None]

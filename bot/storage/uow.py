@@ -8,7 +8,7 @@ import json
 from collections.abc import Sequence
 from dataclasses import replace
 from types import TracebackType
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import and_, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
@@ -52,6 +52,9 @@ from bot.storage.models import (
     StandingRowModel,
 )
 from bot.storage.models import QuestionRow as QuestionModel
+
+if TYPE_CHECKING:
+    from bot.storage.disputes import SqlDisputeStore
 
 
 def content_hash(spec: dict[str, Any]) -> str:
@@ -140,6 +143,13 @@ class SqlUnitOfWork:
         await self.s.rollback()
         await self.s.begin()
 
+    @property
+    def disputes(self) -> SqlDisputeStore:
+        """Disputes, flags and answer corrections in this transaction (bot/storage/disputes.py)."""
+        from bot.storage.disputes import SqlDisputeStore  # imported here: that module builds on this one
+
+        return SqlDisputeStore(self)
+
     def _insert(self, model: Any) -> Any:
         """An INSERT that supports ON CONFLICT on both backends."""
         dialect = self.s.bind.dialect.name
@@ -222,6 +232,11 @@ class SqlUnitOfWork:
             if current is not None and current.content_hash == digest:
                 unchanged.append(qid)
                 continue
+            if current is not None and await self._had_content(qid, digest):
+                # An older version had this content (e.g. a bank file re-imported after an admin
+                # corrected the answer in the database): keep the newer version, never resurrect it.
+                unchanged.append(qid)
+                continue
             if current is None:
                 self.s.add(QuestionModel(id=qid, created_at=now, retired_at=None))
                 version = 1
@@ -243,6 +258,14 @@ class SqlUnitOfWork:
             )
             await self.s.flush()
         return SyncReport(tuple(added), tuple(updated), tuple(unchanged))
+
+    async def _had_content(self, question_id: str, digest: str) -> bool:
+        found = await self.s.scalar(
+            select(QuestionVersionRow.id).where(
+                QuestionVersionRow.question_id == question_id, QuestionVersionRow.content_hash == digest
+            )
+        )
+        return found is not None
 
     async def retire_question(self, question_id: str, now: dt.datetime) -> bool:
         """Retire a question; False if it does not exist."""

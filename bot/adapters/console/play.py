@@ -15,8 +15,10 @@ from typing import TextIO
 from rich.console import Console
 from rich.live import Live
 
-from bot.adapters.console import render
+from bot.adapters.console import dispute_render, render
 from bot.core.cards import ChallengeCard, LeaderboardCard, ProblemCard, ReminderCard, ResultsCard
+from bot.core.dispute_service import DisputeService
+from bot.core.disputes import AdminNotice
 from bot.core.errors import RankZeroError, TimeUpError
 from bot.core.models import Actor, ChannelRef
 from bot.core.ports import Clock
@@ -73,6 +75,10 @@ class ConsolePlatform:
         """Print the results."""
         self._console.print(render.results(card))
 
+    async def post_admin_notice(self, notice: AdminNotice) -> None:
+        """Print the notice (the terminal is its own admin channel)."""
+        self._console.print(dispute_render.admin_notice(notice))
+
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         """Print the closing reminder."""
         closes = card.closes_at.astimezone().strftime("%H:%M")
@@ -94,7 +100,9 @@ class ConsoleGame:
         channel: ChannelRef,
         console: Console,
         keys: KeyReader,
+        disputes: DisputeService | None = None,
     ) -> None:
+        self._disputes = disputes
         self._service = service
         self._clock = clock
         self._actor = actor
@@ -115,15 +123,35 @@ class ConsoleGame:
                 if not await self._play_problem(card):
                     self._console.print("Bye! Your timers keep running; come back with `rankzero play`.")
                     return 0
-                if await self._service.next_problem(self._actor, challenge.id) is not None:
-                    self._console.print("[dim]Press any key for the next problem (Q to quit)…[/dim]")
-                    if await self._wait_any_key() == "q":
-                        return 0
+                if not await self._between_problems(card, challenge.id):
+                    return 0
         summary = await self._service.summary(self._actor, challenge.id)
         self._console.print(render.summary(summary))
         board = await self._service.leaderboard(self._channel, player=self._actor.player, period="today")
         self._console.print(render.leaderboard(board))
         return 0
+
+    async def _between_problems(self, card: ProblemCard, challenge_id: int) -> bool:
+        """After a problem: D disputes it on the runner, Q quits, any other key goes on (False: quit)."""
+        more = await self._service.next_problem(self._actor, challenge_id) is not None
+        disputable = self._disputes is not None and bool(card.code)
+        while more or disputable:
+            then = "the next problem" if more else "your summary"
+            keys = ("D to dispute it on the runner, " if disputable else "") + "Q to quit"
+            self._console.print(f"[dim]Press any key for {then} ({keys})…[/dim]")
+            key = await self._wait_any_key()
+            if key == "d" and disputable and self._disputes is not None:
+                self._console.print("[dim]Running the snippet on the runner…[/dim]")
+                try:
+                    found = await self._disputes.dispute(self._actor, card.problem_id)
+                except RankZeroError as err:
+                    self._console.print(f"[red]{err}[/red]")
+                else:
+                    self._console.print(dispute_render.dispute(found))
+                disputable = False  # once from the keyboard; `rankzero dispute ID` runs it again
+                continue
+            return not (key == "q" and more)
+        return True
 
     async def _wait_any_key(self) -> str:
         while (key := await self._key(TICK_S)) is None:

@@ -185,6 +185,8 @@ def results(card: ResultsCard) -> RenderableType:
     parts: list[RenderableType] = [table, Text(f"🏆 Winners: {winners}", "bold")]
     for name, badge in card.badges:
         parts.append(Text(f"{badge.emoji} {escape(name)} earned {badge.name}"))
+    for note in card.notes:
+        parts.append(Text(f"📝 {note}", "yellow"))
     parts.append(Text("See the standings with: rankzero leaderboard", "dim"))
     return Group(*parts)
 

@@ -1,0 +1,180 @@
+"""Console commands for disputes: ``rankzero dispute``, ``rankzero questions verify|preview|correct|flags``.
+
+Registered on bot.cli's groups by ``register()``; they use a configured runner (RANKZERO_RUNNER_URL and
+RANKZERO_RUNNER_TOKEN) or, when none is configured, start a local ``rankzero-runner serve`` on loopback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from bot.adapters.console import dispute_render
+from bot.app import App
+from bot.config import Settings
+from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
+from bot.core.errors import RankZeroError
+from bot.core.models import Actor, Question
+from bot.core.ports import RunnerClient
+from bot.runner_client import HttpRunnerClient, LocalRunner
+from questions.loader import BankValidationError, default_bank_dir, load_paths
+
+
+def _load_questions(paths: tuple[str, ...]) -> list[Question]:
+    """Validated questions from bank files or folders (exit 1 with file:line errors otherwise)."""
+    try:
+        loaded = load_paths(paths or (str(default_bank_dir()),))
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(str(err), err=True)
+        raise SystemExit(1) from None
+    return [question_from_spec(q.spec.model_dump(mode="json", exclude_none=True)) for q in loaded]
+
+
+@click.command("dispute")
+@click.argument("problem_id", type=int)
+@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option(
+    "--variant",
+    type=click.Path(exists=True, dir_okay=False),
+    default=None,
+    help="Run this file instead of the question's code (same launch settings and sandbox limits).",
+)
+@click.pass_obj
+def dispute(settings: Settings, problem_id: int, player: str | None, variant: str | None) -> None:
+    """Dispute a problem that is over for you: the runner runs its code and matches the choices."""
+    from bot.cli import _player, _run
+
+    console = Console()
+    code = Path(variant).read_text(encoding="utf-8") if variant else None
+
+    async def body(app: App) -> None:
+        card = await app.disputes.dispute(Actor(_player(player)), problem_id, code)
+        console.print(dispute_render.dispute(card))
+
+    _run(settings, body, console=console, local_runner=True)
+
+
+async def _verify(
+    settings: Settings, questions: list[Question], concurrency: int, timeout_s: float, console: Console
+) -> list[DisputeCard]:
+    def done(card: DisputeCard) -> None:
+        console.print(dispute_render.verify_line(card))
+
+    async def with_runner(runner: RunnerClient) -> list[DisputeCard]:
+        return await verify_questions(
+            runner, questions, concurrency=concurrency, timeout_s=timeout_s, on_done=done
+        )
+
+    if settings.runner_url:
+        token = settings.runner_token.get_secret_value() if settings.runner_token else None
+        async with HttpRunnerClient(settings.runner_url, token) as client:
+            return await with_runner(client)
+    console.print("[dim]no RANKZERO_RUNNER_URL: starting a local runner…[/dim]")
+    local = LocalRunner(max_concurrent=max(2, concurrency))
+    async with local as (url, token), HttpRunnerClient(url, token) as client:
+        return await with_runner(client)
+
+
+@click.command("verify")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--concurrency", default=2, show_default=True, help="Snippets run at once.")
+@click.option("--timeout", "timeout_s", default=30.0, show_default=True, help="Seconds per snippet.")
+@click.pass_obj
+def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: int, timeout_s: float) -> None:
+    """Run every predict_output question on the runner: confirmed / contradicted / cannot check.
+
+    PATHS are bank files or folders (default: the shipped bank). Exit 1 when an official answer is
+    contradicted, 2 when the runner cannot be reached or started.
+    """
+    console = Console()
+    runnable = [q for q in _load_questions(paths) if q.kind == "predict_output" and q.code and q.runner]
+    if not runnable:
+        click.echo("no predict_output questions with code and a runner block in these files")
+        return
+    started = time.monotonic()
+    try:
+        cards = asyncio.run(_verify(settings, runnable, concurrency, timeout_s, console))
+    except RankZeroError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    counts = {
+        s: sum(1 for c in cards if c.verification == s) for s in ("confirmed", "contradicted", "cannot_check")
+    }
+    console.print(
+        f"{len(cards)} questions in {time.monotonic() - started:.1f} s: {counts['confirmed']} confirmed, "
+        f"{counts['contradicted']} contradicted, {counts['cannot_check']} cannot check"
+    )
+    if counts["contradicted"]:
+        raise SystemExit(1)
+
+
+@click.command("preview")
+@click.argument("path", type=click.Path(exists=True))
+@click.pass_obj
+def questions_preview(settings: Settings, path: str) -> None:
+    """Show what the runner really prints for each predict_output question of a file, before importing it."""
+    from bot.cli import _player, _run
+
+    console = Console()
+    specs = [q.spec.model_dump(mode="json", exclude_none=True) for q in load_paths([path])]
+
+    async def body(app: App) -> None:
+        shown = 0
+        for spec in specs:
+            if spec.get("kind") == "predict_output" and spec.get("code"):
+                card = await app.disputes.preview_question(Actor(_player(None), is_admin=True), spec)
+                console.print(dispute_render.dispute(card))
+                shown += 1
+        if not shown:
+            console.print("no predict_output question with code in this file")
+
+    _run(settings, body, console=console, local_runner=True)
+
+
+@click.command("correct")
+@click.argument("question_id")
+@click.argument("letter")
+@click.pass_obj
+def questions_correct(settings: Settings, question_id: str, letter: str) -> None:
+    """Make LETTER the official answer of a question (admin): a new version; past attempts re-scored."""
+    from bot.cli import _player, _run
+
+    console = Console()
+
+    async def body(app: App) -> None:
+        card = await app.disputes.correct_answer(Actor(_player(None), is_admin=True), question_id, letter)
+        console.print(dispute_render.correction(card))
+
+    _run(settings, body, console=console)
+
+
+@click.command("flags")
+@click.option("--all", "show_all", is_flag=True, help="Include resolved flags.")
+@click.pass_obj
+def questions_flags(settings: Settings, show_all: bool) -> None:
+    """Questions whose official answer a dispute contradicted (admin)."""
+    from bot.cli import _player, _run
+
+    async def body(app: App) -> None:
+        flags = await app.disputes.flags(Actor(_player(None), is_admin=True), None if show_all else "open")
+        for f in flags:
+            click.echo(
+                f"#{f.id} {f.status:8} {f.question_id} v{f.question_version}: official "
+                f"{f.official_letter}, runner {f.matched_letter or '-'}: {f.explanation}"
+            )
+        if not flags:
+            click.echo("no flags")
+
+    _run(settings, body)
+
+
+def register(main: click.Group, questions: click.Group) -> None:
+    """Add the dispute commands to the CLI's groups."""
+    main.add_command(dispute)
+    for command in (questions_verify, questions_preview, questions_correct, questions_flags):
+        questions.add_command(command)

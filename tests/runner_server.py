@@ -1,0 +1,76 @@
+"""A real ``rankzero-runner serve`` subprocess on a free loopback port, for the bot's dispute tests.
+
+One per test module (the fixture's scope is the caller's): every job gets a fresh bubblewrap sandbox
+anyway, so sharing the server only shares its warm pool and saves the start-up.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+import socket
+import subprocess
+import sys
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+
+import httpx
+import pytest
+
+
+@dataclass(frozen=True)
+class RunnerServer:
+    """Where the test runner listens and its bearer token."""
+
+    url: str
+    token: str
+
+
+def _free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@contextmanager
+def runner_server(pool: str = "1:1") -> Iterator[RunnerServer]:
+    """Start the runner, wait for /v1/health, yield it, stop it."""
+    exe = Path(sys.executable).parent / "rankzero-runner"
+    if not exe.exists():
+        pytest.fail("rankzero-runner is not installed next to this Python: pip install -e '.[runner]'")
+    port, token = _free_port(), secrets.token_urlsafe(16)
+    proc = subprocess.Popen(
+        [str(exe), "serve", "--port", str(port), "--pool", pool, "--log-level", "WARNING"],
+        env={**os.environ, "RANKZERO_RUNNER_TOKEN": token},
+        stdout=subprocess.DEVNULL,
+        stderr=subprocess.PIPE,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 90
+        while True:
+            if proc.poll() is not None:
+                err = proc.stderr.read().decode(errors="replace") if proc.stderr else ""
+                pytest.fail(f"rankzero-runner serve exited with {proc.returncode}: {err[-2000:]}")
+            try:
+                if (
+                    httpx.get(f"{url}/v1/health", headers={"Authorization": f"Bearer {token}"}).status_code
+                    == 200
+                ):
+                    break
+            except httpx.TransportError:
+                pass
+            if time.monotonic() > deadline:
+                pytest.fail("rankzero-runner serve did not answer within 90 s")
+            time.sleep(0.2)
+        yield RunnerServer(url, token)
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(timeout=15)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+            proc.wait()

@@ -1,0 +1,72 @@
+"""The D key of ``rankzero play``: after a problem is over, D disputes it and the verdict is printed.
+
+The runner is a fake here (its contract is tested in test_runner_contract.py and the real flow in
+test_disputes_e2e.py); this checks the console's key handling and rendering over a real database.
+"""
+
+from __future__ import annotations
+
+import io
+
+from rich.console import Console
+
+from bot.adapters.console.play import ConsoleGame, KeyReader
+from bot.core.dispute_service import DisputeService
+from bot.core.service import QuizService
+from bot.core.verdicts import Hardware, RankOutcome, RunnerHealth, RunSpec, RunVerdict
+from bot.storage.db import make_engine
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.conftest import ADMIN, CHANNEL, actor, make_spec
+from tests.fakes import FakePlatform, FrozenClock
+
+CPU = Hardware(0, (), "2.13.0+cpu", None)
+
+
+class FakeRunner:
+    """Answers every run with what the snippet 'printed' and records the specs it was asked to run."""
+
+    def __init__(self, stdout: str) -> None:
+        self.stdout = stdout
+        self.specs: list[RunSpec] = []
+
+    async def health(self) -> RunnerHealth:
+        return RunnerHealth(CPU, ("python", "dp", "ddp"), ("gloo",), True, 8, 300.0)
+
+    async def run(self, spec: RunSpec) -> RunVerdict:
+        self.specs.append(spec)
+        rank = RankOutcome(0, 0, None, self.stdout, "", False, None, None)
+        return RunVerdict("ok", spec.mode, 1, None, 0.1, CPU, True, None, (), (rank,))
+
+
+async def test_d_disputes_the_problem_just_over(
+    db_url: str, clock: FrozenClock, platform: FakePlatform
+) -> None:
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, problems_per_challenge=1)
+    spec = make_spec(
+        "console-dispute",
+        "advanced",
+        "DDP",
+        kind="predict_output",
+        code="print('x')\n",
+        runner={"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False},
+    )
+    await quiz.admin_import(ADMIN, [spec])
+    runner = FakeRunner("console-dispute choice 2\n")
+    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, runner, platform)
+    out = io.StringIO()
+    console = Console(file=out, width=120, force_terminal=False)
+    keys = KeyReader(io.StringIO("a\nd\n"))  # answer A (official, correct), then dispute
+    game = ConsoleGame(quiz, clock, actor("tess"), CHANNEL, console, keys, disputes)
+    try:
+        assert await game.run() == 0
+    finally:
+        await engine.dispose()
+    text = out.getvalue()
+    assert "D to dispute it on the runner" in text
+    assert [s.code for s in runner.specs] == ["print('x')\n"]
+    assert "C: matches the output" in text
+    assert "choice C matches, but the official answer is A" in text
+    assert "flagged for the admins" in text
+    assert [n.question_id for n in platform.admin_notices] == ["console-dispute"]

@@ -1,0 +1,156 @@
+"""Contract test: the bot's HttpRunnerClient against the runner's own app, in-process (httpx ASGITransport).
+
+The runner service is real (bubblewrap sandboxes), so the two sides can never drift: a key renamed or
+added on either side, a changed status code or auth scheme fails here.
+"""
+
+from __future__ import annotations
+
+import textwrap
+from collections.abc import AsyncIterator, Iterator
+
+import httpx
+import pytest
+
+from bot.core.errors import RunnerUnavailableError
+from bot.core.verdicts import RunSpec
+from bot.runner_client import (
+    HARDWARE_KEYS,
+    HEALTH_KEYS,
+    RANK_KEYS,
+    VERDICT_KEYS,
+    HttpRunnerClient,
+)
+from runner.api import create_app
+from runner.config import RunnerConfig
+from runner.sandbox import bubblewrap_path
+from runner.service import RunnerService
+
+TOKEN = "contract-token"
+
+
+@pytest.fixture(scope="module")
+def runner_service() -> Iterator[RunnerService]:
+    if bubblewrap_path() is None:
+        pytest.fail("bubblewrap is required (apt-get install bubblewrap)")
+    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={1: 0, 2: 1}, max_concurrent_jobs=2))
+    svc.start()
+    yield svc
+    svc.close()
+
+
+@pytest.fixture
+async def client(runner_service: RunnerService) -> AsyncIterator[HttpRunnerClient]:
+    app = create_app(runner_service, TOKEN, manage_service=False)
+    transport = httpx.ASGITransport(app=app)
+    async with HttpRunnerClient("http://runner.test", TOKEN, transport=transport) as c:
+        yield c
+
+
+async def _raw(runner_service: RunnerService, body: dict[str, object]) -> httpx.Response:
+    app = create_app(runner_service, TOKEN, manage_service=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://runner.test"
+    ) as http:
+        return await http.post(
+            "/v1/runs", json=body, headers={"Authorization": f"Bearer {TOKEN}"}, timeout=60
+        )
+
+
+async def test_health_keys_and_values(client: HttpRunnerClient, runner_service: RunnerService) -> None:
+    health = await client.health()
+    assert health.hardware.gpus == 0 and health.hardware.torch.startswith("2.")
+    assert set(health.modes) == {"python", "dp", "ddp"} and "gloo" in health.backends
+    assert health.sandboxed and health.max_nproc == 8
+    assert set(runner_service.health()) == HEALTH_KEYS
+    assert set(runner_service.health()["hardware"]) == HARDWARE_KEYS
+
+
+async def test_the_verdict_has_exactly_the_keys_the_client_reads(runner_service: RunnerService) -> None:
+    response = await _raw(runner_service, {"code": "print('hi')\nraise SystemExit(3)\n"})
+    assert response.status_code == 200
+    data = response.json()
+    assert set(data) == VERDICT_KEYS
+    assert set(data["hardware"]) == HARDWARE_KEYS
+    assert set(data["ranks"][0]) == RANK_KEYS
+
+
+async def test_ddp_two_ranks_print_in_rank_order(client: HttpRunnerClient) -> None:
+    code = textwrap.dedent(
+        """
+        import torch
+        import torch.distributed as dist
+        t = torch.tensor([float(dist.get_rank() + 1)])
+        dist.all_reduce(t)
+        print(f"rank {dist.get_rank()}: {t.item()}")
+        """
+    )
+    v = await client.run(RunSpec(code, mode="ddp", nproc=2, init_process_group=True, timeout_s=60))
+    assert (v.status, v.mode, v.nproc, v.backend) == ("ok", "ddp", 2, "gloo")
+    assert [r.rank for r in v.ranks] == [0, 1]
+    assert v.stdout == "rank 0: 3.0\nrank 1: 3.0\n"
+    assert v.sandboxed and v.hardware.gpus == 0 and v.root_cause_rank is None
+
+
+async def test_exception_and_timeout_verdicts(client: HttpRunnerClient) -> None:
+    v = await client.run(RunSpec("x = 1\nraise ValueError('bad value')\n"))
+    assert v.status == "error" and v.root_cause_rank == 0
+    root = v.root_cause
+    assert root is not None and root.exception is not None
+    assert (root.exception.type, root.exception.message, root.exception.line) == (
+        "ValueError",
+        "bad value",
+        2,
+    )
+    v = await client.run(RunSpec("import time\nwhile True:\n    time.sleep(0.05)\n", timeout_s=1.5))
+    assert v.status == "timeout"
+    stuck = v.ranks[0].stuck_at
+    assert stuck is not None and (stuck.function, stuck.line, stuck.call) == ("<module>", 3, "sleep")
+
+
+async def test_refused_request_is_a_rejected_verdict(client: HttpRunnerClient) -> None:
+    v = await client.run(RunSpec("print(1)", mode="ddp", nproc=9))
+    assert v.status == "rejected" and v.ranks == ()
+
+
+async def test_wrong_token_is_a_clear_error(runner_service: RunnerService) -> None:
+    app = create_app(runner_service, TOKEN, manage_service=False)
+    async with HttpRunnerClient("http://runner.test", "wrong", transport=httpx.ASGITransport(app=app)) as c:
+        with pytest.raises(RunnerUnavailableError, match=r"refused our bearer token .*RANKZERO_RUNNER_TOKEN"):
+            await c.health()
+
+
+async def test_unreachable_runner_is_retried_then_reported() -> None:
+    calls = 0
+
+    def refuse(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        raise httpx.ConnectError("connection refused", request=request)
+
+    transport = httpx.MockTransport(refuse)
+    async with HttpRunnerClient(
+        "http://127.0.0.1:9", None, transport=transport, retries=2, retry_delay_s=0
+    ) as c:
+        with pytest.raises(RunnerUnavailableError, match=r"unreachable .*rankzero-runner serve"):
+            await c.run(RunSpec("print(1)"))
+    assert calls == 3  # the first try and two retries; answers (even 5xx) are never retried
+
+
+async def test_a_server_error_is_not_retried() -> None:
+    calls = 0
+
+    def fail(request: httpx.Request) -> httpx.Response:
+        nonlocal calls
+        calls += 1
+        return httpx.Response(500, text="boom")
+
+    async with HttpRunnerClient("http://x", None, transport=httpx.MockTransport(fail), retry_delay_s=0) as c:
+        with pytest.raises(RunnerUnavailableError, match="answered 500"):
+            await c.health()
+    assert calls == 1
+
+
+def test_a_bad_url_says_which_setting_to_fix() -> None:
+    with pytest.raises(RunnerUnavailableError, match="RANKZERO_RUNNER_URL"):
+        HttpRunnerClient("127.0.0.1:8765")
