@@ -62,6 +62,14 @@ class DisputeStore(Protocol):
         """Store a dispute; return its id."""
         ...
 
+    async def complete_dispute(self, dispute_id: int, record: DisputeRecord) -> None:
+        """Fill a reserved dispute with its outcome."""
+        ...
+
+    async def delete_dispute(self, dispute_id: int) -> None:
+        """Drop a reservation whose run never happened (the runner could not answer)."""
+        ...
+
     async def count_disputes_since(self, player_pk: int, since: dt.datetime) -> int:
         """How many runs a player asked for since ``since`` (the rate limit's count)."""
         ...

@@ -281,13 +281,37 @@ class DisputeService:
                     f"question {question.id!r} has no runnable code: only predict-the-output and debug "
                     "questions with a runner block can be disputed"
                 )
+            run_code = code if variant and code is not None else question.code
+            # Reserve the run before it starts, then count: concurrent requests see each other's
+            # reservations instead of all passing the check while their runs take seconds.
+            dispute_id = await uow.disputes.add_dispute(
+                DisputeRecord(
+                    player_pk=player_pk,
+                    question_version_id=question.version_id,
+                    problem_id=problem_id,
+                    variant=variant,
+                    code_sha256=hashlib.sha256(run_code.encode()).hexdigest(),
+                    verdict_status="running",
+                    verification="cannot_check",
+                    matched_letter=None,
+                    official_letter=question.correct_letter,
+                    explanation="",
+                    verdict={},
+                    created_at=now,
+                )
+            )
             used = await uow.disputes.count_disputes_since(player_pk, now - dt.timedelta(hours=1))
-            if used >= self._per_hour:
-                raise RateLimitedError(
+            if used > self._per_hour:
+                raise RateLimitedError(  # rolls the reservation back
                     f"you have used your {self._per_hour} runner runs for this hour: try again later"
                 )
-        run_code = code if variant and code is not None else question.code
-        spec, verdict, match, shortfall = await self._run(question, run_code)
+        try:
+            spec, verdict, match, shortfall = await self._run(question, run_code)
+        except BaseException:
+            # The runner could not answer: the run does not count against the player.
+            async with self._uow() as uow:
+                await uow.disputes.delete_dispute(dispute_id)
+            raise
         card = DisputeCard(
             question.id,
             question.version,
@@ -313,9 +337,9 @@ class DisputeService:
                 official_letter=question.correct_letter,
                 explanation=match.explanation if match else (shortfall or ""),
                 verdict=_verdict_json(verdict),
-                created_at=self._clock.now(),
+                created_at=now,
             )
-            dispute_id = await uow.disputes.add_dispute(record)
+            await uow.disputes.complete_dispute(dispute_id, record)
             # Only the question's own code can prove its answer wrong; a variant is another snippet.
             if match is not None and match.verification == "contradicted" and not variant:
                 flag_id, created = await uow.disputes.flag_question(

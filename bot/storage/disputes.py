@@ -61,6 +61,25 @@ class SqlDisputeStore:
         await self.s.flush()
         return int(row.id)
 
+    async def complete_dispute(self, dispute_id: int, record: DisputeRecord) -> None:
+        """Fill a reserved dispute with its outcome."""
+        await self.s.execute(
+            update(DisputeRowModel)
+            .where(DisputeRowModel.id == dispute_id)
+            .values(
+                verdict_status=record.verdict_status,
+                verification=record.verification,
+                matched_letter=record.matched_letter,
+                official_letter=record.official_letter,
+                explanation=record.explanation[:4000],
+                verdict=record.verdict,
+            )
+        )
+
+    async def delete_dispute(self, dispute_id: int) -> None:
+        """Drop a reservation whose run never happened."""
+        await self.s.execute(delete(DisputeRowModel).where(DisputeRowModel.id == dispute_id))
+
     async def count_disputes_since(self, player_pk: int, since: dt.datetime) -> int:
         """Runs a player asked for since ``since``."""
         d = DisputeRowModel
