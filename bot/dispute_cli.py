@@ -63,7 +63,7 @@ async def _verify(
     settings: Settings, questions: list[Question], concurrency: int, timeout_s: float, console: Console
 ) -> list[DisputeCard]:
     def done(card: DisputeCard) -> None:
-        console.print(dispute_render.verify_line(card))
+        console.print(dispute_render.verify_line(card), soft_wrap=True)  # one line per question, for logs
 
     async def with_runner(runner: RunnerClient) -> list[DisputeCard]:
         return await verify_questions(
