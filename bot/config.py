@@ -48,6 +48,9 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
+    #: Slack HTTP mode (no app token): where /slack/events listens (put a TLS proxy in front).
+    slack_host: str = "127.0.0.1"
+    slack_port: int = Field(default=3000, ge=0, le=65535)
     #: The file platform (bot/adapters/file): append every post to this JSON-lines file.
     record_file: Path | None = None
     #: A post missed while no process ran is still made at start within this many minutes.

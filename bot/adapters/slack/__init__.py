@@ -1,0 +1,1 @@
+"""The Slack adapter: Bolt app (HTTP or Socket Mode), Block Kit rendering, App Home."""

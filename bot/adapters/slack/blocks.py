@@ -1,0 +1,404 @@
+"""Block Kit rendering: the only module that knows Slack markup.
+
+Every piece of text that came from a user or the question bank goes through :func:`esc` (mrkdwn escapes
+``&``, ``<`` and ``>``), so a prompt containing ``<!channel>`` cannot ping anyone and a ``<`` cannot break a
+block. Slack's limits are enforced here: 3000 characters per text (truncated with a marker), 25 elements
+per actions block (split into several blocks), 50 blocks per message (split into several messages) and
+100 blocks per modal or Home tab (truncated with a marker block).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Any
+
+from bot.core import ids
+from bot.core.cards import (
+    ChallengeCard,
+    Feedback,
+    LeaderboardCard,
+    PlayerChallengeSummary,
+    ProblemCard,
+    ReminderCard,
+    ResultsCard,
+    StatsCard,
+)
+
+Block = dict[str, Any]
+
+MAX_TEXT = 3000
+MAX_ACTIONS = 25
+MAX_MESSAGE_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100
+MAX_BUTTON_TEXT = 75
+TRUNCATED = "… (truncated)"
+
+#: callback_id of the problem modal and of the admin "question add" modal.
+PLAY_CALLBACK = "rz_play"
+QUESTION_CALLBACK = "rz_question_add"
+
+
+def esc(text: str) -> str:
+    """Escape text for mrkdwn/plain fields: ``&`` ``<`` ``>`` become entities (no mentions, no links)."""
+    return text.replace("&", "&amp;").replace("<", "&lt;").replace(">", "&gt;")
+
+
+def clip(text: str, limit: int = MAX_TEXT) -> str:
+    """``text`` cut to ``limit`` characters, ending with a visible marker when cut."""
+    if len(text) <= limit:
+        return text
+    return text[: limit - len(TRUNCATED)] + TRUNCATED
+
+
+def date_token(when: dt.datetime, fmt: str = "{date_short_pretty} {time}") -> str:
+    """Slack's date formatting token: shown in each reader's own timezone, with a UTC fallback."""
+    fallback = when.astimezone(dt.UTC).strftime("%Y-%m-%d %H:%M UTC")
+    return f"<!date^{int(when.timestamp())}^{fmt}|{fallback}>"
+
+
+def section(text: str) -> Block:
+    """A mrkdwn section; ``text`` must already be escaped where it echoes user input."""
+    return {"type": "section", "text": {"type": "mrkdwn", "text": clip(text)}}
+
+
+def context(text: str) -> Block:
+    """A small grey line."""
+    return {"type": "context", "elements": [{"type": "mrkdwn", "text": clip(text)}]}
+
+
+def header(text: str) -> Block:
+    """A header (plain text, at most 150 characters)."""
+    return {"type": "header", "text": {"type": "plain_text", "text": clip(text, 150)}}
+
+
+def button(label: str, action_id: str, *, value: str = "", style: str | None = None) -> Block:
+    """A button; labels are plain text (no mrkdwn), cut to Slack's 75 characters."""
+    b: Block = {
+        "type": "button",
+        "text": {"type": "plain_text", "text": clip(label, MAX_BUTTON_TEXT)},
+        "action_id": action_id,
+    }
+    if value:
+        b["value"] = value
+    if style:
+        b["style"] = style
+    return b
+
+
+def actions(elements: Sequence[Block]) -> list[Block]:
+    """Actions blocks holding ``elements``, 25 per block."""
+    return [
+        {"type": "actions", "elements": list(elements[i : i + MAX_ACTIONS])}
+        for i in range(0, len(elements), MAX_ACTIONS)
+    ]
+
+
+def split_message(blocks: Sequence[Block]) -> list[list[Block]]:
+    """Blocks split into messages of at most 50 blocks each (never an empty message)."""
+    chunks = [list(blocks[i : i + MAX_MESSAGE_BLOCKS]) for i in range(0, len(blocks), MAX_MESSAGE_BLOCKS)]
+    return chunks or [[section(" ")]]
+
+
+def fit_view(blocks: Sequence[Block]) -> list[Block]:
+    """Blocks cut to the 100 a modal or Home tab may hold, the last one saying that some were left out."""
+    if len(blocks) <= MAX_VIEW_BLOCKS:
+        return list(blocks)
+    left = len(blocks) - (MAX_VIEW_BLOCKS - 1)
+    return [*blocks[: MAX_VIEW_BLOCKS - 1], context(f"{TRUNCATED}: {left} more blocks not shown")]
+
+
+def code_block(code: str) -> str:
+    """A fenced code block (escaped; triple backticks inside cannot end it early)."""
+    body = esc(code).replace("```", "`\u200b``")
+    return clip(f"```{body}```")
+
+
+def _bar(count: int, total: int) -> str:
+    return "█" * round(8 * count / total) if total else ""
+
+
+# ---------------------------------------------------------------------- channel posts
+def challenge_blocks(card: ChallengeCard) -> list[Block]:
+    """The daily post: title, topics, difficulty, window end and a Start button."""
+    topics = ", ".join(sorted({esc(p.topic) for p in card.problems}))
+    levels = ", ".join(sorted({p.difficulty for p in card.problems}))
+    closes = f"Closes {date_token(card.closes_at)}" if card.closes_at else "Open all day"
+    blocks = [
+        header(card.title),
+        section(f"*{len(card.problems)} problems* · topics: {topics}\nDifficulty: {esc(levels)}"),
+        context(f"{closes} · solve all of them for *{esc(card.badge_name)}*"),
+    ]
+    if card.status == "open":
+        blocks += actions([button("Start", ids.encode("start", card.challenge_id), style="primary")])
+    else:
+        blocks.append(context("This challenge is closed."))
+    return blocks
+
+
+def closed_blocks(card: ChallengeCard | ResultsCard) -> list[Block]:
+    """The original post once its challenge closed (no Start button)."""
+    return [header(card.title), context("This challenge is closed: the results are in the thread.")]
+
+
+def results_blocks(card: ResultsCard) -> list[Block]:
+    """The results post."""
+    blocks = [header(f"Results · {card.title}"), section(f"{card.players} players took part.")]
+    for p in card.problems:
+        dist = "  ".join(f"{letter}: {n}" for letter, n in p.distribution.items())
+        blocks.append(
+            section(
+                f"*{p.position}.* {esc(p.topic)} (`{esc(p.question_id)}`) · answer *{esc(p.correct_letter)}*"
+                f" · {p.solved}/{p.players} solved\n{dist}"
+            )
+        )
+    if card.winners:
+        names = ", ".join(f"{esc(w.display_name)} ({w.points} pts)" for w in card.winners)
+        blocks.append(section(f":trophy: Winner{'s' if len(card.winners) > 1 else ''}: {names}"))
+    for name, badge in card.badges:
+        blocks.append(context(f"{badge.emoji} {esc(name)} earned *{esc(badge.name)}*"))
+    for note in card.notes:
+        blocks.append(context(f"Correction: {esc(note)}"))
+    return blocks
+
+
+def reminder_blocks(card: ReminderCard) -> list[Block]:
+    """The nudge before closing."""
+    return [
+        section(
+            f":alarm_clock: *{esc(card.title)}* closes {date_token(card.closes_at)}: still time to play!"
+        ),
+        *actions([button("Start", ids.encode("start", card.challenge_id), style="primary")]),
+    ]
+
+
+def leaderboard_blocks(card: LeaderboardCard) -> list[Block]:
+    """A leaderboard (the caller's own line under the top when outside it)."""
+    blocks = [header(card.title)]
+    if not card.rows:
+        blocks.append(section("Nobody has scored yet."))
+        return blocks
+    lines = [f"{r.rank}. {esc(r.display_name)} · *{r.points}* pts · {r.correct} correct" for r in card.rows]
+    blocks.append(section("\n".join(lines)))
+    if card.me is not None and all(r.player_pk != card.me.player_pk for r in card.rows):
+        blocks.append(context(f"You: #{card.me.rank} of {card.total_players} · {card.me.points} pts"))
+    return blocks
+
+
+def stats_blocks(card: StatsCard) -> list[Block]:
+    """A player's record: points, accuracy, streaks, badges, topics."""
+    acc = f"{100 * card.correct / card.problems:.0f}%" if card.problems else "n/a"
+    blocks = [
+        header(f"Stats · {card.display_name}"),
+        section(
+            f"*{card.points}* points · {card.correct}/{card.problems} correct ({acc})\n"
+            f"Challenges completed: {card.challenges_completed} · streak: *{card.streak}* "
+            f"(longest {card.longest_streak})"
+        ),
+    ]
+    if card.badges:
+        blocks.append(
+            section("Badges: " + ", ".join(f"{b.emoji} {esc(b.name)} ×{n}" for b, n in card.badges))
+        )
+    else:
+        blocks.append(context("No badges yet: finish a challenge to earn one."))
+    if card.by_topic:
+        lines = [
+            f"{esc(t.name)}: {t.correct}/{t.answered} {_bar(t.correct, t.answered)}" for t in card.by_topic
+        ]
+        blocks.append(section("*By topic*\n" + "\n".join(lines)))
+    return blocks
+
+
+def home_view(stats: StatsCard, board: LeaderboardCard) -> Block:
+    """The App Home tab: the player's stats, streak and badges, and the workspace leaderboard."""
+    blocks = [*stats_blocks(stats), {"type": "divider"}, *leaderboard_blocks(board)]
+    blocks.append(context("Type `/rankzero help` in any channel for the commands."))
+    return {"type": "home", "blocks": fit_view(blocks)}
+
+
+def help_text(admin: bool) -> str:
+    """The slash command's help."""
+    lines = [
+        "*RankZero* · `/rankzero <command>`",
+        "`challenge` today's challenge of this channel, with a Start button",
+        "`leaderboard [channel|workspace] [today|week|all]` the standings",
+        "`stats` your record",
+        "`dispute <problem-id>` run a finished problem's code in the sandbox",
+    ]
+    if admin:
+        lines += [
+            "*Admin*",
+            "`schedule show` · `schedule set --time 09:00 --tz Europe/Berlin --days mon-fri ...`"
+            " · `schedule pause` · `schedule resume`",
+            "`post-now` post today's challenge now · `close-now` close it and post the results",
+            "`question add` open the question form · `question retire <id>`",
+        ]
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------- the private problem flow
+def _modal(title: str, blocks: Sequence[Block], metadata: str = "", **extra: Any) -> Block:
+    view: Block = {
+        "type": "modal",
+        "callback_id": PLAY_CALLBACK,
+        "title": {"type": "plain_text", "text": clip(title, 24)},
+        "close": {"type": "plain_text", "text": "Close"},
+        "blocks": fit_view(blocks),
+        "private_metadata": metadata,
+    }
+    view.update(extra)
+    return view
+
+
+def problem_view(card: ProblemCard, feedback: Feedback | None = None, note: str | None = None) -> Block:
+    """The problem modal: N of M, prompt, code, choices, attempts left, hint, deadline, feedback, Next."""
+    blocks: list[Block] = [
+        section(
+            f"*Problem {card.position} of {card.total}* · {esc(card.topic)} · {esc(card.difficulty)}"
+            f" · `{esc(card.kind)}`"
+        ),
+        section(esc(card.prompt)),
+    ]
+    if card.code:
+        blocks.append(section(code_block(card.code)))
+    over = card.over or (feedback is not None and feedback.over)
+    wrong = set(card.wrong_letters)
+    blocks.append(section("\n".join(f"*{esc(letter)}.* {esc(text)}" for letter, text in card.choices)))
+    if card.hint:
+        blocks.append(section(f":bulb: *Hint:* {esc(card.hint)}"))
+    if feedback is not None and feedback.message:
+        icon = ":white_check_mark:" if feedback.correct else (":x:" if feedback.letter else ":hourglass:")
+        blocks.append(section(f"{icon} {esc(feedback.message)}"))
+    if note:
+        blocks.append(section(esc(note)))
+    if not over:
+        blocks.append(
+            context(
+                f"Attempts left: *{card.attempts_left}* of {card.attempts_total} · "
+                f"time is up {date_token(card.deadline, '{time_secs}')}"
+            )
+        )
+        buttons = [
+            button(letter, ids.encode("answer", card.problem_id, letter), value=letter)
+            for letter, _ in card.choices
+            if letter not in wrong
+        ]
+        if card.has_hint and card.hint is None:
+            buttons.append(button("Hint", ids.encode("hint", card.problem_id)))
+        blocks += actions(buttons)
+    else:
+        reveal = feedback.reveal if feedback is not None else None
+        if reveal is not None:
+            text = f"*Answer: {esc(reveal.correct_letter)}*"
+            if reveal.explanation:
+                text += f"\n{esc(reveal.explanation)}"
+            blocks.append(section(text))
+        label = "Next" if card.position < card.total else "See my score"
+        blocks += actions([button(label, ids.encode("next", card.challenge_id), style="primary")])
+    return _modal("RankZero", blocks, metadata=f"{card.challenge_id}:{card.problem_id}")
+
+
+def summary_view(summary: PlayerChallengeSummary) -> Block:
+    """The modal once every problem is over for the player."""
+    blocks = [
+        section(
+            f"*Done!* {summary.correct}/{summary.total} correct · *{summary.points}* points · "
+            f"streak {summary.streak}"
+        )
+    ]
+    for badge in summary.badges:
+        blocks.append(section(f"{badge.emoji} You earned *{esc(badge.name)}*: {esc(badge.description)}"))
+    return _modal("RankZero", blocks, metadata=str(summary.challenge_id))
+
+
+def message_view(text: str) -> Block:
+    """A modal that only says something (an error from the service, e.g. the challenge is closed)."""
+    return _modal("RankZero", [section(esc(text))])
+
+
+# ---------------------------------------------------------------------- admin: question add
+KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
+LEVELS = ("beginner", "intermediate", "advanced", "expert")
+#: block_id of each input of the question modal (= the QuestionSpec field it fills).
+QUESTION_FIELDS = (
+    "id",
+    "kind",
+    "topic",
+    "difficulty",
+    "prompt",
+    "code",
+    "choices",
+    "hint",
+    "explanation",
+    "time_limit_s",
+    "attempts",
+)
+
+
+def _text_input(
+    block_id: str, label: str, *, multiline: bool = False, optional: bool = False, hint: str | None = None
+) -> Block:
+    block: Block = {
+        "type": "input",
+        "block_id": block_id,
+        "label": {"type": "plain_text", "text": label},
+        "optional": optional,
+        "element": {"type": "plain_text_input", "action_id": "value", "multiline": multiline},
+    }
+    if hint:
+        block["hint"] = {"type": "plain_text", "text": hint}
+    return block
+
+
+def _select(block_id: str, label: str, options: Sequence[str]) -> Block:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": {"type": "plain_text", "text": label},
+        "element": {
+            "type": "static_select",
+            "action_id": "value",
+            "options": [{"text": {"type": "plain_text", "text": o}, "value": o} for o in options],
+        },
+    }
+
+
+def question_modal() -> Block:
+    """The admin form for one multiple-choice question (validated with questions.schema.QuestionSpec)."""
+    blocks = [
+        _text_input("id", "Id (slug)", hint="lowercase letters, digits and '-', e.g. ddp-bucket-order"),
+        _select("kind", "Kind", KINDS),
+        _text_input("topic", "Topic"),
+        _select("difficulty", "Difficulty", LEVELS),
+        _text_input("prompt", "Prompt", multiline=True),
+        _text_input("code", "Code", multiline=True, optional=True),
+        _text_input(
+            "choices", "Choices", multiline=True, hint="one per line; start the correct one with '*'"
+        ),
+        _text_input("hint", "Hint", optional=True),
+        _text_input("explanation", "Explanation", multiline=True, optional=True),
+        _text_input("time_limit_s", "Time limit (seconds)", optional=True, hint="10-3600, default 120"),
+        _text_input("attempts", "Attempts", optional=True, hint="1-5, default 2"),
+    ]
+    return {
+        "type": "modal",
+        "callback_id": QUESTION_CALLBACK,
+        "title": {"type": "plain_text", "text": "Add a question"},
+        "submit": {"type": "plain_text", "text": "Add"},
+        "close": {"type": "plain_text", "text": "Cancel"},
+        "blocks": blocks,
+    }
+
+
+def question_values(state: dict[str, Any]) -> dict[str, str]:
+    """The raw strings a ``view_submission`` carries, by field (empty fields left out)."""
+    out: dict[str, str] = {}
+    for block_id, actions_ in state.get("values", {}).items():
+        element = actions_.get("value", {})
+        raw = element.get("value")
+        if raw is None and element.get("selected_option"):
+            raw = element["selected_option"].get("value")
+        if raw is not None and str(raw).strip() != "":
+            out[block_id] = str(raw)
+    return out

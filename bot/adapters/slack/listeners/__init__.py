@@ -1,0 +1,1 @@
+"""Bolt listeners of the Slack adapter, one module per payload family."""

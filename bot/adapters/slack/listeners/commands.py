@@ -1,0 +1,204 @@
+"""The one slash command, ``/rankzero <subcommand>``: parse, make one service call, answer ephemerally.
+
+It acks at once (empty body: nothing shown yet) and answers through ``respond`` (the command's
+response_url), so database or Web API time never runs into Slack's 3-second limit.
+"""
+
+from __future__ import annotations
+
+import shlex
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+
+from bot.adapters.slack import blocks as bk
+from bot.adapters.slack.context import SlackContext
+from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
+from bot.core.models import Actor, ChannelRef
+
+COMMAND = "/rankzero"
+
+#: ``schedule set`` options and the set_schedule argument each fills (ints where the CLI has ints).
+SCHEDULE_OPTIONS: dict[str, tuple[str, type]] = {
+    "--time": ("post_time", str),
+    "--tz": ("timezone", str),
+    "--days": ("days", str),
+    "--problems": ("problems", int),
+    "--time-limit": ("time_limit_s", int),
+    "--attempts": ("attempts", int),
+    "--window": ("window", str),
+    "--reminder": ("reminder", str),
+    "--weekly-summary": ("weekly_summary", str),
+}
+
+Handler = Callable[[SlackContext, Actor, ChannelRef, list[str], dict[str, Any]], Awaitable[list[bk.Block]]]
+
+
+def parse_schedule_options(words: list[str]) -> dict[str, Any]:
+    """``--time 09:00 --days mon-fri`` -> set_schedule keyword arguments, or a ConfigurationError."""
+    out: dict[str, Any] = {}
+    i = 0
+    while i < len(words):
+        opt = words[i]
+        if opt not in SCHEDULE_OPTIONS:
+            raise ConfigurationError(
+                f"unknown schedule option {opt!r}: use {', '.join(SCHEDULE_OPTIONS)} (each with a value)"
+            )
+        if i + 1 >= len(words):
+            raise ConfigurationError(
+                f"{opt} needs a value, e.g. {opt} {'09:00' if opt == '--time' else '...'}"
+            )
+        name, kind = SCHEDULE_OPTIONS[opt]
+        try:
+            out[name] = kind(words[i + 1])
+        except ValueError:
+            raise ConfigurationError(f"{opt} takes a whole number, not {words[i + 1]!r}") from None
+        i += 2
+    if not out:
+        raise ConfigurationError("schedule set needs at least one option, e.g. --time 09:00")
+    return out
+
+
+def _require_admin(actor: Actor) -> None:
+    if not actor.is_admin:
+        raise NotAdminError(
+            "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
+        )
+
+
+async def _help(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    return [bk.section(bk.help_text(actor.is_admin))]
+
+
+async def _challenge(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    quiz = ctx.services.quiz
+    challenge, _ = await quiz.open_challenge(ch)
+    return bk.challenge_blocks(quiz.challenge_card(challenge))
+
+
+async def _leaderboard(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    scope = next((a for a in args if a in ("channel", "workspace")), "channel")
+    period = next((a for a in args if a not in ("channel", "workspace")), "all")
+    card = await ctx.services.quiz.leaderboard(ch, scope=scope, period=period, player=actor.player)
+    return bk.leaderboard_blocks(card)
+
+
+async def _stats(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    return bk.stats_blocks(await ctx.services.quiz.stats(actor.player, ch))
+
+
+async def _dispute(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    if len(args) != 1 or not args[0].isdigit():
+        raise ConfigurationError("usage: /rankzero dispute <problem-id> (the number shown on the problem)")
+    card = await ctx.services.app.disputes.dispute(actor, int(args[0]))
+    verdict = card.verdict
+    lines = [f"*Dispute of `{bk.esc(card.question_id)}`* · {card.verification.replace('_', ' ')}"]
+    if card.cannot_reproduce:
+        lines.append(bk.esc(card.cannot_reproduce))
+    if verdict is not None:
+        lines.append(bk.code_block(str(getattr(verdict, "stdout", "") or "")))
+    return [bk.section("\n".join(lines))]
+
+
+async def _schedule(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    schedules = ctx.services.schedules
+    sub = args[0] if args else "show"
+    if sub == "set":
+        _require_admin(actor)
+        await schedules.set_schedule(actor, ch, **parse_schedule_options(args[1:]))
+    elif sub in ("pause", "resume"):
+        await schedules.pause_schedule(actor, ch, paused=sub == "pause")
+    elif sub != "show":
+        raise ConfigurationError("usage: /rankzero schedule show|set --time 09:00 ...|pause|resume")
+    view = await schedules.show_schedule(ch)
+    if view is None:
+        return [bk.section("This channel has no schedule: `/rankzero schedule set --time 09:00`")]
+    c = view.schedule.config
+    nxt = ", ".join(bk.date_token(t) for t in view.next_posts) or "none (paused)"
+    return [bk.section(f"*Schedule* · {bk.esc(str(c))}\nNext posts: {nxt}")]
+
+
+async def _post_now(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    _require_admin(actor)
+    card = await ctx.services.quiz.post_daily(ch)
+    return [bk.section(f"Posted *{bk.esc(card.title)}* (challenge {card.challenge_id}).")]
+
+
+async def _close_now(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    _require_admin(actor)
+    quiz = ctx.services.quiz
+    challenge, _ = await quiz.open_challenge(ch)
+    results = await quiz.close_challenge(challenge.id)
+    if results is None:
+        return [bk.section("Today's challenge was already closed.")]
+    return [bk.section(f"Closed *{bk.esc(results.title)}*: {results.players} players; results posted.")]
+
+
+async def _question(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    _require_admin(actor)
+    if args[:1] == ["add"]:
+        await ctx.client.views_open(trigger_id=body["trigger_id"], view=bk.question_modal())
+        return []
+    if args[:1] == ["retire"] and len(args) == 2:
+        await ctx.services.quiz.admin_retire(actor, args[1])
+        return [bk.section(f"Retired `{bk.esc(args[1])}`: it will not be picked again.")]
+    raise ConfigurationError("usage: /rankzero question add | /rankzero question retire <question-id>")
+
+
+SUBCOMMANDS: dict[str, Handler] = {
+    "help": _help,
+    "challenge": _challenge,
+    "leaderboard": _leaderboard,
+    "stats": _stats,
+    "dispute": _dispute,
+    "schedule": _schedule,
+    "post-now": _post_now,
+    "close-now": _close_now,
+    "question": _question,
+}
+
+
+def register(app: AsyncApp, ctx: SlackContext) -> None:
+    """Attach ``/rankzero``."""
+
+    @app.command(COMMAND)
+    async def rankzero(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+        await ack()
+        try:
+            words = shlex.split(str(body.get("text") or ""))
+        except ValueError as exc:
+            await respond(text=f"Could not read that command: {exc}", response_type="ephemeral")
+            return
+        sub, args = (words[0].lower(), words[1:]) if words else ("help", [])
+        handler = SUBCOMMANDS.get(sub)
+        actor = await ctx.actor(str(body["user_id"]), str(body.get("user_name") or body["user_id"]))
+        channel = ctx.channel(str(body["team_id"]), str(body["channel_id"]), body.get("channel_name"))
+        if handler is None:
+            text = f"Unknown command `{bk.esc(sub)}`.\n{bk.help_text(actor.is_admin)}"
+            await respond(text=text, blocks=[bk.section(text)], response_type="ephemeral")
+            return
+        try:
+            out = await handler(ctx, actor, channel, args, body)
+        except RankZeroError as exc:
+            out = [bk.section(f":warning: {bk.esc(str(exc))}")]
+        for chunk in bk.split_message(out) if out else []:
+            await respond(blocks=chunk, text="RankZero", response_type="ephemeral")

@@ -1,0 +1,79 @@
+"""SlackPlatform: the ChatPlatform port over Slack's Web API (slack_sdk's AsyncWebClient).
+
+A message reference is ``"<channel id>:<ts>"`` so the daily post can be edited (closed) and the results
+posted in its thread. Posts longer than 50 blocks are split into several messages.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from slack_sdk.web.async_client import AsyncWebClient
+
+from bot.adapters.slack import blocks as bk
+from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.models import ChannelRef
+
+log = logging.getLogger(__name__)
+
+#: The ChannelRef.platform of Slack channels.
+PLATFORM = "slack"
+
+
+def split_ref(message_ref: str | None) -> tuple[str, str] | None:
+    """(channel, ts) of a message reference made by :meth:`SlackPlatform.post_challenge`."""
+    if not message_ref or ":" not in message_ref:
+        return None
+    channel, ts = message_ref.split(":", 1)
+    return channel, ts
+
+
+class SlackPlatform:
+    """Outbound posts to Slack channels."""
+
+    def __init__(self, client: AsyncWebClient) -> None:
+        self.client = client
+
+    async def _post(
+        self, channel: str, blocks: list[bk.Block], text: str, thread_ts: str | None = None
+    ) -> str | None:
+        first: str | None = None
+        for chunk in bk.split_message(blocks):
+            kwargs: dict[str, Any] = {"channel": channel, "blocks": chunk, "text": bk.clip(text)}
+            if thread_ts:
+                kwargs["thread_ts"] = thread_ts
+            resp = await self.client.chat_postMessage(**kwargs)
+            first = first or str(resp.get("ts"))
+        return first
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Post the daily challenge with its Start button; return ``channel:ts``."""
+        ts = await self._post(channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title))
+        return f"{channel.channel_id}:{ts}" if ts else None
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Mark the daily post closed and post the results (in its thread when known)."""
+        ref = split_ref(message_ref)
+        if ref is not None:
+            await self.client.chat_update(
+                channel=ref[0], ts=ref[1], blocks=bk.closed_blocks(card), text=bk.esc(card.title)
+            )
+        await self._post(
+            channel.channel_id,
+            bk.results_blocks(card),
+            f"Results · {bk.esc(card.title)}",
+            thread_ts=ref[1] if ref else None,
+        )
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        """Remind the channel before the window closes."""
+        await self._post(channel.channel_id, bk.reminder_blocks(card), f"{bk.esc(card.title)} closes soon")
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Post the week's leaderboard."""
+        await self._post(channel.channel_id, bk.leaderboard_blocks(card), bk.esc(card.title))
+
+    async def post_admin_notice(self, notice: Any) -> None:
+        """Admin notices need a configured admin channel, which Slack does not have yet: logged."""
+        log.warning("admin notice (no Slack admin channel configured): %s", notice)
