@@ -45,6 +45,14 @@ class Settings(BaseSettings):
     admins: list[str] = Field(default_factory=list)
     # --- rankzero serve (bot/serve.py); chat tokens are SecretStr: never logged, never in reprs
     discord_token: SecretStr | None = None
+    #: Discord roles (ids) whose members are RankZero admins, besides Manage Server holders.
+    discord_admin_roles: list[int] = Field(default_factory=list)
+    #: Sync slash commands to this guild only (instant; global commands take up to an hour to appear).
+    discord_guild_id: int | None = None
+    #: Where admin notices (contradicted answers) are posted.
+    discord_admin_channel_id: int | None = None
+    #: Run an AutoShardedClient (large bots: many guilds).
+    discord_sharded: bool = False
     slack_bot_token: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None

@@ -1,0 +1,446 @@
+"""Slash commands and the question modal: payload -> one service call -> render.
+
+Every command acknowledges first (a deferred ephemeral response, within Discord's 3 s), except
+``/question add`` whose first response must be the modal itself. Admin rights are decided here (Manage
+Server or a configured role) and enforced by the services (NotAdminError); the adapter also refuses early
+where a non-admin would otherwise fill in a form for nothing.
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from typing import Any, Literal
+
+import discord
+from discord import app_commands
+from pydantic import ValidationError
+
+from bot.adapters.discord import render
+from bot.adapters.discord.play import actor_of, channel_of
+from bot.adapters.discord.sanitize import (
+    FIELD_VALUE,
+    code_block,
+    fit_embed,
+    no_mentions,
+    safe_text,
+    split_text,
+    truncate,
+)
+from bot.core.errors import NotAdminError, RankZeroError
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from questions.loader import BankValidationError, validate_text
+from questions.schema import QuestionSpec
+
+log = logging.getLogger(__name__)
+
+LETTERS = "ABCDEFGHIJ"
+REFUSAL = "only admins can do that (Manage Server permission or a RankZero admin role): ask a server admin"
+#: Largest YAML attachment /question import reads.
+MAX_IMPORT_BYTES = 512 * 1024
+
+Reply = Callable[[str | None, discord.Embed | None], Awaitable[None]]
+
+
+def spec_from_form(
+    *,
+    qid: str,
+    kind: str,
+    topic: str,
+    difficulty: str,
+    prompt: str,
+    code: str,
+    choices: str,
+    correct: str,
+    notes: str,
+) -> dict[str, Any]:
+    """The question spec a modal describes.
+
+    Choices come one per line (A, B, C...); ``notes`` is the hint, a ``---`` line, then the explanation.
+    """
+    lines = [c.strip() for c in choices.splitlines() if c.strip()]
+    letter = correct.strip().upper()
+    hint, _, explanation = notes.partition("\n---")
+    spec: dict[str, Any] = {
+        "id": qid.strip(),
+        "kind": kind,
+        "topic": topic.strip(),
+        "difficulty": difficulty,
+        "prompt": prompt.strip(),
+        "choices": [
+            {"text": text, "correct": LETTERS[i] == letter} for i, text in enumerate(lines[: len(LETTERS)])
+        ],
+    }
+    if code.strip():
+        spec["code"] = code
+    if hint.strip():
+        spec["hint"] = hint.strip()
+    if explanation.strip():
+        spec["explanation"] = explanation.strip()
+    return spec
+
+
+def validation_errors(exc: ValidationError) -> list[str]:
+    """``field: message`` for each problem of a spec, as an admin can act on them."""
+    out = []
+    for err in exc.errors():
+        where = ".".join(str(p) for p in err["loc"]) or "question"
+        out.append(f"{where}: {err['msg']}")
+    return out
+
+
+class QuestionModal(discord.ui.Modal, title="Add a question"):
+    """Prompt, code, choices, correct letter, hint/explanation; validated with QuestionSpec on submit."""
+
+    prompt: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
+        label="Prompt (Markdown)", style=discord.TextStyle.paragraph, max_length=4000
+    )
+    code: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
+        label="Code (optional)", style=discord.TextStyle.paragraph, required=False, max_length=4000
+    )
+    choices: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
+        label="Choices, one per line (A, B, C...)", style=discord.TextStyle.paragraph, max_length=3000
+    )
+    correct: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
+        label="Correct letter", style=discord.TextStyle.short, max_length=1
+    )
+    notes: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
+        label="Hint, then a line '---', then the explanation",
+        style=discord.TextStyle.paragraph,
+        required=False,
+        max_length=3000,
+    )
+
+    def __init__(self, handler: CommandHandler, qid: str, kind: str, topic: str, difficulty: str) -> None:
+        super().__init__(timeout=900)
+        self.handler = handler
+        self.meta = {"qid": qid, "kind": kind, "topic": topic, "difficulty": difficulty}
+
+    async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
+        """Validate and import, or show the admin exactly what to fix."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        spec = spec_from_form(
+            **self.meta,
+            prompt=self.prompt.value,
+            code=self.code.value,
+            choices=self.choices.value,
+            correct=self.correct.value,
+            notes=self.notes.value,
+        )
+        await self.handler.add_question(interaction, spec)
+
+
+class CommandHandler:
+    """The slash commands' bodies."""
+
+    def __init__(
+        self,
+        quiz: QuizService,
+        schedules: ScheduleService,
+        disputes: Any | None,
+        *,
+        admin_roles: Sequence[int] = (),
+        timezone: str = "UTC",
+    ) -> None:
+        self.quiz = quiz
+        self.schedules = schedules
+        self.disputes = disputes
+        self.admin_roles = tuple(admin_roles)
+        self.timezone = timezone
+
+    async def _send(
+        self,
+        interaction: discord.Interaction[Any],
+        text: str | None = None,
+        embed: discord.Embed | None = None,
+        view: discord.ui.View | None = None,
+    ) -> None:
+        chunks = split_text(safe_text(text)) if text else [None]
+        for i, chunk in enumerate(chunks):
+            kwargs: dict[str, Any] = {"ephemeral": True, "allowed_mentions": no_mentions()}
+            if i == len(chunks) - 1:
+                if embed is not None:
+                    kwargs["embed"] = embed
+                if view is not None:
+                    kwargs["view"] = view
+            await interaction.followup.send(chunk, **kwargs) if chunk else await interaction.followup.send(
+                **kwargs
+            )
+
+    async def run(
+        self,
+        interaction: discord.Interaction[Any],
+        body: Callable[[], Awaitable[None]],
+        *,
+        admin: bool = False,
+    ) -> None:
+        """Acknowledge, refuse non-admins of admin commands, run ``body``, show domain errors."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            if admin and not actor_of(interaction, self.admin_roles).is_admin:
+                raise NotAdminError(REFUSAL)
+            await body()
+        except RankZeroError as exc:
+            await self._send(interaction, render.error_text(str(exc)))
+
+    # ------------------------------------------------------------------ players
+    async def leaderboard(self, interaction: discord.Interaction[Any], scope: str, period: str) -> None:
+        """Top players of the channel or server."""
+        card = await self.quiz.leaderboard(
+            channel_of(interaction, self.timezone),
+            scope="workspace" if scope == "server" else "channel",
+            period=period,
+            player=actor_of(interaction).player,
+        )
+        await self._send(interaction, embed=render.leaderboard_embed(card))
+
+    async def stats(self, interaction: discord.Interaction[Any], member: discord.abc.User | None) -> None:
+        """A player's record (yours by default)."""
+        who = actor_of(interaction).player
+        if member is not None:
+            who = type(who)("discord", str(member.id), member.display_name)
+        card = await self.quiz.stats(who, channel_of(interaction, self.timezone))
+        await self._send(interaction, embed=render.stats_embed(card))
+
+    async def challenge(self, interaction: discord.Interaction[Any]) -> None:
+        """Today's challenge of this channel with its Start button (for a late joiner)."""
+        card = await self.quiz.post_daily(channel_of(interaction, self.timezone))
+        await self._send(interaction, embed=render.challenge_embed(card), view=render.challenge_view(card))
+
+    async def dispute(self, interaction: discord.Interaction[Any], problem: int, code: str | None) -> None:
+        """Run a problem's code (or a variant) on the runner and show the verdict."""
+        if self.disputes is None:
+            await self._send(interaction, render.error_text("the runner is not configured on this bot"))
+            return
+        card = await self.disputes.dispute(actor_of(interaction, self.admin_roles), problem, code)
+        verdict = card.verdict
+        embed = discord.Embed(title=f"Dispute · {card.question_id} v{card.question_version}")
+        embed.add_field(name="Verification", value=card.verification, inline=False)
+        if card.cannot_reproduce:
+            embed.add_field(name="Cannot reproduce", value=safe_text(card.cannot_reproduce), inline=False)
+        if verdict is not None:
+            embed.add_field(
+                name="Status", value=f"{verdict.status} · {verdict.elapsed_s:.1f} s", inline=False
+            )
+            embed.add_field(
+                name="Output",
+                value=code_block(verdict.stdout or "(no output)", "", FIELD_VALUE),
+                inline=False,
+            )
+        await self._send(interaction, embed=fit_embed(embed))
+
+    # ------------------------------------------------------------------ admins
+    async def schedule_set(self, interaction: discord.Interaction[Any], **options: Any) -> None:
+        """Set the channel's schedule."""
+        given = {k: v for k, v in options.items() if v is not None}
+        saved = await self.schedules.set_schedule(
+            actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone), **given
+        )
+        await self._send(interaction, f"Schedule saved: {saved.config}")
+
+    async def schedule_show(self, interaction: discord.Interaction[Any]) -> None:
+        """Show the channel's schedule and next posts."""
+        view = await self.schedules.show_schedule(channel_of(interaction, self.timezone))
+        if view is None:
+            await self._send(interaction, "This channel has no schedule: `/rankzero schedule set`.")
+            return
+        nexts = ", ".join(render.absolute(at) for at in view.next_posts) or "none (paused)"
+        await self._send(interaction, f"{view.schedule.config}\nNext posts: {nexts}")
+
+    async def schedule_pause(self, interaction: discord.Interaction[Any], resume: bool) -> None:
+        """Pause (or resume) the channel's schedule."""
+        saved = await self.schedules.pause_schedule(
+            actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone), paused=not resume
+        )
+        await self._send(interaction, "Schedule resumed." if not saved.config.paused else "Schedule paused.")
+
+    async def post_now(self, interaction: discord.Interaction[Any]) -> None:
+        """Post today's challenge in this channel now (once per day and channel)."""
+        card = await self.quiz.post_daily(channel_of(interaction, self.timezone))
+        await self._send(interaction, f"Challenge #{card.challenge_id} of {card.day.isoformat()} is posted.")
+
+    async def close_now(self, interaction: discord.Interaction[Any], challenge: int) -> None:
+        """Close a challenge now; its results are posted by the service."""
+        results = await self.quiz.close_challenge(challenge)
+        await self._send(
+            interaction, "Closed; results posted." if results else "That challenge was already closed."
+        )
+
+    async def add_question(self, interaction: discord.Interaction[Any], spec: dict[str, Any]) -> None:
+        """Validate a modal's question with the YAML schema, then import it (or list the errors)."""
+        try:
+            valid = QuestionSpec.model_validate(spec)
+        except ValidationError as exc:
+            errors = "\n".join(f"• {e}" for e in validation_errors(exc))
+            await self._send(interaction, render.error_text(f"the question was not added:\n{errors}"))
+            return
+        try:
+            report = await self.quiz.admin_import(
+                actor_of(interaction, self.admin_roles), [valid.model_dump(mode="json", exclude_none=True)]
+            )
+        except RankZeroError as exc:
+            await self._send(interaction, render.error_text(str(exc)))
+            return
+        state = "added" if report.added else ("updated" if report.updated else "unchanged")
+        await self._send(interaction, f"Question `{valid.id}` {state}.")
+
+    async def import_questions(self, interaction: discord.Interaction[Any], file: discord.Attachment) -> None:
+        """Import a YAML bank file attached to the command."""
+        if file.size > MAX_IMPORT_BYTES:
+            await self._send(
+                interaction, render.error_text(f"{file.filename} is over {MAX_IMPORT_BYTES // 1024} KiB")
+            )
+            return
+        text = (await file.read()).decode("utf-8", errors="replace")
+        try:
+            loaded = validate_text(text, file.filename)
+        except BankValidationError as exc:
+            lines = "\n".join(f"• {e.file}:{e.line}: {e.field}: {e.message}" for e in exc.errors)
+            await self._send(interaction, render.error_text(f"nothing imported:\n{lines}"))
+            return
+        specs = [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
+        report = await self.quiz.admin_import(actor_of(interaction, self.admin_roles), specs)
+        await self._send(
+            interaction,
+            f"Imported {file.filename}: {len(report.added)} added, {len(report.updated)} updated, "
+            f"{len(report.unchanged)} unchanged.",
+        )
+
+    async def retire(self, interaction: discord.Interaction[Any], question: str) -> None:
+        """Retire a question."""
+        await self.quiz.admin_retire(actor_of(interaction, self.admin_roles), question)
+        await self._send(interaction, f"Question `{question}` retired.")
+
+    async def preview(self, interaction: discord.Interaction[Any], question: str) -> None:
+        """Show a question as players would see it, with its answer."""
+        specs = [s for s in await self.quiz.export_questions(include_retired=True) if s.get("id") == question]
+        if not specs:
+            await self._send(interaction, render.error_text(f"no question with id {question!r}"))
+            return
+        spec = specs[0]
+        embed = discord.Embed(
+            title=f"Preview · {spec['id']} · {spec.get('topic', '')}",
+            description=safe_text(spec.get("prompt") or ""),
+        )
+        if spec.get("code"):
+            embed.add_field(name="Code", value=code_block(spec["code"]), inline=False)
+        lines = [
+            f"**{LETTERS[i]}.** {safe_text(c['text'])}{' ✅' if c.get('correct') else ''}"
+            for i, c in enumerate(spec.get("choices") or [])
+        ]
+        if lines:
+            embed.add_field(name="Choices", value=truncate("\n".join(lines), FIELD_VALUE), inline=False)
+        await self._send(interaction, embed=fit_embed(embed))
+
+
+def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) -> None:
+    """Add RankZero's slash commands to ``tree``."""
+
+    @tree.command(name="leaderboard", description="Top players of this channel or server")
+    async def leaderboard(
+        interaction: discord.Interaction[Any],
+        scope: Literal["channel", "server"] = "channel",
+        period: Literal["today", "week", "all"] = "all",
+    ) -> None:
+        await h.run(interaction, lambda: h.leaderboard(interaction, scope, period))
+
+    @tree.command(name="stats", description="A player's record (yours by default)")
+    async def stats(interaction: discord.Interaction[Any], member: discord.User | None = None) -> None:
+        await h.run(interaction, lambda: h.stats(interaction, member))
+
+    @tree.command(name="challenge", description="Today's challenge of this channel, with its Start button")
+    async def challenge(interaction: discord.Interaction[Any]) -> None:
+        await h.run(interaction, lambda: h.challenge(interaction))
+
+    @tree.command(name="dispute", description="Run a problem's code on the runner and see the verdict")
+    @app_commands.describe(
+        problem="the problem id (in the problem's footer)", code="a variant to run instead"
+    )
+    async def dispute(interaction: discord.Interaction[Any], problem: int, code: str | None = None) -> None:
+        await h.run(interaction, lambda: h.dispute(interaction, problem, code))
+
+    rankzero = app_commands.Group(name="rankzero", description="RankZero administration")
+    schedule = app_commands.Group(name="schedule", description="This channel's schedule", parent=rankzero)
+
+    @schedule.command(name="set", description="Set this channel's daily schedule")
+    @app_commands.describe(
+        time="HH:MM", days="e.g. mon-fri", window="e.g. 8h or next", reminder="e.g. 30m or off"
+    )
+    async def schedule_set(
+        interaction: discord.Interaction[Any],
+        time: str | None = None,
+        timezone: str | None = None,
+        days: str | None = None,
+        problems: int | None = None,
+        time_limit_s: int | None = None,
+        attempts: int | None = None,
+        window: str | None = None,
+        reminder: str | None = None,
+        weekly_summary: str | None = None,
+    ) -> None:
+        await h.run(
+            interaction,
+            lambda: h.schedule_set(
+                interaction,
+                post_time=time,
+                timezone=timezone,
+                days=days,
+                problems=problems,
+                time_limit_s=time_limit_s,
+                attempts=attempts,
+                window=window,
+                reminder=reminder,
+                weekly_summary=weekly_summary,
+            ),
+            admin=True,
+        )
+
+    @schedule.command(name="show", description="Show this channel's schedule")
+    async def schedule_show(interaction: discord.Interaction[Any]) -> None:
+        await h.run(interaction, lambda: h.schedule_show(interaction))
+
+    @schedule.command(name="pause", description="Pause (or resume) this channel's schedule")
+    async def schedule_pause(interaction: discord.Interaction[Any], resume: bool = False) -> None:
+        await h.run(interaction, lambda: h.schedule_pause(interaction, resume), admin=True)
+
+    @rankzero.command(name="post-now", description="Post today's challenge here now")
+    async def post_now(interaction: discord.Interaction[Any]) -> None:
+        await h.run(interaction, lambda: h.post_now(interaction), admin=True)
+
+    @rankzero.command(name="close-now", description="Close a challenge now and post its results")
+    async def close_now(interaction: discord.Interaction[Any], challenge: int) -> None:
+        await h.run(interaction, lambda: h.close_now(interaction, challenge), admin=True)
+
+    question = app_commands.Group(name="question", description="The question bank (admins)")
+
+    @question.command(name="add", description="Add a multiple-choice question through a form")
+    async def question_add(
+        interaction: discord.Interaction[Any],
+        id: str,
+        topic: str,
+        difficulty: Literal["intermediate", "advanced", "expert"],
+        kind: Literal[
+            "predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice"
+        ] = "conceptual",
+    ) -> None:
+        # The modal must be the first response, so the refusal is decided before opening it.
+        if not actor_of(interaction, h.admin_roles).is_admin:
+            await interaction.response.send_message(render.error_text(REFUSAL), ephemeral=True)
+            return
+        await interaction.response.send_modal(QuestionModal(h, id, kind, topic, difficulty))
+
+    @question.command(name="import", description="Import questions from an attached YAML bank file")
+    async def question_import(interaction: discord.Interaction[Any], file: discord.Attachment) -> None:
+        await h.run(interaction, lambda: h.import_questions(interaction, file), admin=True)
+
+    @question.command(name="retire", description="Retire a question")
+    async def question_retire(interaction: discord.Interaction[Any], question: str) -> None:
+        await h.run(interaction, lambda: h.retire(interaction, question), admin=True)
+
+    @question.command(name="preview", description="Preview a question with its answer")
+    async def question_preview(interaction: discord.Interaction[Any], question: str) -> None:
+        await h.run(interaction, lambda: h.preview(interaction, question), admin=True)
+
+    tree.add_command(rankzero)
+    tree.add_command(question)

@@ -1,0 +1,434 @@
+"""The Discord adapter through discord.py's real objects: its HTTP client talks to a local fake of the
+Discord REST API (tests/discord_fake.py) and interactions enter through the real ConnectionState.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import discord
+import pytest
+
+from bot.adapters.discord import sanitize
+from bot.adapters.discord.app import DiscordAdapter
+from bot.core.models import ChannelRef
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.storage.db import make_engine
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.conftest import ADMIN, make_spec, test_bank
+from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
+from tests.fakes import FrozenClock
+
+CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
+ADMIN_ROLE = 555000000000000001
+CALLBACK = r"/interactions/\d+/[^/]+/callback"
+
+
+@dataclass
+class Bot:
+    """A running adapter (logged in against the fake) with its service and helpers."""
+
+    adapter: DiscordAdapter
+    quiz: QuizService
+    fake: FakeDiscord
+    act: Interactions
+    clock: FrozenClock
+
+    @property
+    def client(self) -> discord.Client:
+        return self.adapter.client
+
+    async def post(self) -> int:
+        """The daily post; returns the posted message id."""
+        await self.quiz.post_daily(CHANNEL)
+        posted = self.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
+        return int(self.fake.messages[max(self.fake.messages)]["id"]) if posted else 0
+
+    def buttons(self, message_id: int) -> dict[str, str]:
+        """label -> custom_id of a message's buttons."""
+        out = {}
+        for row in self.fake.messages[message_id]["components"]:
+            for c in row["components"]:
+                out[c["label"]] = c["custom_id"]
+        return out
+
+    def edits(self, token: str) -> list[Any]:
+        """Bodies of the @original edits made with an interaction token."""
+        return [r.body for r in self.fake.calls("PATCH", rf"/webhooks/\d+/{token}/messages/@original")]
+
+    def followups(self, token: str) -> list[Any]:
+        """Bodies of the follow-up messages sent with an interaction token."""
+        return [r.body for r in self.fake.calls("POST", rf"/webhooks/\d+/{token}")]
+
+    def callbacks(self, token: str) -> list[Any]:
+        """Bodies of the interaction responses made for a token."""
+        return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
+
+    async def start(self, post_id: int, user_id: int = 111) -> tuple[str, int]:
+        """Press Start; return the token and the ephemeral message id."""
+        token = self.act.click(self.client, post_id, self.buttons(post_id)["Start"], user_id=user_id)
+        await self.fake.wait_for(lambda: self.edits(token))
+        return token, self.fake.originals[token]
+
+
+async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> tuple[Bot, Any]:
+    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02, admin_roles=[ADMIN_ROLE])
+    engine = make_engine(db)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
+    if import_bank:
+        await quiz.admin_import(ADMIN, test_bank())
+    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
+    services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None))
+    await adapter.client.login("test-token")
+    adapter.attach(services)  # type: ignore[arg-type]
+    return Bot(adapter, quiz, fake, Interactions(fake), clock), engine
+
+
+@pytest.fixture
+async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    server = FakeDiscord()
+    base = await server.start()
+    monkeypatch.setattr(discord.http.Route, "BASE", base)
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def db(tmp_path: Path, sqlite_template: Path) -> str:
+    target = tmp_path / "rz.db"
+    shutil.copy(sqlite_template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture
+async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
+    b, engine = await _open(fake, db, clock, import_bank=True)
+    yield b
+    await b.adapter.stop()
+    await engine.dispose()
+
+
+def _embed(body: dict[str, Any]) -> dict[str, Any]:
+    return body["embeds"][0]
+
+
+def _field(embed: dict[str, Any], name: str) -> str:
+    return next(f["value"] for f in embed["fields"] if f["name"].startswith(name))
+
+
+def _labels(body: dict[str, Any]) -> list[list[str]]:
+    return [[c["label"] for c in row["components"]] for row in body.get("components", [])]
+
+
+# ---------------------------------------------------------------------- the daily post
+async def test_daily_post_has_embed_countdown_and_start_button(bot: Bot) -> None:
+    closes = bot.clock.now().replace(hour=17)
+    await bot.quiz.post_daily(CHANNEL, closes_at=closes)
+    [req] = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
+    embed = req.body["embeds"][0]
+    assert f"<t:{int(closes.timestamp())}:R>" in embed["description"]
+    assert embed["description"].count("\n**") == 4  # five problems listed
+    assert req.body["allowed_mentions"] == {"parse": []}
+    [[button]] = [row["components"] for row in req.body["components"]]
+    assert button["label"] == "Start" and button["custom_id"].startswith("rz:start:")
+    # the message id became the challenge's reference (used to close the post later)
+    challenge = await bot.quiz.get_challenge(int(button["custom_id"].split(":")[2]))
+    assert challenge.message_ref == str(max(bot.fake.messages))
+
+
+# ---------------------------------------------------------------------- the private flow
+async def test_start_opens_ephemeral_problem_with_choices_attempts_and_deadline(bot: Bot) -> None:
+    post = await bot.post()
+    token, _ = await bot.start(post)
+    [ack] = bot.callbacks(token)
+    assert ack["type"] == 5 and ack["data"]["flags"] == 64  # deferred, ephemeral, within the 3 s
+    body = bot.edits(token)[-1]
+    embed = _embed(body)
+    assert embed["title"].startswith("Problem 1 of 5")
+    assert _field(embed, "Attempts") == "Attempts: 2 left"
+    deadline = int((bot.clock.now().timestamp()) + 120)
+    assert f"<t:{deadline}:R>" in _field(embed, "Time")
+    assert _labels(body) == [["A", "B", "C", "D"], ["Hint"]]
+    assert bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 1
+
+
+async def test_answer_wrong_then_right_then_next(bot: Bot) -> None:
+    post = await bot.post()
+    _, eph = await bot.start(post)
+    t1 = bot.act.click(bot.client, eph, bot.buttons(eph)["B"])
+    await bot.fake.wait_for(lambda: bot.edits(t1))
+    assert bot.callbacks(t1)[0]["type"] == 6  # deferred update of the ephemeral message
+    wrong = _embed(bot.edits(t1)[-1])
+    result = _field(wrong, "Result")
+    assert result.startswith("❌ B:") and "1 attempt left" in result
+    assert _field(wrong, "Attempts") == "Attempts: 1 left"
+    b_button = bot.fake.messages[eph]["components"][0]["components"][1]
+    assert b_button["label"] == "B" and b_button["disabled"] is True
+
+    t2 = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
+    await bot.fake.wait_for(lambda: bot.edits(t2))
+    right = _embed(bot.edits(t2)[-1])
+    assert _field(right, "Result").startswith("✅ A:")
+    assert "because" in _field(right, "Explanation")  # the explanation once the problem is over
+    assert _labels(bot.edits(t2)[-1]) == [["Next"]]
+
+    t3 = bot.act.click(bot.client, eph, bot.buttons(eph)["Next"])
+    await bot.fake.wait_for(lambda: bot.edits(t3))
+    assert _embed(bot.edits(t3)[-1])["title"].startswith("Problem 2 of 5")
+
+
+async def test_double_click_cannot_exceed_the_attempt_limit(bot: Bot) -> None:
+    post = await bot.post()
+    _, eph = await bot.start(post)
+    ids = bot.buttons(eph)
+    first = bot.act.click(bot.client, eph, ids["B"])
+    await bot.fake.wait_for(lambda: bot.edits(first))
+    # The last attempt, clicked twice before either response arrives.
+    c1 = bot.act.click(bot.client, eph, ids["C"])
+    c2 = bot.act.click(bot.client, eph, ids["D"])
+    await bot.fake.wait_for(
+        lambda: all(bot.edits(t) or bot.followups(t) for t in (c1, c2)) and bot.adapter.play
+    )
+    await asyncio.sleep(0.05)
+    problem_id = int(ids["B"].split(":")[2])
+    card = await bot.quiz.view_problem(_alice(), problem_id)
+    assert card.attempts_left == 0 and card.over
+    assert len(card.wrong_letters) == 2  # B and exactly one of C/D were stored
+    refused = [b for t in (c1, c2) for b in bot.followups(t)]
+    assert len(refused) == 1 and "⚠️" in refused[0]["content"]
+    assert all(len(bot.callbacks(t)) == 1 for t in (first, c1, c2))  # every click acknowledged once
+
+
+def _alice() -> Any:
+    from bot.core.models import Actor, PlayerRef
+
+    return Actor(PlayerRef("discord", "111", "alice"))
+
+
+async def test_hint_shows_the_hint_and_disables_the_button(bot: Bot) -> None:
+    post = await bot.post()
+    _, eph = await bot.start(post)
+    t = bot.act.click(bot.client, eph, bot.buttons(eph)["Hint"])
+    await bot.fake.wait_for(lambda: bot.edits(t))
+    body = bot.edits(t)[-1]
+    assert "hint for" in _field(_embed(body), "💡 Hint")
+    hint_button = body["components"][-1]["components"][0]
+    assert hint_button["label"] == "Hint" and hint_button["disabled"] is True
+
+
+async def test_time_up_edits_the_ephemeral_message_without_a_click(bot: Bot) -> None:
+    post = await bot.post()
+    token, _ = await bot.start(post)
+    before = len(bot.edits(token))
+    bot.clock.advance(121)  # past the stored deadline; the countdown re-reads the clock
+    await bot.fake.wait_for(lambda: len(bot.edits(token)) > before)
+    embed = _embed(bot.edits(token)[-1])
+    assert "Time is up" in _field(embed, "Result")
+    assert "Correct answer: **A**" in _field(embed, "Explanation")
+    assert _labels(bot.edits(token)[-1]) == [["Next"]]
+    problem_id = int(embed["footer"]["text"].split()[-1])
+    card = await bot.quiz.view_problem(_alice(), problem_id)
+    assert card.over  # recorded in the database, not only shown
+
+
+async def test_buttons_survive_a_restart(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
+    first, engine = await _open(fake, db, clock, import_bank=True)
+    post = await first.post()
+    await first.adapter.stop()
+    await engine.dispose()
+    # A new process: a new client that never sent this message; only the custom_id routes the click.
+    second, engine = await _open(fake, db, clock, import_bank=False)
+    try:
+        assert second.client._connection._view_store.persistent_views == []
+        token, _ = await second.start(post)
+        assert _embed(second.edits(token)[-1])["title"].startswith("Problem 1 of 5")
+    finally:
+        await second.adapter.stop()
+        await engine.dispose()
+
+
+# ---------------------------------------------------------------------- sanitising and limits
+async def test_echoed_text_cannot_ping_or_break_code_blocks(
+    fake: FakeDiscord, db: str, clock: FrozenClock
+) -> None:
+    evil = make_spec(
+        "evil-1",
+        "intermediate",
+        "DDP @everyone",
+        prompt="Hey @everyone and <@123> and <@&456>: ```py\nboom\n``` after",
+        code="print('```')\n" + "x = 1\n" * 400,
+    )
+    bot, engine = await _open(fake, db, clock, import_bank=False)
+    try:
+        await bot.quiz.admin_import(ADMIN, [evil])
+        await bot.quiz.post_daily(CHANNEL, problems=1)
+        [post_req] = fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
+        assert "@everyone" not in post_req.body["embeds"][0]["description"]
+        token, _ = await bot.start(max(fake.messages))
+        body = bot.edits(token)[-1]
+        assert body["allowed_mentions"] == {"parse": []}
+        embed = _embed(body)
+        text = embed["description"]
+        assert "@everyone" not in text and "<@123>" not in text and "<@&456>" not in text
+        assert "```" not in text
+        code = _field(embed, "Code")
+        assert code.startswith("```py\n") and code.endswith("\n```") and code.count("```") == 2
+        assert len(code) <= 1024 and sanitize.MARKER in code
+        assert "@everyone" not in embed["title"]
+    finally:
+        await bot.adapter.stop()
+        await engine.dispose()
+
+
+def test_limits_truncate_with_a_marker_never_exceed() -> None:
+    embed = discord.Embed(title="t" * 400, description="d" * 5000)
+    for i in range(30):
+        embed.add_field(name=f"f{i}", value="v" * 2000)
+    sanitize.fit_embed(embed)
+    data = embed.to_dict()
+    assert len(embed) <= sanitize.EMBED_TOTAL
+    assert len(data["title"]) == 256 and data["title"].endswith(sanitize.MARKER)
+    assert len(data["fields"]) <= 25
+    assert all(len(f["value"]) <= 1024 for f in data["fields"])
+    assert any(sanitize.MARKER in f["name"] or sanitize.MARKER in f["value"] for f in data["fields"])
+    chunks = sanitize.split_text("line\n" * 1000)
+    assert all(len(c) <= 2000 for c in chunks) and "".join(chunks).count("line") == 1000
+
+
+def test_mentions_and_fences_are_neutralised() -> None:
+    text = sanitize.safe_text("@everyone @here <@123> <@!5> <#9> ```x```")
+    for bad in ("@everyone", "@here", "<@123>", "<@!5>", "<#9>", "```"):
+        assert bad not in text
+    assert sanitize.plain("*bold* @everyone") == "\\*bold\\* @\u200beveryone"
+
+
+# ---------------------------------------------------------------------- slash commands and admins
+def _content(bot: Bot, token: str) -> str:
+    return "\n".join(b.get("content") or "" for b in bot.followups(token))
+
+
+async def test_non_admin_is_refused_clearly(bot: Bot) -> None:
+    t1 = bot.act.command(bot.client, "rankzero post-now")
+    await bot.fake.wait_for(lambda: bot.followups(t1))
+    assert "only admins can do that" in _content(bot, t1)
+    assert bot.callbacks(t1)[0]["type"] == 5  # acknowledged first
+    assert bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages") == []  # nothing posted
+    t2 = bot.act.command(
+        bot.client,
+        "question add",
+        [
+            {"type": 3, "name": "id", "value": "q-1"},
+            {"type": 3, "name": "topic", "value": "DDP"},
+            {"type": 3, "name": "difficulty", "value": "advanced"},
+        ],
+    )
+    await bot.fake.wait_for(lambda: bot.callbacks(t2))
+    [refusal] = bot.callbacks(t2)
+    assert refusal["type"] == 4 and "only admins" in refusal["data"]["content"]  # no modal opened
+
+
+async def test_admin_by_role_can_post_now(bot: Bot) -> None:
+    token = bot.act.command(bot.client, "rankzero post-now", roles=[ADMIN_ROLE])
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    assert "is posted" in _content(bot, token)
+    assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 1
+
+
+async def test_question_add_modal_shows_validation_errors_then_adds(bot: Bot) -> None:
+    opts = [
+        {"type": 3, "name": "id", "value": "ddp-modal-1"},
+        {"type": 3, "name": "topic", "value": "DDP"},
+        {"type": 3, "name": "difficulty", "value": "advanced"},
+    ]
+    token = bot.act.command(bot.client, "question add", opts, permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    [modal] = bot.callbacks(token)
+    assert modal["type"] == 9  # the modal is the response
+    custom_id = modal["data"]["custom_id"]
+    inputs = [c["components"][0]["custom_id"] for c in modal["data"]["components"]]
+    assert len(inputs) == 5
+    prompt, code, choices, correct, notes = inputs
+    # No choice is marked correct (letter E of 2 choices): refused with the schema's message.
+    bad = bot.act.submit_modal(
+        bot.client,
+        custom_id,
+        {prompt: "What does DDP all-reduce?", code: "", choices: "grads\nweights", correct: "E", notes: ""},
+        permissions=MANAGE_GUILD,
+    )
+    await bot.fake.wait_for(lambda: bot.followups(bad))
+    assert "was not added" in _content(bot, bad) and "choices" in _content(bot, bad)
+    assert all(r.id != "ddp-modal-1" for r in await bot.quiz.list_questions())
+
+    token = bot.act.command(bot.client, "question add", opts, permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    custom_id = bot.callbacks(token)[0]["data"]["custom_id"]
+    good = bot.act.submit_modal(
+        bot.client,
+        custom_id,
+        {
+            prompt: "What does DDP all-reduce?",
+            code: "model = DDP(model)",
+            choices: "gradients\nweights\nactivations",
+            correct: "a",
+            notes: "think backward\n---\nDDP averages gradients in backward.",
+        },
+        permissions=MANAGE_GUILD,
+    )
+    await bot.fake.wait_for(lambda: bot.followups(good))
+    assert "`ddp-modal-1` added" in _content(bot, good)
+    [spec] = [s for s in await bot.quiz.export_questions() if s["id"] == "ddp-modal-1"]
+    assert spec["choices"][0]["correct"] is True and spec["hint"] == "think backward"
+    assert spec["explanation"] == "DDP averages gradients in backward."
+
+
+async def test_leaderboard_after_a_solved_problem(bot: Bot) -> None:
+    post = await bot.post()
+    _, eph = await bot.start(post)
+    t = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
+    await bot.fake.wait_for(lambda: bot.edits(t))
+    token = bot.act.command(bot.client, "leaderboard", [{"type": 3, "name": "period", "value": "today"}])
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    embed = bot.followups(token)[0]["embeds"][0]
+    assert "today" in embed["title"] and "**1.** alice" in embed["description"]
+
+
+async def test_dispute_without_runner_says_so(bot: Bot) -> None:
+    token = bot.act.command(bot.client, "dispute", [{"type": 4, "name": "problem", "value": 1}])
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    assert "runner is not configured" in _content(bot, token)
+
+
+async def test_question_import_from_attachment(bot: Bot) -> None:
+    yaml_text = (
+        "questions:\n"
+        "  - id: imported-1\n    kind: conceptual\n    topic: FSDP\n    difficulty: expert\n"
+        "    prompt: What does FSDP shard?\n"
+        "    choices:\n      - text: parameters\n        correct: true\n      - text: nothing\n"
+    )
+    bot.fake.files["/files/bank.yaml"] = yaml_text.encode()
+    att_id = "610000000000000001"
+    attachment = {
+        "id": att_id,
+        "filename": "bank.yaml",
+        "size": len(yaml_text),
+        "url": f"{bot.fake.root}/files/bank.yaml",
+        "proxy_url": f"{bot.fake.root}/files/bank.yaml",
+    }
+    token = bot.act.command(
+        bot.client,
+        "question import",
+        [{"type": 11, "name": "file", "value": att_id}],
+        permissions=MANAGE_GUILD,
+        resolved={"attachments": {att_id: attachment}},
+    )
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    assert "1 added" in _content(bot, token)
+    assert any(r.id == "imported-1" for r in await bot.quiz.list_questions())
