@@ -421,3 +421,21 @@ async def test_help_and_leaderboard_commands(slack: Harness) -> None:
     assert any("/rankzero" in d and "post-now" not in d for d in dumps)  # players do not see admin help
     assert any("this workspace" in d and "this week" in d for d in dumps)
     assert any("Unknown command" in d and "&lt;!channel&gt;" in d for d in dumps)
+
+
+# ---------------------------------------------------------------------- configuration
+def test_registry_picks_http_or_socket_mode() -> None:
+    from bot.adapters.registry import build_adapters
+
+    base = {"database_url": "sqlite+aiosqlite:///unused.db", "slack_bot_token": SecretStr("xoxb-x")}
+    assert all(
+        a.name != "slack" for a in build_adapters(Settings(**base))
+    )  # a bot token alone cannot receive anything
+    http = [
+        a for a in build_adapters(Settings(**base, slack_signing_secret=SecretStr("s"))) if a.name == "slack"
+    ]
+    assert len(http) == 1 and isinstance(http[0], SlackAdapter) and http[0].http is not None
+    socket = [
+        a for a in build_adapters(Settings(**base, slack_app_token=SecretStr("xapp-1"))) if a.name == "slack"
+    ]
+    assert len(socket) == 1 and isinstance(socket[0], SlackAdapter) and socket[0].http is None
