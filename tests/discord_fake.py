@@ -65,6 +65,7 @@ class FakeDiscord:
         #: interaction token -> id of the message its @original refers to
         self.originals: dict[str, int] = {}
         self.files: dict[str, bytes] = {}
+        self.threads: dict[int, dict[str, Any]] = {}
         self._ids = itertools.count(600000000000000001)
         self._runner: web.AppRunner | None = None
         self.base = ""
@@ -159,6 +160,8 @@ class FakeDiscord:
             return _json(self._store(self.next_id(), int(hit[1]), body or {}))
         if (hit := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path)) and m == "PATCH":
             return _json(self._store(int(hit[2]), int(hit[1]), body or {}))
+        if (hit := re.fullmatch(r"/channels/(\d+)/threads", path)) and m == "POST":
+            return _json(self._thread(int(hit[1]), body or {}))
         if (hit := re.fullmatch(r"/interactions/(\d+)/([^/]+)/callback", path)) and m == "POST":
             return _json(self._callback(int(hit[1]), hit[2], body or {}))
         if (hit := re.fullmatch(r"/webhooks/(\d+)/([^/]+)/messages/@original", path)) and m == "PATCH":
@@ -171,6 +174,30 @@ class FakeDiscord:
         if re.fullmatch(r"/applications/\d+(/guilds/\d+)?/commands", path) and m == "PUT":
             return _json([])
         return _json({"code": 0, "message": f"fake has no route {m} {path}"}, status=404)
+
+    def _thread(self, parent_id: int, body: dict[str, Any]) -> dict[str, Any]:
+        tid = self.next_id()
+        thread = {
+            "id": str(tid),
+            "type": int(body.get("type") or 11),
+            "guild_id": str(GUILD_ID),
+            "parent_id": str(parent_id),
+            "name": body.get("name", ""),
+            "owner_id": str(BOT_ID),
+            "last_message_id": None,
+            "rate_limit_per_user": 0,
+            "message_count": 0,
+            "member_count": 1,
+            "flags": 0,
+            "thread_metadata": {
+                "archived": False,
+                "auto_archive_duration": int(body.get("auto_archive_duration") or 1440),
+                "archive_timestamp": dt.datetime.now(dt.UTC).isoformat(),
+                "locked": False,
+            },
+        }
+        self.threads[tid] = thread
+        return thread
 
     def _callback(self, interaction_id: int, token: str, body: dict[str, Any]) -> dict[str, Any]:
         kind = body.get("type")

@@ -432,3 +432,107 @@ async def test_question_import_from_attachment(bot: Bot) -> None:
     await bot.fake.wait_for(lambda: bot.followups(token))
     assert "1 added" in _content(bot, token)
     assert any(r.id == "imported-1" for r in await bot.quiz.list_questions())
+
+
+async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
+    from bot.core.dispute_service import DisputeService
+    from tests.test_console_dispute import FakeRunner
+
+    bot, engine = await _open(fake, db, clock, import_bank=False)
+    try:
+        spec = make_spec(
+            "disc-dispute",
+            "advanced",
+            "DDP",
+            kind="predict_output",
+            code="print('x')\n",
+            runner={"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False},
+        )
+        await bot.quiz.admin_import(ADMIN, [spec])
+        factory = session_factory(make_engine(db))
+        assert bot.adapter.commands is not None
+        bot.adapter.commands.disputes = DisputeService(
+            lambda: SqlUnitOfWork(factory), clock, FakeRunner("@everyone disc-dispute choice 0\n")
+        )
+        await bot.quiz.post_daily(CHANNEL, problems=1)
+        _, eph = await bot.start(max(fake.messages))
+        answered = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
+        await fake.wait_for(lambda: bot.edits(answered))
+        problem_id = int(_embed(bot.edits(answered)[-1])["footer"]["text"].split()[-1])
+        token = bot.act.command(bot.client, "dispute", [{"type": 4, "name": "problem", "value": problem_id}])
+        await fake.wait_for(lambda: bot.followups(token))
+        [thread_id] = fake.threads
+        [verdict] = fake.calls("POST", rf"/channels/{thread_id}/messages")
+        output = _field(verdict.body["embeds"][0], "Output")
+        # Runner output stays verbatim inside one code block (copyable); nobody is pinged by it.
+        assert output.startswith("```") and output.count("```") == 2
+        assert "@everyone disc-dispute choice 0" in output
+        assert verdict.body["allowed_mentions"] == {"parse": []}
+        assert f"<#{thread_id}>" in _content(bot, token)
+    finally:
+        await bot.adapter.stop()
+        await engine.dispose()
+
+
+async def test_schedule_set_show_pause_by_slash_command(bot: Bot) -> None:
+    opts = [
+        {"type": 3, "name": "time", "value": "09:30"},
+        {"type": 3, "name": "timezone", "value": "Europe/Berlin"},
+        {"type": 3, "name": "days", "value": "mon-fri"},
+    ]
+    t1 = bot.act.command(bot.client, "rankzero schedule set", opts, permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(t1))
+    assert "Schedule saved" in _content(bot, t1)
+    t2 = bot.act.command(bot.client, "rankzero schedule show")
+    await bot.fake.wait_for(lambda: bot.followups(t2))
+    assert "Next posts: <t:" in _content(bot, t2)
+    bad = bot.act.command(
+        bot.client,
+        "rankzero schedule set",
+        [{"type": 3, "name": "timezone", "value": "Mars/Base"}],
+        permissions=MANAGE_GUILD,
+    )
+    await bot.fake.wait_for(lambda: bot.followups(bad))
+    assert "unknown timezone" in _content(bot, bad)
+    t3 = bot.act.command(bot.client, "rankzero schedule pause", permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(t3))
+    assert "paused" in _content(bot, t3)
+
+
+async def test_results_reminder_and_summary_posts(bot: Bot) -> None:
+    from bot.core.cards import LeaderboardCard, ReminderCard
+    from bot.core.models import StandingRow
+
+    closes = bot.clock.now().replace(hour=17)
+    card = await bot.quiz.post_daily(CHANNEL, closes_at=closes)
+    post = max(bot.fake.messages)
+    await bot.adapter.platform.post_reminder(
+        CHANNEL, ReminderCard(card.challenge_id, card.title, card.day, closes), str(post)
+    )
+    reminder = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")[-1].body
+    assert int(reminder["message_reference"]["message_id"]) == post
+    assert f"<t:{int(closes.timestamp())}:R>" in reminder["content"]
+    results = await bot.quiz.close_challenge(card.challenge_id)
+    assert results is not None
+    posted = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")[-1].body
+    assert posted["embeds"][0]["title"].startswith("Results")
+    [close_edit] = bot.fake.calls("PATCH", rf"/channels/{CHANNEL_ID}/messages/{post}")
+    assert close_edit.body["components"] == []  # the Start button is gone
+    rows = tuple(StandingRow(i + 1, i, f"<@{i}> @everyone", 10, 1, 1000) for i in range(40))
+    await bot.adapter.platform.post_weekly_summary(
+        CHANNEL, LeaderboardCard("channel", "week", "Weekly", rows, None, 40)
+    )
+    summary = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")[-1].body["embeds"][0]
+    assert "@everyone" not in summary["description"] and "<@1>" not in summary["description"]
+
+
+def test_registry_builds_the_discord_adapter() -> None:
+    from bot.adapters.registry import build_adapters
+    from bot.config import Settings
+
+    [adapter] = build_adapters(
+        Settings(discord_token="t", discord_admin_roles=[7], discord_guild_id=9, database_url="sqlite://")
+    )
+    assert isinstance(adapter, DiscordAdapter) and adapter.name == "discord"
+    assert adapter.admin_roles == (7,) and adapter.guild_id == 9
+    assert adapter.client.intents.value == discord.Intents(guilds=True).value  # no message content

@@ -23,6 +23,7 @@ from bot.adapters.discord.sanitize import (
     code_block,
     fit_embed,
     no_mentions,
+    plain,
     safe_text,
     split_text,
     truncate,
@@ -156,7 +157,7 @@ class CommandHandler:
         embed: discord.Embed | None = None,
         view: discord.ui.View | None = None,
     ) -> None:
-        chunks = split_text(safe_text(text)) if text else [None]
+        chunks = split_text(text) if text else [None]
         for i, chunk in enumerate(chunks):
             kwargs: dict[str, Any] = {"ephemeral": True, "allowed_mentions": no_mentions()}
             if i == len(chunks) - 1:
@@ -228,7 +229,29 @@ class CommandHandler:
                 value=code_block(verdict.stdout or "(no output)", "", FIELD_VALUE),
                 inline=False,
             )
-        await self._send(interaction, embed=fit_embed(embed))
+        embed = fit_embed(embed)
+        thread = await self._dispute_thread(interaction, f"Dispute · {card.question_id}")
+        if thread is None:
+            await self._send(interaction, embed=embed)
+            return
+        await thread.send(embed=embed, allowed_mentions=no_mentions())
+        await self._send(interaction, f"The runner's verdict is in {thread.mention}.")
+
+    @staticmethod
+    async def _dispute_thread(interaction: discord.Interaction[Any], name: str) -> discord.Thread | None:
+        """A public thread on the channel for the verdict; None where threads are unavailable (DMs, no
+        permission), and the verdict goes to the disputer alone instead.
+        """
+        channel = interaction.channel
+        if not isinstance(channel, discord.TextChannel):
+            return None
+        try:
+            return await channel.create_thread(
+                name=name[:100], type=discord.ChannelType.public_thread, auto_archive_duration=1440
+            )
+        except discord.HTTPException as exc:
+            log.info("no dispute thread in %s: %s", channel.id, exc)
+            return None
 
     # ------------------------------------------------------------------ admins
     async def schedule_set(self, interaction: discord.Interaction[Any], **options: Any) -> None:
@@ -237,7 +260,7 @@ class CommandHandler:
         saved = await self.schedules.set_schedule(
             actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone), **given
         )
-        await self._send(interaction, f"Schedule saved: {saved.config}")
+        await self._send(interaction, f"Schedule saved: {safe_text(str(saved.config))}")
 
     async def schedule_show(self, interaction: discord.Interaction[Any]) -> None:
         """Show the channel's schedule and next posts."""
@@ -246,7 +269,7 @@ class CommandHandler:
             await self._send(interaction, "This channel has no schedule: `/rankzero schedule set`.")
             return
         nexts = ", ".join(render.absolute(at) for at in view.next_posts) or "none (paused)"
-        await self._send(interaction, f"{view.schedule.config}\nNext posts: {nexts}")
+        await self._send(interaction, f"{safe_text(str(view.schedule.config))}\nNext posts: {nexts}")
 
     async def schedule_pause(self, interaction: discord.Interaction[Any], resume: bool) -> None:
         """Pause (or resume) the channel's schedule."""
@@ -303,14 +326,14 @@ class CommandHandler:
         report = await self.quiz.admin_import(actor_of(interaction, self.admin_roles), specs)
         await self._send(
             interaction,
-            f"Imported {file.filename}: {len(report.added)} added, {len(report.updated)} updated, "
+            f"Imported {plain(file.filename)}: {len(report.added)} added, {len(report.updated)} updated, "
             f"{len(report.unchanged)} unchanged.",
         )
 
     async def retire(self, interaction: discord.Interaction[Any], question: str) -> None:
         """Retire a question."""
         await self.quiz.admin_retire(actor_of(interaction, self.admin_roles), question)
-        await self._send(interaction, f"Question `{question}` retired.")
+        await self._send(interaction, f"Question {plain(question)} retired.")
 
     async def preview(self, interaction: discord.Interaction[Any], question: str) -> None:
         """Show a question as players would see it, with its answer."""
