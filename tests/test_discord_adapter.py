@@ -536,3 +536,69 @@ def test_registry_builds_the_discord_adapter() -> None:
     assert isinstance(adapter, DiscordAdapter) and adapter.name == "discord"
     assert adapter.admin_roles == (7,) and adapter.guild_id == 9
     assert adapter.client.intents.value == discord.Intents(guilds=True).value  # no message content
+
+
+async def test_slash_commands_sync_to_the_configured_guild(
+    fake: FakeDiscord, db: str, clock: FrozenClock
+) -> None:
+    bot, engine = await _open(fake, db, clock, import_bank=False)
+    try:
+        bot.adapter.guild_id = GUILD_ID
+        await bot.adapter.sync_commands()
+        [put] = fake.calls("PUT", rf"/applications/\d+/guilds/{GUILD_ID}/commands")
+        names = {c["name"]: c for c in put.body}
+        assert set(names) == {"leaderboard", "stats", "challenge", "dispute", "rankzero", "question"}
+        subs = {o["name"] for o in names["question"]["options"]}
+        assert subs == {"add", "import", "retire", "preview"}
+        scope = next(o for o in names["leaderboard"]["options"] if o["name"] == "scope")
+        assert [c["value"] for c in scope["choices"]] == ["channel", "server"]
+    finally:
+        await bot.adapter.stop()
+        await engine.dispose()
+
+
+async def test_full_run_ends_with_the_players_summary(bot: Bot) -> None:
+    post = await bot.post()
+    _, eph = await bot.start(post)
+    for n in range(5):
+        assert _embed(bot.fake.messages[eph])["title"].startswith(f"Problem {n + 1} of 5")
+        answered = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
+        await bot.fake.wait_for(lambda t=answered: bot.edits(t))
+        nxt = bot.act.click(bot.client, eph, bot.buttons(eph)["Next"])
+        await bot.fake.wait_for(lambda t=nxt: bot.edits(t))
+    done = bot.fake.messages[eph]
+    assert _embed(done)["title"].startswith("Done: 5/5 correct")
+    assert done["components"] == []
+    assert bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 0
+
+
+def test_six_choices_fit_five_buttons_per_row() -> None:
+    import datetime as dt
+
+    from bot.adapters.discord import render
+    from bot.core.cards import ProblemCard
+
+    now = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
+    card = ProblemCard(
+        1,
+        2,
+        1,
+        5,
+        "conceptual",
+        "DDP",
+        "expert",
+        "p" * 5000,
+        "c" * 3000,
+        tuple((letter, "x" * 900) for letter in "ABCDEF"),
+        2,
+        2,
+        now,
+        now,
+        True,
+        None,
+    )
+    rows = [[c["label"] for c in row["components"]] for row in render.problem_view(card).to_components()]
+    assert rows == [["A", "B", "C", "D", "E"], ["F"], ["Hint"]]
+    embed = render.problem_embed(card)
+    assert len(embed) <= sanitize.EMBED_TOTAL
+    assert all(len(f["value"]) <= 1024 for f in embed.to_dict()["fields"])
