@@ -602,3 +602,15 @@ def test_six_choices_fit_five_buttons_per_row() -> None:
     embed = render.problem_embed(card)
     assert len(embed) <= sanitize.EMBED_TOTAL
     assert all(len(f["value"]) <= 1024 for f in embed.to_dict()["fields"])
+
+
+async def test_start_on_a_closed_challenge_says_so(bot: Bot) -> None:
+    post = await bot.post()
+    start_id = bot.buttons(post)["Start"]
+    await bot.quiz.close_challenge(int(start_id.split(":")[2]))
+    bot.fake.messages[post]["components"] = [  # a client still showing the old post
+        {"type": 1, "components": [{"type": 2, "style": 3, "label": "Start", "custom_id": start_id}]}
+    ]
+    token = bot.act.click(bot.client, post, start_id)
+    await bot.fake.wait_for(lambda: bot.edits(token))
+    assert "challenge is closed" in bot.edits(token)[-1]["content"]

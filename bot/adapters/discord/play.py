@@ -151,9 +151,14 @@ class PlayHandler:
             elif action == "hint":
                 await self._hint(interaction, actor, int(args[0]))
         except RankZeroError as exc:
-            await interaction.followup.send(
-                render.error_text(str(exc)), ephemeral=True, allowed_mentions=no_mentions()
-            )
+            if action == "start":  # replace the "thinking…" placeholder rather than leave it spinning
+                await interaction.edit_original_response(
+                    content=render.error_text(str(exc)), embed=None, view=None, allowed_mentions=no_mentions()
+                )
+            else:
+                await interaction.followup.send(
+                    render.error_text(str(exc)), ephemeral=True, allowed_mentions=no_mentions()
+                )
         except (ValueError, IndexError):
             await interaction.followup.send(render.error_text("this button is malformed"), ephemeral=True)
 
