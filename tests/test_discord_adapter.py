@@ -614,3 +614,18 @@ async def test_start_on_a_closed_challenge_says_so(bot: Bot) -> None:
     token = bot.act.click(bot.client, post, start_id)
     await bot.fake.wait_for(lambda: bot.edits(token))
     assert "challenge is closed" in bot.edits(token)[-1]["content"]
+
+
+async def test_question_preview_and_retire(bot: Bot) -> None:
+    opt = [{"type": 3, "name": "question", "value": "int-0"}]
+    t1 = bot.act.command(bot.client, "question preview", opt, permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(t1))
+    embed = bot.followups(t1)[0]["embeds"][0]
+    assert "int-0" in embed["title"] and "✅" in _field(embed, "Choices")
+    t2 = bot.act.command(bot.client, "question retire", opt, permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(t2))
+    assert "retired" in _content(bot, t2)
+    assert "int-0" not in {r.id for r in await bot.quiz.list_questions()}
+    t3 = bot.act.command(bot.client, "question retire", [{"type": 3, "name": "question", "value": "nope"}])
+    await bot.fake.wait_for(lambda: bot.followups(t3))
+    assert "only admins" in _content(bot, t3)  # non-admin: refused before the service is asked
