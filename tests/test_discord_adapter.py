@@ -629,3 +629,21 @@ async def test_question_preview_and_retire(bot: Bot) -> None:
     t3 = bot.act.command(bot.client, "question retire", [{"type": 3, "name": "question", "value": "nope"}])
     await bot.fake.wait_for(lambda: bot.followups(t3))
     assert "only admins" in _content(bot, t3)  # non-admin: refused before the service is asked
+
+
+async def test_stats_of_another_member(bot: Bot) -> None:
+    post = await bot.post()
+    _, eph = await bot.start(post, user_id=222)
+    t = bot.act.click(bot.client, eph, bot.buttons(eph)["A"], user_id=222, name="bob")
+    await bot.fake.wait_for(lambda: bot.edits(t))
+    from tests.discord_fake import user_payload
+
+    token = bot.act.command(
+        bot.client,
+        "stats",
+        [{"type": 6, "name": "member", "value": "222"}],
+        resolved={"users": {"222": user_payload(222, "bob")}},
+    )
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    embed = bot.followups(token)[0]["embeds"][0]
+    assert embed["title"] == "Stats · bob" and "1/1 solved" in embed["description"]

@@ -17,7 +17,7 @@ from discord import app_commands
 from pydantic import ValidationError
 
 from bot.adapters.discord import render
-from bot.adapters.discord.play import actor_of, channel_of
+from bot.adapters.discord.play import PLATFORM, actor_of, channel_of
 from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
     code_block,
@@ -29,6 +29,7 @@ from bot.adapters.discord.sanitize import (
     truncate,
 )
 from bot.core.errors import NotAdminError, RankZeroError
+from bot.core.models import PlayerRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from questions.loader import BankValidationError, validate_text
@@ -200,7 +201,7 @@ class CommandHandler:
         """A player's record (yours by default)."""
         who = actor_of(interaction).player
         if member is not None:
-            who = type(who)("discord", str(member.id), member.display_name)
+            who = PlayerRef(PLATFORM, str(member.id), member.display_name)
         card = await self.quiz.stats(who, channel_of(interaction, self.timezone))
         await self._send(interaction, embed=render.stats_embed(card))
 
