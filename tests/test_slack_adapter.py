@@ -439,3 +439,18 @@ def test_registry_picks_http_or_socket_mode() -> None:
         a for a in build_adapters(Settings(**base, slack_app_token=SecretStr("xapp-1"))) if a.name == "slack"
     ]
     assert len(socket) == 1 and isinstance(socket[0], SlackAdapter) and socket[0].http is None
+
+
+async def test_dispute_is_refused_until_the_problem_is_over_then_says_why(slack: Harness) -> None:
+    challenge_id = await slack.post_challenge()
+    view_id, view = await slack.start(challenge_id)
+    pid = int(buttons(view)[0].split(":")[2])
+    await slack.send.command(PLAYER, f"dispute {pid}")
+    early = (await slack.api.wait_for("response", 2))[1].dump()  # [0]: the post-now reply
+    assert "once it is over for you" in early
+    await slack.click_in_view(PLAYER, f"rz:answer:{pid}:A", view_id)
+    await slack.send.command(PLAYER, f"dispute {pid}")
+    later = (await slack.api.wait_for("response", 3))[2].dump()
+    assert "has no runnable code" in later  # the test bank has no runner blocks
+    await slack.send.command(PLAYER, "dispute abc")
+    assert "usage: /rankzero dispute" in (await slack.api.wait_for("response", 4))[3].dump()

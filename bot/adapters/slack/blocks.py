@@ -24,6 +24,7 @@ from bot.core.cards import (
     ResultsCard,
     StatsCard,
 )
+from bot.core.dispute_service import DisputeCard
 
 Block = dict[str, Any]
 
@@ -235,6 +236,23 @@ def help_text(admin: bool) -> str:
             "`question add` open the question form · `question retire <id>`",
         ]
     return "\n".join(lines)
+
+
+def dispute_blocks(card: DisputeCard) -> list[Block]:
+    """What a dispute found: the verdict, the output the run produced and what it means for the answer."""
+    verdict = {
+        "confirmed": ":white_check_mark: the run confirms the official answer",
+        "contradicted": ":warning: the run contradicts the official answer: an admin has been told",
+        "cannot_check": ":grey_question: the run could not settle it",
+    }[card.verification]
+    blocks = [section(f"*Dispute of `{esc(card.question_id)}`* (v{card.question_version}) · {verdict}")]
+    if card.match is not None:
+        blocks.append(section(esc(card.match.explanation)))
+        if card.match.observed:
+            blocks.append(section(code_block(card.match.observed)))
+    if card.cannot_reproduce:
+        blocks.append(context(esc(card.cannot_reproduce)))
+    return blocks
 
 
 # ---------------------------------------------------------------------- the private problem flow

@@ -101,14 +101,7 @@ async def _dispute(
 ) -> list[bk.Block]:
     if len(args) != 1 or not args[0].isdigit():
         raise ConfigurationError("usage: /rankzero dispute <problem-id> (the number shown on the problem)")
-    card = await ctx.services.app.disputes.dispute(actor, int(args[0]))
-    verdict = card.verdict
-    lines = [f"*Dispute of `{bk.esc(card.question_id)}`* · {card.verification.replace('_', ' ')}"]
-    if card.cannot_reproduce:
-        lines.append(bk.esc(card.cannot_reproduce))
-    if verdict is not None:
-        lines.append(bk.code_block(str(getattr(verdict, "stdout", "") or "")))
-    return [bk.section("\n".join(lines))]
+    return bk.dispute_blocks(await ctx.services.app.disputes.dispute(actor, int(args[0])))
 
 
 async def _schedule(
