@@ -17,6 +17,7 @@ from bot.core.disputes import AdminNotice
 from bot.core.models import (
     Challenge,
     ChannelRef,
+    PlayContext,
     PlayerRef,
     PlaySession,
     Question,
@@ -260,6 +261,16 @@ class UnitOfWork(Protocol):
         ...
 
     # plays
+    async def play_context(
+        self, problem_id: int, player: PlayerRef, idempotency_key: str | None = None
+    ) -> PlayContext | None:
+        """A problem with its challenge, the player's session and attempts, and whether the key was seen."""
+        ...
+
+    async def finished_count(self, challenge_id: int, player_pk: int) -> int:
+        """How many of a challenge's problems are over for a player."""
+        ...
+
     async def get_session(self, problem_id: int, player_pk: int) -> PlaySession | None:
         """A player's session on a problem, with its attempts."""
         ...

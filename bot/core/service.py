@@ -42,7 +42,7 @@ from bot.core.errors import (
     ProblemOverError,
     TimeUpError,
 )
-from bot.core.models import Actor, Challenge, ChannelRef, PlayerRef, PlaySession, Problem
+from bot.core.models import Actor, Attempt, Challenge, ChannelRef, Outcome, PlayerRef, PlaySession, Problem
 from bot.core.ports import (
     AlreadyExistsError,
     AttemptConflictError,
@@ -236,7 +236,7 @@ class QuizService:
             challenge_id=challenge.id,
             problem_id=problem.id,
             position=problem.position,
-            total=len(challenge.problems),
+            total=challenge.problem_count,
             kind=q.kind,
             topic=q.topic,
             difficulty=q.difficulty,
@@ -264,9 +264,9 @@ class QuizService:
             sessions = {s.problem_id: s for s in await uow.sessions_in_challenge(challenge_id, player_pk)}
             # A problem left running past its deadline (the player quit) is over: record the time-out
             # now, so completion and streaks do not wait for the challenge to close.
-            for s in sessions.values():
-                if not s.finished and now >= s.deadline:
-                    await self._finish_timeout(uow, challenge, s)
+            for running in sessions.values():
+                if not running.finished and now >= running.deadline:
+                    await self._finish_timeout(uow, challenge, running)
         for problem in challenge.problems:
             s = sessions.get(problem.id)
             if s is None or (not s.finished and now < s.deadline):
@@ -277,15 +277,21 @@ class QuizService:
         """Start (or resume) a problem: the deadline is stored now and never moves."""
         now = self._clock.now()
         async with self._uow() as uow:
-            challenge, problem = await self._problem(uow, problem_id)
+            ctx = await uow.play_context(problem_id, actor.player)
+            if ctx is None:
+                raise NotFoundError(f"no problem with id {problem_id}")
+            challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
             if challenge.status != "open":
                 raise ChallengeClosedError("this challenge is closed: wait for the next one or try `quiz`")
-            player_pk = await uow.ensure_player(actor.player)
-            deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
-            session = await uow.create_session(problem_id, player_pk, now, deadline)
+            if session is None:
+                player_pk = ctx.player_pk
+                if player_pk is None:
+                    player_pk = await uow.ensure_player(actor.player)
+                deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
+                session = await uow.create_session(problem_id, player_pk, now, deadline)
             if not session.finished and now >= session.deadline:
                 await self._finish_timeout(uow, challenge, session)
-                session = await uow.get_session(problem_id, player_pk) or session
+                session = await uow.get_session(problem_id, session.player_pk) or session
         return self._problem_card(challenge, problem, session)
 
     async def view_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
@@ -352,15 +358,16 @@ class QuizService:
     ) -> Feedback:
         now = self._clock.now()
         async with self._uow() as uow:
-            if idempotency_key is not None and await uow.attempt_by_key(idempotency_key) is not None:
-                return await self._replay(actor, problem_id, uow)
-            challenge, problem = await self._problem(uow, problem_id)
+            ctx = await uow.play_context(problem_id, actor.player, idempotency_key)
+            if ctx is None:
+                raise NotFoundError(f"no problem with id {problem_id}")
+            challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
+            if ctx.key_seen and session is not None:
+                return self._feedback(problem, session, duplicate=True)
             q = problem.question
             if q.choice(letter) is None:
                 letters = ", ".join(c.letter for c in q.choices)
                 raise InvalidAnswerError(f"{letter!r} is not a choice of this problem: pick one of {letters}")
-            player_pk = await uow.ensure_player(actor.player)
-            session = await uow.get_session(problem_id, player_pk)
             if session is None:
                 raise NotStartedError("start the problem before answering it")
             if session.finished:
@@ -381,7 +388,9 @@ class QuizService:
             await uow.add_attempt(
                 session.id, attempt_no, letter, correct, now, elapsed_ms, idempotency_key, q.version_id
             )
-            points = 0
+            session = dataclasses.replace(
+                session, attempts=(*session.attempts, Attempt(attempt_no, letter, correct, now, elapsed_ms))
+            )
             if correct or attempt_no >= q.attempts:
                 points = scoring.points_for(
                     difficulty=q.difficulty,
@@ -391,17 +400,21 @@ class QuizService:
                     time_limit_s=q.time_limit_s,
                     hint_used=session.hint_used,
                 )
-                if await uow.finish_session(session.id, "correct" if correct else "wrong", points, now):
-                    if correct:
-                        await uow.add_to_standings(
-                            scope_keys(challenge.channel_pk, challenge.channel),
-                            period_keys(challenge.day),
-                            player_pk,
-                            points,
-                            elapsed_ms,
-                        )
-                    await self._after_finish(uow, challenge, player_pk)
-            session = await uow.get_session(problem_id, player_pk) or session
+                outcome: Outcome = "correct" if correct else "wrong"
+                if not await uow.finish_session(session.id, outcome, points, now):
+                    # Ended concurrently (the challenge closed): report what is stored.
+                    stored = await uow.get_session(problem_id, session.player_pk)
+                    return self._feedback(problem, stored or session)
+                session = dataclasses.replace(session, outcome=outcome, points=points, finished_at=now)
+                if correct:
+                    await uow.add_to_standings(
+                        scope_keys(challenge.channel_pk, challenge.channel),
+                        period_keys(challenge.day),
+                        session.player_pk,
+                        points,
+                        elapsed_ms,
+                    )
+                await self._after_finish(uow, challenge, session.player_pk)
         return self._feedback(problem, session)
 
     def _feedback(self, problem: Problem, session: PlaySession, *, duplicate: bool = False) -> Feedback:
@@ -453,9 +466,10 @@ class QuizService:
 
     async def _after_finish(self, uow: UnitOfWork, challenge: Challenge, player_pk: int) -> list[str]:
         """When the player's last problem of a challenge ends: record completion, award badges."""
-        sessions = await uow.sessions_in_challenge(challenge.id, player_pk)
-        if len(sessions) < len(challenge.problems) or not all(s.finished for s in sessions):
+        # Cheap check first: on every problem but the last this is all the work there is.
+        if await uow.finished_count(challenge.id, player_pk) < challenge.problem_count:
             return []
+        sessions = await uow.sessions_in_challenge(challenge.id, player_pk)
         correct = [s for s in sessions if s.outcome == "correct"]
         # A problem that timed out took its whole time limit.
         max_answer_s = max(
@@ -464,7 +478,7 @@ class QuizService:
         )
         row = CompletionRow(
             day=challenge.day,
-            problems=len(challenge.problems),
+            problems=challenge.problem_count,
             correct=len(correct),
             hints_used=sum(1 for s in sessions if s.hint_used),
             max_answer_s=max_answer_s,

@@ -5,15 +5,15 @@ from __future__ import annotations
 import datetime as dt
 import hashlib
 import json
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import and_, func, literal, or_, select, update
+from sqlalchemy import Table, and_, bindparam, func, literal, or_, select, update
 from sqlalchemy.dialects import postgresql, sqlite
-from sqlalchemy.exc import IntegrityError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
+from sqlalchemy.orm import aliased
 
 from bot.core.models import (
     LETTERS,
@@ -21,6 +21,7 @@ from bot.core.models import (
     Challenge,
     ChannelRef,
     Choice,
+    PlayContext,
     PlayerRef,
     PlaySession,
     Problem,
@@ -101,6 +102,87 @@ def _as_asked(question: Question, row: ChallengeRow) -> Question:
     )
 
 
+_STATEMENTS: dict[tuple[str, str], Any] = {}
+
+
+def _dialect_insert(dialect: str, table: Any) -> Any:
+    return postgresql.insert(table) if dialect == "postgresql" else sqlite.insert(table)
+
+
+def _play_context_statement(_dialect: str) -> Any:
+    """One joined SELECT: problem, version, challenge, channel, player, session and its attempts."""
+    others = aliased(ProblemRow)
+    keyed = aliased(AttemptRow)
+    total = (
+        select(func.count(others.id)).where(others.challenge_id == ProblemRow.challenge_id).scalar_subquery()
+    )
+    key_seen = select(keyed.id).where(keyed.idempotency_key == bindparam("key")).exists()
+    session_of_player = and_(
+        PlaySessionRow.problem_id == ProblemRow.id, PlaySessionRow.player_pk == PlayerRow.id
+    )
+    this_player = and_(PlayerRow.platform == bindparam("platform"), PlayerRow.user_id == bindparam("user_id"))
+    return (
+        select(ProblemRow, QuestionVersionRow, ChallengeRow, ChannelRow, PlayerRow.id, PlaySessionRow,
+               AttemptRow, total, key_seen)
+        .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
+        .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+        .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+        .outerjoin(PlayerRow, this_player)
+        .outerjoin(PlaySessionRow, session_of_player)
+        .outerjoin(AttemptRow, AttemptRow.session_id == PlaySessionRow.id)
+        .where(ProblemRow.id == bindparam("problem_id"))
+        .order_by(AttemptRow.attempt_no)
+    )
+
+
+def _standings_upsert(dialect: str) -> Any:
+    table = StandingRowModel.__table__
+    stmt = _dialect_insert(dialect, table)
+    return stmt.on_conflict_do_update(
+        index_elements=["scope", "period", "player_pk"],
+        set_={
+            "points": table.c.points + stmt.excluded.points,
+            "correct": table.c.correct + stmt.excluded.correct,
+            "answer_ms": table.c.answer_ms + stmt.excluded.answer_ms,
+        },
+    )
+
+
+def _to_challenge(
+    row: ChallengeRow, channel: ChannelRow, problems: tuple[Problem, ...], size: int = 0
+) -> Challenge:
+    return Challenge(
+        id=row.id,
+        channel_pk=row.channel_pk,
+        channel=ChannelRef(
+            channel.platform, channel.workspace_id, channel.channel_id, channel.name, channel.timezone
+        ),
+        day=row.day,
+        status="open" if row.status == "open" else "closed",
+        title=row.title,
+        opened_at=row.opened_at,
+        closes_at=row.closes_at,
+        problems=problems,
+        message_ref=row.message_ref,
+        size=size,
+    )
+
+
+def _to_session(row: PlaySessionRow, attempts: tuple[Attempt, ...]) -> PlaySession:
+    return PlaySession(
+        id=row.id,
+        problem_id=row.problem_id,
+        player_pk=row.player_pk,
+        started_at=row.started_at,
+        deadline=row.deadline,
+        hint_used=row.hint_used_at is not None,
+        finished_at=row.finished_at,
+        outcome=row.outcome,  # type: ignore[arg-type]
+        points=row.points,
+        attempts=attempts,
+    )
+
+
 class SqlUnitOfWork:
     """One transaction on one AsyncSession. Use ``async with SqlUnitOfWork(factory) as uow``."""
 
@@ -149,6 +231,18 @@ class SqlUnitOfWork:
         from bot.storage.disputes import SqlDisputeStore  # imported here: that module builds on this one
 
         return SqlDisputeStore(self)
+
+    def _cached(self, name: str, build: Callable[[str], Any]) -> Any:
+        """A hot-path statement built once per dialect and reused with bound parameters.
+
+        Building a statement object costs more Python time than running it on SQLite; prebuilt ones also
+        always hit SQLAlchemy's compiled cache.
+        """
+        key = (self.s.bind.dialect.name, name)
+        stmt = _STATEMENTS.get(key)
+        if stmt is None:
+            stmt = _STATEMENTS[key] = build(key[0])
+        return stmt
 
     def _insert(self, model: Any) -> Any:
         """An INSERT that supports ON CONFLICT on both backends."""
@@ -354,23 +448,54 @@ class SqlUnitOfWork:
                 .order_by(ProblemRow.position)
             )
         ).tuples()
-        return Challenge(
-            id=row.id,
-            channel_pk=row.channel_pk,
-            channel=ChannelRef(
-                channel.platform, channel.workspace_id, channel.channel_id, channel.name, channel.timezone
-            ),
-            day=row.day,
-            status="open" if row.status == "open" else "closed",
-            title=row.title,
-            opened_at=row.opened_at,
-            closes_at=row.closes_at,
-            problems=tuple(
+        return _to_challenge(
+            row,
+            channel,
+            tuple(
                 Problem(p.id, row.id, p.position, _as_asked(question_from_version(v), row))
                 for p, v in problems
             ),
-            message_ref=row.message_ref,
         )
+
+    async def play_context(
+        self, problem_id: int, player: PlayerRef, idempotency_key: str | None = None
+    ) -> PlayContext | None:
+        """The problem, its challenge and channel, the player's session and attempts: one statement.
+
+        This is the hot path of every start and answer, so it is a single joined SELECT (one row per
+        attempt) instead of the handful of lookups the general-purpose readers make.
+        """
+        stmt = self._cached("play_context", _play_context_statement)
+        params = {"problem_id": problem_id, "platform": player.platform, "user_id": player.user_id,
+                  "key": idempotency_key}
+        rows = (await self.s.execute(stmt, params)).tuples().all()
+        if not rows:
+            return None
+        p, v, c, channel, player_pk, srow, _, n, seen = rows[0]
+        challenge = _to_challenge(c, channel, (), size=int(n))
+        problem = Problem(p.id, c.id, p.position, _as_asked(question_from_version(v), c))
+        session = None
+        if srow is not None:
+            attempts = tuple(
+                Attempt(a.attempt_no, a.letter, a.correct, a.answered_at, a.elapsed_ms)
+                for *_, a, _, _ in rows
+                if a is not None
+            )
+            session = _to_session(srow, attempts)
+        return PlayContext(challenge, problem, player_pk, session, bool(seen))
+
+    async def finished_count(self, challenge_id: int, player_pk: int) -> int:
+        """How many of a challenge's problems are over for a player."""
+        n = await self.s.scalar(
+            select(func.count(PlaySessionRow.id))
+            .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+            .where(
+                ProblemRow.challenge_id == challenge_id,
+                PlaySessionRow.player_pk == player_pk,
+                PlaySessionRow.outcome.is_not(None),
+            )
+        )
+        return int(n or 0)
 
     async def get_challenge(self, channel_pk: int, day: dt.date) -> Challenge | None:
         """A channel's challenge of a day."""
@@ -549,21 +674,7 @@ class SqlUnitOfWork:
             attempts[a.session_id].append(
                 Attempt(a.attempt_no, a.letter, a.correct, a.answered_at, a.elapsed_ms)
             )
-        return [
-            PlaySession(
-                id=r.id,
-                problem_id=r.problem_id,
-                player_pk=r.player_pk,
-                started_at=r.started_at,
-                deadline=r.deadline,
-                hint_used=r.hint_used_at is not None,
-                finished_at=r.finished_at,
-                outcome=r.outcome,  # type: ignore[arg-type]
-                points=r.points,
-                attempts=tuple(attempts[r.id]),
-            )
-            for r in rows
-        ]
+        return [_to_session(r, tuple(attempts[r.id])) for r in rows]
 
     async def get_session(self, problem_id: int, player_pk: int) -> PlaySession | None:
         """A player's session on a problem."""
@@ -579,7 +690,9 @@ class SqlUnitOfWork:
         stmt = self._insert(PlaySessionRow).values(
             problem_id=problem_id, player_pk=player_pk, started_at=started_at, deadline=deadline, points=0
         )
-        await self.s.execute(stmt.on_conflict_do_nothing())
+        new_id = await self.s.scalar(stmt.on_conflict_do_nothing().returning(PlaySessionRow.id))
+        if new_id is not None:
+            return PlaySession(new_id, problem_id, player_pk, started_at, deadline, False, None, None, 0, ())
         found = await self.get_session(problem_id, player_pk)
         assert found is not None
         return found
@@ -602,23 +715,29 @@ class SqlUnitOfWork:
         idempotency_key: str | None,
         question_version_id: int,
     ) -> None:
-        """Record an attempt; AttemptConflictError if its number or idempotency key is already taken."""
-        try:
-            async with self.s.begin_nested():
-                self.s.add(
-                    AttemptRow(
-                        session_id=session_id,
-                        attempt_no=attempt_no,
-                        letter=letter,
-                        correct=correct,
-                        answered_at=answered_at,
-                        elapsed_ms=elapsed_ms,
-                        idempotency_key=idempotency_key,
-                        question_version_id=question_version_id,
-                    )
-                )
-        except IntegrityError as exc:
-            raise AttemptConflictError(str(exc.orig)) from exc
+        """Record an attempt; AttemptConflictError if its number or idempotency key is already taken.
+
+        ON CONFLICT DO NOTHING lets the unique keys arbitrate concurrent clicks without a savepoint: on
+        PostgreSQL the loser waits for the winner's commit, then inserts nothing.
+        """
+        stmt = self._cached(
+            "add_attempt",
+            lambda d: _dialect_insert(d, AttemptRow.__table__)
+            .on_conflict_do_nothing()
+            .returning(AttemptRow.id),
+        )
+        params = {
+            "session_id": session_id,
+            "attempt_no": attempt_no,
+            "letter": letter,
+            "correct": correct,
+            "answered_at": answered_at,
+            "elapsed_ms": elapsed_ms,
+            "idempotency_key": idempotency_key,
+            "question_version_id": question_version_id,
+        }
+        if (await self.s.execute(stmt, params)).scalar() is None:
+            raise AttemptConflictError(f"attempt {attempt_no} of session {session_id} (or its key) is taken")
 
     async def attempt_by_key(self, idempotency_key: str) -> tuple[int, int] | None:
         """(problem id, player pk) of the attempt with this idempotency key."""
@@ -635,11 +754,15 @@ class SqlUnitOfWork:
         self, session_id: int, outcome: str, points: int, finished_at: dt.datetime
     ) -> bool:
         """End a session once; True only for the call that ended it."""
-        result = await self.s.execute(
-            update(PlaySessionRow)
-            .where(PlaySessionRow.id == session_id, PlaySessionRow.outcome.is_(None))
-            .values(outcome=outcome, points=points, finished_at=finished_at)
+        table: Table = PlaySessionRow.__table__  # type: ignore[assignment]
+        stmt = self._cached(
+            "finish_session",
+            lambda _: update(table)
+            .where(table.c.id == bindparam("sid"), table.c.outcome.is_(None))
+            .values(outcome=bindparam("outcome"), points=bindparam("points"), finished_at=bindparam("at")),
         )
+        params = {"sid": session_id, "outcome": outcome, "points": points, "at": finished_at}
+        result = await self.s.execute(stmt, params)
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     async def mark_hint(self, session_id: int, at: dt.datetime) -> None:
@@ -671,28 +794,14 @@ class SqlUnitOfWork:
         self, scopes: Sequence[str], periods: Sequence[str], player_pk: int, points: int, answer_ms: int
     ) -> None:
         """Upsert the player's standing in every (scope, period)."""
-        values = [
-            {
-                "scope": s,
-                "period": p,
-                "player_pk": player_pk,
-                "points": points,
-                "correct": 1,
-                "answer_ms": answer_ms,
-            }
+        rows = [
+            {"scope": s, "period": p, "player_pk": player_pk, "points": points, "correct": 1,
+             "answer_ms": answer_ms}
             for s in scopes
             for p in periods
         ]
-        stmt = self._insert(StandingRowModel).values(values)
-        stmt = stmt.on_conflict_do_update(
-            index_elements=["scope", "period", "player_pk"],
-            set_={
-                "points": StandingRowModel.points + stmt.excluded.points,
-                "correct": StandingRowModel.correct + stmt.excluded.correct,
-                "answer_ms": StandingRowModel.answer_ms + stmt.excluded.answer_ms,
-            },
-        )
-        await self.s.execute(stmt)
+        # One prebuilt upsert run as executemany: the same SQL whatever the number of rows.
+        await self.s.execute(self._cached("add_to_standings", _standings_upsert), rows)
 
     async def leaderboard(
         self, scope: str, period: str, limit: int, player_pk: int | None
