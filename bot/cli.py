@@ -322,7 +322,6 @@ def _register_scheduler_commands() -> None:
 _register_scheduler_commands()
 
 
-
 def _register_dispute_commands() -> None:
     # Imported here: bot.dispute_cli builds on this module's helpers (_run, _player).
     from bot.dispute_cli import register

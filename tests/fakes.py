@@ -29,9 +29,9 @@ class FakePlatform:
 
     posts: list[tuple[ChannelRef, ChallengeCard]] = field(default_factory=list)
     results: list[tuple[ChannelRef, ResultsCard, str | None]] = field(default_factory=list)
-    admin_notices: list[AdminNotice] = field(default_factory=list)
     reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
     summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
+    admin_notices: list[AdminNotice] = field(default_factory=list)
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
         self.posts.append((channel, card))
@@ -40,11 +40,11 @@ class FakePlatform:
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         self.results.append((channel, card, message_ref))
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
-        self.admin_notices.append(notice)
-
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         self.reminders.append((channel, card, message_ref))
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         self.summaries.append((channel, card))
+
+    async def post_admin_notice(self, notice: AdminNotice) -> None:
+        self.admin_notices.append(notice)
