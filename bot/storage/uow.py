@@ -486,15 +486,17 @@ class SqlUnitOfWork:
 
     async def finished_count(self, challenge_id: int, player_pk: int) -> int:
         """How many of a challenge's problems are over for a player."""
-        n = await self.s.scalar(
-            select(func.count(PlaySessionRow.id))
+        stmt = self._cached(
+            "finished_count",
+            lambda _: select(func.count(PlaySessionRow.id))
             .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
             .where(
-                ProblemRow.challenge_id == challenge_id,
-                PlaySessionRow.player_pk == player_pk,
+                ProblemRow.challenge_id == bindparam("challenge_id"),
+                PlaySessionRow.player_pk == bindparam("player_pk"),
                 PlaySessionRow.outcome.is_not(None),
-            )
+            ),
         )
+        n = (await self.s.execute(stmt, {"challenge_id": challenge_id, "player_pk": player_pk})).scalar()
         return int(n or 0)
 
     async def get_challenge(self, channel_pk: int, day: dt.date) -> Challenge | None:
@@ -687,10 +689,15 @@ class SqlUnitOfWork:
         self, problem_id: int, player_pk: int, started_at: dt.datetime, deadline: dt.datetime
     ) -> PlaySession:
         """Start a problem; an existing session is returned unchanged (its deadline keeps running)."""
-        stmt = self._insert(PlaySessionRow).values(
-            problem_id=problem_id, player_pk=player_pk, started_at=started_at, deadline=deadline, points=0
+        stmt = self._cached(
+            "create_session",
+            lambda d: _dialect_insert(d, PlaySessionRow.__table__)
+            .on_conflict_do_nothing()
+            .returning(PlaySessionRow.id),
         )
-        new_id = await self.s.scalar(stmt.on_conflict_do_nothing().returning(PlaySessionRow.id))
+        params = {"problem_id": problem_id, "player_pk": player_pk, "started_at": started_at,
+                  "deadline": deadline, "points": 0}
+        new_id = (await self.s.execute(stmt, params)).scalar()
         if new_id is not None:
             return PlaySession(new_id, problem_id, player_pk, started_at, deadline, False, None, None, 0, ())
         found = await self.get_session(problem_id, player_pk)
