@@ -13,6 +13,13 @@ Lifecycle:
    and kill them (fail fast instead of waiting for a 30-minute collective timeout).  On ``dump`` from the
    host (the deadline), dump every rank's stack.
 
+Only the supervisor holds the status pipe: the host trusts what arrives there, so a rank (running the
+snippet) must never be able to write to it.  Ranks close it right after the fork, and the supervisor makes
+itself non-dumpable so that a rank of the same uid cannot reopen it through ``/proc/1/fd`` or ptrace it.
+Each rank's exit code comes from ``waitpid``; the only thing a rank reports itself is the description of
+the exception it died of, over a report pipe of its own, and the supervisor attaches it only to a non-zero
+exit, so a forged description can never turn a failure into a success or blame another rank.
+
 The supervisor normally runs as PID 1 of the sandbox's PID namespace: a snippet cannot kill it (the
 kernel drops signals to a namespace init that has no handler), and when it exits the kernel kills every
 process left in the namespace, daemons included.
@@ -40,11 +47,28 @@ SNIPPET_NAME = "main.py"
 EXCEPTION_MARKER = "exception"
 
 
+EVENT_MAX_BYTES = 4000  # below PIPE_BUF: the supervisor's threads' writes never interleave
+
+
 def _emit(fd: int, event: dict[str, Any]) -> None:
-    """Write one JSON event line; lines stay below PIPE_BUF so concurrent writers never interleave."""
-    data = (json.dumps(event) + "\n").encode()
+    """Write one JSON event line; lines stay below PIPE_BUF so concurrent writers never interleave.
+
+    A long exception message is shortened until the line fits: a cut line would not parse, and the host
+    would lose the whole event (a rank's exit with it).
+    """
+    data = (json.dumps(event, ensure_ascii=False) + "\n").encode()
+    exception = event.get(EXCEPTION_MARKER)
+    while len(data) > EVENT_MAX_BYTES and isinstance(exception, dict) and exception.get("message"):
+        message = str(exception["message"])
+        exception["message"] = message[: len(message) * 3 // 4 - 1]
+        data = (json.dumps(event, ensure_ascii=False) + "\n").encode()
     with contextlib.suppress(OSError):
-        os.write(fd, data[:4000])
+        os.write(fd, data[:EVENT_MAX_BYTES])
+
+
+def _text(value: object, limit: int) -> str:
+    # Lone surrogates (a snippet can raise with "\ud800") become visible escapes: the verdict is UTF-8 JSON.
+    return str(value).encode("utf-8", "backslashreplace").decode("utf-8")[:limit]
 
 
 def _drop_privileges(uid: int, gid: int, nproc_limit: int) -> None:
@@ -60,6 +84,17 @@ def _drop_privileges(uid: int, gid: int, nproc_limit: int) -> None:
     if nproc_limit > 0:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+
+
+def _make_undumpable() -> None:
+    # A non-dumpable process's /proc/PID/fd and memory are root's, and a same-uid process cannot ptrace
+    # it: the ranks share the supervisor's uid, and this is what keeps them off its status pipe.
+    try:
+        libc = ctypes.CDLL(None, use_errno=True)
+        pr_set_dumpable = 4
+        libc.prctl(pr_set_dumpable, 0, 0, 0, 0)
+    except (OSError, AttributeError):
+        pass
 
 
 def _die_with_parent() -> None:
@@ -83,10 +118,10 @@ def _preload() -> None:
     del torch
 
 
-def _set_limit(which: int, value: int) -> None:
+def _set_limit(which: int, value: int, hard: int | None = None) -> None:
     # An already-lower hard limit (set by the host) wins; raising it is neither possible nor wanted.
     with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(which, (value, value))
+        resource.setrlimit(which, (value, value if hard is None else hard))
 
 
 def _user_line(tb: types.TracebackType | None, path: str) -> int | None:
@@ -113,12 +148,24 @@ def _make_stream(fd: int) -> io.TextIOWrapper:
     return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
 
 
-def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: int, path: str) -> int:
+def _report_exception(report_fd: int, description: dict[str, Any]) -> None:
+    # The report pipe is non-blocking: a snippet that filled it loses its exception details, never hangs.
+    # No cut to PIPE_BUF here: a cut line would not parse, and only this rank writes to this pipe.
+    data = (json.dumps(description) + "\n").encode()
+    with contextlib.suppress(OSError):
+        os.write(report_fd, data)
+
+
+def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], report_fd: int, path: str) -> int:
     """Body of one forked rank process; returns its exit code."""
     nproc = int(job["nproc"])
     os.setpgid(0, 0)
     os.dup2(fds["out"], 1)
     os.dup2(fds["err"], 2)
+    # Only 1 and 2 lead to the host's stdout/stderr captures from now on.
+    for name in ("out", "err"):
+        if fds[name] > 2:
+            os.close(fds[name])
     sys.stdout = _make_stream(1)
     sys.stderr = _make_stream(2)
     sys.stdin = open(os.devnull)  # noqa: SIM115 - lives as long as the rank
@@ -141,10 +188,17 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: in
     os.environ.update(env)
 
     limits = job.get("limits", {})
-    if limits.get("memory_bytes"):
-        _set_limit(resource.RLIMIT_AS, int(limits["memory_bytes"]))
+    # "as" on CPU-only runners; "data" on GPU runners without a memory cgroup (CUDA reserves huge address
+    # ranges, so RLIMIT_AS breaks it); none when the cgroup alone bounds memory (the host decides).
+    memory_rlimit = {"as": resource.RLIMIT_AS, "data": resource.RLIMIT_DATA}.get(
+        str(limits.get("memory_rlimit", "as"))
+    )
+    if limits.get("memory_bytes") and memory_rlimit is not None:
+        _set_limit(memory_rlimit, int(limits["memory_bytes"]))
     if limits.get("cpu_s"):
-        _set_limit(resource.RLIMIT_CPU, int(limits["cpu_s"]))
+        # The kernel sends SIGKILL, not SIGXCPU, when the soft limit equals the hard one: one more second
+        # of hard limit lets the rank die of SIGXCPU, which the verdict reports as a CPU-time timeout.
+        _set_limit(resource.RLIMIT_CPU, int(limits["cpu_s"]), int(limits["cpu_s"]) + 1)
     if limits.get("fsize_bytes"):
         _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
@@ -168,7 +222,13 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: in
         if job.get("init_process_group") and job["mode"] == "ddp":
             import torch.distributed as dist
 
-            dist.init_process_group(backend=job.get("backend", "gloo"))
+            backend = job.get("backend", "gloo")
+            if backend == "nccl":
+                # As torchrun scripts do: NCCL needs each rank bound to its own GPU before the group.
+                import torch.cuda as cuda
+
+                cuda.set_device(int(os.environ["LOCAL_RANK"]))
+            dist.init_process_group(backend=backend)
             initialized_here = True
         with open(path, encoding="utf-8") as fh:
             source = fh.read()
@@ -181,7 +241,7 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], status_fd: in
         code = _exit_code(stop)
         _run_exit_hooks()
     except BaseException as exc:
-        _emit(status_fd, {"event": EXCEPTION_MARKER, "rank": rank, **_describe(exc, path)})
+        _report_exception(report_fd, _describe(exc, path))
         # Start the traceback at the snippet, as `python main.py` would: the runner's frame is noise.
         tb = exc.__traceback__
         if tb is not None and tb.tb_frame.f_code.co_filename != path and tb.tb_next is not None:
@@ -239,6 +299,7 @@ class Supervisor:
         self.rank_fds: list[dict[str, int]] = spec["ranks"]
         self.workdir = str(spec.get("workdir", "/tmp"))  # noqa: S108 - the sandbox's private tmpfs
         self.pids: dict[int, int] = {}
+        self.reports: dict[int, int] = {}  # rank -> read end of its exception report pipe
         self.lock = threading.Lock()
         self.failed = False
 
@@ -263,23 +324,34 @@ class Supervisor:
         os.chdir(self.workdir)
         sys.stdout.flush()
         sys.stderr.flush()
+        nproc = int(job["nproc"])
+        report_pipes = [os.pipe() for _ in range(nproc)]
         all_fds = {fd for fds in self.rank_fds for fd in fds.values()}
-        for rank in range(int(job["nproc"])):
+        all_fds |= {fd for pair in report_pipes for fd in pair}
+        for rank in range(nproc):
             pid = os.fork()
             if pid == 0:
                 code = 1
                 try:
+                    report_w = report_pipes[rank][1]
                     mine = self.rank_fds[rank]
-                    for fd in all_fds - set(mine.values()):
+                    for fd in all_fds - {*mine.values(), report_w}:
                         os.close(fd)
+                    # The status and control pipes are the supervisor's alone (see the module docstring).
                     os.close(self.control_fd)
-                    code = _run_rank(job, rank, mine, self.status_fd, path)
+                    os.close(self.status_fd)
+                    os.set_blocking(report_w, False)
+                    code = _run_rank(job, rank, mine, report_w, path)
                 finally:
                     os._exit(code)
             self.pids[pid] = rank
         # The supervisor keeps no rank pipe open: the host sees EOF once the ranks (and their children) exit.
-        for fd in all_fds:
+        for fd in {fd for fds in self.rank_fds for fd in fds.values()}:
             os.close(fd)
+        for rank, (report_r, report_w) in enumerate(report_pipes):
+            os.close(report_w)
+            os.set_blocking(report_r, False)
+            self.reports[rank] = report_r
         _emit(self.status_fd, {"event": "started", "pids": {str(r): p for p, r in self.pids.items()}})
 
     def reap_forever(self) -> None:
@@ -295,11 +367,20 @@ class Supervisor:
             live.discard(pid)
             rank = self.pids[pid]
             exit_code = os.waitstatus_to_exitcode(status)
-            event: dict[str, Any] = {"event": "exit", "rank": rank, "exit_code": None, "signal": None}
+            event: dict[str, Any] = {
+                "event": "exit",
+                "rank": rank,
+                "exit_code": None,
+                "signal": None,
+                EXCEPTION_MARKER: None,
+            }
             if exit_code < 0:
                 event["signal"] = -exit_code
             else:
                 event["exit_code"] = exit_code
+            if exit_code > 0:
+                # Only a rank that really failed gets an exception; what it reported cannot change that.
+                event[EXCEPTION_MARKER] = self.read_report(rank)
             _emit(self.status_fd, event)
             if exit_code != 0 and live:
                 with self.lock:
@@ -308,6 +389,37 @@ class Supervisor:
                 if first:
                     threading.Thread(target=self.stop_others, args=(rank, set(live)), daemon=True).start()
         _emit(self.status_fd, {"event": "done"})
+
+    def read_report(self, rank: int) -> dict[str, Any] | None:
+        """The last well-formed exception description in ``rank``'s report pipe, if any.
+
+        The rank writes its description right before it exits, so it is already in the pipe when waitpid
+        returns.  The snippet holds the write end too and may have written lines of its own first: the
+        last line is the one the rank's own handler wrote after the snippet stopped.
+        """
+        fd = self.reports.pop(rank, None)
+        if fd is None:
+            return None
+        data = b""
+        with contextlib.suppress(OSError):  # EAGAIN: nothing (more) to read
+            while len(data) < 1 << 20:
+                chunk = os.read(fd, 65536)
+                if not chunk:
+                    break
+                data += chunk
+        os.close(fd)
+        for line in reversed(data.splitlines()):
+            try:
+                found = json.loads(line)
+            except ValueError:
+                continue
+            if isinstance(found, dict):
+                return {
+                    "type": _text(found.get("type", "Exception"), 200),
+                    "message": _text(found.get("message", ""), 1500),
+                    "line": found.get("line") if isinstance(found.get("line"), int) else None,
+                }
+        return None
 
     def dump(self, pids: set[int]) -> None:
         """Ask ranks to write their Python stacks to their dump pipes."""
@@ -350,6 +462,7 @@ def main(argv: list[str]) -> int:
     # As PID 1 a default SIGINT disposition is simply ignored; Python's KeyboardInterrupt handler is not.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
     _drop_privileges(int(spec.get("uid", 0)), int(spec.get("gid", 0)), int(spec.get("nproc_limit", 0)))
+    _make_undumpable()
     sup = Supervisor(spec)
     if spec.get("preload", True):
         _preload()

@@ -9,6 +9,7 @@ memory and pids hierarchies; when neither is writable the runner goes on with rl
 from __future__ import annotations
 
 import contextlib
+import itertools
 import logging
 import os
 import threading
@@ -77,8 +78,12 @@ class JobCgroup:
 class CgroupManager:
     """Creates job cgroups under the runner's own cgroup; ``available`` is False where that is refused."""
 
+    _instances = itertools.count(1)
+
     def __init__(self, prefix: str = "rankzero") -> None:
-        self.prefix = f"{prefix}-{os.getpid()}"
+        # One folder per manager: two services in one process (tests do that) must not share sandbox-<n>.
+        serial = next(self._instances)
+        self.prefix = f"{prefix}-{os.getpid()}" + (f"-{serial}" if serial > 1 else "")
         # A cgroup whose last task has just died can stay busy for a moment: removal is retried later
         # instead of making the verdict wait for it.
         self._busy: list[Path] = []

@@ -130,16 +130,20 @@ def run_file(args: argparse.Namespace) -> int:
     except SandboxUnavailableError as exc:
         print(f"rankzero-runner: {exc}", file=sys.stderr)
         return 2
-    verdict = service.run(
-        RunRequest(
-            code=code_bytes.decode("utf-8", "replace"),
-            mode=mode,
-            nproc=nproc,
-            backend=args.backend,
-            timeout_s=args.timeout,
-            init_process_group=args.init_process_group,
+    try:
+        verdict = service.run(
+            RunRequest(
+                code=code_bytes.decode("utf-8", "replace"),
+                mode=mode,
+                nproc=nproc,
+                backend=args.backend,
+                timeout_s=args.timeout,
+                init_process_group=args.init_process_group,
+            )
         )
-    )
+    finally:
+        # Removes the runner's cgroup folder (rankzero-<pid>) along with any sandbox left.
+        service.close()
     if args.json:
         print(json.dumps(verdict.to_dict()))
     else:

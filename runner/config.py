@@ -21,6 +21,8 @@ class RunnerConfig:
     """Address-space limit per rank process (RLIMIT_AS)."""
     max_processes: int = 512
     """Processes and threads per sandbox (RLIMIT_NPROC on the sandbox's private uid)."""
+    cpu_time_s: int | None = None
+    """CPU seconds per process, all its threads together (RLIMIT_CPU); None = 2 x the job's timeout + 5."""
     file_size_mb: int = 64
     """Largest file a job may write (RLIMIT_FSIZE)."""
     tmp_mb: int = 256

@@ -75,7 +75,11 @@ class JobRaw:
 
 
 def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, flood: int) -> JobRaw:
-    """Run ``job`` in a ready sandbox and gather the raw results. Never raises for anything the job does."""
+    """Run ``job`` in a ready sandbox and gather the raw results. Never raises for anything the job does.
+
+    The status pipe is written by the sandbox's supervisor only (runner/bootstrap.py closes it in every
+    rank and keeps the ranks off /proc/1/fd), so its events, exit codes included, are trusted here.
+    """
     nproc = int(job["nproc"])
     ranks = [
         RankRaw(r, StreamCapture(cap), StreamCapture(cap), StreamCapture(64 * 1024)) for r in range(nproc)
@@ -122,12 +126,13 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
             exits += 1
             if exits == nproc:
                 all_exited_at = time.monotonic()
-        elif kind == "exception" and rank.exception is None:
-            rank.exception = {
-                "type": str(event.get("type", "Exception")),
-                "message": str(event.get("message", "")),
-                "line": _int_or_none(event.get("line")),
-            }
+            exception = event.get("exception")
+            if isinstance(exception, dict):
+                rank.exception = {
+                    "type": str(exception.get("type", "Exception")),
+                    "message": str(exception.get("message", "")),
+                    "line": _int_or_none(exception.get("line")),
+                }
 
     while True:
         now = time.monotonic()

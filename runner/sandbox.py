@@ -25,6 +25,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any
 
+from runner import hardware
 from runner.cgroups import CgroupManager, JobCgroup
 from runner.config import RunnerConfig
 
@@ -414,10 +415,16 @@ class SandboxLauncher:
             bound.add(prefix)
         args += ["--ro-bind", str(BOOTSTRAP), SANDBOX_BOOTSTRAP]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        for device in sorted(glob.glob("/dev/nvidia*")):
-            args += ["--dev-bind", device, device]
+        if hardware.probe().gpus > 0:
+            # CUDA needs the NVIDIA device nodes, and NCCL reads the PCI/NUMA topology from /sys.
+            args += ["--ro-bind", "/sys", "/sys"]
+            for device in sorted(glob.glob("/dev/nvidia*")):
+                args += ["--dev-bind", device, device]
         # After --dev, which would otherwise mount over it.
         args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]  # noqa: S108 - sandbox-private
+        # Last of the mounts: the root itself (bwrap's tmpfs holding the mount points made above) becomes
+        # read-only; the /tmp and /dev/shm tmpfs mounted on it stay writable (not recursive).
+        args += ["--remount-ro", "/"]
         args += ["--chdir", SANDBOX_WORKDIR, "--clearenv"]
         for key, value in job_env().items():
             args += ["--setenv", key, value]

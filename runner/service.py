@@ -156,7 +156,7 @@ class RunnerService:
             "env": self._rank_env(),
             "limits": {
                 "memory_bytes": self.config.memory_mb * 1024 * 1024,
-                "cpu_s": int(timeout_s * 2) + 5,
+                "cpu_s": self.config.cpu_time_s or int(timeout_s * 2) + 5,
                 "fsize_bytes": self.config.file_size_mb * 1024 * 1024,
             },
         }
@@ -164,23 +164,27 @@ class RunnerService:
             with self._lock:
                 self._running += 1
             try:
-                raw, workdir = self._execute(nproc, job, timeout_s)
+                raw, workdir, memory_rlimit = self._execute(nproc, job, timeout_s, hw)
             finally:
                 with self._lock:
                     self._running -= 1
         snippet_path = f"{workdir}/{SNIPPET_NAME}"
-        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw)
+        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit)
         return verdict
 
-    def _execute(self, nproc: int, job: dict[str, Any], timeout_s: float) -> tuple[JobRaw, str]:
+    def _execute(
+        self, nproc: int, job: dict[str, Any], timeout_s: float, hw: Hardware
+    ) -> tuple[JobRaw, str, str | None]:
         # A plain substring test is enough: a snippet that hides its torch import still works, it only
         # pays for the import itself.
         sandbox = self.pool.acquire(nproc, needs_torch="torch" in str(job["code"]))
         try:
             if not sandbox.isolated:
                 job["env"].update(HOME=sandbox.workdir, TMPDIR=sandbox.workdir)
+            memory_rlimit = memory_rlimit_for(hw.gpus, sandbox.cgroup is not None)
+            job["limits"]["memory_rlimit"] = memory_rlimit
             raw = run_job(sandbox, job, timeout_s, self.config.output_cap_bytes, self.config.flood_bytes)
-            return raw, sandbox.workdir
+            return raw, sandbox.workdir, memory_rlimit
         finally:
             self.pool.release(sandbox)
 
@@ -196,6 +200,11 @@ class RunnerService:
             return f"timeout_s must be in (0, {self.config.max_timeout_s:g}] on this runner"
         if "\x00" in request.code:
             return "code contains a NUL character"
+        try:
+            request.code.encode("utf-8")
+        except UnicodeEncodeError as exc:
+            # A JSON string may carry a lone surrogate ("\ud800"): it is no text a file can hold.
+            return f"code is not valid Unicode text: {exc.reason} at character {exc.start}"
         return None
 
     def _resolve_backend(
@@ -210,7 +219,14 @@ class RunnerService:
         return "gloo", [f"backend auto chose gloo: {nproc} ranks, {hw.gpus} GPUs"]
 
     def _judge(
-        self, verdict: Verdict, raw: JobRaw, code: str, path: str, timeout_s: float, hw: Hardware
+        self,
+        verdict: Verdict,
+        raw: JobRaw,
+        code: str,
+        path: str,
+        timeout_s: float,
+        hw: Hardware,
+        memory_rlimit: str | None,
     ) -> None:
         verdict.elapsed_s = raw.elapsed_s
         verdict.ranks = [_rank_result(r, code, path) for r in raw.ranks]
@@ -234,7 +250,7 @@ class RunnerService:
             if verdict.status == Status.UNSUPPORTED:
                 notes.append(_needs_cuda(hw, verdict.nproc))
             elif verdict.status == Status.OOM:
-                notes.append(f"memory limit: {self.config.memory_mb} MiB of address space per rank")
+                notes.append(_memory_note(self.config.memory_mb, memory_rlimit))
             elif root.signal == _SIGXCPU:
                 notes.append("CPU time limit reached")
         elif raw.timed_out:
@@ -255,6 +271,27 @@ class RunnerService:
             notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
         if not verdict.sandbox.isolated:
             notes.append("ran WITHOUT a sandbox (--unsafe-no-sandbox)")
+
+
+def memory_rlimit_for(gpus: int, has_cgroup: bool) -> str | None:
+    """Which per-rank memory rlimit a job gets: ``"as"``, ``"data"`` or None (the cgroup alone).
+
+    RLIMIT_AS is the tightest bound, but CUDA reserves tens of GiB of virtual address space when it
+    initialises, so on a runner with GPUs it would make every CUDA snippet fail: there the sandbox's memory
+    cgroup bounds memory, or, where the host has none, RLIMIT_DATA (which does not count those
+    reservations).
+    """
+    if gpus == 0:
+        return "as"
+    return None if has_cgroup else "data"
+
+
+def _memory_note(memory_mb: int, memory_rlimit: str | None) -> str:
+    if memory_rlimit == "as":
+        return f"memory limit: {memory_mb} MiB of address space per rank"
+    if memory_rlimit == "data":
+        return f"memory limit: {memory_mb} MiB of data segment per rank (RLIMIT_DATA)"
+    return "memory limit: the sandbox's memory cgroup"
 
 
 def _failed(rank: RankRaw) -> bool:

@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from runner import hardware
 from runner.config import RunnerConfig
 from runner.sandbox import _python_roots, bubblewrap_path
 from runner.service import RunnerService, RunRequest
@@ -20,6 +21,12 @@ from runner.verdict import Mode, Status, Verdict
 
 # Small enough that memory bombs fail fast, big enough for torch plus a gloo process group.
 TEST_MEMORY_MB = 2048
+
+# The runner reports what torch sees; tests of CPU-only behaviour (0 GPUs, DataParallel pass-through,
+# "needs CUDA") cannot hold on a runner with GPUs, and the GPU tests cannot run without one.
+RUNNER_GPUS = hardware.probe().gpus
+cpu_only = pytest.mark.skipif(RUNNER_GPUS > 0, reason="checks CPU-only behaviour; this runner has CUDA GPUs")
+needs_cuda = pytest.mark.skipif(RUNNER_GPUS == 0, reason="needs a CUDA GPU (torch.cuda.is_available())")
 
 
 @pytest.fixture(scope="session")

@@ -9,6 +9,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator
+from pathlib import Path
 
 import httpx
 import pytest
@@ -17,6 +18,7 @@ import uvicorn
 from runner.api import create_app
 from runner.cli import main as cli_main
 from runner.config import MAX_CODE_BYTES
+from tests.runner.conftest import RUNNER_GPUS
 
 pytestmark = pytest.mark.slow
 
@@ -36,7 +38,7 @@ async def test_health_reports_capabilities(client):
     response = await client.get("/v1/health", headers=AUTH)
     assert response.status_code == 200
     body = response.json()
-    assert body["hardware"]["gpus"] == 0
+    assert body["hardware"]["gpus"] == RUNNER_GPUS
     assert body["hardware"]["torch"].startswith("2.13.0")
     assert "gloo" in body["backends"]
     assert body["sandbox"]["engine"] == "bubblewrap"
@@ -87,6 +89,18 @@ async def test_code_over_64_kib_is_413(client):
 async def test_huge_body_is_413_before_parsing(client):
     response = await client.post("/v1/runs", headers=AUTH, content=b"{" + b" " * (1 << 20))
     assert response.status_code == 413
+
+
+async def test_lone_surrogate_in_code_is_a_clear_rejection(client):
+    # Valid JSON, but "\ud800" decodes to a lone surrogate: no UTF-8 file can hold it.
+    body = b'{"code": "print(\'\\ud800\')"}'
+    response = await client.post(
+        "/v1/runs", headers={**AUTH, "Content-Type": "application/json"}, content=body
+    )
+    assert response.status_code == 200
+    verdict = response.json()
+    assert verdict["status"] == "rejected"
+    assert verdict["notes"] == ["code is not valid Unicode text: surrogates not allowed at character 7"]
 
 
 async def test_invalid_json_is_400(client):
@@ -162,20 +176,34 @@ def test_serve_refuses_a_public_address_without_token(monkeypatch, capsys):
     assert "without a token" in capsys.readouterr().err
 
 
+def _cgroup_folders_of(pid: int) -> list[str]:
+    """Cgroup folders a runner process with this pid created (runner/cgroups.py names them rankzero-<pid>)."""
+    found = []
+    for line in Path("/proc/self/cgroup").read_text().splitlines():
+        _, controllers, path = line.split(":", 2)
+        for controller in controllers.split(",") if controllers else [""]:
+            folder = Path("/sys/fs/cgroup", controller, path.lstrip("/"))
+            if controller in ("", "memory", "pids") and folder.is_dir():
+                found += [str(p) for p in folder.glob(f"rankzero-{pid}*")]
+    return found
+
+
 def test_cli_run_json_prints_exactly_one_object(tmp_path):
     snippet = tmp_path / "snippet.py"
     snippet.write_text("print('from the cli')\n")
-    result = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-m", "runner.cli", "run", str(snippet), "--json", "--log-level", "WARNING"],
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=120,
-        check=False,
     )
-    assert result.returncode == 0, result.stderr
-    verdict = json.loads(result.stdout)
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    verdict = json.loads(stdout)
     assert verdict["status"] == "ok"
     assert verdict["ranks"][0]["stdout"] == "from the cli\n"
+    # The command closed its service: no cgroup folder of that runner process is left behind.
+    assert _cgroup_folders_of(proc.pid) == []
 
 
 def test_cli_run_readable_report_for_ddp(tmp_path):

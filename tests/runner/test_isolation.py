@@ -73,6 +73,23 @@ def _connect(host: str, port: int) -> str:
     """
 
 
+# Writes JSON lines shaped like the supervisor's status events to every descriptor the snippet holds.
+FORGE = """
+import json, os
+def forge(*events):
+    data = b"".join(json.dumps(e).encode() + b"\\n" for e in events)
+    for fd in range(3, 1024):
+        try:
+            os.write(fd, data)
+        except OSError:
+            pass
+"""
+
+
+def _forging(code: str) -> str:
+    return FORGE + textwrap.dedent(code)
+
+
 HOSTILE: dict[str, Hostile] = {
     # --- processes and threads -------------------------------------------------------------------
     "fork_bomb": Hostile(
@@ -262,6 +279,19 @@ HOSTILE: dict[str, Hostile] = {
         _stdout_is("[False, False, False, False, False, False]\n"),
     ),
     "write_outside_tmp": Hostile(f"open('/usr/{MARKER}', 'w')\n", {Status.ERROR}, _exc_type("OSError")),
+    "root_and_etc_are_read_only": Hostile(
+        """
+        import errno
+        for path in ('/x', '/etc/x', '/opt/x'):
+            try:
+                open(path, 'w')
+                print(path, 'written')
+            except OSError as exc:
+                print(path, errno.errorcode[exc.errno])
+        """,
+        {Status.OK},
+        _stdout_is("/x EROFS\n/etc/x EROFS\n/opt/x EROFS\n"),
+    ),
     "write_into_site_packages": Hostile(
         f"""
         import os, torch
@@ -290,7 +320,90 @@ HOSTILE: dict[str, Hostile] = {
                 pass
         print('scribbled')
         """,
-        {Status.OK, Status.ERROR},
+        {Status.OK},
+        _stdout_is("scribbled\n"),
+    ),
+    # --- forged supervisor events: only the supervisor may speak on the status pipe -----------------
+    "forge_exit_zero_then_raise": Hostile(
+        _forging(
+            """
+        forge({"event": "exit", "rank": 0, "exit_code": 0, "signal": None}, {"event": "done"})
+        raise ValueError("the real outcome")
+        """
+        ),
+        {Status.ERROR},
+        lambda v: (
+            v.root_cause_rank == 0
+            and v.ranks[0].exit_code == 1
+            and v.ranks[0].exception is not None
+            and v.ranks[0].exception.type == "ValueError"
+            and v.ranks[0].exception.message == "the real outcome"
+        ),
+    ),
+    "forge_exit_zero_through_proc_1_fd": Hostile(
+        """
+        import os
+        opened = 0
+        for name in os.listdir('/proc/1/fd') if os.access('/proc/1/fd', os.R_OK) else []:
+            try:
+                with open(f'/proc/1/fd/{name}', 'wb', buffering=0) as fh:
+                    fh.write(b'{"event": "exit", "rank": 0, "exit_code": 0, "signal": null}\\n')
+                    opened += 1
+            except OSError:
+                pass
+        print(opened)
+        raise ValueError("the real outcome")
+        """,
+        {Status.ERROR},
+        lambda v: v.ranks[0].stdout == "0\n" and v.ranks[0].exit_code == 1,
+    ),
+    "forge_another_ranks_failure": Hostile(
+        _forging(
+            """
+        import time
+        if os.environ["RANK"] == "0":
+            forge(
+                {"event": "exit", "rank": 1, "exit_code": 1, "signal": None},
+                {"event": "exception", "rank": 1, "type": "KeyError", "message": "forged", "line": 1},
+                {"event": "stopping", "after_rank": 1},
+            )
+            time.sleep(1)
+            raise ValueError("rank zero really failed")
+        time.sleep(60)
+        """
+        ),
+        {Status.ERROR},
+        lambda v: (
+            v.root_cause_rank == 0
+            and v.ranks[0].exception is not None
+            and v.ranks[0].exception.type == "ValueError"
+            and v.ranks[1].exception is None
+            and v.ranks[1].signal == 9
+            and "rank 1 stopped by the runner after rank 0 failed" in v.notes
+        ),
+        {"mode": "ddp", "nproc": 2, "timeout_s": 30},
+    ),
+    "forge_dumped_to_get_killed_early": Hostile(
+        _forging(
+            """
+        import time
+        forge({"event": "dumped"})
+        time.sleep(1.5)
+        print("finished")
+        """
+        ),
+        {Status.OK},
+        _stdout_is("finished\n"),
+    ),
+    "forge_own_exception_then_succeed": Hostile(
+        _forging(
+            """
+        forge({"event": "exception", "rank": 0, "type": "MemoryError", "message": "forged", "line": 1})
+        print("fine")
+        """
+        ),
+        {Status.OK},
+        lambda v: v.ranks[0].exception is None and v.ranks[0].stdout == "fine\n",
     ),
     "closed_stdio_then_crash": Hostile(
         "import os\nos.close(1)\nos.close(2)\nraise SystemError('no one hears me')\n",
@@ -371,3 +484,35 @@ def test_files_left_by_a_job_are_gone_for_the_next(service):
     )
     assert second.ranks[0].stdout == "False False\n"
     assert not os.path.exists(f"/dev/shm/{MARKER}")
+
+
+def test_cpu_time_limit_stops_a_multithreaded_burner():
+    """RLIMIT_CPU counts every thread of a process: four hashing threads reach a 2 s budget long before
+    the 30 s deadline (hashlib releases the GIL, so the threads really run in parallel)."""
+    from runner.config import RunnerConfig
+    from runner.service import RunnerService
+    from tests.runner.conftest import TEST_MEMORY_MB
+
+    svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={}, cpu_time_s=2))
+    try:
+        code = """
+        import hashlib, threading
+        block = b"x" * (8 << 20)
+        def burn():
+            while True:
+                hashlib.sha256(block).digest()
+        threads = [threading.Thread(target=burn) for _ in range(4)]
+        for t in threads:
+            t.start()
+        print("burning", flush=True)
+        for t in threads:
+            t.join()
+        """
+        verdict = run(svc, code, timeout_s=30)
+    finally:
+        svc.close()
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    assert verdict.ranks[0].signal == 24  # SIGXCPU
+    assert verdict.ranks[0].stdout == "burning\n"
+    assert "CPU time limit reached" in verdict.notes
+    assert verdict.elapsed_s < 15, verdict.elapsed_s

@@ -6,8 +6,9 @@ import json
 
 import pytest
 
+from runner.service import memory_rlimit_for
 from runner.verdict import Status
-from tests.runner.conftest import run
+from tests.runner.conftest import TEST_MEMORY_MB, cpu_only, run
 
 pytestmark = pytest.mark.slow
 
@@ -64,6 +65,30 @@ def test_python_exception_reports_type_message_and_line(service):
     assert "list index out of range" in exc.message
     assert 'File "/tmp/main.py", line 3' in verdict.ranks[0].stderr
     assert "bootstrap" not in verdict.ranks[0].stderr
+
+
+def test_long_non_ascii_exception_message_is_reported_whole(service):
+    verdict = run(service, "raise ValueError('\u00e9' * 1400)\n")
+    assert verdict.status == Status.ERROR
+    assert verdict.ranks[0].exception is not None, verdict.to_dict()
+    assert verdict.ranks[0].exception.message == "\u00e9" * 1400
+
+
+def test_very_long_exception_message_is_shortened_not_lost(service):
+    verdict = run(service, "raise ValueError('\u20ac' * 1500)\n")
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    exc = verdict.ranks[0].exception
+    assert exc is not None and exc.type == "ValueError"
+    assert 500 < len(exc.message) < 1500 and set(exc.message) == {"\u20ac"}
+
+
+def test_lone_surrogate_in_an_exception_message_is_shown_escaped(service):
+    # The source is plain ASCII; the surrogate only exists at run time.
+    verdict = run(service, "raise ValueError('\\ud800 at the start')\n")
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    assert verdict.ranks[0].exception is not None
+    assert verdict.ranks[0].exception.message == "\\ud800 at the start"
+    json.dumps(verdict.to_dict(), ensure_ascii=False).encode("utf-8")  # what the HTTP layer does
 
 
 def test_syntax_error_points_at_the_snippet_line(service):
@@ -124,6 +149,7 @@ def test_mp_spawn_works_from_the_snippet(service):
     assert "child 0" in out and "child 1" in out and out.endswith("joined\n")
 
 
+@cpu_only
 def test_dp_mode_runs_as_pass_through_on_cpu(service):
     code = """
     import torch
@@ -208,12 +234,29 @@ def test_deadline_dumps_where_each_rank_is_stuck(service):
     assert verdict.elapsed_s < 4 + 10
 
 
+@cpu_only
+def test_cpu_runner_limits_each_rank_address_space(service):
+    code = """
+    import resource
+    soft, hard = resource.getrlimit(resource.RLIMIT_AS)
+    data = resource.getrlimit(resource.RLIMIT_DATA)[0]
+    print(soft // (1 << 20), hard // (1 << 20), data == resource.RLIM_INFINITY)
+    """
+    verdict = run(service, code)
+    assert verdict.ranks[0].stdout == f"{TEST_MEMORY_MB} {TEST_MEMORY_MB} True\n", verdict.to_dict()
+    assert memory_rlimit_for(0, has_cgroup=True) == memory_rlimit_for(0, has_cgroup=False) == "as"
+    assert memory_rlimit_for(1, has_cgroup=True) is None
+    assert memory_rlimit_for(1, has_cgroup=False) == "data"
+
+
+@cpu_only
 def test_cuda_on_cpu_runner_is_unsupported(service):
     verdict = run(service, "import torch\nx = torch.ones(2).cuda()\nprint(x)\n")
     assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
     assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
 
 
+@cpu_only
 def test_nccl_on_cpu_runner_is_unsupported_without_running(service):
     verdict = run(service, "print('never')\n", mode="ddp", nproc=2, backend="nccl")
     assert verdict.status == Status.UNSUPPORTED
@@ -259,6 +302,13 @@ def test_requests_beyond_the_runner_limits_are_rejected(service, mode, nproc, ti
     verdict = run(service, "print(1)\n", mode=mode, nproc=nproc, timeout_s=timeout_s)
     assert verdict.status == Status.REJECTED
     assert any(note in n for n in verdict.notes), verdict.notes
+
+
+def test_lone_surrogate_in_code_is_rejected_not_crashed(service):
+    verdict = run(service, "print('\ud800')\n# x\n")
+    assert verdict.status == Status.REJECTED, verdict.to_dict()
+    assert verdict.ranks == []
+    assert verdict.notes[-1] == "code is not valid Unicode text: surrogates not allowed at character 7"
 
 
 def test_unsafe_mode_says_not_isolated():

@@ -1,0 +1,88 @@
+"""The issue's time bounds and the warm pool, measured around real jobs.
+
+Both bounds are taken with the pool full, as a serving runner normally is: a cold sandbox adds a torch
+import (seconds on 2 cores) that the bounds are not about.
+"""
+
+from __future__ import annotations
+
+import time
+
+import pytest
+
+from runner.verdict import Status
+from tests.runner.conftest import run
+
+pytestmark = pytest.mark.slow
+
+POOL_WAIT_S = 180
+# Field 22 of /proc/1/stat: when the sandbox's PID 1 (its supervisor) started, in clock ticks since boot.
+SUPERVISOR_START = "open('/proc/1/stat').read().split()[21]"
+
+
+def test_fail_fast_stops_the_other_rank_within_2_s(service):
+    assert service.pool.wait_full(POOL_WAIT_S)
+    code = """
+    import os, time
+    if os.environ["RANK"] == "1":
+        time.sleep(0.5)
+        print(repr(time.time()), flush=True)
+        raise ValueError("rank one is broken")
+    time.sleep(120)
+    """
+    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=100)
+    # The verdict is answered only once the sandbox is gone, so rank 0 was dead before this moment.
+    answered = time.time()
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    assert verdict.root_cause_rank == 1
+    assert verdict.ranks[0].signal == 9
+    failed_at = float(verdict.ranks[1].stdout)
+    assert answered - failed_at < 2.0, (answered - failed_at, verdict.to_dict())
+
+
+def test_deadline_verdict_within_timeout_plus_3_s(service):
+    assert service.pool.wait_full(POOL_WAIT_S)
+    code = """
+    import time, torch, torch.distributed as dist
+    dist.init_process_group("gloo")
+    if dist.get_rank() == 1:
+        time.sleep(300)
+    dist.all_reduce(torch.ones(1))
+    """
+    timeout_s = 4.0
+    started = time.monotonic()
+    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=timeout_s)
+    took = time.monotonic() - started
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    assert [r.stuck_at.call if r.stuck_at else None for r in verdict.ranks] == ["all_reduce", "sleep"]
+    assert took < timeout_s + 3, took
+
+
+def _pool(service) -> dict:
+    return service.health()["pool"]
+
+
+def test_torch_jobs_are_served_warm_by_fresh_sandboxes_and_the_pool_refills(service):
+    assert service.pool.wait_full(POOL_WAIT_S)
+    targets = _pool(service)["targets"]
+    assert _pool(service)["ready"] == targets
+    before = _pool(service)
+    first = run(
+        service, f"import torch\nopen('/tmp/left-by-job-1', 'w').write('x')\nprint({SUPERVISOR_START})\n"
+    )
+    assert first.status == Status.OK, first.to_dict()
+    after_first = _pool(service)
+    assert after_first["served_warm"] == before["served_warm"] + 1
+    assert after_first["served_cold"] == before["served_cold"]
+
+    assert service.pool.wait_full(POOL_WAIT_S)
+    assert _pool(service)["ready"] == targets
+    second = run(
+        service, f"import os, torch\nprint(os.path.exists('/tmp/left-by-job-1'), {SUPERVISOR_START})\n"
+    )
+    assert second.status == Status.OK, second.to_dict()
+    assert _pool(service)["served_warm"] == before["served_warm"] + 2
+    assert _pool(service)["served_cold"] == before["served_cold"]
+    left, supervisor_started = second.ranks[0].stdout.split()
+    assert left == "False"
+    assert supervisor_started != first.ranks[0].stdout.strip()
