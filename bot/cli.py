@@ -214,13 +214,15 @@ def questions() -> None:
     """Validate, import, export, list and retire bank questions."""
 
 
-def _load_or_exit(paths: tuple[str, ...]) -> list[dict[str, Any]]:
+def _load_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
+    """Validate ``paths``; on errors print each one and a count, then exit 1."""
     try:
         loaded = load_paths(paths)
     except BankValidationError as exc:
         for err in exc.errors:
             click.echo(str(err), err=True)
-        click.echo(f"{len(exc.errors)} error(s); nothing imported", err=True)
+        outcome = "nothing imported" if importing else "fix them and validate again"
+        click.echo(f"{len(exc.errors)} error(s); {outcome}", err=True)
         raise SystemExit(1) from None
     return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
 
@@ -229,7 +231,7 @@ def _load_or_exit(paths: tuple[str, ...]) -> list[dict[str, Any]]:
 @click.argument("paths", nargs=-1, required=True, type=click.Path())
 def questions_validate(paths: tuple[str, ...]) -> None:
     """Check bank files; errors say file:line: field: what is wrong and how to fix it (exit 1)."""
-    specs = _load_or_exit(paths)
+    specs = _load_or_exit(paths, importing=False)
     click.echo(f"ok: {len(specs)} questions valid")
 
 
@@ -238,7 +240,7 @@ def questions_validate(paths: tuple[str, ...]) -> None:
 @click.pass_obj
 def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
     """Import bank files, all or nothing (one transaction); edits become new versions."""
-    specs = _load_or_exit(paths)
+    specs = _load_or_exit(paths, importing=True)
 
     async def body(app: App) -> None:
         report = await app.service.admin_import(Actor(_player(None), is_admin=True), specs)

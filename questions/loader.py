@@ -29,6 +29,20 @@ _FIX_HINTS: dict[str, str] = {
     "bool_parsing": "use true or false",
     "int_parsing": "use a whole number",
     "list_type": "write a YAML list ('- item' per line)",
+    "string_too_short": "write some text here; it may not be empty",
+    "string_too_long": "shorten it to the limit above",
+}
+
+#: Pydantic error types for a number or length outside its bounds.
+_RANGE_ERRORS = frozenset(
+    {"greater_than_equal", "less_than_equal", "greater_than", "less_than", "too_short", "too_long"}
+)
+#: How to pick a valid value for the bounded fields, appended to their range errors.
+_RANGE_HINTS: dict[str, str] = {
+    "gpus": "use 0 to run on CPU with gloo, or 1 to 8: the fewest GPUs that reproduce the output",
+    "nproc": "use 1 for modes python and dp, or the number of ranks (2 to 8) for mode ddp",
+    "time_limit_s": "use a number of seconds from 10 to 3600; the default is 120",
+    "attempts": "use 1 to 5 attempts; the default is 2",
 }
 
 
@@ -151,7 +165,11 @@ def _message(err: dict[str, Any]) -> str:
     msg = str(err["msg"])
     if msg.startswith("Value error, "):
         msg = msg[len("Value error, ") :]
-    hint = _FIX_HINTS.get(str(err["type"]))
+    kind = str(err["type"])
+    hint = _FIX_HINTS.get(kind)
+    if kind in _RANGE_ERRORS:
+        names = [part for part in err.get("loc", ()) if isinstance(part, str)]
+        hint = _RANGE_HINTS.get(names[-1] if names else "", "change it to a value within these bounds")
     return f"{msg} ({hint})" if hint else msg
 
 

@@ -85,7 +85,10 @@ class QuestionSpec(_Strict):
     attempts: Annotated[int, Field(ge=1, le=5)] = 2
     tags: list[str] = Field(default_factory=list)
     choices: list[ChoiceSpec] | None = None
-    runner: RunnerSpec | None = None
+    runner: Annotated[
+        RunnerSpec | None,
+        Field(description="How the runner executes 'code'; required for predict_output and debug with code"),
+    ] = None
     front: str | None = None
     back: str | None = None
     concepts: list[ConceptSpec] | None = None
@@ -128,10 +131,10 @@ class QuestionSpec(_Strict):
                 raise ValueError(f"'runner' is only for predict_output and debug questions, not {kind!r}")
             if not self.code:
                 raise ValueError("'runner' needs 'code' to run; add the snippet or drop 'runner'")
-        if kind == "predict_output" and self.code and self.runner is None:
+        if kind in RUNNABLE_KINDS and self.code and self.runner is None:
             raise ValueError(
-                "predict_output questions with code need 'runner: {mode, nproc, gpus, init_process_group}' "
-                "so a dispute can be settled"
+                f"{kind} questions with code need a 'runner' block {{mode, nproc, gpus, init_process_group}} "
+                "so a dispute can be settled; add it (questions/README.md says how to choose each value)"
             )
         if kind == "flashcard":
             _require(self.front, "front", kind)

@@ -67,6 +67,33 @@ def test_kind_rules_are_checked() -> None:
     )
 
 
+def test_debug_with_code_needs_a_runner_block() -> None:
+    debug = GOOD.replace("kind: conceptual", "kind: debug")
+    [q] = validate_text(debug, "d.yaml")  # no code: nothing to run, so no runner block needed
+    assert q.spec.runner is None
+    with_code = debug.replace("prompt: Why?", "prompt: Why?\n    code: print(1)")
+    [err] = _errors(with_code)
+    assert err.startswith("bank.yaml:2: questions[0] (good-one): debug questions with code need a 'runner'")
+    assert "questions/README.md" in err
+    runner = "\n    runner: {mode: ddp, nproc: 2, gpus: 0, init_process_group: true}"
+    [q] = validate_text(with_code.replace("code: print(1)", "code: print(1)" + runner), "d.yaml")
+    assert q.spec.runner is not None and q.spec.runner.nproc == 2 and q.spec.runner.init_process_group
+
+
+def test_out_of_range_runner_values_say_how_to_fix() -> None:
+    po = GOOD.replace("kind: conceptual", "kind: predict_output").replace(
+        "prompt: Why?", "prompt: Why?\n    code: print(1)\n    runner: {mode: ddp, nproc: 9, gpus: -1}"
+    )
+    errs = _errors(po)
+    gpus = next(e for e in errs if ".runner.gpus:" in e)
+    assert gpus.startswith("bank.yaml:8: questions[0] (good-one).runner.gpus: Input should be greater")
+    assert "use 0 to run on CPU with gloo, or 1 to 8" in gpus
+    nproc = next(e for e in errs if ".runner.nproc:" in e)
+    assert "the number of ranks (2 to 8) for mode ddp" in nproc
+    slow = _errors(GOOD.replace("prompt: Why?", "prompt: Why?\n    time_limit_s: 5"))
+    assert any(".time_limit_s:" in e and "from 10 to 3600" in e for e in slow)
+
+
 def test_duplicate_ids_across_files_name_both(tmp_path: Path) -> None:
     (tmp_path / "a.yaml").write_text(GOOD)
     (tmp_path / "b.yaml").write_text(GOOD)
@@ -86,8 +113,9 @@ def test_shipped_bank_is_valid_and_complete() -> None:
     assert sum(k in MULTIPLE_CHOICE_KINDS for k in kinds) >= 25, "3 challenges x 5 + 2 quizzes x 5"
     assert len([s for s in originals if s.kind in MULTIPLE_CHOICE_KINDS]) >= 45
     for s in specs:
-        if s.kind == "predict_output" and s.code:
+        if s.kind in ("predict_output", "debug") and s.code:
             assert s.runner is not None, s.id
+    assert sum(1 for s in specs if s.kind == "debug" and s.runner is not None) >= 6
     for level in ("intermediate", "advanced", "expert"):
         assert sum(1 for s in specs if s.difficulty == level and s.kind in MULTIPLE_CHOICE_KINDS) >= 10
 
@@ -117,6 +145,9 @@ def test_cli_validate_import_export_retire(tmp_path: Path) -> None:
     bad.write_text(GOOD.replace("good-one", "other-one").replace("topic: DDP", "topic: ''"))
     r = _cli("questions", "validate", str(good), str(bad), db=db)
     assert r.returncode == 1 and f"{bad}:4: questions[0] (other-one).topic:" in r.stderr
+    # validate imports nothing, so it does not talk about importing.
+    assert r.stderr.endswith("1 error(s); fix them and validate again\n") and "imported" not in r.stderr
+    assert "(write some text here; it may not be empty)" in r.stderr
     # All or nothing: the good file is not imported when another file fails.
     r = _cli("questions", "import", str(good), str(bad), db=db)
     assert r.returncode == 1 and "nothing imported" in r.stderr

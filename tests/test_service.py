@@ -4,9 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
+from sqlalchemy import text
+from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.core.cards import TopicStat
 from bot.core.errors import (
     ChallengeClosedError,
     InvalidAnswerError,
@@ -18,6 +23,8 @@ from bot.core.errors import (
 )
 from bot.core.models import DIFFICULTY_ORDER, ChannelRef
 from bot.core.service import QuizService
+from bot.storage.db import make_engine
+from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
@@ -201,32 +208,50 @@ async def test_seven_day_streak_badge(service: QuizService, clock: FrozenClock) 
     assert not any(b.code == "multi-gpu-master" for b, _ in stats.badges)
 
 
+async def _solve_after(
+    service: QuizService, who: str, problem_id: int, clock: FrozenClock, secs: float
+) -> int:
+    a = actor(who)
+    await service.start_problem(a, problem_id)
+    clock.advance(secs)
+    fb = await service.answer(a, problem_id, "A")
+    assert fb.correct
+    return fb.points
+
+
 async def test_leaderboard_top_ten_own_rank_and_ties_by_time(
     service: QuizService, clock: FrozenClock
 ) -> None:
     ch = await _today(service)
-    p = ch.problems[0]
-    # 12 players solve problem 1: player i answers after 10+i seconds, so earlier is better.
-    for i in range(12):
-        a = actor(f"p{i:02d}")
-        await service.start_problem(a, p.id)
-        clock.advance(10 + i)
-        await service.answer(a, p.id, "A")
-    # Two players tie on points (same speed bucket) and are ordered by answer time.
-    board = await service.leaderboard(CHANNEL, player=actor("p11").player)
-    assert len(board.rows) == 10 and board.total_players == 12
-    assert [r.display_name for r in board.rows[:3]] == ["P00", "P01", "P02"]
-    assert board.me is not None and board.me.rank == 12 and board.me.display_name == "P11"
-    pts = [r.points for r in board.rows]
-    assert pts == sorted(pts, reverse=True)
-    for a, b in zip(board.rows, board.rows[1:], strict=False):
-        if a.points == b.points:
-            assert a.answer_ms <= b.answer_ms
+    p = ch.problems[0]  # intermediate, 120 s: anything answered within 3 s earns 100 + 20 = 120 points
+    # P00..P09 are created in this order but answer ever faster (3.0 s down to 0.75 s), all on 120 points:
+    # ranking by answer time must reverse the creation (and primary-key) order.
+    for i in range(10):
+        assert await _solve_after(service, f"p{i:02d}", p.id, clock, 3.0 - 0.25 * i) == 120
+    # Outside the top 10, again on equal points (115): Tortoise first and slower, Hare later and faster,
+    # Twin last with exactly Tortoise's time (then the earlier-created player goes first).
+    assert await _solve_after(service, "tortoise", p.id, clock, 31) == 115
+    assert await _solve_after(service, "hare", p.id, clock, 28) == 115
+    assert await _solve_after(service, "twin", p.id, clock, 31) == 115
+    board = await service.leaderboard(CHANNEL, player=actor("hare").player)
+    assert len(board.rows) == 10 and board.total_players == 13
+    assert [r.display_name for r in board.rows] == [f"P{i:02d}" for i in reversed(range(10))]
+    assert [r.rank for r in board.rows] == list(range(1, 11))
+    assert [r.answer_ms for r in board.rows] == [750 + 250 * i for i in range(10)]
+    assert board.me is not None and (board.me.display_name, board.me.rank) == ("Hare", 11)
+    assert board.me.points == 115 and board.me.answer_ms == 28_000
+    tortoise = (await service.leaderboard(CHANNEL, player=actor("tortoise").player)).me
+    twin = (await service.leaderboard(CHANNEL, player=actor("twin").player)).me
+    assert tortoise is not None and (tortoise.rank, tortoise.answer_ms) == (12, 31_000)
+    assert twin is not None and (twin.rank, twin.answer_ms) == (13, 31_000)
+    inside = (await service.leaderboard(CHANNEL, player=actor("p09").player)).me
+    assert inside is not None and inside.rank == 1 and inside.display_name == "P09"
     today = await service.leaderboard(CHANNEL, period="today")
     week = await service.leaderboard(CHANNEL, period="week")
-    assert today.total_players == week.total_players == 12
+    assert today.total_players == week.total_players == 13
+    assert [r.display_name for r in today.rows[:2]] == ["P09", "P08"]
     ws = await service.leaderboard(ChannelRef("test", "ws1", "another"), scope="workspace")
-    assert ws.total_players == 12, "workspace scope includes every channel of the workspace"
+    assert ws.total_players == 13, "workspace scope includes every channel of the workspace"
     other_ws = await service.leaderboard(ChannelRef("test", "ws2", "general"), scope="workspace")
     assert other_ws.total_players == 0
     tomorrow = clock.now() + dt.timedelta(days=1)
@@ -262,12 +287,74 @@ async def test_close_is_idempotent_and_results_count_choices(
         await service.answer(actor("dan"), ch.problems[1].id, "A")
 
 
-async def test_stats_accuracy_by_topic_and_kind(service: QuizService, clock: FrozenClock) -> None:
-    await _play_all(service, "ivy", "AABAA", clock)
-    stats = await service.stats(actor("ivy").player, CHANNEL)
-    assert stats.problems == 5 and stats.correct == 4 and stats.points > 0
-    assert sum(t.answered for t in stats.by_topic) == 5
-    assert {k.name for k in stats.by_kind} == {"conceptual"}
+#: Exactly one day's worth (2 intermediate, 2 advanced, 1 expert), so every question is in the challenge;
+#: kinds and topics are mixed so that per-kind and per-topic counts differ.
+MIXED_BANK = [
+    make_spec("mix-int-concept", "intermediate", "DDP", kind="conceptual"),
+    make_spec("mix-int-debug", "intermediate", "Collectives", kind="debug"),
+    make_spec("mix-adv-predict", "advanced", "DDP", kind="predict_output"),
+    make_spec("mix-adv-debug", "advanced", "FSDP", kind="debug"),
+    make_spec("mix-exp-metrics", "expert", "Collectives", kind="metrics"),
+]
+
+
+@pytest.fixture
+async def mixed_service(
+    db_url: str, clock: FrozenClock, platform: FakePlatform
+) -> AsyncIterator[QuizService]:
+    """A service whose bank mixes kinds and topics (the shared test bank is all 'conceptual')."""
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
+    await svc.admin_import(ADMIN, MIXED_BANK)
+    yield svc
+    await engine.dispose()
+
+
+def _accuracy(stats: tuple[TopicStat, ...]) -> dict[str, tuple[int, int]]:
+    return {t.name: (t.answered, t.correct) for t in stats}
+
+
+async def test_stats_accuracy_by_topic_and_kind(mixed_service: QuizService, clock: FrozenClock) -> None:
+    service = mixed_service
+    ch = await _today(service)
+    by_id = {p.question.id: p.id for p in ch.problems}
+    assert set(by_id) == {s["id"] for s in MIXED_BANK}
+    ivy, zed = actor("ivy"), actor("zed")
+    # Ivy: right first time, right on the second try, wrong twice, timed out; the last one is in progress.
+    plays = {"mix-int-concept": "A", "mix-int-debug": "BA", "mix-adv-predict": "BC"}
+    for qid, letters in plays.items():
+        await service.start_problem(ivy, by_id[qid])
+        for letter in letters:
+            await service.answer(ivy, by_id[qid], letter)
+    await service.start_problem(ivy, by_id["mix-adv-debug"])
+    clock.advance(121)
+    assert (await service.time_up(ivy, by_id["mix-adv-debug"])).outcome == "timeout"
+    await service.start_problem(ivy, by_id["mix-exp-metrics"])
+    # Zed's answers must not leak into Ivy's numbers.
+    for pid in by_id.values():
+        await service.start_problem(zed, pid)
+        await service.answer(zed, pid, "A")
+
+    stats = await service.stats(ivy.player, CHANNEL)
+    assert (stats.problems, stats.correct) == (4, 2), "an unfinished problem is not counted yet"
+    assert _accuracy(stats.by_topic) == {"Collectives": (1, 1), "DDP": (2, 1), "FSDP": (1, 0)}
+    assert _accuracy(stats.by_kind) == {"conceptual": (1, 1), "debug": (2, 1), "predict_output": (1, 0)}
+    assert {t.name: t.accuracy for t in stats.by_kind}["debug"] == 0.5
+
+    await service.answer(ivy, by_id["mix-exp-metrics"], "A")
+    stats = await service.stats(ivy.player, CHANNEL)
+    assert (stats.problems, stats.correct) == (5, 3)
+    assert _accuracy(stats.by_topic) == {"Collectives": (2, 2), "DDP": (2, 1), "FSDP": (1, 0)}
+    assert _accuracy(stats.by_kind) == {
+        "conceptual": (1, 1),
+        "debug": (2, 1),
+        "metrics": (1, 1),
+        "predict_output": (1, 0),
+    }
+    z = await service.stats(zed.player, CHANNEL)
+    assert (z.problems, z.correct) == (5, 5)
+    assert _accuracy(z.by_kind)["debug"] == (2, 2) and _accuracy(z.by_topic)["DDP"] == (2, 2)
 
 
 async def test_admin_actions_need_an_admin(service: QuizService) -> None:
@@ -322,3 +409,54 @@ async def test_quitting_mid_problem_times_it_out_and_completes_later(
     assert await service.next_problem(kim, ch.id) is None
     summary = await service.summary(kim, ch.id)
     assert summary.finished == 5 and summary.correct == 4 and summary.streak == 1
+
+
+class _ImportCrash(RuntimeError):
+    """Raised by the sabotaged flush below, standing in for a crash or a database error mid-import."""
+
+
+async def test_import_is_all_or_nothing_when_the_database_write_fails_midway(
+    db_url: str, clock: FrozenClock, platform: FakePlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    service = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
+
+    async def counts() -> tuple[int, int]:
+        async with engine.connect() as conn:
+            questions = await conn.scalar(text("SELECT count(*) FROM questions"))
+            versions = await conn.scalar(text("SELECT count(*) FROM question_versions"))
+        return int(questions or 0), int(versions or 0)
+
+    try:
+        kept = make_spec("kept-1", "advanced", "DDP")
+        assert (await service.admin_import(ADMIN, [kept])).added == ("kept-1",)
+        edited = {**kept, "prompt": "Edited?"}
+        batch = [make_spec("new-1", "expert", "FSDP"), edited, make_spec("new-2", "expert", "FSDP")]
+
+        real_flush = AsyncSession.flush
+        seen_mid_import: list[int] = []
+
+        async def flush_then_crash(self: AsyncSession, objects: Any = None) -> None:
+            await real_flush(self, objects)
+            # The first question and its version are now written in the open transaction; fail on the
+            # second one, after it too has reached the database.
+            written = await self.scalar(text("SELECT count(*) FROM question_versions"))
+            seen_mid_import.append(int(written or 0))
+            if len(seen_mid_import) == 2:
+                raise _ImportCrash("disk full")
+
+        monkeypatch.setattr(AsyncSession, "flush", flush_then_crash)
+        with pytest.raises(_ImportCrash):
+            await service.admin_import(ADMIN, batch)
+        monkeypatch.undo()
+        assert seen_mid_import == [2, 3], "new-1 and kept-1 v2 were written before the failure"
+        assert await counts() == (1, 1), "the failed import left nothing behind"
+        listed = {q.id: q.version for q in await service.list_questions()}
+        assert listed == {"kept-1": 1}
+        # The same import goes through once nothing fails.
+        report = await service.admin_import(ADMIN, batch)
+        assert report.added == ("new-1", "new-2") and report.updated == ("kept-1",)
+        assert await counts() == (3, 4)
+    finally:
+        await engine.dispose()
