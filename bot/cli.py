@@ -13,6 +13,7 @@ from typing import Any, TypeVar
 
 import click
 import yaml
+from pydantic import ValidationError
 from rich.console import Console
 
 from bot.adapters.console import render
@@ -90,7 +91,12 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
-    ctx.obj = Settings(database_url=database_url) if database_url else Settings()
+    try:
+        ctx.obj = Settings(database_url=database_url) if database_url else Settings()
+    except (ValidationError, FileNotFoundError) as exc:
+        # A bad value in the environment, .env or rankzero.toml: name it instead of a traceback.
+        click.echo(f"error: bad RankZero settings: {exc}", err=True)
+        raise SystemExit(2) from None
 
 
 @main.command()

@@ -6,7 +6,9 @@ Built only in the entry points (cli.py) and passed down as arguments.
 from __future__ import annotations
 
 import os
+import re
 from pathlib import Path
+from typing import Any
 
 from pydantic import Field, SecretStr
 from pydantic_settings import (
@@ -15,6 +17,36 @@ from pydantic_settings import (
     SettingsConfigDict,
     TomlConfigSettingsSource,
 )
+from sqlalchemy.engine import make_url
+from sqlalchemy.exc import ArgumentError
+
+#: The TOML file read when RANKZERO_CONFIG names none (relative to the working directory).
+DEFAULT_TOML = "rankzero.toml"
+
+
+def mask_url(url: str) -> str:
+    """``url`` with its password replaced by ``***``: safe to log or show (the original is not changed)."""
+    try:
+        return make_url(url).render_as_string(hide_password=True)
+    except ArgumentError:
+        # Not a URL SQLAlchemy parses (a typo): still never show what sits between "user:" and "@".
+        return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url)
+
+
+def toml_path() -> Path:
+    """The TOML settings file: the path in RANKZERO_CONFIG (which must exist), else ./rankzero.toml.
+
+    Read when Settings are built, not at import, so RANKZERO_CONFIG set by a wrapper or a test counts.
+    """
+    named = os.environ.get("RANKZERO_CONFIG")
+    if not named:
+        return Path(DEFAULT_TOML)
+    path = Path(named).expanduser()
+    if not path.is_file():
+        # An explicitly named file that is missing is a mistake, not "no file": say so instead of
+        # silently running on defaults.
+        raise FileNotFoundError(f"RANKZERO_CONFIG names {named!r}, which is not a readable file")
+    return path
 
 
 def default_data_dir() -> Path:
@@ -30,8 +62,10 @@ class Settings(BaseSettings):
         env_prefix="RANKZERO_",
         env_file=".env",
         extra="ignore",
-        # Optional TOML file (keys as the field names): ./rankzero.toml, or the path in RANKZERO_CONFIG.
-        toml_file=os.environ.get("RANKZERO_CONFIG", "rankzero.toml"),
+        # "RANKZERO_DISCORD_TOKEN=" (an emptied line in .env) means unset, not an empty token that would
+        # enable the adapter.
+        env_ignore_empty=True,
+        # The optional TOML file (keys as the field names) is chosen by toml_path() at build time.
     )
 
     data_dir: Path = Field(default_factory=default_data_dir)
@@ -56,6 +90,8 @@ class Settings(BaseSettings):
     slack_bot_token: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
+    #: Where Slack admin notices (contradicted answers) are posted: a channel id (C...) the bot is in.
+    slack_admin_channel_id: str | None = None
     #: Slack HTTP mode (no app token): where /slack/events listens (put a TLS proxy in front).
     slack_host: str = "127.0.0.1"
     slack_port: int = Field(default=3000, ge=0, le=65535)
@@ -77,14 +113,19 @@ class Settings(BaseSettings):
         dotenv_settings: PydanticBaseSettingsSource,
         file_secret_settings: PydanticBaseSettingsSource,
     ) -> tuple[PydanticBaseSettingsSource, ...]:
-        """Precedence: arguments, environment, .env, then the TOML file."""
+        """Precedence: arguments, environment, .env, then the TOML file (then the defaults)."""
         return (
             init_settings,
             env_settings,
             dotenv_settings,
-            TomlConfigSettingsSource(settings_cls),
+            TomlConfigSettingsSource(settings_cls, toml_file=toml_path()),
             file_secret_settings,
         )
+
+    def __repr_args__(self) -> Any:
+        """Fields for repr()/str(): tokens are SecretStr already; the database URL's password is masked."""
+        for name, value in super().__repr_args__():
+            yield name, mask_url(value) if name == "database_url" and isinstance(value, str) else value
 
     def model_post_init(self, __context: object) -> None:
         """Derive the SQLite URL from the data directory when no URL is given."""

@@ -126,7 +126,10 @@ class RankZeroScheduler:
         await self.rebuild()
         for schedule in await self._served():
             if not schedule.config.paused:
+                # Missed while down: the post, and the weekly summary, are made now within grace.
                 await self._post(schedule.channel_pk)
+                if schedule.config.summary_day is not None:
+                    await self._summary(schedule.channel_pk)
         every = dt.timedelta(seconds=self._sync_interval_s)
         # start_date from the clock: APScheduler would otherwise start the interval from the system time.
         sync = IntervalTrigger(

@@ -23,6 +23,7 @@ from bot.adapters.registry import Adapter
 from bot.app import App, build_app
 from bot.config import Settings
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.errors import RankZeroError
 from bot.core.models import ChannelRef
 from bot.core.ports import ChatPlatform, Clock, SystemClock
 from bot.core.schedule_service import ScheduleService
@@ -31,6 +32,10 @@ from bot.scheduling import RankZeroScheduler
 from bot.storage.uow import SqlUnitOfWork, session_factory
 
 log = logging.getLogger(__name__)
+
+
+class AdapterStartError(RankZeroError):
+    """A chat adapter could not start (bad token, platform unreachable): ``serve`` exits with its reason."""
 
 
 class PlatformRouter:
@@ -174,6 +179,54 @@ async def health_report(engine: AsyncEngine, scheduler: RankZeroScheduler) -> di
 
 
 # ---------------------------------------------------------------------- main loop
+async def _start_adapters(
+    adapters: Sequence[Adapter], services: Services, started: list[Adapter], stop: asyncio.Event
+) -> bool:
+    """Start the adapters in order (appending each to ``started``); False if ``stop`` was set first.
+
+    An adapter may keep retrying a platform it cannot reach (Slack Socket Mode does, forever), so the
+    start races the stop signal: SIGTERM from a supervisor must end the process in every state.
+    """
+
+    async def start_all() -> None:
+        for adapter in adapters:
+            await _start_adapter(adapter, services)
+            started.append(adapter)
+
+    starting = asyncio.ensure_future(start_all())
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({starting, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if starting.done():
+        starting.result()  # an AdapterStartError propagates
+        return True
+    log.warning("rankzero serve: stop requested while the chat adapters were starting")
+    starting.cancel()
+    with contextlib.suppress(asyncio.CancelledError):
+        await starting
+    return False
+
+
+async def _start_adapter(adapter: Adapter, services: Services) -> None:
+    """Start one adapter; a failure stops what it opened and becomes one clear AdapterStartError."""
+    try:
+        await adapter.start(services)
+    except asyncio.CancelledError:
+        with contextlib.suppress(Exception):
+            await adapter.stop()  # stopped while connecting: close what it opened
+        raise
+    except Exception as exc:  # login refused, DNS, connection: all mean "this platform is not reachable"
+        log.debug("the %s adapter failed to start", adapter.name, exc_info=True)
+        with contextlib.suppress(Exception):
+            await adapter.stop()  # e.g. close the HTTP session a failed login left open
+        raise AdapterStartError(
+            f"the {adapter.name} adapter could not start ({type(exc).__name__}: {exc}); check its "
+            "token and that the platform is reachable from this machine"
+        ) from None
+
+
 async def serve(
     settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
 ) -> None:
@@ -186,9 +239,8 @@ async def serve(
     health: HealthServer | None = None
     started: list[Adapter] = []
     try:
-        for adapter in adapters:
-            await adapter.start(services)
-            started.append(adapter)
+        if not await _start_adapters(adapters, services, started, stop):
+            return  # SIGINT/SIGTERM while an adapter was still connecting
         await services.scheduler.start()
         if settings.health_port:
             health = HealthServer(

@@ -11,10 +11,11 @@ import datetime as dt
 import logging
 
 import click
+from sqlalchemy.exc import SQLAlchemyError
 
 from bot.adapters.registry import build_adapters, nothing_configured_help
 from bot.app import App, shipped_bank_specs
-from bot.config import Settings
+from bot.config import Settings, mask_url
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import SystemClock
@@ -63,6 +64,16 @@ def serve(settings: Settings, use_console: bool) -> None:
         asyncio.run(main())
     except RankZeroError as exc:
         click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
+    except (OSError, SQLAlchemyError) as exc:
+        # Almost always the database (unreachable, refused, bad credentials); the URL is shown without
+        # its password, and the traceback is logged at debug level only.
+        log.debug("serve failed", exc_info=True)
+        click.echo(
+            f"error: cannot use the database at {mask_url(settings.database_url)} "
+            f"({type(exc).__name__}: {exc}); check RANKZERO_DATABASE_URL and that the server is up",
+            err=True,
+        )
         raise SystemExit(1) from None
 
 
@@ -160,7 +171,7 @@ _channel_option = click.option(
 @click.option("--reminder", default=None, help="Remind this long before closing (30m), or 'off'.")
 @click.option("--weekly-summary", default=None, help="Day of the weekly leaderboard post (mon), or 'off'.")
 @click.pass_obj
-def schedule_set(settings: Settings, channel_spec: str | None, **changes: object) -> None:
+def schedule_set(settings: Settings, /, channel_spec: str | None, **changes: object) -> None:
     """Create or change the schedule; options left out keep their current value."""
     channel = _channel(channel_spec)
 

@@ -100,6 +100,60 @@ async def test_posts_at_nine_berlin_on_both_sides_of_dst(env: Env) -> None:
     )
 
 
+async def test_posts_at_nine_berlin_across_the_autumn_change(env: Env) -> None:
+    # Friday 23 October 2026, 08:00 in Berlin (CEST, UTC+2); clocks go back (03:00 -> 02:00) on Sunday
+    # the 25th. A second channel posts at 02:30, a local time that happens twice that night: once only.
+    night = ChannelRef("test", "ws1", "night", "night")
+    env.clock.current = dt.datetime(2026, 10, 23, 6, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="Europe/Berlin")
+    await env.schedules.set_schedule(ADMIN, night, post_time="02:30", timezone="Europe/Berlin")
+    sched = await env.scheduler()
+
+    def posted(channel_id: str) -> list[int]:
+        return [c.challenge_id for ch, c in env.platform.posts if ch.channel_id == channel_id]
+
+    try:
+        assert env.platform.posts == []
+        pks = {s.channel.channel_id: s.channel_pk for s in await env.schedules.schedules()}
+        nine = [
+            dt.datetime(2026, 10, 23, 7, 0, tzinfo=UTC),  # CEST: 09:00 local = 07:00 UTC
+            dt.datetime(2026, 10, 24, 7, 0, tzinfo=UTC),
+            dt.datetime(2026, 10, 25, 8, 0, tzinfo=UTC),  # CET: 09:00 local = 08:00 UTC
+            dt.datetime(2026, 10, 26, 8, 0, tzinfo=UTC),
+        ]
+        half_past_two = [
+            dt.datetime(2026, 10, 24, 0, 30, tzinfo=UTC),
+            dt.datetime(2026, 10, 25, 0, 30, tzinfo=UTC),  # the first 02:30 (CEST) of the 25th
+            dt.datetime(2026, 10, 26, 1, 30, tzinfo=UTC),  # CET
+        ]
+        events = sorted([(t, CHANNEL.channel_id) for t in nine] + [(t, "night") for t in half_past_two])
+        for when, channel_id in events:
+            assert sched.next_run(f"post:{pks[channel_id]}") == when
+            before = len(posted(channel_id))
+            await env.at(sched, when - dt.timedelta(seconds=1))
+            assert len(posted(channel_id)) == before, "nothing is posted a second early"
+            await env.at(sched, when)
+            assert len(posted(channel_id)) == before + 1
+            challenge = await env.quiz.get_challenge(posted(channel_id)[-1])
+            assert challenge.opened_at == when
+            local = when.astimezone(BERLIN)
+            assert challenge.day == local.date()
+            if channel_id == CHANNEL.channel_id:
+                assert (local.hour, local.minute) == (9, 0)
+                # Default window: until the next post, 09:00 local the next day.
+                assert challenge.closes_at is not None
+                assert challenge.closes_at.astimezone(BERLIN).time() == dt.time(9, 0)
+                if challenge.day == dt.date(2026, 10, 24):
+                    assert challenge.closes_at - challenge.opened_at == dt.timedelta(hours=25)
+            if when == dt.datetime(2026, 10, 25, 0, 30, tzinfo=UTC):
+                # The second 02:30 (01:30 UTC) is the same local date: the day's challenge exists already.
+                await env.at(sched, dt.datetime(2026, 10, 25, 1, 30, tzinfo=UTC))
+                assert len(posted("night")) == before + 1
+        assert len(posted(CHANNEL.channel_id)) == 4 and len(posted("night")) == 3
+    finally:
+        await sched.shutdown()
+
+
 async def test_window_reminder_close_and_results_once_with_schedule_overrides(env: Env) -> None:
     env.clock.current = dt.datetime(2026, 11, 21, 11, 0, tzinfo=UTC)
     await env.schedules.set_schedule(
@@ -179,6 +233,72 @@ async def test_missed_post_within_grace_is_made_beyond_grace_is_skipped(
         await sched.shutdown()
 
 
+async def test_late_post_whose_window_is_over_is_skipped_not_opened_closed(
+    env: Env, caplog: pytest.LogCaptureFixture
+) -> None:
+    # 09:00 with a 10 min window; the process starts at 09:30: within the 1 h grace, but the window
+    # (09:00-09:10) is over, so posting would open and close the challenge at once.
+    env.clock.current = dt.datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC", window="10m")
+    with caplog.at_level(logging.WARNING, logger="bot.core.schedule_service"):
+        sched = await env.scheduler()
+    try:
+        assert env.platform.posts == [] and env.platform.results == []
+        assert any("its window ends at 2026-11-21T09:10:00+00:00" in r.getMessage() for r in caplog.records)
+        pk = (await env.schedules.schedules())[0].channel_pk
+        assert await env.schedules.open_windows() == []
+        outcome = await env.schedules.post_scheduled(pk)
+        assert outcome.status == "skipped" and "window ends at" in outcome.reason
+        # The next day posts on time as usual.
+        await env.at(sched, dt.datetime(2026, 11, 22, 9, 0, tzinfo=UTC))
+        assert [c.day for _, c in env.platform.posts] == [dt.date(2026, 11, 22)]
+    finally:
+        await sched.shutdown()
+
+
+@pytest.mark.parametrize(
+    ("late_min", "time_limit", "posted"),
+    [(5, None, True), (9, None, False), (9, "30", True)],
+)
+async def test_late_post_needs_one_problem_time_limit_left(
+    env: Env, late_min: int, time_limit: str | None, posted: bool
+) -> None:
+    """5 min late in a 10 min window leaves 5 min: posted, closing at 09:10 (not 5 min after the start).
+    9 min late leaves 60 s: less than the default 120 s time limit (skipped), enough for a 30 s one."""
+    env.clock.current = dt.datetime(2026, 11, 21, 9, late_min, tzinfo=UTC)
+    await env.schedules.set_schedule(
+        ADMIN,
+        CHANNEL,
+        post_time="09:00",
+        timezone="UTC",
+        window="10m",
+        **({"time_limit_s": int(time_limit)} if time_limit else {}),  # type: ignore[arg-type]
+    )
+    sched = await env.scheduler()
+    try:
+        assert len(env.platform.posts) == int(posted)
+        if posted:
+            card = env.platform.posts[0][1]
+            assert card.closes_at == dt.datetime(2026, 11, 21, 9, 10, tzinfo=UTC)
+            await env.at(sched, dt.datetime(2026, 11, 21, 9, 10, tzinfo=UTC))
+            assert [r[1].challenge_id for r in env.platform.results] == [card.challenge_id]
+    finally:
+        await sched.shutdown()
+
+
+async def test_zero_grace_still_posts_a_job_that_fires_a_moment_late(env: Env) -> None:
+    env.schedules.grace = dt.timedelta(0)  # RANKZERO_GRACE_MINUTES=0: never post missed slots
+    env.clock.current = dt.datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")
+    sched = await env.scheduler()
+    try:
+        # The event loop woke half a second after the slot: still the on-time post.
+        await env.at(sched, dt.datetime(2026, 11, 21, 9, 0, 0, 500000, tzinfo=UTC))
+        assert len(env.platform.posts) == 1
+    finally:
+        await sched.shutdown()
+
+
 async def test_overdue_window_closes_at_start_once(env: Env) -> None:
     env.clock.current = dt.datetime(2026, 11, 21, 12, 0, tzinfo=UTC)
     await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="12:00", timezone="UTC", window="30m")
@@ -215,6 +335,37 @@ async def test_weekly_summary_posts_last_weeks_leaderboard_once(env: Env) -> Non
         assert await env.schedules.weekly_summary(pk) is None, "claimed: one summary per week"
     finally:
         await sched.shutdown()
+
+
+@pytest.mark.parametrize(("start", "made_up"), [((24, 0, 15), True), ((24, 1, 0), False)])
+async def test_weekly_summary_missed_while_down_is_made_up_within_grace(
+    env: Env, start: tuple[int, int, int], made_up: bool
+) -> None:
+    # Saturday of ISO week 47: Alice solves a problem. The summary is due Monday the 23rd at 23:45.
+    env.clock.current = dt.datetime(2026, 11, 21, 10, 0, tzinfo=UTC)
+    challenge, _ = await env.quiz.open_challenge(CHANNEL)
+    problem = challenge.problems[0]
+    await env.quiz.start_problem(actor("alice"), problem.id)
+    await env.quiz.answer(actor("alice"), problem.id, problem.question.correct_letter or "A")
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="23:45", timezone="UTC", weekly_summary="mon")
+    # Down over the slot; back on Tuesday 00:15 (30 min late: within the 1 h grace) or 01:00 (75 min).
+    day, hour, minute = start
+    env.clock.current = dt.datetime(2026, 11, day, hour, minute, tzinfo=UTC)
+    first = await env.scheduler()
+    second = await env.scheduler()  # a second instance (or restart) makes nothing twice
+    try:
+        if made_up:
+            assert len(env.platform.summaries) == 1
+            board = env.platform.summaries[0][1]
+            # The week before the summary's Monday, though it is Tuesday now.
+            assert board.title.endswith("2026-W47") and [r.display_name for r in board.rows] == ["Alice"]
+        else:
+            assert env.platform.summaries == []
+        pk = (await env.schedules.schedules())[0].channel_pk
+        assert first.next_run(f"summary:{pk}") == dt.datetime(2026, 11, 30, 23, 45, tzinfo=UTC)
+    finally:
+        await first.shutdown()
+        await second.shutdown()
 
 
 async def test_schedule_changes_rebuild_jobs_and_pause_stops_posts(env: Env) -> None:

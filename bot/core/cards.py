@@ -128,6 +128,17 @@ class ProblemResult:
 
 
 @dataclass(frozen=True)
+class StreakLine:
+    """A player who completed the day's challenge, with their streak in that channel as of that day."""
+
+    display_name: str
+    #: Consecutive days with a completed challenge, ending on the challenge's day.
+    days: int
+    #: True when ``days`` is a milestone (7, 30, 50, 100, ...): reached today.
+    milestone: bool
+
+
+@dataclass(frozen=True)
 class ResultsCard:
     """The results post when a challenge closes."""
 
@@ -140,6 +151,8 @@ class ResultsCard:
     players: int
     #: Answer corrections since this channel's last results post (see bot/core/dispute_service.py).
     notes: tuple[str, ...] = ()
+    #: The day's finishers on a streak of 2+ days, longest first (milestones included, at most 10).
+    streaks: tuple[StreakLine, ...] = ()
 
 
 @dataclass(frozen=True)

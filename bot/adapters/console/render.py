@@ -185,6 +185,10 @@ def results(card: ResultsCard) -> RenderableType:
     parts: list[RenderableType] = [table, Text(f"🏆 Winners: {winners}", "bold")]
     for name, badge in card.badges:
         parts.append(Text(f"{badge.emoji} {escape(name)} earned {badge.name}"))
+    for line in card.streaks:
+        mark = "🎉" if line.milestone else "🔥"
+        done = " · milestone!" if line.milestone else ""
+        parts.append(Text(f"{mark} {escape(line.display_name)} · {line.days}-day streak{done}"))
     for note in card.notes:
         parts.append(Text(f"📝 {note}", "yellow"))
     parts.append(Text("See the standings with: rankzero leaderboard", "dim"))

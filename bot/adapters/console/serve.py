@@ -7,6 +7,7 @@ from typing import TYPE_CHECKING
 from rich.console import Console
 
 from bot.adapters.console.play import ConsolePlatform
+from bot.core.ports import ChatPlatform
 
 if TYPE_CHECKING:
     from bot.serve import Services
@@ -18,7 +19,8 @@ class ConsoleAdapter:
     name = "console"
 
     def __init__(self, console: Console | None = None) -> None:
-        self.platform = ConsolePlatform(console or Console())
+        # Annotated as the port: the Adapter protocol's attribute is invariant.
+        self.platform: ChatPlatform = ConsolePlatform(console or Console())
 
     async def start(self, services: Services) -> None:
         """Nothing to connect."""
