@@ -210,11 +210,18 @@ class SlackSender:
             payload["view"] = {"id": view_id, "type": "modal", "callback_id": "rz_play", "hash": "h"}
         return await self.interactive(payload, **kw)
 
-    async def submit(self, user: str, callback_id: str, values: dict[str, Any], **kw: Any) -> httpx.Response:
-        """A view_submission of a modal's inputs (``values``: block id -> value or ('select', value))."""
+    async def submit(
+        self, user: str, callback_id: str, values: dict[str, Any], *, metadata: str = "", **kw: Any
+    ) -> httpx.Response:
+        """A view_submission of a modal's inputs (``values``: block id -> value, ('select', value) or
+        ('checkboxes', [values])); ``metadata`` is the view's private_metadata.
+        """
         state: dict[str, Any] = {}
         for block_id, value in values.items():
-            if isinstance(value, tuple):
+            if isinstance(value, tuple) and value[0] == "checkboxes":
+                chosen = [{"value": v} for v in value[1]]
+                state[block_id] = {"value": {"type": "checkboxes", "selected_options": chosen}}
+            elif isinstance(value, tuple):
                 state[block_id] = {"value": {"type": "static_select", "selected_option": {"value": value[1]}}}
             else:
                 state[block_id] = {"value": {"type": "plain_text_input", "value": value}}
@@ -225,7 +232,13 @@ class SlackSender:
             "api_app_id": "A1",
             "token": "unused",
             "trigger_id": "trigger-submit",
-            "view": {"id": "VQ", "type": "modal", "callback_id": callback_id, "state": {"values": state}},
+            "view": {
+                "id": "VQ",
+                "type": "modal",
+                "callback_id": callback_id,
+                "private_metadata": metadata,
+                "state": {"values": state},
+            },
         }
         return await self.interactive(payload, **kw)
 

@@ -61,13 +61,18 @@ class Harness:
         return int(start.split(":")[2])
 
     async def start(self, challenge_id: int, user: str = PLAYER) -> tuple[str, dict[str, Any]]:
-        """Click Start; returns (view id, the opened modal)."""
+        """Click Start; returns (view id, the modal shown: a "Loading" modal opens at once, then the
+        problem replaces it by view id)."""
         n = len(self.api.of("views.open"))
+        u = len(self.api.of("views.update"))
         r = await self.send.click(user, f"rz:start:{challenge_id}")
         assert r.status_code == 200
         opened = (await self.api.wait_for("views.open", n + 1))[-1]
-        view = opened.args["view"]
-        return str(opened.args["_view_id"]), view
+        assert "Loading" in json.dumps(opened.args["view"])
+        view_id = str(opened.args["_view_id"])
+        filled = (await self.api.wait_for("views.update", u + 1))[-1].args
+        assert filled["view_id"] == view_id
+        return view_id, filled["view"]
 
     async def click_in_view(self, user: str, action_id: str, view_id: str, **kw: Any) -> dict[str, Any]:
         """Click inside the modal and return the next views.update."""
@@ -86,7 +91,10 @@ def text_of(view: dict[str, Any]) -> str:
     return json.dumps(view, ensure_ascii=False)
 
 
-async def _harness(tmp_path: Path, template: Path, bank: list[dict[str, Any]]) -> AsyncIterator[Harness]:
+async def _harness(
+    tmp_path: Path, template: Path, bank: list[dict[str, Any]], **settings_kw: Any
+) -> AsyncIterator[Harness]:
+    """The adapter over ``bank``; ``settings_kw`` adds settings (e.g. the Slack admin channel)."""
     db = tmp_path / "slack.db"
     shutil.copy(template, db)
     api = FakeSlackApi(
@@ -103,6 +111,7 @@ async def _harness(tmp_path: Path, template: Path, bank: list[dict[str, Any]]) -
         slack_port=0,
         admins=[LISTED],
         health_port=0,
+        **settings_kw,
     )
     adapter = build_adapter(settings, base_url=api.base_url)
     clock = FrozenClock(START)

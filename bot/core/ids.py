@@ -8,7 +8,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 PREFIX = "rz"
-ACTIONS = frozenset({"start", "answer", "hint", "next", "dispute"})
+#: ``practice`` ids carry a verb first: ``rz:practice:<verb>:<args>`` (quiz, next, reveal, grade, explain).
+ACTIONS = frozenset({"start", "answer", "hint", "next", "dispute", "practice"})
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from bot.core.cards import LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.errors import NotAdminError, NotFoundError
 from bot.core.models import Actor, ChannelRef
 from bot.core.ports import ChatPlatform, Clock, UnitOfWork
@@ -32,6 +32,12 @@ log = logging.getLogger(__name__)
 
 #: Default grace period for a post missed while no process was running.
 DEFAULT_GRACE = dt.timedelta(hours=1)
+#: A job that fires this late is on time (APScheduler wakes a little after the slot): even a grace period
+#: of 0 posts then.
+ON_TIME = dt.timedelta(minutes=1)
+#: A question's time limit when neither it nor the schedule sets one (the bank schema's default): a late
+#: post is skipped when its window leaves less than this.
+QUESTION_TIME_LIMIT_S = 120
 
 
 @dataclass(frozen=True)
@@ -197,7 +203,7 @@ class ScheduleService:
         if slot is None:
             return PostOutcome("skipped", "no slot in the past week")
         late = now - slot
-        if late > self.grace:
+        if late > max(self.grace, ON_TIME):
             log.warning(
                 "missed post of channel %s at %s: %s late, beyond the %s grace period; skipped",
                 schedule.channel.channel_id,
@@ -207,6 +213,20 @@ class ScheduleService:
             )
             return PostOutcome("skipped", f"missed by {late}, beyond the grace period")
         closes_at = window_end(cfg, slot)
+        # The window counts from the slot, not from now: a late post whose window is (nearly) over would
+        # open and close at once. It must leave at least one problem's time limit to play.
+        needed = dt.timedelta(seconds=cfg.time_limit_s or QUESTION_TIME_LIMIT_S)
+        if closes_at - now < needed:
+            log.warning(
+                "missed post of channel %s at %s: %s late, its window ends at %s (less than %s left); "
+                "skipped",
+                schedule.channel.channel_id,
+                slot.isoformat(),
+                late,
+                closes_at.isoformat(),
+                needed,
+            )
+            return PostOutcome("skipped", f"missed by {late}: its window ends at {closes_at.isoformat()}")
         card = await self._quiz.post_daily(
             schedule.channel,
             local_date(cfg, slot),
@@ -219,11 +239,38 @@ class ScheduleService:
         closes = card.closes_at
         return PostOutcome(
             "posted",
-            "late, within grace" if late > dt.timedelta(minutes=1) else "on time",
+            "late, within grace" if late > ON_TIME else "on time",
             card.challenge_id,
             closes,
             self.reminder_at(schedule, closes) if closes else None,
         )
+
+    async def post_now(self, actor: Actor, channel: ChannelRef) -> ChallengeCard:
+        """Post today's challenge of ``channel`` now (admin), with the channel's schedule settings.
+
+        With a schedule, the challenge gets the schedule's window from now (its closing time, so the
+        scheduler closes it and posts results), its problem count and time limit / attempts overrides;
+        the day is the schedule's local date, so the day's scheduled post finds it and posts nothing
+        twice. Without a schedule it stays open until ``close-now``. Already posted today: returned as is.
+        """
+        _require_admin(actor)
+        now = self._clock.now()
+        async with self._uow() as uow:
+            schedule = await uow.get_schedule(await uow.ensure_channel(channel))
+        if schedule is None:
+            return await self._quiz.post_daily(channel)
+        cfg = schedule.config
+        card = await self._quiz.post_daily(
+            schedule.channel,
+            local_date(cfg, now),
+            closes_at=window_end(cfg, now),
+            problems=cfg.problems,
+            time_limit_s=cfg.time_limit_s,
+            attempts=cfg.attempts,
+        )
+        # The scheduler (subscribed) arms the close and reminder jobs of the new window at once.
+        await self._changed()
+        return card
 
     async def close_window(self, challenge_id: int) -> ResultsCard | None:
         """Close a challenge whose window ended; results are posted by the one call that closes it."""
@@ -244,15 +291,26 @@ class ScheduleService:
         return True
 
     async def weekly_summary(self, channel_pk: int) -> LeaderboardCard | None:
-        """Post the channel's leaderboard of the week that ended yesterday (local), once per week."""
+        """Post the channel's leaderboard of the week before the summary day (local), once per week.
+
+        Called by the weekly job at its slot, and at start: a summary missed while no process ran is
+        made up within the grace period; an older one is not (the next week's comes as usual).
+        """
         now = self._clock.now()
         async with self._uow() as uow:
             schedule = await uow.get_schedule(channel_pk)
-            if schedule is None or schedule.config.summary_day is None or schedule.config.paused:
+            if schedule is None or schedule.config.paused:
+                return None
+            cfg, summary_day = schedule.config, schedule.config.summary_day
+            if summary_day is None:
+                return None
+            slot = previous_slot(replace(cfg, days=(summary_day,)), now)
+            if slot is None or now - slot > max(self.grace, ON_TIME):
                 return None
             # The summary runs on its day at the post time: it covers the ISO week of the day before, so
-            # a Monday summary (the default suggestion) reports the full week just ended.
-            week_day = local_date(schedule.config, now) - dt.timedelta(days=1)
+            # a Monday summary (the default suggestion) reports the full week just ended. From the slot,
+            # not from now: a summary made up after midnight still reports the same week.
+            week_day = local_date(cfg, slot) - dt.timedelta(days=1)
             week_key = period_keys(week_day)[2]
             if not await uow.claim("summary", f"{channel_pk}:{week_key}", now):
                 return None

@@ -29,6 +29,7 @@ from bot.core.cards import (
     ResultsCard,
     Reveal,
     StatsCard,
+    StreakLine,
     TopicStat,
 )
 from bot.core.errors import (
@@ -42,7 +43,17 @@ from bot.core.errors import (
     ProblemOverError,
     TimeUpError,
 )
-from bot.core.models import Actor, Attempt, Challenge, ChannelRef, Outcome, PlayerRef, PlaySession, Problem
+from bot.core.models import (
+    Actor,
+    Attempt,
+    Challenge,
+    ChannelRef,
+    Outcome,
+    PlayerRef,
+    PlaySession,
+    Problem,
+    StandingRow,
+)
 from bot.core.ports import (
     AlreadyExistsError,
     AttemptConflictError,
@@ -61,6 +72,10 @@ SCOPES = ("channel", "workspace")
 PERIODS = ("today", "week", "all")
 #: How many times a conflicting attempt insert is retried before reporting "no attempts left".
 _ATTEMPT_RETRIES = 5
+#: Streak lengths announced as milestones in the results post (7 and 30 are also badges).
+STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
+#: At most this many streak lines in a results post (longest first).
+RESULTS_STREAKS = 10
 
 
 def zone(name: str) -> ZoneInfo:
@@ -219,6 +234,42 @@ class QuizService:
         if challenge is None:
             raise NotFoundError(f"no challenge with id {challenge_id}")
         return challenge
+
+    async def find_challenge(self, channel: ChannelRef, day: dt.date | None = None) -> ChallengeCard | None:
+        """The channel's challenge of ``day`` (default: today in its timezone) if one exists; never
+        creates one (only a post does, so that every challenge is posted and gets its window).
+        """
+        day = day or local_day(self._clock.now(), channel.timezone)
+        async with self._uow() as uow:
+            found = await uow.get_challenge(await uow.ensure_channel(channel), day)
+        return self.challenge_card(found) if found is not None else None
+
+    async def close_open_challenge(
+        self, channel: ChannelRef, challenge_id: int | None = None
+    ) -> ResultsCard | None:
+        """Close a challenge of ``channel`` now: ``challenge_id``, or else the channel's latest one.
+
+        Never creates a challenge. NotFoundError when there is nothing open to close (no challenge, the
+        latest one already closed, or an id of another channel); None when a concurrent close won.
+        """
+        async with self._uow() as uow:
+            channel_pk = await uow.ensure_channel(channel)
+            if challenge_id is None:
+                challenge = await uow.latest_challenge(channel_pk)
+                if challenge is None:
+                    raise NotFoundError("this channel has no challenge to close")
+                if challenge.status != "open":
+                    raise NotFoundError(
+                        f"this channel has no open challenge: its latest one (id {challenge.id}) is already "
+                        "closed; give an id to close an older one"
+                    )
+            else:
+                challenge = await uow.get_challenge_by_id(challenge_id)
+                if challenge is None or challenge.channel_pk != channel_pk:
+                    raise NotFoundError(f"no challenge with id {challenge_id} in this channel")
+                if challenge.status != "open":
+                    raise NotFoundError(f"challenge {challenge_id} is already closed")
+        return await self.close_challenge(challenge.id)
 
     # ------------------------------------------------------------------ playing
     async def _problem(self, uow: UnitOfWork, problem_id: int) -> tuple[Challenge, Problem]:
@@ -578,7 +629,27 @@ class QuizService:
             winners=winners,
             badges=tuple(badges),
             players=len(standings),
+            streaks=await self._streaks(uow, challenge, standings),
         )
+
+    async def _streaks(
+        self, uow: UnitOfWork, challenge: Challenge, standings: Sequence[StandingRow]
+    ) -> tuple[StreakLine, ...]:
+        """The day's finishers on a streak of 2+ days in this channel, as of the challenge's day.
+
+        From the completions the badges use, so the post agrees with the 7/30-day streak badges. One
+        query per player of the day: this runs once per challenge, at close.
+        """
+        lines: list[StreakLine] = []
+        for row in standings:
+            days = [c.day for c in await uow.completions(row.player_pk, challenge.channel_pk)]
+            if challenge.day not in days:
+                continue  # played but did not finish every problem: no streak today
+            length = scoring.current_streak(days, challenge.day)
+            if length >= 2:
+                lines.append(StreakLine(row.display_name, length, length in STREAK_MILESTONES))
+        lines.sort(key=lambda line: (-line.days, line.display_name))
+        return tuple(lines[:RESULTS_STREAKS])
 
     # ------------------------------------------------------------------ leaderboards and stats
     async def leaderboard(

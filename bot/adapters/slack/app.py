@@ -18,7 +18,7 @@ from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack.context import SlackContext
-from bot.adapters.slack.listeners import actions, commands, events, views
+from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
@@ -66,6 +66,8 @@ def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
     actions.register(app, ctx)
     views.register(app, ctx)
     events.register(app, ctx)
+    disputes.register(app, ctx)
+    practice.register(app, ctx)
     return app
 
 
@@ -120,6 +122,7 @@ class SlackAdapter:
         app_token: str | None = None,
         host: str = "127.0.0.1",
         port: int = 3000,
+        admin_channel: str | None = None,
     ) -> None:
         if app_token is None and not signing_secret:
             raise ConfigurationError(
@@ -127,7 +130,7 @@ class SlackAdapter:
                 "(Socket Mode, xapp-...): find them under Basic Information of your Slack app"
             )
         self.ctx = ctx
-        self.platform = SlackPlatform(ctx.client)
+        self.platform = SlackPlatform(ctx.client, admin_channel=admin_channel)
         # Socket Mode does not sign requests; Bolt still wants a secret, which is then unused.
         self.bolt = build_bolt_app(ctx, signing_secret or "socket-mode-unsigned")
         self._app_token = app_token
@@ -172,5 +175,10 @@ def build_adapter(
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     return SlackAdapter(
-        ctx, signing_secret=secret, app_token=app_token, host=settings.slack_host, port=settings.slack_port
+        ctx,
+        signing_secret=secret,
+        app_token=app_token,
+        host=settings.slack_host,
+        port=settings.slack_port,
+        admin_channel=settings.slack_admin_channel_id,
     )

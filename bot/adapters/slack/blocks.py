@@ -24,7 +24,6 @@ from bot.core.cards import (
     ResultsCard,
     StatsCard,
 )
-from bot.core.dispute_service import DisputeCard
 
 Block = dict[str, Any]
 
@@ -158,8 +157,17 @@ def results_blocks(card: ResultsCard) -> list[Block]:
         blocks.append(section(f":trophy: Winner{'s' if len(card.winners) > 1 else ''}: {names}"))
     for name, badge in card.badges:
         blocks.append(context(f"{badge.emoji} {esc(name)} earned *{esc(badge.name)}*"))
+    if card.streaks:
+        # One block for all streak lines: a results post must stay under Slack's 50 blocks.
+        lines = [
+            f"{':tada:' if s.milestone else ':fire:'} {esc(s.display_name)} · {s.days}-day streak"
+            + (" · *milestone!*" if s.milestone else "")
+            for s in card.streaks
+        ]
+        blocks.append(section("*Streaks*\n" + "\n".join(lines)))
     for note in card.notes:
         blocks.append(context(f"Correction: {esc(note)}"))
+    blocks.append(context("See the standings with `/rankzero leaderboard`"))
     return blocks
 
 
@@ -211,9 +219,11 @@ def stats_blocks(card: StatsCard) -> list[Block]:
     return blocks
 
 
-def home_view(stats: StatsCard, board: LeaderboardCard) -> Block:
-    """The App Home tab: the player's stats, streak and badges, and the workspace leaderboard."""
-    blocks = [*stats_blocks(stats), {"type": "divider"}, *leaderboard_blocks(board)]
+def home_view(stats: StatsCard, board: LeaderboardCard, practice: Sequence[Block] = ()) -> Block:
+    """The App Home tab: the player's stats, streak and badges, their ``practice`` panel (rendered by
+    ``practice_blocks``), and the workspace leaderboard.
+    """
+    blocks = [*stats_blocks(stats), *practice, {"type": "divider"}, *leaderboard_blocks(board)]
     blocks.append(context("Type `/rankzero help` in any channel for the commands."))
     return {"type": "home", "blocks": fit_view(blocks)}
 
@@ -224,35 +234,25 @@ def help_text(admin: bool) -> str:
         "*RankZero* · `/rankzero <command>`",
         "`challenge` today's challenge of this channel, with a Start button",
         "`leaderboard [channel|workspace] [today|week|all]` the standings",
-        "`stats` your record",
-        "`dispute <problem-id>` run a finished problem's code in the sandbox",
+        "`stats` your record (ranked) and your practice",
+        "`quiz [topic]` 5 practice questions · `review` your due flashcards · "
+        "`explain [topic]` explain a concept in your own words (private, never ranked)",
+        "`dispute <problem-id>` run a finished problem's code in the sandbox; add a variant of the code"
+        " in a ``` block after the id to run that instead",
     ]
     if admin:
         lines += [
             "*Admin*",
             "`schedule show` · `schedule set --time 09:00 --tz Europe/Berlin --days mon-fri ...`"
             " · `schedule pause` · `schedule resume`",
-            "`post-now` post today's challenge now · `close-now` close it and post the results",
-            "`question add` open the question form · `question retire <id>`",
+            "`post-now` post today's challenge now (with the channel's schedule settings) · "
+            "`close-now [challenge-id]` close the open one and post the results",
+            "`question add` open the question form (predict-the-output code is previewed on the runner"
+            " before saving) · `question retire <id>`",
+            "`question correct <id> <letter>` fix an official answer and re-score · `question flags [all]`"
+            " questions a dispute contradicted",
         ]
     return "\n".join(lines)
-
-
-def dispute_blocks(card: DisputeCard) -> list[Block]:
-    """What a dispute found: the verdict, the output the run produced and what it means for the answer."""
-    verdict = {
-        "confirmed": ":white_check_mark: the run confirms the official answer",
-        "contradicted": ":warning: the run contradicts the official answer: an admin has been told",
-        "cannot_check": ":grey_question: the run could not settle it",
-    }[card.verification]
-    blocks = [section(f"*Dispute of `{esc(card.question_id)}`* (v{card.question_version}) · {verdict}")]
-    if card.match is not None:
-        blocks.append(section(esc(card.match.explanation)))
-        if card.match.observed:
-            blocks.append(section(code_block(card.match.observed)))
-    if card.cannot_reproduce:
-        blocks.append(context(esc(card.cannot_reproduce)))
-    return blocks
 
 
 # ---------------------------------------------------------------------- the private problem flow
@@ -351,7 +351,13 @@ QUESTION_FIELDS = (
     "explanation",
     "time_limit_s",
     "attempts",
+    # the question's ``runner`` block (how a dispute or the preview runs its code)
+    "runner_mode",
+    "runner_nproc",
+    "runner_gpus",
+    "runner_init",
 )
+RUNNER_MODES = ("python", "dp", "ddp")
 
 
 def _text_input(
@@ -369,15 +375,35 @@ def _text_input(
     return block
 
 
-def _select(block_id: str, label: str, options: Sequence[str]) -> Block:
-    return {
+def _select(
+    block_id: str, label: str, options: Sequence[str], *, optional: bool = False, hint: str | None = None
+) -> Block:
+    block: Block = {
         "type": "input",
         "block_id": block_id,
         "label": {"type": "plain_text", "text": label},
+        "optional": optional,
         "element": {
             "type": "static_select",
             "action_id": "value",
             "options": [{"text": {"type": "plain_text", "text": o}, "value": o} for o in options],
+        },
+    }
+    if hint:
+        block["hint"] = {"type": "plain_text", "text": hint}
+    return block
+
+
+def _checkbox(block_id: str, label: str, option: str) -> Block:
+    return {
+        "type": "input",
+        "block_id": block_id,
+        "label": {"type": "plain_text", "text": label},
+        "optional": True,
+        "element": {
+            "type": "checkboxes",
+            "action_id": "value",
+            "options": [{"text": {"type": "plain_text", "text": option}, "value": "yes"}],
         },
     }
 
@@ -398,6 +424,19 @@ def question_modal() -> Block:
         _text_input("explanation", "Explanation", multiline=True, optional=True),
         _text_input("time_limit_s", "Time limit (seconds)", optional=True, hint="10-3600, default 120"),
         _text_input("attempts", "Attempts", optional=True, hint="1-5, default 2"),
+        _select(
+            "runner_mode",
+            "Runner mode",
+            RUNNER_MODES,
+            optional=True,
+            hint="how disputes run the code (predict-the-output code also runs before saving); "
+            "default python",
+        ),
+        _text_input(
+            "runner_nproc", "Runner ranks (nproc)", optional=True, hint="1-8, more than 1 only with ddp"
+        ),
+        _text_input("runner_gpus", "GPUs needed", optional=True, hint="0-8, default 0 (CPU)"),
+        _checkbox("runner_init", "Process group", "init_process_group before the snippet runs"),
     ]
     return {
         "type": "modal",
@@ -417,6 +456,8 @@ def question_values(state: dict[str, Any]) -> dict[str, str]:
         raw = element.get("value")
         if raw is None and element.get("selected_option"):
             raw = element["selected_option"].get("value")
+        if raw is None and element.get("selected_options"):  # checkboxes
+            raw = ",".join(str(o.get("value")) for o in element["selected_options"])
         if raw is not None and str(raw).strip() != "":
             out[block_id] = str(raw)
     return out

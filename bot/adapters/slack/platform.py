@@ -12,7 +12,9 @@ from typing import Any
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import dispute_blocks as dbk
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef
 
 log = logging.getLogger(__name__)
@@ -32,8 +34,10 @@ def split_ref(message_ref: str | None) -> tuple[str, str] | None:
 class SlackPlatform:
     """Outbound posts to Slack channels."""
 
-    def __init__(self, client: AsyncWebClient) -> None:
+    def __init__(self, client: AsyncWebClient, *, admin_channel: str | None = None) -> None:
         self.client = client
+        #: Where admin notices go (RANKZERO_SLACK_ADMIN_CHANNEL_ID); None: they are only logged.
+        self.admin_channel = admin_channel
 
     async def _post(
         self, channel: str, blocks: list[bk.Block], text: str, thread_ts: str | None = None
@@ -74,6 +78,9 @@ class SlackPlatform:
         """Post the week's leaderboard."""
         await self._post(channel.channel_id, bk.leaderboard_blocks(card), bk.esc(card.title))
 
-    async def post_admin_notice(self, notice: Any) -> None:
-        """Admin notices need a configured admin channel, which Slack does not have yet: logged."""
-        log.warning("admin notice (no Slack admin channel configured): %s", notice)
+    async def post_admin_notice(self, notice: AdminNotice) -> None:
+        """Post a notice (an official answer the runner contradicted) to the admin channel, if one is set."""
+        if not self.admin_channel:
+            log.warning("admin notice (no RANKZERO_SLACK_ADMIN_CHANNEL_ID set): %s", notice)
+            return
+        await self._post(self.admin_channel, dbk.admin_notice_blocks(notice), dbk.admin_notice_text(notice))

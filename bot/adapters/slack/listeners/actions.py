@@ -43,14 +43,20 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def start(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         _, args = _action(body)
+        # The trigger_id expires 3 s after the click: open the modal before users.info and the
+        # database, then put the problem in it by view id.
+        opened = await ctx.client.views_open(
+            trigger_id=body["trigger_id"], view=bk.message_view("Loading your problem…")
+        )
+        view_id = str(opened["view"]["id"])
         actor = await ctx.actor(body["user"])
         try:
             view, card = await _next_view(ctx, actor, int(args[0]))
         except RankZeroError as exc:
             view, card = bk.message_view(str(exc)), None
-        resp = await ctx.client.views_open(trigger_id=body["trigger_id"], view=view)
+        await ctx.update_view(view_id, view)
         if card is not None and not card.over:
-            ctx.arm_timer(str(resp["view"]["id"]), actor, card.problem_id, card.deadline)
+            ctx.arm_timer(view_id, actor, card.problem_id, card.deadline)
 
     @app.action(re.compile(r"^rz:answer:"))
     async def answer(ack: AsyncAck, body: dict[str, Any]) -> None:

@@ -13,7 +13,9 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
+from bot.adapters.slack.listeners import disputes, practice
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
 
@@ -76,9 +78,17 @@ async def _help(
 async def _challenge(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    quiz = ctx.services.quiz
-    challenge, _ = await quiz.open_challenge(ch)
-    return bk.challenge_blocks(quiz.challenge_card(challenge))
+    # Only shows: a challenge is created by a post (scheduled or post-now), which also gives it its
+    # channel message and closing time. Creating one here would leave it unposted and never closed.
+    card = await ctx.services.quiz.find_challenge(ch)
+    if card is None:
+        return [
+            bk.section(
+                "There is no challenge in this channel today. Practise any time with `/rankzero quiz`,"
+                " `/rankzero review` or `/rankzero explain` (private, not ranked)."
+            )
+        ]
+    return bk.challenge_blocks(card)
 
 
 async def _leaderboard(
@@ -93,15 +103,15 @@ async def _leaderboard(
 async def _stats(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    return bk.stats_blocks(await ctx.services.quiz.stats(actor.player, ch))
+    stats = await ctx.services.quiz.stats(actor.player, ch)
+    practice = await ctx.services.app.practice.stats(actor.player)
+    return [*bk.stats_blocks(stats), *pb.practice_stats_blocks(practice)]
 
 
 async def _dispute(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    if len(args) != 1 or not args[0].isdigit():
-        raise ConfigurationError("usage: /rankzero dispute <problem-id> (the number shown on the problem)")
-    return bk.dispute_blocks(await ctx.services.app.disputes.dispute(actor, int(args[0])))
+    return await disputes.dispute(ctx, actor, args, str(body.get("text") or ""))
 
 
 async def _schedule(
@@ -128,19 +138,21 @@ async def _post_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     _require_admin(actor)
-    card = await ctx.services.quiz.post_daily(ch)
-    return [bk.section(f"Posted *{bk.esc(card.title)}* (challenge {card.challenge_id}).")]
+    # The channel's schedule (window, problem count, time limit, attempts) applies when it has one.
+    card = await ctx.services.schedules.post_now(actor, ch)
+    closes = f", closes {bk.date_token(card.closes_at)}" if card.closes_at else ", open until `close-now`"
+    return [bk.section(f"Posted *{bk.esc(card.title)}* (challenge {card.challenge_id}{closes}).")]
 
 
 async def _close_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     _require_admin(actor)
-    quiz = ctx.services.quiz
-    challenge, _ = await quiz.open_challenge(ch)
-    results = await quiz.close_challenge(challenge.id)
+    if len(args) > 1 or (args and not args[0].isdigit()):
+        raise ConfigurationError("usage: /rankzero close-now [challenge-id] (default: the latest open one)")
+    results = await ctx.services.quiz.close_open_challenge(ch, int(args[0]) if args else None)
     if results is None:
-        return [bk.section("Today's challenge was already closed.")]
+        return [bk.section("That challenge was already closed.")]
     return [bk.section(f"Closed *{bk.esc(results.title)}*: {results.players} players; results posted.")]
 
 
@@ -154,7 +166,13 @@ async def _question(
     if args[:1] == ["retire"] and len(args) == 2:
         await ctx.services.quiz.admin_retire(actor, args[1])
         return [bk.section(f"Retired `{bk.esc(args[1])}`: it will not be picked again.")]
-    raise ConfigurationError("usage: /rankzero question add | /rankzero question retire <question-id>")
+    if args[:1] == ["correct"]:
+        return await disputes.question_correct(ctx, actor, args[1:])
+    if args[:1] == ["flags"]:
+        return await disputes.question_flags(ctx, actor, args[1:])
+    raise ConfigurationError(
+        "usage: /rankzero question add | retire <question-id> | correct <question-id> <letter> | flags [all]"
+    )
 
 
 SUBCOMMANDS: dict[str, Handler] = {
@@ -167,6 +185,7 @@ SUBCOMMANDS: dict[str, Handler] = {
     "post-now": _post_now,
     "close-now": _close_now,
     "question": _question,
+    **practice.COMMANDS,
 }
 
 
@@ -177,7 +196,8 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def rankzero(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
         await ack()
         try:
-            words = shlex.split(str(body.get("text") or ""))
+            # A ``` block (a dispute's variant) is code, not words: only the text before it is split.
+            words = shlex.split(str(body.get("text") or "").partition("```")[0])
         except ValueError as exc:
             await respond(text=f"Could not read that command: {exc}", response_type="ephemeral")
             return

@@ -1,4 +1,6 @@
-"""Events API: ``app_home_opened`` publishes the player's Home tab (stats, streak, badges, leaderboard)."""
+"""Events API: ``app_home_opened`` publishes the player's Home tab (stats, streak, badges, practice,
+leaderboard).
+"""
 
 from __future__ import annotations
 
@@ -7,6 +9,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncApp
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 
 
@@ -23,4 +26,5 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         quiz = ctx.services.quiz
         stats = await quiz.stats(player, channel)
         board = await quiz.leaderboard(channel, scope="workspace", period="all", player=player)
-        await ctx.client.views_publish(user_id=user, view=bk.home_view(stats, board))
+        practice = pb.practice_stats_blocks(await ctx.services.app.practice.stats(player))
+        await ctx.client.views_publish(user_id=user, view=bk.home_view(stats, board, practice))

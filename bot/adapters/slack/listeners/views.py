@@ -1,11 +1,13 @@
 """Modal submissions: the admin "question add" form, validated with the YAML bank's own schema.
 
 Validation errors go back on the fields (``response_action: errors``, keyed by block id = spec field), so
-the admin fixes them in place; a valid question is imported and the modal closes.
+the admin fixes them in place; a valid question is imported and the modal closes, except a
+``predict_output`` question with code, which first gets the runner's preview (listeners/disputes.py).
 """
 
 from __future__ import annotations
 
+import time
 from typing import Any
 
 from pydantic import ValidationError
@@ -13,6 +15,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.context import SlackContext
+from bot.adapters.slack.listeners import disputes
 from bot.core.errors import RankZeroError
 from questions.schema import QuestionSpec
 
@@ -20,9 +23,14 @@ from questions.schema import QuestionSpec
 def spec_from_form(values: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """The spec dict of the form's values, and field errors found before the schema runs."""
     errors: dict[str, str] = {}
-    spec: dict[str, Any] = {k: v.strip() for k, v in values.items() if k not in ("choices", "code")}
+    skip = ("choices", "code", *disputes.RUNNER_FIELDS)
+    spec: dict[str, Any] = {k: v.strip() for k, v in values.items() if k not in skip}
     if "code" in values:
         spec["code"] = values["code"]
+    runner, runner_errors = disputes.runner_from_form(values, spec.get("kind"), "code" in values)
+    errors.update(runner_errors)
+    if runner is not None:
+        spec["runner"] = runner
     for field in ("time_limit_s", "attempts"):
         if field in spec:
             try:
@@ -40,9 +48,11 @@ def schema_errors(exc: ValidationError) -> dict[str, str]:
     """Pydantic errors keyed by the form field they belong to (model-level ones land on ``choices``)."""
     out: dict[str, str] = {}
     for err in exc.errors():
-        loc = err.get("loc") or ()
-        field = str(loc[0]) if loc and str(loc[0]) in bk.QUESTION_FIELDS else "choices"
+        loc = tuple(err.get("loc") or ())
         msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
+        field = disputes.runner_error_field(loc, msg) or (
+            str(loc[0]) if loc and str(loc[0]) in bk.QUESTION_FIELDS else "choices"
+        )
         out.setdefault(field, msg[:150])
     return out
 
@@ -52,6 +62,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
 
     @app.view(bk.QUESTION_CALLBACK)
     async def question_add(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        started = time.monotonic()
         spec, errors = spec_from_form(bk.question_values(view.get("state") or {}))
         if not errors:
             try:
@@ -62,10 +73,16 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack(response_action="errors", errors=errors)
             return
         actor = await ctx.actor(body["user"])
+        valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
+        if disputes.needs_preview(valid):
+            # Checked here, before the runner works; the service checks again when it runs and saves.
+            if not actor.is_admin:
+                await ack(response_action="errors", errors={"id": disputes.ADMINS_ONLY})
+                return
+            await disputes.begin_preview(ack, ctx, actor, valid, started)
+            return
         try:
-            await ctx.services.quiz.admin_import(
-                actor, [QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)]
-            )
+            await ctx.services.quiz.admin_import(actor, [valid])
         except RankZeroError as exc:
             await ack(response_action="errors", errors={"id": str(exc)[:150]})
             return

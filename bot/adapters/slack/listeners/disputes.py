@@ -1,0 +1,293 @@
+"""Disputes and admin questions on Slack: the runner preview before saving, ``dispute`` with a variant,
+``question correct`` and ``question flags``.
+
+The preview. A ``predict_output`` question with code is not imported on submit: the form's submission
+answers with ``response_action: push`` of a preview modal holding the runner's real verdict, whose Save
+imports the draft and closes the stack (``clear``) and whose Cancel pops back to the untouched form
+(nothing imported). Slack wants the submission answered within 3 s and a run may take longer (up to the
+runner timeout), so the run starts at once and gets :data:`PREVIEW_WAIT_S`; when it is slower, a
+"Running…" modal is pushed instead and replaced (``views.update`` by its ``external_id``) when the verdict
+arrives. The draft travels in the modal's ``private_metadata`` when it fits Slack's 3000 characters, else
+it stays in this process under a random key (dropped on Save, Cancel or after an hour).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import logging
+import re
+import secrets
+import time
+import weakref
+from collections import OrderedDict
+from typing import Any
+
+from pydantic import ValidationError
+from slack_bolt.async_app import AsyncAck, AsyncApp
+from slack_sdk.errors import SlackApiError
+
+from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import dispute_blocks as dbk
+from bot.adapters.slack.context import SlackContext
+from bot.core.dispute_service import DisputeCard
+from bot.core.errors import ConfigurationError, RankZeroError
+from bot.core.models import Actor
+from questions.schema import QuestionSpec
+
+log = logging.getLogger(__name__)
+
+#: How long the form's submission waits for the runner before pushing a "Running…" modal instead
+#: (Bolt gives a listener 3 s to ack, counted from the request's arrival).
+PREVIEW_WAIT_S = 2.0
+#: Slack's limit on ``private_metadata``.
+MAX_METADATA = 3000
+#: Drafts kept server-side (too big for the metadata): how many, and for how long.
+MAX_DRAFTS = 500
+DRAFT_TTL_S = 3600.0
+#: Tries (and the pause between them) to update the "Running…" modal: Slack may still be opening it.
+UPDATE_TRIES = 3
+UPDATE_PAUSE_S = 0.5
+
+#: Form fields (block ids) of the question's ``runner`` block and the RunnerSpec field each fills.
+RUNNER_FIELDS: dict[str, str] = {
+    "runner_mode": "mode",
+    "runner_nproc": "nproc",
+    "runner_gpus": "gpus",
+    "runner_init": "init_process_group",
+}
+#: Why a non-admin's submission is refused (on the form's id field).
+ADMINS_ONLY = "only admins can add questions: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
+_LANG_TAG = re.compile(r"\A(?:python3?|py)[ \t]*\n")
+
+
+# ---------------------------------------------------------------------- the form's runner block
+def runner_from_form(
+    values: dict[str, str], kind: str | None, has_code: bool
+) -> tuple[dict[str, Any] | None, dict[str, str]]:
+    """The spec's ``runner`` block from the form's runner fields, and errors found on them.
+
+    A ``predict_output`` question with code always gets one (defaults: one plain Python process, no GPU);
+    any other question only when a runner field was filled (the schema then says whether it may have one).
+    """
+    given = {f: values[f] for f in RUNNER_FIELDS if f in values}
+    if not given and not (kind == "predict_output" and has_code):
+        return None, {}
+    errors: dict[str, str] = {}
+    runner: dict[str, Any] = {
+        "mode": given.get("runner_mode", "python").strip(),
+        "nproc": 1,
+        "gpus": 0,
+        "init_process_group": bool(given.get("runner_init")),
+    }
+    for field in ("runner_nproc", "runner_gpus"):
+        if field in given:
+            try:
+                runner[RUNNER_FIELDS[field]] = int(given[field].strip())
+            except ValueError:
+                errors[field] = f"a whole number, not {given[field].strip()!r}"
+    return runner, errors
+
+
+def runner_error_field(loc: tuple[Any, ...], message: str) -> str | None:
+    """The form field a schema error about the runner block belongs to (None: not a runner error)."""
+    if loc and loc[0] == "runner":
+        sub = str(loc[1]) if len(loc) > 1 else "nproc"  # RunnerSpec's own check is about nproc vs mode
+        return next((f for f, name in RUNNER_FIELDS.items() if name == sub), "runner_nproc")
+    if not loc and "'runner'" in message:
+        return "runner_mode"
+    return None
+
+
+def needs_preview(spec: dict[str, Any]) -> bool:
+    """Whether a valid draft is shown on the runner before it may be saved."""
+    return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
+
+
+# ---------------------------------------------------------------------- drafts
+class DraftStore:
+    """Drafts too big for ``private_metadata``, in memory under a random key, oldest dropped first."""
+
+    def __init__(self, limit: int = MAX_DRAFTS, ttl_s: float = DRAFT_TTL_S) -> None:
+        self._drafts: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
+        self._limit = limit
+        self._ttl = ttl_s
+
+    def put(self, spec: dict[str, Any]) -> str:
+        """Keep ``spec``; return its key."""
+        key = secrets.token_urlsafe(12)
+        self._drafts[key] = (time.monotonic(), spec)
+        while len(self._drafts) > self._limit:
+            self._drafts.popitem(last=False)
+        return key
+
+    def get(self, key: str) -> dict[str, Any] | None:
+        """The draft under ``key``, unless dropped or expired."""
+        entry = self._drafts.get(key)
+        if entry is None or time.monotonic() - entry[0] > self._ttl:
+            self._drafts.pop(key, None)
+            return None
+        return entry[1]
+
+    def drop(self, key: str) -> None:
+        """Forget a draft (saved or cancelled)."""
+        self._drafts.pop(key, None)
+
+    def __len__(self) -> int:
+        return len(self._drafts)
+
+
+_STORES: weakref.WeakKeyDictionary[SlackContext, DraftStore] = weakref.WeakKeyDictionary()
+
+
+def drafts(ctx: SlackContext) -> DraftStore:
+    """The draft store of one running adapter."""
+    store = _STORES.get(ctx)
+    if store is None:
+        store = _STORES[ctx] = DraftStore()
+    return store
+
+
+def encode_draft(store: DraftStore, spec: dict[str, Any]) -> str:
+    """``d:<json>`` when the draft fits the metadata, else ``k:<key>`` of the server-side copy."""
+    inline = "d:" + json.dumps(spec, separators=(",", ":"), ensure_ascii=False)
+    return inline if len(inline) <= MAX_METADATA else "k:" + store.put(spec)
+
+
+def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
+    """The draft a preview modal carries (None when its server-side copy is gone)."""
+    if metadata.startswith("d:"):
+        try:
+            spec = json.loads(metadata[2:])
+        except ValueError:
+            return None
+        return spec if isinstance(spec, dict) else None
+    if metadata.startswith("k:"):
+        return store.get(metadata[2:])
+    return None
+
+
+# ---------------------------------------------------------------------- the preview
+async def begin_preview(
+    ack: AsyncAck, ctx: SlackContext, actor: Actor, spec: dict[str, Any], started: float
+) -> None:
+    """Answer a valid predict_output draft's submission with the runner preview (see the module doc)."""
+    metadata = encode_draft(drafts(ctx), spec)
+    external_id = f"rzq-{secrets.token_hex(10)}"
+    question_id = str(spec.get("id", "?"))
+    run = asyncio.create_task(ctx.services.app.disputes.preview_question(actor, spec))
+    wait = max(0.0, PREVIEW_WAIT_S - (time.monotonic() - started))
+    done, _ = await asyncio.wait({run}, timeout=wait)
+    if run in done:
+        await ack(response_action="push", view=_result_view(run, question_id, metadata, external_id))
+        return
+    await ack(response_action="push", view=dbk.running_view(question_id, metadata, external_id))
+    await asyncio.wait({run})
+    await _update_by_external_id(ctx, external_id, _result_view(run, question_id, metadata, external_id))
+
+
+def _result_view(
+    run: asyncio.Task[DisputeCard], question_id: str, metadata: str, external_id: str
+) -> dict[str, Any]:
+    exc = run.exception()
+    if exc is None:
+        return dbk.preview_view(run.result(), metadata, external_id)
+    if not isinstance(exc, RankZeroError):
+        log.error("runner preview of %s failed", question_id, exc_info=exc)
+        why = f"internal error ({type(exc).__name__})"
+        return dbk.preview_error_view(question_id, why, metadata, external_id)
+    return dbk.preview_error_view(question_id, str(exc), metadata, external_id)
+
+
+async def _update_by_external_id(ctx: SlackContext, external_id: str, view: dict[str, Any]) -> None:
+    for attempt in range(UPDATE_TRIES):
+        try:
+            await ctx.client.views_update(external_id=external_id, view=view)
+            return
+        except SlackApiError as exc:
+            # not_found right after the push: Slack may not have opened it yet. Later: the admin cancelled.
+            log.info("views.update of preview %s failed: %s", external_id, exc.response.get("error"))
+            if attempt + 1 < UPDATE_TRIES:
+                await asyncio.sleep(UPDATE_PAUSE_S)
+
+
+def register(app: AsyncApp, ctx: SlackContext) -> None:
+    """Attach the preview modal's Save and Cancel."""
+
+    @app.view(dbk.PREVIEW_CALLBACK)
+    async def save(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        store = drafts(ctx)
+        metadata = str(view.get("private_metadata") or "")
+        spec = decode_draft(store, metadata)
+        if spec is None:
+            await ack(
+                response_action="update",
+                view=bk.message_view(
+                    "This draft expired (kept one hour, or the bot restarted): submit the form again."
+                ),
+            )
+            return
+        actor = await ctx.actor(body["user"])
+        try:
+            valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
+            await ctx.services.quiz.admin_import(actor, [valid])
+        except (RankZeroError, ValidationError) as exc:
+            await ack(response_action="update", view=bk.message_view(f"Not saved: {exc}"))
+            return
+        if metadata.startswith("k:"):
+            store.drop(metadata[2:])
+        await ack(response_action="clear")  # closes the preview and the form under it
+
+    @app.view_closed(dbk.PREVIEW_CALLBACK)
+    async def cancel(ack: AsyncAck, view: dict[str, Any]) -> None:
+        await ack()
+        metadata = str(view.get("private_metadata") or "")
+        if metadata.startswith("k:"):
+            drafts(ctx).drop(metadata[2:])
+
+
+# ---------------------------------------------------------------------- slash subcommands
+def split_variant(text: str) -> tuple[str, str | None]:
+    """``dispute 12 ```code``` `` -> ("dispute 12 ", "code"); text without a fence -> (text, None).
+
+    Slack sends ``&``, ``<`` and ``>`` of a command's text as entities; the code gets them back. A
+    leading ``python``/``py`` language tag is dropped.
+    """
+    head, fence, rest = text.partition("```")
+    if not fence:
+        return text, None
+    body, closing, _ = rest.rpartition("```")
+    if not closing:
+        raise ConfigurationError("the variant's code block is not closed: end it with ```")
+    code = _LANG_TAG.sub("", body.lstrip(" "), count=1)
+    code = code.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
+    if not code.strip():
+        raise ConfigurationError("the variant's code block is empty: put the snippet between the ```")
+    return head, code
+
+
+async def dispute(ctx: SlackContext, actor: Actor, args: list[str], text: str) -> list[bk.Block]:
+    """``/rankzero dispute <problem-id> [```variant```]``: run it on the runner and render the verdict."""
+    _, code = split_variant(text)
+    if len(args) != 1 or not args[0].isdigit():
+        raise ConfigurationError(
+            "usage: /rankzero dispute <problem-id> (the number shown on the problem), optionally followed "
+            "by a variant of its code in a ``` block"
+        )
+    return dbk.dispute_blocks(await ctx.services.app.disputes.dispute(actor, int(args[0]), code))
+
+
+async def question_correct(ctx: SlackContext, actor: Actor, args: list[str]) -> list[bk.Block]:
+    """``question correct <id> <letter>``: fix the official answer and re-score past attempts."""
+    if len(args) != 2:
+        raise ConfigurationError("usage: /rankzero question correct <question-id> <letter>, e.g. ddp-hang B")
+    card = await ctx.services.app.disputes.correct_answer(actor, args[0], args[1])
+    return dbk.correction_blocks(card)
+
+
+async def question_flags(ctx: SlackContext, actor: Actor, args: list[str]) -> list[bk.Block]:
+    """``question flags [all]``: questions a dispute contradicted (open ones, or all with ``all``)."""
+    if args not in ([], ["all"]):
+        raise ConfigurationError("usage: /rankzero question flags [all]")
+    flags = await ctx.services.app.disputes.flags(actor, None if args == ["all"] else "open")
+    return dbk.flags_blocks(flags)

@@ -1,0 +1,171 @@
+"""Practice in Slack: ``/rankzero quiz|review|explain`` and their buttons and form, in a private modal.
+
+Each command opens a small "Loading…" modal at once (a trigger_id is valid for 3 seconds), then makes
+its service call and replaces the modal by view id. Buttons (``rz:practice:`` ids) ack first, make one
+service call (a second for what comes next) and update the modal. The explain answer is graded before
+the submission's ack, because the result (or an error on the field) travels in the ack; grading is
+deterministic and takes milliseconds.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Awaitable, Callable
+from typing import Any
+
+from slack_bolt.async_app import AsyncAck, AsyncApp
+
+from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import practice_blocks as pb
+from bot.adapters.slack.context import SlackContext
+from bot.core.errors import RankZeroError
+from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.practice import PracticeError, PracticeService
+
+
+def _practice(ctx: SlackContext) -> PracticeService:
+    return ctx.services.app.practice
+
+
+async def _open_loading(ctx: SlackContext, body: dict[str, Any], title: str) -> str:
+    resp = await ctx.client.views_open(trigger_id=body["trigger_id"], view=pb.loading_view(title))
+    return str(resp["view"]["id"])
+
+
+async def _fill(
+    ctx: SlackContext, view_id: str, title: str, make: Callable[[], Awaitable[dict[str, Any]]]
+) -> None:
+    """Show ``make()``'s view in the modal, or the service's refusal (unknown topic, empty bank...)."""
+    try:
+        view = await make()
+    except RankZeroError as exc:
+        view = pb.message_view(title, str(exc))
+    await ctx.update_view(view_id, view)
+
+
+async def _review_view(ctx: SlackContext, player: PlayerRef, lead: str | None) -> dict[str, Any]:
+    """The next due card's front, or the end of the session."""
+    practice = _practice(ctx)
+    card = await practice.next_card(player)
+    if card is not None:
+        return pb.flashcard_front_view(card, lead)
+    return pb.review_done_view(await practice.start_review(player), ctx.clock.now(), lead)
+
+
+# ---------------------------------------------------------------------- slash subcommands
+async def quiz_command(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    """``/rankzero quiz [topic]``: five untimed questions in a modal."""
+    view_id = await _open_loading(ctx, body, pb.QUIZ_TITLE)
+    topic = " ".join(args).strip() or None
+
+    async def make() -> dict[str, Any]:
+        return pb.quiz_question_view(await _practice(ctx).start_quiz(actor.player, topic))
+
+    await _fill(ctx, view_id, pb.QUIZ_TITLE, make)
+    return []
+
+
+async def review_command(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    """``/rankzero review``: the due flashcards, one at a time."""
+    view_id = await _open_loading(ctx, body, pb.REVIEW_TITLE)
+
+    async def make() -> dict[str, Any]:
+        summary = await _practice(ctx).start_review(actor.player)
+        return await _review_view(ctx, actor.player, pb.review_summary_line(summary))
+
+    await _fill(ctx, view_id, pb.REVIEW_TITLE, make)
+    return []
+
+
+async def explain_command(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    """``/rankzero explain [topic]``: a prompt and an answer field; submitting grades it."""
+    view_id = await _open_loading(ctx, body, pb.EXPLAIN_TITLE)
+    topic = " ".join(args).strip() or None
+
+    async def make() -> dict[str, Any]:
+        return pb.explain_modal(await _practice(ctx).explain_prompt(actor.player, topic))
+
+    await _fill(ctx, view_id, pb.EXPLAIN_TITLE, make)
+    return []
+
+
+#: The practice subcommands of ``/rankzero`` (merged into commands.SUBCOMMANDS).
+COMMANDS = {"quiz": quiz_command, "review": review_command, "explain": explain_command}
+
+
+def _answer_text(view: dict[str, Any]) -> str:
+    values = (view.get("state") or {}).get("values") or {}
+    return str(((values.get(pb.ANSWER_BLOCK) or {}).get("value") or {}).get("value") or "")
+
+
+# ---------------------------------------------------------------------- buttons and the explain form
+def register(app: AsyncApp, ctx: SlackContext) -> None:
+    """Attach the practice button listeners and the explain submission."""
+
+    @app.action(re.compile("^" + re.escape(pb.ID_PREFIX)))
+    async def practice_button(ack: AsyncAck, body: dict[str, Any]) -> None:
+        await ack()
+        action, args = pb.parse_action(str(body["actions"][0]["action_id"]))
+        view_id = str(body["view"]["id"])
+        player = (await ctx.actor(body["user"])).player
+        practice = _practice(ctx)
+        title = pb.QUIZ_TITLE if action.startswith("quiz") else pb.REVIEW_TITLE
+
+        async def make() -> dict[str, Any] | None:
+            if action == "quiz":
+                fb = await practice.answer_quiz(player, int(args[0]), int(args[1]), args[2])
+                return None if fb.duplicate else pb.quiz_feedback_view(fb)
+            if action == "quiznext":
+                question = await practice.quiz_question(player, int(args[0]))
+                if question is not None:
+                    return pb.quiz_question_view(question)
+                return pb.quiz_result_view(await practice.quiz_result(player, int(args[0])))
+            if action == "reveal":
+                card = await practice.next_card(player)
+                if card is not None and (card.card_id, card.showing) == (int(args[0]), int(args[1])):
+                    return pb.flashcard_back_view(card)
+                # Graded meanwhile (another click, another device) or another card fell due first: go on
+                # with the deck as it is now rather than reveal a card that is not the next one.
+                return await _review_view(ctx, player, "Your deck changed meanwhile: here is your next card.")
+            out = await practice.grade_card(player, int(args[0]), args[2], int(args[1]))
+            if out.duplicate:
+                return None  # a second click on the same showing: the first one updates the modal
+            return await _review_view(ctx, player, pb.outcome_line(out))
+
+        try:
+            view = await make()
+        except RankZeroError as exc:
+            view = pb.message_view(title, str(exc))
+        if view is not None:
+            await ctx.update_view(view_id, view)
+
+    @app.view(pb.EXPLAIN_CALLBACK)
+    async def explain_submit(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        meta = str(view.get("private_metadata") or "")
+        if not meta.isdigit():
+            await ack(
+                response_action="errors",
+                errors={pb.ANSWER_BLOCK: "this form is out of date: run /rankzero explain again"},
+            )
+            return
+        player = (await ctx.actor(body["user"])).player
+        try:
+            result = await _practice(ctx).submit_explanation(player, int(meta), _answer_text(view))
+        except PracticeError as exc:  # empty or too long: said on the field, the text stays editable
+            await ack(response_action="errors", errors={pb.ANSWER_BLOCK: str(exc)[:150]})
+            return
+        except RankZeroError as exc:
+            await ack(response_action="update", view=pb.message_view(pb.EXPLAIN_TITLE, str(exc)))
+            return
+        await ack(response_action="update", view=pb.explain_result_view(result))
+
+    @app.view(pb.PRACTICE_CALLBACK)
+    async def practice_closed(ack: AsyncAck) -> None:
+        # Practice modals other than explain have no submit button; acknowledge anything that arrives.
+        await ack()
