@@ -337,9 +337,15 @@ class Interactions:
         *,
         user_id: int = 111,
         permissions: int = 0,
+        message_id: int | None = None,
     ) -> str:
-        """Submit a modal the bot opened, with text input values by custom_id."""
+        """Submit a modal the bot opened, with text input values by custom_id; ``message_id``: the message
+        whose button opened it (its @original, as for a click).
+        """
         payload = self._base(5, user_id, "admin", permissions, [])
+        if message_id is not None:
+            payload["message"] = self.fake.messages[message_id]
+            self.fake.originals[payload["token"]] = message_id
         payload["data"] = {
             "custom_id": custom_id,
             "components": [

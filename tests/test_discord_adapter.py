@@ -463,10 +463,10 @@ async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, cloc
         await fake.wait_for(lambda: bot.followups(token))
         [thread_id] = fake.threads
         [verdict] = fake.calls("POST", rf"/channels/{thread_id}/messages")
-        output = _field(verdict.body["embeds"][0], "Output")
-        # Runner output stays verbatim inside one code block (copyable); nobody is pinged by it.
-        assert output.startswith("```") and output.count("```") == 2
-        assert "@everyone disc-dispute choice 0" in output
+        output = _field(verdict.body["embeds"][0], "Rank 0")
+        # Runner output stays inside one code block, its mention neutralised; nobody is pinged by it.
+        assert output.count("```") == 2
+        assert f"@{sanitize.ZWSP}everyone disc-dispute choice 0" in output
         assert verdict.body["allowed_mentions"] == {"parse": []}
         assert f"<#{thread_id}>" in _content(bot, token)
     finally:
@@ -549,7 +549,7 @@ async def test_slash_commands_sync_to_the_configured_guild(
         names = {c["name"]: c for c in put.body}
         assert set(names) == {"leaderboard", "stats", "challenge", "dispute", "rankzero", "question"}
         subs = {o["name"] for o in names["question"]["options"]}
-        assert subs == {"add", "import", "retire", "preview"}
+        assert subs == {"add", "import", "retire", "preview", "correct", "flags"}
         scope = next(o for o in names["leaderboard"]["options"] if o["name"] == "scope")
         assert [c["value"] for c in scope["choices"]] == ["channel", "server"]
     finally:

@@ -15,8 +15,11 @@ from discord import app_commands
 
 from bot.adapters.discord.commands import CommandHandler, register_commands
 from bot.adapters.discord.components import RankZeroButton
+from bot.adapters.discord.disputes import DisputeHandler, DraftButton
 from bot.adapters.discord.platform import DiscordPlatform
 from bot.adapters.discord.play import PLATFORM, PlayHandler
+from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
+from bot.adapters.discord.practice_components import PracticeButton
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
 from bot.core.ports import Clock, SystemClock
@@ -34,7 +37,7 @@ def intents() -> discord.Intents:
 
 def _equip(client: discord.Client) -> app_commands.CommandTree[Any]:
     # DynamicItems are routed by custom_id: a click on a message from any earlier process works.
-    client.add_dynamic_items(RankZeroButton)
+    client.add_dynamic_items(RankZeroButton, PracticeButton, DraftButton)
     return app_commands.CommandTree(client)
 
 
@@ -44,6 +47,8 @@ class RankZeroClient(discord.Client):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(intents=intents(), allowed_mentions=no_mentions(), **kwargs)
         self.rankzero: PlayHandler | None = None
+        self.rankzero_practice: PracticeHandler | None = None
+        self.rankzero_drafts: DisputeHandler | None = None
         self.tree = _equip(self)
 
 
@@ -53,6 +58,8 @@ class RankZeroShardedClient(discord.AutoShardedClient):
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(intents=intents(), allowed_mentions=no_mentions(), **kwargs)
         self.rankzero: PlayHandler | None = None
+        self.rankzero_practice: PracticeHandler | None = None
+        self.rankzero_drafts: DisputeHandler | None = None
         self.tree = _equip(self)
 
 
@@ -85,6 +92,7 @@ class DiscordAdapter:
         self.platform = DiscordPlatform(self.client, admin_channel_id=admin_channel_id)
         self.play: PlayHandler | None = None
         self.commands: CommandHandler | None = None
+        self.practice: PracticeHandler | None = None
         self._runner: asyncio.Task[None] | None = None
 
     def attach(self, services: Services) -> None:
@@ -103,8 +111,14 @@ class DiscordAdapter:
             getattr(services.app, "disputes", None),
             admin_roles=self.admin_roles,
             timezone=self.timezone,
+            practice=getattr(services.app, "practice", None),
         )
         register_commands(self.client.tree, self.commands)
+        self.client.rankzero_drafts = self.commands.disputes_ui
+        if self.commands.practice is not None:
+            self.practice = PracticeHandler(self.commands.practice, admin_roles=self.admin_roles)
+            self.client.rankzero_practice = self.practice
+            register_practice_commands(self.client.tree, self.practice)
 
     async def sync_commands(self) -> None:
         """Publish the slash commands (to one guild when configured: instant)."""

@@ -16,7 +16,16 @@ import discord
 from discord import app_commands
 from pydantic import ValidationError
 
-from bot.adapters.discord import render
+from bot.adapters.discord import dispute_render, practice_render, render
+from bot.adapters.discord.disputes import (
+    DisputeHandler,
+    RunnerLineError,
+    VariantModal,
+    needs_preview,
+    register_dispute_commands,
+    runner_hint,
+    split_runner_line,
+)
 from bot.adapters.discord.play import PLATFORM, actor_of, channel_of
 from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
@@ -30,6 +39,7 @@ from bot.adapters.discord.sanitize import (
 )
 from bot.core.errors import NotAdminError, RankZeroError
 from bot.core.models import PlayerRef
+from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from questions.loader import BankValidationError, validate_text
@@ -60,8 +70,12 @@ def spec_from_form(
     """The question spec a modal describes.
 
     Choices come one per line (A, B, C...); ``notes`` is the hint, a ``---`` line, then the explanation.
+    The code's first line may give the runner settings (``runner: ddp 2 init``, see disputes.py); a
+    malformed one raises RunnerLineError.
     """
-    lines = [c.strip() for c in choices.splitlines() if c.strip()]
+    runner, code = split_runner_line(code, kind)
+    # A literal "\n" in a choice is a line break: outputs of several ranks span lines.
+    lines = [c.strip().replace("\\n", "\n") for c in choices.splitlines() if c.strip()]
     letter = correct.strip().upper()
     hint, _, explanation = notes.partition("\n---")
     spec: dict[str, Any] = {
@@ -76,6 +90,8 @@ def spec_from_form(
     }
     if code.strip():
         spec["code"] = code
+    if runner is not None:
+        spec["runner"] = runner
     if hint.strip():
         spec["hint"] = hint.strip()
     if explanation.strip():
@@ -99,10 +115,17 @@ class QuestionModal(discord.ui.Modal, title="Add a question"):
         label="Prompt (Markdown)", style=discord.TextStyle.paragraph, max_length=4000
     )
     code: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Code (optional)", style=discord.TextStyle.paragraph, required=False, max_length=4000
+        label="Code; 1st line may be: runner: ddp 2 init",
+        style=discord.TextStyle.paragraph,
+        required=False,
+        max_length=4000,
+        placeholder="runner: MODE [RANKS] [gpus=N] [init]  (python, dp or ddp), then the snippet",
     )
     choices: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Choices, one per line (A, B, C...)", style=discord.TextStyle.paragraph, max_length=3000
+        label="Choices, one per line (A, B, C...)",
+        style=discord.TextStyle.paragraph,
+        max_length=3000,
+        placeholder="one choice per line; write \\n for a line break inside a choice (several ranks' output)",
     )
     correct: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
         label="Correct letter", style=discord.TextStyle.short, max_length=1
@@ -122,14 +145,19 @@ class QuestionModal(discord.ui.Modal, title="Add a question"):
     async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
         """Validate and import, or show the admin exactly what to fix."""
         await interaction.response.defer(ephemeral=True, thinking=True)
-        spec = spec_from_form(
-            **self.meta,
-            prompt=self.prompt.value,
-            code=self.code.value,
-            choices=self.choices.value,
-            correct=self.correct.value,
-            notes=self.notes.value,
-        )
+        try:
+            spec = spec_from_form(
+                **self.meta,
+                prompt=self.prompt.value,
+                code=self.code.value,
+                choices=self.choices.value,
+                correct=self.correct.value,
+                notes=self.notes.value,
+            )
+        except RunnerLineError as exc:
+            error = render.error_text(f"the question was not added:\n• code: {exc}")
+            await self.handler._send(interaction, error)
+            return
         await self.handler.add_question(interaction, spec)
 
 
@@ -144,12 +172,17 @@ class CommandHandler:
         *,
         admin_roles: Sequence[int] = (),
         timezone: str = "UTC",
+        practice: PracticeService | None = None,
     ) -> None:
         self.quiz = quiz
+        #: Practice (/quiz, /review, /explain and the practice panel of /stats); None: not wired.
+        self.practice = practice
         self.schedules = schedules
         self.disputes = disputes
         self.admin_roles = tuple(admin_roles)
         self.timezone = timezone
+        #: The runner preview of new questions (Save/Cancel), /question correct and /question flags.
+        self.disputes_ui = DisputeHandler(self)
 
     async def _send(
         self,
@@ -203,11 +236,33 @@ class CommandHandler:
         if member is not None:
             who = PlayerRef(PLATFORM, str(member.id), member.display_name)
         card = await self.quiz.stats(who, channel_of(interaction, self.timezone))
-        await self._send(interaction, embed=render.stats_embed(card))
+        embeds = [render.stats_embed(card)]
+        if self.practice is not None:  # practice is shown apart from the competitive record
+            embeds.append(practice_render.practice_stats_embed(await self.practice.stats(who)))
+        await interaction.followup.send(
+            embeds=practice_render.fit_message(embeds), ephemeral=True, allowed_mentions=no_mentions()
+        )
 
     async def challenge(self, interaction: discord.Interaction[Any]) -> None:
-        """Today's challenge of this channel with its Start button (for a late joiner)."""
-        card = await self.quiz.post_daily(channel_of(interaction, self.timezone))
+        """Today's challenge of this channel with its Start button (for a late joiner).
+
+        Never creates one: only the schedule (or an admin's post-now) posts a challenge, with its window.
+        """
+        channel = channel_of(interaction, self.timezone)
+        card = await self.quiz.find_challenge(channel)
+        if card is None:
+            schedule = await self.schedules.show_schedule(channel, upcoming=1)
+            if schedule is not None and schedule.next_posts:
+                at = schedule.next_posts[0]
+                when = f"The next one is scheduled {render.relative(at)} ({render.absolute(at)})."
+            else:
+                when = "This channel has no daily schedule running."
+            await self._send(
+                interaction,
+                f"There is no challenge in this channel yet today. {when}\n"
+                "Meanwhile, practise with `/quiz`, `/review` or `/explain` (not ranked).",
+            )
+            return
         await self._send(interaction, embed=render.challenge_embed(card), view=render.challenge_view(card))
 
     async def dispute(self, interaction: discord.Interaction[Any], problem: int, code: str | None) -> None:
@@ -216,21 +271,7 @@ class CommandHandler:
             await self._send(interaction, render.error_text("the runner is not configured on this bot"))
             return
         card = await self.disputes.dispute(actor_of(interaction, self.admin_roles), problem, code)
-        verdict = card.verdict
-        embed = discord.Embed(title=f"Dispute · {card.question_id} v{card.question_version}")
-        embed.add_field(name="Verification", value=card.verification, inline=False)
-        if card.cannot_reproduce:
-            embed.add_field(name="Cannot reproduce", value=safe_text(card.cannot_reproduce), inline=False)
-        if verdict is not None:
-            embed.add_field(
-                name="Status", value=f"{verdict.status} · {verdict.elapsed_s:.1f} s", inline=False
-            )
-            embed.add_field(
-                name="Output",
-                value=code_block(verdict.stdout or "(no output)", "", FIELD_VALUE),
-                inline=False,
-            )
-        embed = fit_embed(embed)
+        embed = dispute_render.verdict_embed(card)
         thread = await self._dispute_thread(interaction, f"Dispute · {card.question_id}")
         if thread is None:
             await self._send(interaction, embed=embed)
@@ -280,9 +321,18 @@ class CommandHandler:
         await self._send(interaction, "Schedule resumed." if not saved.config.paused else "Schedule paused.")
 
     async def post_now(self, interaction: discord.Interaction[Any]) -> None:
-        """Post today's challenge in this channel now (once per day and channel)."""
-        card = await self.quiz.post_daily(channel_of(interaction, self.timezone))
-        await self._send(interaction, f"Challenge #{card.challenge_id} of {card.day.isoformat()} is posted.")
+        """Post today's challenge in this channel now (once per day and channel), with the channel's
+        schedule settings (closing time, problems, overrides) when it has a schedule.
+        """
+        card = await self.schedules.post_now(
+            actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone)
+        )
+        text = f"Challenge #{card.challenge_id} of {card.day.isoformat()} is posted."
+        if card.closes_at is not None:
+            text += f" It closes {render.relative(card.closes_at)} ({render.absolute(card.closes_at)})."
+        else:
+            text += " It has no closing time (no schedule here): close it with `/rankzero close-now`."
+        await self._send(interaction, text)
 
     async def close_now(self, interaction: discord.Interaction[Any], challenge: int) -> None:
         """Close a challenge now; its results are posted by the service."""
@@ -296,13 +346,15 @@ class CommandHandler:
         try:
             valid = QuestionSpec.model_validate(spec)
         except ValidationError as exc:
-            errors = "\n".join(f"• {e}" for e in validation_errors(exc))
+            errors = "\n".join(f"• {e}" for e in runner_hint(validation_errors(exc)))
             await self._send(interaction, render.error_text(f"the question was not added:\n{errors}"))
             return
+        dumped = valid.model_dump(mode="json", exclude_none=True)
+        if needs_preview(dumped):  # the admin sees the runner's real output; only Save imports it
+            await self.disputes_ui.preview_draft(interaction, dumped)
+            return
         try:
-            report = await self.quiz.admin_import(
-                actor_of(interaction, self.admin_roles), [valid.model_dump(mode="json", exclude_none=True)]
-            )
+            report = await self.quiz.admin_import(actor_of(interaction, self.admin_roles), [dumped])
         except RankZeroError as exc:
             await self._send(interaction, render.error_text(str(exc)))
             return
@@ -379,10 +431,14 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
 
     @tree.command(name="dispute", description="Run a problem's code on the runner and see the verdict")
     @app_commands.describe(
-        problem="the problem id (in the problem's footer)", code="a variant to run instead"
+        problem="the problem id (in the problem's footer)",
+        variant="True: type your own version of the code in a form and run that instead",
     )
-    async def dispute(interaction: discord.Interaction[Any], problem: int, code: str | None = None) -> None:
-        await h.run(interaction, lambda: h.dispute(interaction, problem, code))
+    async def dispute(interaction: discord.Interaction[Any], problem: int, variant: bool = False) -> None:
+        if variant and h.disputes is not None:  # the form must be the first response
+            await interaction.response.send_modal(VariantModal(h, problem))
+            return
+        await h.run(interaction, lambda: h.dispute(interaction, problem, None))
 
     rankzero = app_commands.Group(name="rankzero", description="RankZero administration")
     schedule = app_commands.Group(name="schedule", description="This channel's schedule", parent=rankzero)
@@ -466,5 +522,6 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     async def question_preview(interaction: discord.Interaction[Any], question: str) -> None:
         await h.run(interaction, lambda: h.preview(interaction, question), admin=True)
 
+    register_dispute_commands(question, h)
     tree.add_command(rankzero)
     tree.add_command(question)

@@ -6,8 +6,8 @@ import logging
 
 import discord
 
-from bot.adapters.discord import render
-from bot.adapters.discord.sanitize import no_mentions, safe_text, split_text
+from bot.adapters.discord import dispute_render, render
+from bot.adapters.discord.sanitize import no_mentions, split_text
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef
@@ -65,14 +65,10 @@ class DiscordPlatform:
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Send an admin notice to the configured admin channel (logged when none is configured)."""
-        text = (
-            f"Question {notice.question_id} v{notice.question_version}: official answer "
-            f"{notice.official_letter or '?'}, the runner matched {notice.matched_letter or 'nothing'} "
-            f"(flag {notice.flag_id}, raised by {notice.raised_by}).\n{notice.explanation}"
-        )
+        text = dispute_render.admin_notice_text(notice)  # escaped: the explanation quotes runner output
         if self.admin_channel_id is None:
             log.warning("admin notice (no RANKZERO_DISCORD_ADMIN_CHANNEL_ID set): %s", text)
             return
         target = self.client.get_partial_messageable(self.admin_channel_id)
-        for chunk in split_text(safe_text(str(text))):
+        for chunk in split_text(text):
             await target.send(chunk, allowed_mentions=no_mentions())

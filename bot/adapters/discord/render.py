@@ -222,8 +222,19 @@ def results_embed(card: ResultsCard) -> discord.Embed:
             value="\n".join(f"{b.emoji} {plain(name)}: {plain(b.name)}" for name, b in card.badges),
             inline=False,
         )
+    if card.streaks:
+        embed.add_field(
+            name="Streaks",
+            value="\n".join(
+                f"{'🎉' if s.milestone else '🔥'} {plain(s.display_name)} · {s.days} days"
+                + (" · **milestone!**" if s.milestone else "")
+                for s in card.streaks
+            ),
+            inline=False,
+        )
     for note in card.notes:
         embed.add_field(name="Correction", value=safe_text(note), inline=False)
+    embed.set_footer(text="See the standings with /leaderboard")
     return fit_embed(embed)
 
 

@@ -1,0 +1,196 @@
+"""Disputes, runner previews, answer corrections and flags as Discord embeds.
+
+Mirrors the console's ``dispute_render`` (same facts, same order): the hardware and status, each rank's
+output and how it ended (exception, where it was stuck, signal, exit status), the root-cause rank, every
+choice checked against the output, the verdict, and whether the question was flagged. Runner output is
+shown in code blocks whose fences cannot be closed from inside and whose mentions are neutralised; every
+other echoed text goes through :mod:`sanitize`. One embed per message, so Discord's 6000-character total
+holds for the message: the ranks share an output budget, and ``fit_embed`` enforces the rest.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import discord
+
+from bot.adapters.discord.sanitize import (
+    FIELD_VALUE,
+    code_block,
+    fit_embed,
+    neutralise_mentions,
+    plain,
+    safe_text,
+    truncate,
+)
+from bot.core.dispute_ports import QuestionFlag
+from bot.core.dispute_service import CorrectionCard, DisputeCard
+from bot.core.disputes import AdminNotice
+from bot.core.verdicts import RankOutcome, RunVerdict
+
+#: Characters of runner output shared by all ranks of one verdict (the rest of the embed's 6000 goes to
+#: the choices, the verdict and the headers).
+OUTPUT_BUDGET = 3000
+#: Least output shown per rank, however many ranks there are (8 ranks: ~375 each).
+MIN_RANK_OUTPUT = 120
+
+_COLOUR = {
+    "confirmed": discord.Colour.green(),
+    "contradicted": discord.Colour.red(),
+    "cannot_check": discord.Colour.gold(),
+}
+_LABEL = {"confirmed": "✅ confirmed", "contradicted": "⚠️ contradicted", "cannot_check": "❔ cannot check"}
+
+
+def run_shape(card: DisputeCard) -> str:
+    """'python', 'ddp × 2 ranks', with '· your variant' for a player's own code."""
+    spec = card.spec
+    what = spec.mode + (f" × {spec.nproc} ranks" if spec.mode == "ddp" else "")
+    return what + (" · your variant" if card.variant else "")
+
+
+def rank_ending(rank: RankOutcome) -> str:
+    """How a rank ended: its exception, where it was stuck, the signal, or its exit status (plain text)."""
+    if rank.exception is not None:
+        line = f" (line {rank.exception.line})" if rank.exception.line is not None else ""
+        return f"{rank.exception.type}: {rank.exception.message}{line}"
+    if rank.stuck_at is not None:
+        at = rank.stuck_at
+        return f"stuck in {at.call or '?'} at line {at.line} ({at.function})"
+    if rank.signal is not None:
+        return f"killed by signal {rank.signal}"
+    return f"exit {rank.exit_code}"
+
+
+def runner_output(text: str, limit: int) -> str:
+    """Runner output in a code block of at most ``limit`` characters: fences escaped, nobody pinged."""
+    if not text.strip():
+        return "*(nothing printed)*"
+    return code_block(neutralise_mentions(text), "text", limit)
+
+
+def _rank_field(embed: discord.Embed, verdict: RunVerdict, rank: RankOutcome, budget: int) -> None:
+    root = verdict.root_cause_rank == rank.rank
+    name = f"Rank {rank.rank}" + (" · 🎯 root cause" if root else "")
+    ending = truncate(plain(rank_ending(rank)), 300)
+    head = f"**ended:** {ending}" + (" · *output cut by the runner*" if rank.truncated else "")
+    limit = min(FIELD_VALUE - len(head) - 1, budget)
+    embed.add_field(name=name, value=f"{head}\n{runner_output(rank.stdout.rstrip(), limit)}", inline=False)
+
+
+def verdict_embed(card: DisputeCard, *, preview: bool = False) -> discord.Embed:
+    """A dispute's (or an admin preview's) verdict, per rank, with the matched choice.
+
+    A preview warns when the run contradicts the answer marked correct instead of saying "flagged".
+    """
+    heading = "Runner preview" if preview else "Dispute"
+    version = f" v{card.question_version}" if card.question_version else ""  # a draft has no version yet
+    embed = discord.Embed(
+        title=safe_text(f"⚖ {heading} · {card.question_id}{version} · {run_shape(card)}"),
+        colour=_COLOUR[card.verification],
+    )
+    lines = [f"**{_LABEL[card.verification]}**"]
+    if card.cannot_reproduce:
+        lines.append(f"⛔ {plain(card.cannot_reproduce)}")
+    v = card.verdict
+    if v is not None:
+        sandbox = "sandboxed" if v.sandboxed else "**NOT sandboxed**"
+        lines.append(
+            f"Ran on {plain(v.hardware.describe())} · {sandbox} · "
+            f"**{plain(v.status)}** in {v.elapsed_s:.2f} s"
+        )
+        if v.root_cause_rank is not None:
+            lines.append(f"🎯 Root cause: **rank {v.root_cause_rank}**")
+        per_rank = max(MIN_RANK_OUTPUT, OUTPUT_BUDGET // max(1, len(v.ranks)))
+        for r in v.ranks:
+            _rank_field(embed, v, r, per_rank)
+        if v.notes:
+            notes = "\n".join(f"• {plain(n)}" for n in v.notes)
+            embed.add_field(name="Notes", value=truncate(notes, FIELD_VALUE), inline=False)
+    embed.description = "\n".join(lines)
+    m = card.match
+    if m is not None:
+        choices = []
+        for c in m.choices:
+            mark = "✔" if c.matches else "✘"
+            official = " *(official)*" if c.letter == m.official_letter else ""
+            choices.append(f"{mark} **{plain(c.letter)}**{official}: {plain(c.reason)}")
+        if choices:
+            embed.add_field(name="Choices", value=truncate("\n".join(choices), FIELD_VALUE), inline=False)
+        matched = f"choice **{plain(m.matched_letter)}** matches" if m.matched_letter else "no choice matches"
+        verdict = f"**{m.verification.replace('_', ' ').capitalize()}** ({matched}): {plain(m.explanation)}"
+        embed.add_field(name="Verdict", value=truncate(verdict, FIELD_VALUE), inline=False)
+    embed.add_field(name="Preview" if preview else "Flag", value=_flag_line(card, preview), inline=False)
+    if card.dispute_id is not None:
+        embed.set_footer(text=f"dispute #{card.dispute_id}")
+    return fit_embed(embed)
+
+
+def _flag_line(card: DisputeCard, preview: bool) -> str:
+    if preview:
+        if card.verification == "contradicted":
+            return "⚠️ **The run contradicts the answer marked correct**: check it before saving."
+        if card.verification == "confirmed":
+            return "The run confirms the answer marked correct. **Save** adds the question."
+        return "The runner could not check the answer marked correct."
+    if card.flagged:
+        return "🚩 The official answer looks wrong: the question is flagged for the admins."
+    if card.verification == "contradicted" and card.variant:
+        return "Not flagged: a variant is another snippet, so it cannot prove the official answer wrong."
+    return "Not flagged."
+
+
+def preview_error_embed(question_id: str, error: str) -> discord.Embed:
+    """The runner could not run a draft: why, and that it may still be saved unverified."""
+    return fit_embed(
+        discord.Embed(
+            title=safe_text(f"⚖ Runner preview · {question_id}"),
+            description=f"⚠️ The runner could not run this draft: {plain(error)}\n\n"
+            "**Save unverified** adds it without a checked output; **Cancel** drops it.",
+            colour=discord.Colour.gold(),
+        )
+    )
+
+
+def correction_text(card: CorrectionCard) -> str:
+    """What ``/question correct`` changed."""
+    return (
+        f"✅ `{safe_text(card.question_id)}`: answer {plain(card.old_letter or '?')} → "
+        f"**{plain(card.new_letter)}** "
+        f"(v{card.from_version} → v{card.to_version}); {card.sessions_rescored} session(s) re-scored, "
+        f"{card.players_affected} player(s) moved, {card.points_delta:+d} points in total; "
+        f"{card.flags_resolved} flag(s) resolved. The next results post of each channel notes the correction."
+    )
+
+
+def flags_embed(flags: Sequence[QuestionFlag], *, everything: bool = False) -> discord.Embed:
+    """The flagged questions, one field each (over 25: the rest counted by ``fit_embed``)."""
+    which = "Flags" if everything else "Open flags"
+    embed = discord.Embed(title=f"🚩 {which} · {len(flags)}", colour=discord.Colour.red())
+    if not flags:
+        embed.description = "No flagged questions."
+        return embed
+    embed.description = "Fix one with `/question correct question:<id> letter:<letter>`."
+    for f in flags:
+        embed.add_field(
+            name=plain(f"#{f.id} · {f.question_id} v{f.question_version} · {f.status}"),
+            value=truncate(
+                f"official **{plain(f.official_letter or '?')}**, "
+                f"runner **{plain(f.matched_letter or '-')}** "
+                f"· {f.created_at:%Y-%m-%d}\n{plain(f.explanation)}",
+                FIELD_VALUE,
+            ),
+            inline=False,
+        )
+    return fit_embed(embed)
+
+
+def admin_notice_text(notice: AdminNotice) -> str:
+    """The admin channel's message about a contradicted official answer (escaped, markdown for Discord)."""
+    return (
+        f"🚩 **Flag #{notice.flag_id}**: `{safe_text(notice.question_id)}` v{notice.question_version}: "
+        f"the official answer is **{plain(notice.official_letter or '?')}**, but the runner shows "
+        f"**{plain(notice.matched_letter or 'none of the choices')}**.\n{plain(notice.explanation)}\n"
+        f"Raised by {plain(notice.raised_by)} · fix with "
+        f"`/question correct question:{safe_text(notice.question_id)} letter:<letter>`"
+    )

@@ -1,0 +1,245 @@
+"""Practice in Discord: ``/quiz [topic]``, ``/review`` and ``/explain [topic]``, all ephemeral to the player.
+
+The Discord twin of bot/adapters/console/practice.py: payload -> one PracticeService call -> render.
+Commands acknowledge with a deferred ephemeral response and then fill it in; button clicks on that
+message acknowledge with a deferred update and edit it in place; the explain Answer button's first (and
+acknowledging) response is the answer form itself. Buttons are persistent (practice_components.py).
+"""
+
+from __future__ import annotations
+
+import logging
+from collections.abc import Awaitable, Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot.adapters.discord import practice_render as render
+from bot.adapters.discord.play import actor_of
+from bot.adapters.discord.render import error_text
+from bot.adapters.discord.sanitize import no_mentions
+from bot.core.errors import RankZeroError
+from bot.core.models import PlayerRef
+from bot.core.practice import MAX_ANSWER_CHARS, PracticeService, parse_grade
+
+log = logging.getLogger(__name__)
+
+#: Discord's limit for a text input's value.
+TEXT_INPUT_MAX = 4000
+
+
+@dataclass
+class Screen:
+    """What one practice message shows."""
+
+    content: str | None = None
+    embeds: list[discord.Embed] = field(default_factory=list)
+    view: discord.ui.View | None = None
+
+
+class ExplainModal(discord.ui.Modal, title="Your explanation"):
+    """A paragraph answer to an explain prompt; graded on submit.
+
+    The form lives in this process only (discord.py keeps modals in memory): a form opened before a
+    restart is lost, the Answer button still works and opens a new one.
+    """
+
+    answer: discord.ui.TextInput[ExplainModal] = discord.ui.TextInput(
+        label="Explain in your own words",
+        style=discord.TextStyle.paragraph,
+        placeholder="A few sentences: what happens, and why.",
+        max_length=min(TEXT_INPUT_MAX, MAX_ANSWER_CHARS),
+    )
+
+    def __init__(self, handler: PracticeHandler, version_id: int) -> None:
+        super().__init__(timeout=1800)
+        self.handler = handler
+        self.version_id = version_id
+
+    async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
+        """Acknowledge (a deferred update of the prompt's message), grade, show the result."""
+        await interaction.response.defer()
+        await self.handler.submit_explanation(interaction, self.version_id, self.answer.value)
+
+
+class PracticeHandler:
+    """The bodies of the practice commands and buttons."""
+
+    def __init__(self, practice: PracticeService, *, admin_roles: Sequence[int] = ()) -> None:
+        self.practice = practice
+        self.admin_roles = tuple(admin_roles)
+
+    def _player(self, interaction: discord.Interaction[Any]) -> PlayerRef:
+        return actor_of(interaction, self.admin_roles).player
+
+    @staticmethod
+    async def _show(interaction: discord.Interaction[Any], screen: Screen) -> None:
+        await interaction.edit_original_response(
+            content=screen.content,
+            embeds=render.fit_message(screen.embeds),
+            view=screen.view,
+            allowed_mentions=no_mentions(),
+        )
+
+    async def _command(
+        self, interaction: discord.Interaction[Any], body: Callable[[PlayerRef], Awaitable[Screen]]
+    ) -> None:
+        """Acknowledge (ephemeral, thinking), run ``body``, fill the response in (or show the error)."""
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        try:
+            screen = await body(self._player(interaction))
+        except RankZeroError as exc:
+            screen = Screen(content=error_text(str(exc)))
+        await self._show(interaction, screen)
+
+    # ------------------------------------------------------------------ commands
+    async def quiz(self, interaction: discord.Interaction[Any], topic: str | None) -> None:
+        """``/quiz [topic]``: five untimed questions, the first one now."""
+
+        async def body(player: PlayerRef) -> Screen:
+            card = await self.practice.start_quiz(player, topic)
+            return Screen(embeds=[render.quiz_question_embed(card)], view=render.quiz_question_view(card))
+
+        await self._command(interaction, body)
+
+    async def review(self, interaction: discord.Interaction[Any]) -> None:
+        """``/review``: the player's due flashcards, one at a time."""
+
+        async def body(player: PlayerRef) -> Screen:
+            summary = await self.practice.start_review(player)
+            card = await self.practice.next_card(player)
+            if card is None:
+                return Screen(embeds=[render.review_done_embed(0, summary)])
+            return Screen(
+                content=render.review_summary_text(summary),
+                embeds=[render.flashcard_front_embed(card)],
+                view=render.flashcard_front_view(card, 0),
+            )
+
+        await self._command(interaction, body)
+
+    async def explain(self, interaction: discord.Interaction[Any], topic: str | None) -> None:
+        """``/explain [topic]``: an explain prompt with its Answer button."""
+
+        async def body(player: PlayerRef) -> Screen:
+            card = await self.practice.explain_prompt(player, topic)
+            return Screen(embeds=[render.explain_prompt_embed(card)], view=render.explain_prompt_view(card))
+
+        await self._command(interaction, body)
+
+    # ------------------------------------------------------------------ buttons
+    async def on_practice(
+        self, interaction: discord.Interaction[Any], verb: str, args: tuple[str, ...]
+    ) -> None:
+        """Acknowledge a click, call the service, edit the practice message (or say what went wrong)."""
+        if verb == "explain":
+            # A modal must be the first response: opening it is the acknowledgement.
+            try:
+                version_id = int(args[0])
+            except (ValueError, IndexError):
+                await interaction.response.send_message(
+                    error_text("this button is malformed"), ephemeral=True
+                )
+                return
+            await interaction.response.send_modal(ExplainModal(self, version_id))
+            return
+        await interaction.response.defer()
+        player = self._player(interaction)
+        try:
+            if verb == "quiz":
+                screen = await self._answer_quiz(player, int(args[0]), int(args[1]), args[2])
+            elif verb == "next":
+                screen = await self._next_question(player, int(args[0]))
+            elif verb == "reveal":
+                screen = await self._reveal(player, int(args[0]), int(args[1]), int(args[2]))
+            elif verb == "grade":
+                screen = await self._grade(player, int(args[0]), int(args[1]), args[2], int(args[3]))
+            else:  # pragma: no cover - the button template admits no other verb
+                raise ValueError(verb)
+        except RankZeroError as exc:
+            await interaction.followup.send(
+                error_text(str(exc)), ephemeral=True, allowed_mentions=no_mentions()
+            )
+            return
+        except (ValueError, IndexError):
+            await interaction.followup.send(error_text("this button is malformed"), ephemeral=True)
+            return
+        await self._show(interaction, screen)
+
+    async def _answer_quiz(self, player: PlayerRef, quiz_id: int, position: int, letter: str) -> Screen:
+        fb = await self.practice.answer_quiz(player, quiz_id, position, letter)
+        embeds = [render.quiz_feedback_embed(fb)]
+        if fb.finished:
+            embeds.append(render.quiz_result_embed(await self.practice.quiz_result(player, quiz_id)))
+        return Screen(embeds=embeds, view=render.quiz_next_view(fb))
+
+    async def _next_question(self, player: PlayerRef, quiz_id: int) -> Screen:
+        card = await self.practice.quiz_question(player, quiz_id)
+        if card is None:  # every question answered (e.g. Next clicked on an old message)
+            return Screen(embeds=[render.quiz_result_embed(await self.practice.quiz_result(player, quiz_id))])
+        return Screen(embeds=[render.quiz_question_embed(card)], view=render.quiz_question_view(card))
+
+    async def _reveal(self, player: PlayerRef, card_id: int, showing: int, reviewed: int) -> Screen:
+        card = await self.practice.next_card(player)
+        if card is None:
+            return Screen(
+                embeds=[render.review_done_embed(reviewed, await self.practice.start_review(player))]
+            )
+        if (card.card_id, card.showing) != (card_id, showing):
+            # Graded meanwhile (another message, a double click): show the card that is due now.
+            return Screen(
+                content="That card was already graded; here is your next one.",
+                embeds=[render.flashcard_front_embed(card)],
+                view=render.flashcard_front_view(card, reviewed),
+            )
+        return Screen(embeds=[render.flashcard_back_embed(card)], view=render.grade_view(card, reviewed))
+
+    async def _grade(
+        self, player: PlayerRef, card_id: int, showing: int, grade: str, reviewed: int
+    ) -> Screen:
+        out = await self.practice.grade_card(player, card_id, parse_grade(grade), showing)
+        reviewed += 0 if out.duplicate else 1
+        line = render.review_outcome_text(out)
+        card = await self.practice.next_card(player)
+        if card is None:
+            summary = await self.practice.start_review(player)
+            return Screen(content=line, embeds=[render.review_done_embed(reviewed, summary)])
+        return Screen(
+            content=line,
+            embeds=[render.flashcard_front_embed(card)],
+            view=render.flashcard_front_view(card, reviewed),
+        )
+
+    async def submit_explanation(
+        self, interaction: discord.Interaction[Any], version_id: int, text: str
+    ) -> None:
+        """Grade a submitted explanation and show it under the prompt (the Answer button goes away)."""
+        try:
+            result = await self.practice.submit_explanation(self._player(interaction), version_id, text)
+        except RankZeroError as exc:  # e.g. only blanks: the prompt and its Answer button stay
+            await interaction.followup.send(
+                error_text(str(exc)), ephemeral=True, allowed_mentions=no_mentions()
+            )
+            return
+        prompt = interaction.message.embeds[:1] if interaction.message is not None else []
+        await self._show(interaction, Screen(embeds=[*prompt, render.explain_result_embed(result)]))
+
+
+def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeHandler) -> None:
+    """Add ``/quiz``, ``/review`` and ``/explain`` to ``tree``."""
+
+    @tree.command(name="quiz", description="Practice: 5 untimed questions with feedback (not ranked)")
+    @app_commands.describe(topic="a topic, e.g. FSDP (default: any)")
+    async def quiz(interaction: discord.Interaction[Any], topic: str | None = None) -> None:
+        await h.quiz(interaction, topic)
+
+    @tree.command(name="review", description="Practice: your due flashcards (spaced repetition)")
+    async def review(interaction: discord.Interaction[Any]) -> None:
+        await h.review(interaction)
+
+    @tree.command(name="explain", description="Practice: explain a concept in your own words, graded")
+    @app_commands.describe(topic="a topic, e.g. DDP (default: any)")
+    async def explain(interaction: discord.Interaction[Any], topic: str | None = None) -> None:
+        await h.explain(interaction, topic)

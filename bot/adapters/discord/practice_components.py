@@ -1,0 +1,87 @@
+"""Persistent practice buttons: one DynamicItem for every ``rz:practice:<verb>:<args>`` custom id.
+
+The id carries everything a click needs (bot/core/ids.py), so buttons on a practice message keep working
+after a restart once the new client registers :class:`PracticeButton`:
+
+- ``rz:practice:quiz:<quiz>:<position>:<letter>``   answer a quiz question
+- ``rz:practice:next:<quiz>``                       the quiz's next question (or its result)
+- ``rz:practice:reveal:<card>:<showing>:<reviewed>`` show a flashcard's back and the grade buttons
+- ``rz:practice:grade:<card>:<showing>:<grade>:<reviewed>`` self-grade it (SM-2 schedules it)
+- ``rz:practice:explain:<version>``                 open the answer form of an explain prompt
+
+``showing`` (the card's review count) makes a repeated grade of the same showing a no-op in the service;
+``reviewed`` counts the cards graded in this session, for the closing line.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import Any, Protocol
+
+import discord
+
+from bot.adapters.discord.sanitize import BUTTON_LABEL, truncate
+from bot.core import ids
+
+ACTION = "practice"
+VERBS = ("quiz", "next", "reveal", "grade", "explain")
+
+
+class PracticeClickHandler(Protocol):
+    """What a practice click is handed to (bot/adapters/discord/practice.py)."""
+
+    async def on_practice(
+        self, interaction: discord.Interaction[Any], verb: str, args: tuple[str, ...]
+    ) -> None:
+        """Handle a click on a practice button."""
+        ...
+
+
+class PracticeButton(
+    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    template=r"rz:practice:(?P<verb>quiz|next|reveal|grade|explain)(?P<args>(?::[A-Za-z0-9_.-]+)*)",
+):
+    """A practice button whose custom_id is ``rz:practice:<verb>:<args>``."""
+
+    def __init__(
+        self,
+        verb: str,
+        *args: object,
+        label: str,
+        style: discord.ButtonStyle = discord.ButtonStyle.secondary,
+        disabled: bool = False,
+        row: int | None = None,
+    ) -> None:
+        if verb not in VERBS:
+            raise ValueError(f"unknown practice button {verb!r}")
+        self.verb = verb
+        self.args = tuple(str(a) for a in args)
+        super().__init__(
+            discord.ui.Button(
+                label=truncate(label, BUTTON_LABEL),
+                style=style,
+                disabled=disabled,
+                custom_id=ids.encode(ACTION, verb, *self.args),
+            ),
+            row=row,
+        )
+
+    @classmethod
+    async def from_custom_id(
+        cls, interaction: discord.Interaction[Any], item: discord.ui.Item[Any], match: re.Match[str], /
+    ) -> PracticeButton:
+        """Rebuild the button from a clicked custom_id (any message, any process)."""
+        decoded = ids.decode(match.group(0))
+        assert decoded is not None and decoded.args  # the template only matches encoded practice ids
+        verb, *args = decoded.args
+        return cls(verb, *args, label=getattr(item, "label", None) or verb)
+
+    async def callback(self, interaction: discord.Interaction[Any]) -> None:
+        """Hand the click to the client's practice handler."""
+        handler: PracticeClickHandler | None = getattr(interaction.client, "rankzero_practice", None)
+        if handler is None:  # started without handlers (should not happen): still acknowledge
+            await interaction.response.send_message(
+                "RankZero is starting, try again in a moment", ephemeral=True
+            )
+            return
+        await handler.on_practice(interaction, self.verb, self.args)

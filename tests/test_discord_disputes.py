@@ -1,0 +1,575 @@
+"""Discord disputes and admin questions through discord.py's real client against the local fake of the
+Discord REST API (tests/discord_fake.py), with the real DisputeService and QuizService on a migrated
+database.
+
+The runner is a scripted fake returning realistic multi-rank verdicts (a DDP all-reduce, a hang stuck in
+init_process_group); the runner itself and its contract are tested in test_runner_contract.py and
+test_disputes_e2e.py. Here the point is the adapter: the runner preview before saving a question, Save and
+Cancel, the runner line of the form, /dispute with a variant form, /question correct and flags, the admin
+channel, and that nothing the runner printed can ping anyone or break a code block.
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import AsyncIterator, Callable, Iterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import discord
+import pytest
+from pydantic import SecretStr
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.adapters.discord import disputes as dd
+from bot.adapters.discord.app import DiscordAdapter
+from bot.adapters.discord.dispute_render import verdict_embed
+from bot.adapters.discord.sanitize import EMBED_TOTAL, FIELD_VALUE, ZWSP
+from bot.core.dispute_service import DisputeCard, DisputeService, question_from_spec
+from bot.core.disputes import match_verdict
+from bot.core.errors import RunnerUnavailableError
+from bot.core.models import ChannelRef, PlayerRef
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.core.verdicts import Hardware, RankOutcome, RunnerHealth, RunSpec, RunVerdict, StuckAt
+from bot.runner_client import HttpRunnerClient
+from bot.storage.db import make_engine
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.conftest import ADMIN
+from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
+from tests.fakes import FrozenClock
+from tests.runner_server import RunnerServer, runner_server
+
+CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
+ADMIN_CHANNEL = 700000000000000099
+CPU = Hardware(0, (), "2.13.0+cpu", None)
+ALICE = PlayerRef("discord", "111", "alice")
+
+ALL_REDUCE = (
+    "import torch\nimport torch.distributed as dist\n"
+    "t = torch.ones(1) * (dist.get_rank() + 1)\ndist.all_reduce(t)\nprint(t)\n"
+)
+#: What a user types in the form's Code field: the runner line, then the snippet.
+FORM_CODE = "runner: ddp 2 init\n" + ALL_REDUCE
+HOSTILE = "@everyone ``` closed? <@123> starting\n"
+
+HANG_SPEC: dict[str, Any] = {
+    "id": "disc-hardcoded-world-size",
+    "kind": "predict_output",
+    "topic": "DDP",
+    "difficulty": "advanced",
+    "prompt": "Started with plain `python train.py` (one process). What happens?",
+    "code": "import torch.distributed as dist\n\n\ndef setup():\n    print('@everyone starting')\n"
+    "    dist.init_process_group('gloo', rank=0, world_size=2)\n\n\nsetup()\n",
+    "runner": {"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False},
+    "choices": [
+        {"text": "RuntimeError: world_size (2) does not match the number of processes", "correct": True},
+        {"text": "It hangs in init_process_group, waiting for rank 1"},
+        {"text": "joined"},
+    ],
+}
+
+
+def all_reduce_verdict(spec: RunSpec) -> RunVerdict:
+    """Two gloo ranks that each print the all-reduced tensor."""
+    ranks = tuple(RankOutcome(r, 0, None, "tensor([3.])\n", "", False, None, None) for r in range(spec.nproc))
+    return RunVerdict("ok", spec.mode, spec.nproc, "gloo", 1.25, CPU, True, None, (), ranks)
+
+
+def hang_verdict(spec: RunSpec) -> RunVerdict:
+    """One process stuck in init_process_group (waiting for rank 1), killed at the timeout; it printed
+    a mention and a code fence before it hung.
+    """
+    rank = RankOutcome(0, None, 9, HOSTILE, "", False, None, StuckAt("setup", 6, "init_process_group"))
+    return RunVerdict(
+        "timeout", spec.mode, 1, None, 30.0, CPU, True, 0, ("killed after 30 s without finishing",), (rank,)
+    )
+
+
+class ScriptedRunner:
+    """A RunnerClient whose verdicts come from ``verdict``; records the specs it ran; ``error`` fails runs."""
+
+    def __init__(self, verdict: Callable[[RunSpec], RunVerdict]) -> None:
+        self.verdict = verdict
+        self.specs: list[RunSpec] = []
+        self.error: Exception | None = None
+
+    async def health(self) -> RunnerHealth:
+        return RunnerHealth(CPU, ("python", "dp", "ddp"), ("gloo",), True, 8, 300.0)
+
+    async def run(self, spec: RunSpec) -> RunVerdict:
+        self.specs.append(spec)
+        if self.error is not None:
+            raise self.error
+        return self.verdict(spec)
+
+
+@dataclass
+class Bot:
+    """A running adapter with disputes wired, its services and the fake's helpers."""
+
+    adapter: DiscordAdapter
+    quiz: QuizService
+    runner: ScriptedRunner
+    fake: FakeDiscord
+    act: Interactions
+    engine: AsyncEngine
+
+    @property
+    def client(self) -> discord.Client:
+        return self.adapter.client
+
+    def followups(self, token: str) -> list[Any]:
+        return [r.body for r in self.fake.calls("POST", rf"/webhooks/\d+/{token}")]
+
+    def edits(self, token: str) -> list[Any]:
+        return [r.body for r in self.fake.calls("PATCH", rf"/webhooks/\d+/{token}/messages/@original")]
+
+    def callbacks(self, token: str) -> list[Any]:
+        return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
+
+    async def reply(self, token: str) -> dict[str, Any]:
+        """The last follow-up sent for ``token`` (waits for it)."""
+        await self.fake.wait_for(lambda: self.followups(token))
+        return dict(self.followups(token)[-1])
+
+    def buttons(self, message_id: int) -> dict[str, str]:
+        return {
+            c["label"]: c["custom_id"]
+            for row in self.fake.messages[message_id]["components"]
+            for c in row["components"]
+        }
+
+    def draft_message(self) -> int:
+        """The id of the latest message carrying a draft's Save button."""
+        return max(
+            mid
+            for mid, msg in self.fake.messages.items()
+            if any(
+                c["custom_id"].startswith("rzq:save:") for row in msg["components"] for c in row["components"]
+            )
+        )
+
+    async def open_form(self, qid: str, kind: str = "predict_output", **kw: Any) -> tuple[str, list[str]]:
+        """``/question add`` as an admin; the modal's custom id and its five inputs' ids."""
+        opts = [
+            {"type": 3, "name": "id", "value": qid},
+            {"type": 3, "name": "topic", "value": "DDP"},
+            {"type": 3, "name": "difficulty", "value": "advanced"},
+            {"type": 3, "name": "kind", "value": kind},
+        ]
+        token = self.act.command(self.client, "question add", opts, permissions=MANAGE_GUILD, **kw)
+        await self.fake.wait_for(lambda: self.callbacks(token))
+        [modal] = self.callbacks(token)
+        assert modal["type"] == 9
+        inputs = [row["components"][0]["custom_id"] for row in modal["data"]["components"]]
+        return modal["data"]["custom_id"], inputs
+
+    async def submit_form(
+        self, qid: str, code: str, *, kind: str = "predict_output", correct: str = "a"
+    ) -> str:
+        """Open the form and submit it with choices about the all-reduce; the submission's token."""
+        custom_id, (prompt, code_id, choices, letter, notes) = await self.open_form(qid, kind)
+        return self.act.submit_modal(
+            self.client,
+            custom_id,
+            {
+                prompt: "Two ranks all-reduce 1 and 2. What is printed?",
+                code_id: code,
+                # "\n" typed in a choice is a line break: one choice per rank's line
+                choices: "tensor([3.])\\ntensor([3.])\ntensor([1.])\\ntensor([2.])\ntensor([3.])",
+                letter: correct,
+                notes: "",
+            },
+            permissions=MANAGE_GUILD,
+        )
+
+    async def click(self, message_id: int, label: str, **kw: Any) -> str:
+        token = self.act.click(self.client, message_id, self.buttons(message_id)[label], **kw)
+        await self.fake.wait_for(lambda: self.edits(token) or self.followups(token))
+        return token
+
+    async def question_ids(self) -> list[str]:
+        return [q.id for q in await self.quiz.list_questions()]
+
+
+async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner) -> Bot:
+    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02, admin_channel_id=ADMIN_CHANNEL)
+    engine = make_engine(db)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
+    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
+    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, runner, adapter.platform)
+    services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=disputes))
+    await adapter.client.login("test-token")
+    adapter.attach(services)  # type: ignore[arg-type]
+    return Bot(adapter, quiz, runner, fake, Interactions(fake), engine)
+
+
+@pytest.fixture
+async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    server = FakeDiscord()
+    base = await server.start()
+    monkeypatch.setattr(discord.http.Route, "BASE", base)
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def db(tmp_path: Path, sqlite_template: Path) -> str:
+    target = tmp_path / "rz.db"
+    shutil.copy(sqlite_template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture
+async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
+    b = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
+    yield b
+    await b.adapter.stop()
+    await b.engine.dispose()
+
+
+def _field(embed: dict[str, Any], name: str) -> str:
+    return next(str(f["value"]) for f in embed["fields"] if f["name"].startswith(name))
+
+
+# ---------------------------------------------------------------------- the form's runner line
+def test_runner_line_is_parsed_and_stripped_from_the_code() -> None:
+    runner, code = dd.split_runner_line(FORM_CODE, "predict_output")
+    assert runner == {"mode": "ddp", "nproc": 2, "gpus": 0, "init_process_group": True}
+    assert code == ALL_REDUCE
+    assert dd.split_runner_line("Runner: dp gpus=2\nx = 1\n", "debug")[0] == {
+        "mode": "dp",
+        "nproc": 1,
+        "gpus": 2,
+        "init_process_group": False,
+    }
+    # predict_output with code and no line: one plain Python process; other kinds: no runner block.
+    assert dd.split_runner_line("print(1)\n", "predict_output") == (dd.DEFAULT_RUNNER, "print(1)\n")
+    assert dd.split_runner_line("model = DDP(model)", "conceptual") == (None, "model = DDP(model)")
+    with pytest.raises(dd.RunnerLineError, match="unknown runner mode 'gpu'"):
+        dd.split_runner_line("runner: gpu 2\nprint(1)\n", "predict_output")
+    with pytest.raises(dd.RunnerLineError, match="unknown runner setting 'fast'"):
+        dd.split_runner_line("runner: ddp 2 fast\n", "predict_output")
+
+
+async def test_bad_runner_settings_are_listed_and_nothing_is_run(bot: Bot) -> None:
+    bad_mode = await bot.submit_form("disc-bad-mode", "runner: gpu 2\nprint(1)\n")
+    assert "unknown runner mode 'gpu'" in (await bot.reply(bad_mode))["content"]
+    too_many = await bot.submit_form("disc-too-many", "runner: ddp 9\nprint(1)\n")
+    text = (await bot.reply(too_many))["content"]
+    assert "was not added" in text and "runner.nproc" in text
+    # A debug question with code needs the line: the schema's error comes with how to write it.
+    debug = await bot.submit_form("disc-debug", "x = 1\n", kind="debug")
+    text = (await bot.reply(debug))["content"]
+    assert "need a 'runner' block" in text and "Code field's first line" in text
+    assert bot.runner.specs == [] and await bot.question_ids() == []
+    # With the line it is saved at once: the runner previews predict_output questions only (the choices of
+    # a debug question explain a bug, they are not outputs to match).
+    fixed = await bot.submit_form("disc-debug", "runner: python\nx = 1\n", kind="debug")
+    assert (await bot.reply(fixed))["content"] == "Question `disc-debug` added."
+    [stored] = await bot.quiz.export_questions()
+    assert stored["runner"]["mode"] == "python" and stored["code"] == "x = 1\n" and bot.runner.specs == []
+
+
+# ---------------------------------------------------------------------- the preview before saving
+async def test_admin_sees_the_runner_output_then_save_adds_the_question(bot: Bot) -> None:
+    token = await bot.submit_form("disc-predict-1", FORM_CODE)
+    preview = await bot.reply(token)
+    # Ran as the runner line says, with the line removed from the code; nothing saved yet.
+    [spec] = bot.runner.specs
+    assert (spec.mode, spec.nproc, spec.init_process_group, spec.code) == ("ddp", 2, True, ALL_REDUCE)
+    assert await bot.question_ids() == []
+    assert preview["flags"] == 64 and preview["allowed_mentions"] == {"parse": []}
+    embed = preview["embeds"][0]
+    assert "Runner preview" in embed["title"] and "ddp × 2 ranks" in embed["title"]
+    assert "CPU only · torch 2.13.0+cpu" in embed["description"] and "**ok**" in embed["description"]
+    for rank in (0, 1):
+        assert "tensor([3.])" in _field(embed, f"Rank {rank}")
+    assert "choice **A** matches" in _field(embed, "Verdict")
+    assert "confirms the answer marked correct" in _field(embed, "Preview")
+    message = bot.draft_message()
+    assert list(bot.buttons(message)) == ["Save", "Cancel"]
+
+    # A double click: both clicks arrive before either is answered; one import, one answer.
+    save_id = bot.buttons(message)["Save"]
+    first = bot.act.click(bot.client, message, save_id, permissions=MANAGE_GUILD)
+    second = bot.act.click(bot.client, message, save_id, permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.edits(first) or bot.edits(second))
+    assert all(bot.callbacks(t)[0]["type"] == 6 for t in (first, second))  # acknowledged as updates
+    [done] = bot.edits(first) + bot.edits(second)
+    assert done["content"] == "Question `disc-predict-1` added." and done["components"] == []
+    assert bot.fake.messages[message]["components"] == []
+    [stored] = [s for s in await bot.quiz.export_questions() if s["id"] == "disc-predict-1"]
+    assert stored["runner"] == {"mode": "ddp", "nproc": 2, "gpus": 0, "init_process_group": True}
+    assert stored["code"] == ALL_REDUCE and stored["choices"][0]["correct"] is True
+    assert [c["text"] for c in stored["choices"]] == [
+        "tensor([3.])\ntensor([3.])",
+        "tensor([1.])\ntensor([2.])",
+        "tensor([3.])",
+    ]
+
+
+async def test_cancel_imports_nothing(bot: Bot) -> None:
+    await bot.reply(await bot.submit_form("disc-cancel", FORM_CODE))
+    message = bot.draft_message()
+    token = await bot.click(message, "Cancel", permissions=MANAGE_GUILD)
+    assert bot.edits(token)[-1]["content"] == "Cancelled: `disc-cancel` was not added."
+    assert bot.fake.messages[message]["components"] == []  # the buttons are gone
+    assert await bot.question_ids() == [] and len(bot.adapter.client.rankzero_drafts.drafts) == 0  # type: ignore[union-attr]
+
+
+async def test_only_the_admin_who_filled_the_form_can_save_it(bot: Bot) -> None:
+    await bot.reply(await bot.submit_form("disc-owner", FORM_CODE))
+    message = bot.draft_message()
+    for who in ({"user_id": 222, "permissions": 0}, {"user_id": 333, "permissions": MANAGE_GUILD}):
+        token = await bot.click(message, "Save", **who)
+        assert "only the admin who filled in this form" in bot.followups(token)[-1]["content"]
+    assert await bot.question_ids() == []
+    await bot.click(message, "Save", permissions=MANAGE_GUILD)
+    assert await bot.question_ids() == ["disc-owner"]
+
+
+async def test_a_runner_that_cannot_run_it_says_why_and_allows_an_unverified_save(bot: Bot) -> None:
+    bot.runner.error = RunnerUnavailableError("the runner at http://127.0.0.1:9 is unreachable")
+    preview = await bot.reply(await bot.submit_form("disc-down", FORM_CODE))
+    assert "127.0.0.1:9 is unreachable" in preview["embeds"][0]["description"]
+    message = bot.draft_message()
+    assert list(bot.buttons(message)) == ["Save unverified", "Cancel"]
+    await bot.click(message, "Save unverified", permissions=MANAGE_GUILD)
+    assert await bot.question_ids() == ["disc-down"]
+
+
+async def test_a_draft_button_after_a_restart_asks_to_submit_again(
+    fake: FakeDiscord, db: str, clock: FrozenClock, bot: Bot
+) -> None:
+    await bot.reply(await bot.submit_form("disc-restart", FORM_CODE))
+    message = bot.draft_message()
+    await bot.adapter.stop()
+    fresh = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
+    try:
+        token = await fresh.click(message, "Save", permissions=MANAGE_GUILD)
+        assert "run `/question add` again" in fresh.edits(token)[-1]["content"]
+        assert await fresh.question_ids() == []
+    finally:
+        await fresh.adapter.stop()
+        await fresh.engine.dispose()
+
+
+# ---------------------------------------------------------------------- disputes, flags, corrections
+async def _answered_hang_problem(bot: Bot) -> int:
+    """Alice answers the hang question with its (wrong) official answer A; returns the problem id."""
+    await bot.quiz.admin_import(ADMIN, [HANG_SPEC])
+    await bot.quiz.post_daily(CHANNEL, problems=1)
+    post = max(bot.fake.messages)
+    start = bot.act.click(bot.client, post, bot.buttons(post)["Start"])
+    await bot.fake.wait_for(lambda: bot.edits(start))
+    eph = bot.fake.originals[start]
+    answered = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
+    await bot.fake.wait_for(lambda: bot.edits(answered))
+    return int(bot.edits(answered)[-1]["embeds"][0]["footer"]["text"].split()[-1])
+
+
+async def _points(bot: Bot) -> int:
+    board = await bot.quiz.leaderboard(CHANNEL, period="all", player=ALICE)
+    return {r.display_name: r.points for r in board.rows}.get("alice", 0)  # 0 points: not ranked
+
+
+async def test_contradicted_dispute_verdict_flag_admin_notice_and_correction(
+    fake: FakeDiscord, db: str, clock: FrozenClock
+) -> None:
+    bot = await _open(fake, db, clock, ScriptedRunner(hang_verdict))
+    try:
+        problem = await _answered_hang_problem(bot)
+        points = await _points(bot)
+        assert points > 0
+        token = bot.act.command(bot.client, "dispute", [{"type": 4, "name": "problem", "value": problem}])
+        await bot.reply(token)
+        [thread] = fake.threads
+        [posted] = fake.calls("POST", rf"/channels/{thread}/messages")
+        assert posted.body["allowed_mentions"] == {"parse": []}
+        embed = posted.body["embeds"][0]
+        assert "Dispute · disc-hardcoded-world-size v1 · python" in embed["title"]
+        assert "CPU only" in embed["description"] and "**timeout**" in embed["description"]
+        assert "Root cause: **rank 0**" in embed["description"]
+        rank = _field(embed, "Rank 0 · 🎯 root cause")
+        assert r"stuck in init\_process\_group at line 6 (setup)" in rank
+        # The runner's output: inside one code block, its fence inert, nobody pinged, even in text.
+        assert rank.count("```") == 2 and "@everyone" not in rank and f"@{ZWSP}everyone" in rank
+        assert "<@123>" not in rank
+        assert "killed after 30 s" in _field(embed, "Notes")
+        verdict = _field(embed, "Verdict")
+        assert verdict.startswith("**Contradicted** (choice **B** matches)")
+        assert "never joined" in verdict and verdict.endswith(
+            "choice B matches, but the official answer is A"
+        )
+        assert "✘ **A** *(official)*" in _field(embed, "Choices")
+        assert "flagged for the admins" in _field(embed, "Flag")
+        assert sum(len(f["value"]) + len(f["name"]) for f in embed["fields"]) < EMBED_TOTAL
+
+        # The admin channel is told, with mentions disabled.
+        [notice] = fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")
+        assert notice.body["allowed_mentions"] == {"parse": []}
+        assert "`disc-hardcoded-world-size` v1: the official answer is **A**" in notice.body["content"]
+        assert "/question correct question:disc-hardcoded-world-size" in notice.body["content"]
+
+        # Non-admins cannot list flags or correct answers.
+        for name, opts in (
+            ("question flags", []),
+            (
+                "question correct",
+                [
+                    {"type": 3, "name": "question", "value": HANG_SPEC["id"]},
+                    {"type": 3, "name": "letter", "value": "B"},
+                ],
+            ),
+        ):
+            refused = bot.act.command(bot.client, name, opts, user_id=222, user="mallory")
+            assert "only admins" in (await bot.reply(refused))["content"]
+        assert await _points(bot) == points
+
+        flags = bot.act.command(bot.client, "question flags", [], permissions=MANAGE_GUILD, user_id=9)
+        listed = (await bot.reply(flags))["embeds"][0]
+        assert listed["title"] == "🚩 Open flags · 1"
+        [flag] = listed["fields"]
+        assert "disc-hardcoded-world-size v1 · open" in flag["name"]
+        assert "official **A**, runner **B**" in flag["value"]
+
+        fix = bot.act.command(
+            bot.client,
+            "question correct",
+            [
+                {"type": 3, "name": "question", "value": HANG_SPEC["id"]},
+                {"type": 3, "name": "letter", "value": "b"},
+            ],
+            permissions=MANAGE_GUILD,
+            user_id=9,
+        )
+        text = (await bot.reply(fix))["content"]
+        assert "answer A → **B** (v1 → v2); 1 session(s) re-scored, 1 player(s) moved" in text
+        assert await _points(bot) == 0  # alice answered A, which is no longer right
+        after = bot.act.command(bot.client, "question flags", [], permissions=MANAGE_GUILD, user_id=9)
+        assert (await bot.reply(after))["embeds"][0]["description"] == "No flagged questions."
+    finally:
+        await bot.adapter.stop()
+        await bot.engine.dispose()
+
+
+async def test_dispute_variant_is_typed_in_a_form_and_never_flags(
+    fake: FakeDiscord, db: str, clock: FrozenClock
+) -> None:
+    bot = await _open(fake, db, clock, ScriptedRunner(hang_verdict))
+    try:
+        problem = await _answered_hang_problem(bot)
+        opts = [
+            {"type": 4, "name": "problem", "value": problem},
+            {"type": 5, "name": "variant", "value": True},
+        ]
+        token = bot.act.command(bot.client, "dispute", opts)
+        await fake.wait_for(lambda: bot.callbacks(token))
+        [modal] = bot.callbacks(token)
+        assert modal["type"] == 9  # the form is the response
+        [row] = modal["data"]["components"]
+        field = row["components"][0]
+        assert field["style"] == 2 and field["max_length"] == dd.MAX_VARIANT_INPUT  # a paragraph input
+        variant = "import os\nprint(os.environ.get('WORLD_SIZE'))\n"
+        sub = bot.act.submit_modal(bot.client, modal["data"]["custom_id"], {field["custom_id"]: variant})
+        await bot.reply(sub)
+        assert [s.code for s in bot.runner.specs] == [variant]
+        [thread] = fake.threads
+        [posted] = fake.calls("POST", rf"/channels/{thread}/messages")
+        embed = posted.body["embeds"][0]
+        assert "your variant" in embed["title"]
+        assert "a variant is another snippet" in _field(embed, "Flag")
+        assert fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages") == []
+    finally:
+        await bot.adapter.stop()
+        await bot.engine.dispose()
+
+
+# ---------------------------------------------------------------------- limits
+def test_a_verdict_of_eight_noisy_ranks_stays_within_discord_limits() -> None:
+    spec = {**HANG_SPEC, "runner": {"mode": "ddp", "nproc": 8, "gpus": 0, "init_process_group": True}}
+    question = question_from_spec(spec, version=1)
+    noisy = ("@here ```py\n" + "x" * 200 + "\n") * 20
+    ranks = tuple(RankOutcome(r, 1, None, noisy, "", True, None, None) for r in range(8))
+    verdict = RunVerdict("ok", "ddp", 8, "gloo", 2.0, CPU, True, 3, ("output cut",) * 3, ranks)
+    run = RunSpec.from_question(spec["code"], spec["runner"])
+    card = DisputeCard(
+        question.id,
+        1,
+        question.prompt,
+        run,
+        False,
+        question.choices,
+        verdict,
+        match_verdict(question, verdict),
+    )
+    embed = verdict_embed(card)
+    assert len(embed) <= EMBED_TOTAL
+    names = [f.name or "" for f in embed.fields]
+    assert names[:8] == [f"Rank {r}" + (" · 🎯 root cause" if r == 3 else "") for r in range(8)]
+    assert {"Choices", "Verdict", "Flag"} <= set(names)  # the conclusion survives the ranks' output
+    for f in embed.fields:
+        assert len(f.value or "") <= FIELD_VALUE
+        assert (f.value or "").count("```") in (0, 2) and "@here" not in (f.value or "")
+
+
+# ---------------------------------------------------------------------- with the real sandboxed runner
+@pytest.fixture(scope="module")
+def real_runner() -> Iterator[RunnerServer]:
+    with runner_server(pool="1:1") as server:
+        yield server
+
+
+@pytest.mark.slow
+async def test_preview_shows_what_the_real_runner_printed_per_rank(
+    fake: FakeDiscord, db: str, clock: FrozenClock, real_runner: RunnerServer
+) -> None:
+    """The whole path once: the form's runner line -> HttpRunnerClient -> a sandboxed 2-rank gloo run."""
+    bot = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
+    try:
+        async with HttpRunnerClient(real_runner.url, real_runner.token) as client:
+            assert bot.adapter.commands is not None
+            bot.adapter.commands.disputes = DisputeService(
+                lambda: SqlUnitOfWork(session_factory(bot.engine)), clock, client, bot.adapter.platform
+            )
+            preview = await bot.reply(await bot.submit_form("disc-real-runner", FORM_CODE))
+        embed = preview["embeds"][0]
+        for rank in (0, 1):
+            assert "tensor([3.])" in _field(embed, f"Rank {rank}")
+        assert "sandboxed" in embed["description"] and "CPU only · torch" in embed["description"]
+        assert "choice **A** matches" in _field(embed, "Verdict")
+        assert await bot.question_ids() == []
+        await bot.click(bot.draft_message(), "Save", permissions=MANAGE_GUILD)
+        assert await bot.question_ids() == ["disc-real-runner"]
+    finally:
+        await bot.adapter.stop()
+        await bot.engine.dispose()
+
+
+def test_admin_channel_setting_reaches_the_platform() -> None:
+    from bot.adapters.discord.app import build_adapter
+    from bot.config import Settings
+
+    adapter = build_adapter(
+        Settings(
+            discord_token=SecretStr("t"), discord_admin_channel_id=ADMIN_CHANNEL, database_url="sqlite://"
+        )
+    )
+    assert adapter.platform.admin_channel_id == ADMIN_CHANNEL
+
+
+def test_a_question_needing_more_gpus_says_it_cannot_be_reproduced() -> None:
+    spec = {**HANG_SPEC, "runner": {"mode": "ddp", "nproc": 2, "gpus": 2, "init_process_group": True}}
+    question = question_from_spec(spec, version=3)
+    run = RunSpec.from_question(spec["code"], spec["runner"])
+    why = "cannot reproduce here: needs 2 GPUs, this runner has none"
+    card = DisputeCard(question.id, 3, question.prompt, run, False, question.choices, None, None, why)
+    embed = verdict_embed(card)
+    assert embed.description is not None and f"⛔ {why}" in embed.description
+    assert "cannot check" in embed.description
+    assert [f.name for f in embed.fields] == ["Flag"]  # no rank pretends to have run

@@ -1,0 +1,441 @@
+"""Practice in Discord (/quiz, /review, /explain, the /stats panel) and /challenge, /rankzero post-now,
+through discord.py's real client against the local fake of the Discord REST API (tests/discord_fake.py).
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import shutil
+from collections.abc import AsyncIterator
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+from typing import Any
+
+import discord
+import pytest
+from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.adapters.discord import practice_render, sanitize
+from bot.adapters.discord.app import DiscordAdapter
+from bot.core.models import ChannelRef, PlayerRef
+from bot.core.practice import PracticeService
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.storage.db import make_engine
+from bot.storage.models import ChallengeRow
+from bot.storage.practice import SqlPracticeUnitOfWork
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.conftest import ADMIN, test_bank
+from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
+from tests.fakes import FrozenClock
+
+CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
+ALICE = PlayerRef("discord", "111", "alice")
+CHANNEL_POSTS = rf"/channels/{CHANNEL_ID}/messages"
+
+CONCEPTS = [
+    ("The batch is split across the GPUs", ["split", "scatter"]),
+    ("The model is replicated on every GPU", ["replica", "copy"]),
+    ("The GPUs run in parallel", ["in parallel", "simultaneously"]),
+    ("Outputs are gathered on the main GPU", ["gather", "concatenate"]),
+    ("Gradients are summed into the original model", ["gradient", "backward"]),
+]
+
+
+def _bank() -> list[dict[str, Any]]:
+    """The test bank (18 multiple-choice questions, A is right), two recall cards, one explain prompt."""
+    cards = [
+        {
+            "id": f"card-{i}",
+            "kind": "flashcard",
+            "topic": "DDP",
+            "difficulty": "intermediate",
+            "front": f"Front {i}?",
+            "back": f"Back {i}.",
+            "explanation": f"Why {i}.",
+        }
+        for i in (1, 2)
+    ]
+    explain = {
+        "id": "explain-dp",
+        "kind": "explain",
+        "topic": "DataParallel",
+        "difficulty": "intermediate",
+        "prompt": "Explain how `nn.DataParallel` trains one model on several GPUs.",
+        "concepts": [{"name": name, "keywords": kws} for name, kws in CONCEPTS],
+        "model_answer": "It scatters the batch, replicates the model @everyone, gathers outputs.",
+    }
+    return [*test_bank(), *cards, explain]
+
+
+@dataclass
+class Bot:
+    """A running adapter with practice wired, its services and the fake's helpers."""
+
+    adapter: DiscordAdapter
+    quiz: QuizService
+    practice: PracticeService
+    schedules: ScheduleService
+    fake: FakeDiscord
+    act: Interactions
+    clock: FrozenClock
+    engine: AsyncEngine
+
+    @property
+    def client(self) -> discord.Client:
+        return self.adapter.client
+
+    def buttons(self, message_id: int) -> dict[str, str]:
+        """label -> custom_id of a message's buttons."""
+        return {
+            c["label"]: c["custom_id"]
+            for row in self.fake.messages[message_id]["components"]
+            for c in row["components"]
+        }
+
+    def edits(self, token: str) -> list[Any]:
+        return [r.body for r in self.fake.calls("PATCH", rf"/webhooks/\d+/{token}/messages/@original")]
+
+    def followups(self, token: str) -> list[Any]:
+        return [r.body for r in self.fake.calls("POST", rf"/webhooks/\d+/{token}")]
+
+    def callbacks(self, token: str) -> list[Any]:
+        return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
+
+    async def command(self, name: str, options: list[dict[str, Any]] | None = None, **kw: Any) -> int:
+        """Run a practice command; return the id of its ephemeral message once it is filled in."""
+        token = self.act.command(self.client, name, options, **kw)
+        await self.fake.wait_for(lambda: self.edits(token))
+        return self.fake.originals[token]
+
+    async def click(self, message_id: int, label: str) -> str:
+        """Click a button of a message by label; return the token once the message was edited."""
+        token = self.act.click(self.client, message_id, self.buttons(message_id)[label])
+        await self.fake.wait_for(lambda: self.edits(token) or self.followups(token))
+        return token
+
+    async def challenges(self) -> int:
+        async with self.engine.connect() as conn:
+            return int((await conn.execute(select(func.count()).select_from(ChallengeRow))).scalar_one())
+
+
+async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> Bot:
+    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02)
+    engine = make_engine(db)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
+    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    if import_bank:
+        await quiz.admin_import(ADMIN, _bank())
+    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
+    services = SimpleNamespace(
+        quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None, practice=practice)
+    )
+    await adapter.client.login("test-token")
+    adapter.attach(services)  # type: ignore[arg-type]
+    return Bot(adapter, quiz, practice, schedules, fake, Interactions(fake), clock, engine)
+
+
+async def _close(bot: Bot) -> None:
+    await bot.adapter.stop()
+    await bot.engine.dispose()
+
+
+@pytest.fixture
+async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    server = FakeDiscord()
+    monkeypatch.setattr(discord.http.Route, "BASE", await server.start())
+    yield server
+    await server.stop()
+
+
+@pytest.fixture
+def db(tmp_path: Path, sqlite_template: Path) -> str:
+    target = tmp_path / "rz.db"
+    shutil.copy(sqlite_template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture
+async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
+    b = await _open(fake, db, clock, import_bank=True)
+    yield b
+    await _close(b)
+
+
+def _embeds(message: dict[str, Any]) -> list[dict[str, Any]]:
+    return list(message["embeds"])
+
+
+def _field(embed: dict[str, Any], name: str) -> str:
+    return str(next(f["value"] for f in embed["fields"] if f["name"].startswith(name)))
+
+
+def _labels(message: dict[str, Any]) -> list[list[str]]:
+    return [[c["label"] for c in row["components"]] for row in message.get("components") or []]
+
+
+def _content(bot: Bot, token: str) -> str:
+    return "\n".join(b.get("content") or "" for b in bot.followups(token))
+
+
+# ---------------------------------------------------------------------- quiz
+async def test_quiz_one_question_at_a_time_to_you_got_n_of_5(bot: Bot) -> None:
+    token = bot.act.command(bot.client, "quiz")
+    await bot.fake.wait_for(lambda: bot.edits(token))
+    [ack] = bot.callbacks(token)
+    assert ack["type"] == 5 and ack["data"]["flags"] == 64  # acknowledged first, ephemeral
+    msg = bot.fake.originals[token]
+    for n in range(1, 6):
+        shown = bot.fake.messages[msg]
+        [question] = _embeds(shown)
+        assert question["title"].startswith(f"Quiz {n}/5")
+        assert _labels(shown) == [["A", "B", "C", "D"]]
+        assert all(cid.startswith("rz:practice:quiz:") for cid in bot.buttons(msg).values())
+        letter = "A" if n <= 3 else "B"  # A is right in the test bank
+        t = await bot.click(msg, letter)
+        assert bot.callbacks(t)[0]["type"] == 6  # deferred update of the practice message
+        feedback = _embeds(bot.fake.messages[msg])[0]
+        right = min(n, 3)
+        if letter == "A":
+            assert feedback["title"] == f"✅ Correct! ({right}/{n} so far)"
+        else:
+            assert feedback["title"] == f"❌ Wrong: the answer was A ({right}/{n} so far)"
+        assert feedback["description"].startswith("because ")  # the explanation, at once
+        assert "↳ fb 0" in _field(feedback, "Choices")  # per-choice feedback
+        if n < 5:
+            assert _labels(bot.fake.messages[msg]) == [["Next"]]
+            await bot.click(msg, "Next")
+    done = bot.fake.messages[msg]
+    assert [e["title"] for e in _embeds(done)][1] == "You got 3/5"
+    assert done["components"] == []
+    stats = await bot.practice.stats(ALICE)
+    assert (stats.quizzes, stats.quiz_correct, stats.quiz_answers) == (1, 3, 5)
+    assert (await bot.quiz.stats(ALICE)).points == 0  # practice is never ranked
+
+
+async def test_quiz_on_an_unknown_topic_lists_the_topics(bot: Bot) -> None:
+    msg = await bot.command("quiz", [{"type": 3, "name": "topic", "value": "<@123> Nope"}])
+    content = bot.fake.messages[msg]["content"]
+    assert content.startswith("⚠️") and "Available topics:" in content and "FSDP" in content
+    assert "<@123>" not in content  # the echoed topic cannot ping
+
+
+# ---------------------------------------------------------------------- review
+async def test_review_reveal_then_grade_stores_the_due_date(bot: Bot) -> None:
+    msg = await bot.command("review")
+    shown = bot.fake.messages[msg]
+    assert "2 cards due" in shown["content"]
+    assert _embeds(shown)[0]["description"] == "Front 1?"
+    assert _labels(shown) == [["Reveal answer"]]
+    await bot.click(msg, "Reveal answer")
+    back = bot.fake.messages[msg]
+    assert _field(_embeds(back)[0], "Answer") == "Back 1."
+    # Each grade button shows what it would schedule (Anki's defaults for a new card).
+    assert _labels(back) == [["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 4d"]]
+    grade_id = bot.buttons(msg)["Good · 10m"]
+    graded_components = back["components"]
+    card_id = int(grade_id.split(":")[3])
+    t = await bot.click(msg, "Good · 10m")
+    after = bot.fake.messages[msg]
+    assert after["content"].startswith("→ **good**: next review in 10m")
+    assert _embeds(after)[0]["description"] == "Front 2?"  # the next due card
+    due = bot.clock.now() + dt.timedelta(minutes=10)
+    async with SqlPracticeUnitOfWork(session_factory(bot.engine)) as uow:
+        row = await uow.get_review_card(card_id)
+    assert row is not None and row.state.due == due and row.state.phase == "learning"
+    # The same grade button again (a double click: the client still shows the back): nothing changes.
+    bot.fake.messages[msg]["components"] = graded_components
+    again = bot.act.click(bot.client, msg, grade_id)
+    await bot.fake.wait_for(lambda: bot.edits(again))
+    assert "(already graded)" in bot.fake.messages[msg]["content"]
+    async with SqlPracticeUnitOfWork(session_factory(bot.engine)) as uow:
+        row = await uow.get_review_card(card_id)
+    assert row is not None and row.state.due == due and row.state.reps == 1
+    assert len(bot.callbacks(t)) == 1
+
+
+async def test_review_with_nothing_due_says_when_the_next_card_is(bot: Bot) -> None:
+    for _ in range(2):
+        card = await bot.practice.next_card(ALICE) if await bot.practice.start_review(ALICE) else None
+        assert card is not None
+        await bot.practice.grade_card(ALICE, card.card_id, "easy", card.showing)
+    msg = await bot.command("review")
+    [embed] = _embeds(bot.fake.messages[msg])
+    assert embed["title"] == "Nothing due right now"
+    assert "Next card due <t:" in embed["description"]
+    assert bot.fake.messages[msg]["components"] == []
+
+
+# ---------------------------------------------------------------------- explain
+async def test_explain_answered_through_the_modal(bot: Bot) -> None:
+    msg = await bot.command("explain")
+    [prompt] = _embeds(bot.fake.messages[msg])
+    assert "nn.DataParallel" in prompt["description"] and "5 concepts" in _field(prompt, "How it is graded")
+    token = bot.act.click(bot.client, msg, bot.buttons(msg)["Answer"])
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    [modal] = bot.callbacks(token)
+    assert modal["type"] == 9  # the form is the acknowledgement
+    [row] = modal["data"]["components"]
+    field = row["components"][0]
+    assert field["style"] == 2  # a paragraph
+    # Only blanks: refused with a clear message, the prompt and its Answer button stay.
+    blank = bot.act.submit_modal(
+        bot.client, modal["data"]["custom_id"], {field["custom_id"]: "   "}, message_id=msg
+    )
+    await bot.fake.wait_for(lambda: bot.followups(blank))
+    assert "your answer is empty" in _content(bot, blank)
+    assert _labels(bot.fake.messages[msg]) == [["Answer"]]
+
+    token = bot.act.click(bot.client, msg, bot.buttons(msg)["Answer"])
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    modal = bot.callbacks(token)[0]
+    field_id = modal["data"]["components"][0]["components"][0]["custom_id"]
+    answer = "Each GPU gets a copy of the model, the batch is split, and the outputs are gathered."
+    sub = bot.act.submit_modal(bot.client, modal["data"]["custom_id"], {field_id: answer}, message_id=msg)
+    await bot.fake.wait_for(lambda: bot.edits(sub))
+    assert bot.callbacks(sub)[0]["type"] == 6  # acknowledged first (deferred update)
+    graded = bot.fake.messages[msg]
+    shown_prompt, result = _embeds(graded)
+    assert "nn.DataParallel" in shown_prompt["description"]  # the prompt stays above the grade
+    assert result["title"] == "You got 3/5 concepts"
+    assert "split" in _field(result, "Covered")
+    missed = _field(result, "Missed")
+    assert "The GPUs run in parallel" in missed and "Gradients are summed" in missed
+    assert (
+        result["description"].startswith("**Model answer**")
+        and "replicates the model" in result["description"]
+    )
+    assert "@everyone" not in result["description"]  # echoed bank text cannot ping
+    assert graded["components"] == []
+    assert graded.get("allowed_mentions", {"parse": []}) == {"parse": []}
+    assert (await bot.practice.stats(ALICE)).explain_attempts == 1
+
+
+# ---------------------------------------------------------------------- /stats
+async def test_stats_shows_the_practice_panel_apart(bot: Bot) -> None:
+    card = await bot.practice.start_quiz(ALICE)
+    for position in range(1, card.total + 1):
+        await bot.practice.answer_quiz(ALICE, card.quiz_id, position, "A")
+    token = bot.act.command(bot.client, "stats")
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    [body] = bot.followups(token)
+    competitive, practice = body["embeds"]
+    assert competitive["title"] == "Stats · alice" and competitive["description"].startswith("0 points")
+    assert practice["title"] == "Practice · alice (not ranked)"
+    assert _field(practice, "Quizzes") == "1 finished · 5/5 correct (100%)"
+    assert _field(practice, "Explain").startswith("0 answers")
+    assert body["allowed_mentions"] == {"parse": []}
+
+
+# ---------------------------------------------------------------------- /challenge and post-now
+async def test_challenge_with_none_today_refuses_politely_and_creates_nothing(bot: Bot) -> None:
+    token = bot.act.command(bot.client, "challenge")
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    text = _content(bot, token)
+    assert "There is no challenge in this channel yet today" in text and "/quiz" in text
+    assert "no daily schedule" in text
+    assert await bot.challenges() == 0
+    assert bot.fake.calls("POST", CHANNEL_POSTS) == []  # nothing posted in the channel
+    await bot.schedules.set_schedule(ADMIN, CHANNEL, post_time="17:00", timezone="UTC")
+    token = bot.act.command(bot.client, "challenge")
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    at = int(bot.clock.now().replace(hour=17).timestamp())
+    assert f"The next one is scheduled <t:{at}:R>" in _content(bot, token)
+    assert await bot.challenges() == 0 and bot.fake.calls("POST", CHANNEL_POSTS) == []
+
+
+async def test_challenge_shows_todays_posted_challenge(bot: Bot) -> None:
+    card = await bot.quiz.post_daily(CHANNEL, closes_at=bot.clock.now() + dt.timedelta(hours=8))
+    token = bot.act.command(bot.client, "challenge")
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    [body] = bot.followups(token)
+    assert body["embeds"][0]["footer"]["text"].startswith(f"Challenge #{card.challenge_id}")
+    assert body["components"][0]["components"][0]["custom_id"] == f"rz:start:{card.challenge_id}"
+    assert await bot.challenges() == 1
+
+
+async def test_post_now_uses_the_channels_schedule(bot: Bot) -> None:
+    await bot.schedules.set_schedule(
+        ADMIN, CHANNEL, post_time="17:00", timezone="UTC", window="2h", problems=3, attempts=1
+    )
+    token = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    closes = bot.clock.now() + dt.timedelta(hours=2)
+    assert f"It closes <t:{int(closes.timestamp())}:R>" in _content(bot, token)
+    [post] = bot.fake.calls("POST", CHANNEL_POSTS)
+    assert post.body["embeds"][0]["description"].count("\n**") == 2  # the schedule's 3 problems
+    challenge_id = int(post.body["components"][0]["components"][0]["custom_id"].split(":")[2])
+    challenge = await bot.quiz.get_challenge(challenge_id)
+    assert challenge.closes_at == closes and len(challenge.problems) == 3
+    assert [w[0] for w in await bot.schedules.open_windows()] == [challenge_id]  # the scheduler closes it
+
+
+async def test_post_now_without_a_schedule_says_it_has_no_closing_time(bot: Bot) -> None:
+    token = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    assert "no closing time" in _content(bot, token) and "/rankzero close-now" in _content(bot, token)
+    assert await bot.challenges() == 1
+
+
+# ---------------------------------------------------------------------- persistence, sync, limits
+async def test_practice_buttons_survive_a_restart(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
+    first = await _open(fake, db, clock, import_bank=True)
+    msg = await first.command("quiz")
+    await _close(first)
+    # A new process: a client that never sent this message; only the custom_id routes the click.
+    second = await _open(fake, db, clock, import_bank=False)
+    second.act = first.act  # one interaction counter: tokens stay unique across both processes
+    try:
+        assert second.client._connection._view_store.persistent_views == []
+        await second.click(msg, "A")
+        assert _embeds(fake.messages[msg])[0]["title"].startswith("✅ Correct! (1/1 so far)")
+        await second.click(msg, "Next")
+        assert _embeds(fake.messages[msg])[0]["title"].startswith("Quiz 2/5")
+    finally:
+        await _close(second)
+
+
+async def test_practice_commands_are_synced(bot: Bot) -> None:
+    bot.adapter.guild_id = GUILD_ID
+    await bot.adapter.sync_commands()
+    [put] = bot.fake.calls("PUT", rf"/applications/\d+/guilds/{GUILD_ID}/commands")
+    names = {c["name"]: c for c in put.body}
+    assert {"quiz", "review", "explain", "challenge", "stats"} <= set(names)
+    assert [o["name"] for o in names["quiz"]["options"]] == ["topic"]
+
+
+def test_practice_messages_fit_discords_limits() -> None:
+    from bot.core.models import Choice
+    from bot.core.practice_models import QuizFeedback, QuizItemResult, QuizQuestionCard, QuizResultCard
+
+    card = QuizQuestionCard(
+        1,
+        1,
+        5,
+        "q",
+        "DDP",
+        "expert",
+        "p" * 5000,
+        "c" * 3000,
+        tuple((letter, "x" * 900) for letter in "ABCDEFGHIJ"),
+    )
+    rows = [
+        [c["label"] for c in row["components"]]
+        for row in practice_render.quiz_question_view(card).to_components()
+    ]
+    assert rows == [list("ABCDE"), list("FGHIJ")]
+    assert len(practice_render.quiz_question_embed(card)) <= sanitize.EMBED_TOTAL
+    choices = tuple(Choice(letter, "y" * 900, letter == "A", "f" * 500) for letter in "ABCD")
+    fb = QuizFeedback(1, 5, 5, "B", False, "A", choices, "e" * 5000, 4, 5, True)
+    result = QuizResultCard(
+        1, "t" * 300, 4, 5, tuple(QuizItemResult(i, "q", "x" * 300, "A", True) for i in range(5))
+    )
+    embeds = practice_render.fit_message(
+        [practice_render.quiz_feedback_embed(fb), practice_render.quiz_result_embed(result)]
+    )
+    assert sum(len(e) for e in embeds) <= sanitize.EMBED_TOTAL
+    assert all(len(f.value or "") <= sanitize.FIELD_VALUE for e in embeds for f in e.fields)
+    assert sanitize.MARKER in (embeds[0].description or "")
