@@ -21,10 +21,6 @@ from __future__ import annotations
 
 import logging
 import re
-import secrets
-import time
-from collections import OrderedDict
-from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
@@ -32,6 +28,7 @@ import discord
 from bot.adapters.discord import dispute_render, render
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.sanitize import no_mentions, safe_text
+from bot.adapters.drafts import DraftStore
 from bot.core.errors import ConfigurationError, RankZeroError
 
 if TYPE_CHECKING:
@@ -39,11 +36,6 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
-#: How long a draft waits for Save or Cancel, and how many are kept at most (oldest dropped first).
-DRAFT_TTL_S = 3600.0
-MAX_DRAFTS = 200
-#: Outcomes remembered so a late second click on Save says "already added" rather than "expired".
-MAX_OUTCOMES = 500
 #: The longest variant the form takes (Discord's limit for a text input).
 MAX_VARIANT_INPUT = 4000
 
@@ -110,74 +102,6 @@ def runner_hint(errors: list[str]) -> list[str]:
 def needs_preview(spec: dict[str, Any]) -> bool:
     """Whether a valid question is shown on the runner before it may be saved (what the service previews)."""
     return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
-
-
-# ---------------------------------------------------------------------- drafts
-@dataclass(frozen=True)
-class Draft:
-    """A validated question waiting for Save, and the admin who may save it."""
-
-    owner_id: str
-    spec: dict[str, Any]
-    created: float
-
-    @property
-    def question_id(self) -> str:
-        """The draft question's id."""
-        return str(self.spec.get("id", "?"))
-
-
-class DraftStore:
-    """Drafts in memory under random keys, expiring after ``ttl_s``; the last outcomes of closed ones."""
-
-    def __init__(self, limit: int = MAX_DRAFTS, ttl_s: float = DRAFT_TTL_S) -> None:
-        self._drafts: OrderedDict[str, Draft] = OrderedDict()
-        self._outcomes: OrderedDict[str, str] = OrderedDict()
-        self._busy: set[str] = set()
-        self._limit = limit
-        self._ttl = ttl_s
-
-    def put(self, owner_id: str, spec: dict[str, Any]) -> str:
-        """Keep ``spec`` for ``owner_id``; return its key (URL-safe, fits a custom id)."""
-        key = secrets.token_urlsafe(12)
-        self._drafts[key] = Draft(owner_id, spec, time.monotonic())
-        while len(self._drafts) > self._limit:
-            self._drafts.popitem(last=False)
-        return key
-
-    def get(self, key: str) -> Draft | None:
-        """The draft under ``key``, unless closed, dropped or expired."""
-        draft = self._drafts.get(key)
-        if draft is not None and time.monotonic() - draft.created > self._ttl:
-            self._drafts.pop(key, None)
-            return None
-        return draft
-
-    def claim(self, key: str) -> bool:
-        """Mark ``key`` as being saved; False when another click already is (a double click)."""
-        if key in self._busy:
-            return False
-        self._busy.add(key)
-        return True
-
-    def release(self, key: str) -> None:
-        """End a claim (the save failed: the draft stays for another try)."""
-        self._busy.discard(key)
-
-    def close(self, key: str, outcome: str) -> None:
-        """Forget the draft and remember what became of it."""
-        self._drafts.pop(key, None)
-        self._busy.discard(key)
-        self._outcomes[key] = outcome
-        while len(self._outcomes) > MAX_OUTCOMES:
-            self._outcomes.popitem(last=False)
-
-    def outcome(self, key: str) -> str | None:
-        """What became of a closed draft (None: never closed here)."""
-        return self._outcomes.get(key)
-
-    def __len__(self) -> int:
-        return len(self._drafts)
 
 
 # ---------------------------------------------------------------------- the Save / Cancel buttons
@@ -269,7 +193,7 @@ class DisputeHandler:
         h = self.commands
         actor = actor_of(interaction, h.admin_roles)
         question_id = str(spec.get("id", "?"))
-        key = self.drafts.put(str(interaction.user.id), spec)
+        key = self.drafts.put(spec, str(interaction.user.id))
         try:
             if h.disputes is None:
                 raise ConfigurationError("no runner is configured on this bot (RANKZERO_RUNNER_URL)")

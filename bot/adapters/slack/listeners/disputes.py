@@ -20,13 +20,13 @@ import re
 import secrets
 import time
 import weakref
-from collections import OrderedDict
 from typing import Any
 
 from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 
+from bot.adapters.drafts import DraftStore
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack.context import SlackContext
@@ -42,9 +42,6 @@ log = logging.getLogger(__name__)
 PREVIEW_WAIT_S = 2.0
 #: Slack's limit on ``private_metadata``.
 MAX_METADATA = 3000
-#: Drafts kept server-side (too big for the metadata): how many, and for how long.
-MAX_DRAFTS = 500
-DRAFT_TTL_S = 3600.0
 #: Tries (and the pause between them) to update the "Running…" modal: Slack may still be opening it.
 UPDATE_TRIES = 3
 UPDATE_PAUSE_S = 0.5
@@ -105,38 +102,6 @@ def needs_preview(spec: dict[str, Any]) -> bool:
 
 
 # ---------------------------------------------------------------------- drafts
-class DraftStore:
-    """Drafts too big for ``private_metadata``, in memory under a random key, oldest dropped first."""
-
-    def __init__(self, limit: int = MAX_DRAFTS, ttl_s: float = DRAFT_TTL_S) -> None:
-        self._drafts: OrderedDict[str, tuple[float, dict[str, Any]]] = OrderedDict()
-        self._limit = limit
-        self._ttl = ttl_s
-
-    def put(self, spec: dict[str, Any]) -> str:
-        """Keep ``spec``; return its key."""
-        key = secrets.token_urlsafe(12)
-        self._drafts[key] = (time.monotonic(), spec)
-        while len(self._drafts) > self._limit:
-            self._drafts.popitem(last=False)
-        return key
-
-    def get(self, key: str) -> dict[str, Any] | None:
-        """The draft under ``key``, unless dropped or expired."""
-        entry = self._drafts.get(key)
-        if entry is None or time.monotonic() - entry[0] > self._ttl:
-            self._drafts.pop(key, None)
-            return None
-        return entry[1]
-
-    def drop(self, key: str) -> None:
-        """Forget a draft (saved or cancelled)."""
-        self._drafts.pop(key, None)
-
-    def __len__(self) -> int:
-        return len(self._drafts)
-
-
 _STORES: weakref.WeakKeyDictionary[SlackContext, DraftStore] = weakref.WeakKeyDictionary()
 
 
@@ -163,7 +128,8 @@ def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
             return None
         return spec if isinstance(spec, dict) else None
     if metadata.startswith("k:"):
-        return store.get(metadata[2:])
+        draft = store.get(metadata[2:])
+        return draft.spec if draft is not None else None
     return None
 
 
