@@ -447,3 +447,40 @@ def test_schedule_cli_targets_the_console_channel_of_play() -> None:
     from bot import cli, serve_cli
 
     assert serve_cli.CONSOLE_CHANNEL == cli.CONSOLE_CHANNEL
+
+
+async def test_post_now_before_the_slot_gets_the_days_whole_window(env: Env) -> None:
+    # 08:55 for a daily 09:00 post, window "until the next post": closes tomorrow at 09:00, not at 09:00
+    # today (which would close it after five minutes and leave the day without a challenge).
+    env.clock.current = dt.datetime(2026, 11, 23, 8, 55, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")
+    card = await env.schedules.post_now(ADMIN, CHANNEL)
+    challenge = await env.quiz.get_challenge(card.challenge_id)
+    assert challenge.closes_at == dt.datetime(2026, 11, 24, 9, 0, tzinfo=UTC)
+    sched = await env.scheduler()
+    try:
+        await env.at(sched, dt.datetime(2026, 11, 23, 9, 0, tzinfo=UTC))
+        assert len(env.platform.posts) == 1, "the scheduled post finds the day's challenge"
+        assert env.platform.results == []
+        assert (await env.quiz.get_challenge(challenge.id)).status == "open"
+    finally:
+        await sched.shutdown()
+
+
+async def test_post_now_after_the_slot_counts_the_window_from_now(env: Env) -> None:
+    env.clock.current = dt.datetime(2026, 11, 23, 10, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC", window="60m")
+    card = await env.schedules.post_now(ADMIN, CHANNEL)
+    challenge = await env.quiz.get_challenge(card.challenge_id)
+    assert challenge.closes_at == dt.datetime(2026, 11, 23, 11, 0, tzinfo=UTC)
+
+
+async def test_find_challenge_uses_the_schedules_day(env: Env) -> None:
+    # 12:00 UTC on the 23rd is already the 24th on Kiritimati (UTC+14); the channel's own zone is UTC.
+    env.clock.current = dt.datetime(2026, 11, 23, 12, 0, tzinfo=UTC)
+    assert await env.quiz.find_challenge(CHANNEL) is None, "nothing posted, nothing created"
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="Pacific/Kiritimati")
+    card = await env.schedules.post_now(ADMIN, CHANNEL)
+    assert card.day == dt.date(2026, 11, 24)
+    found = await env.quiz.find_challenge(CHANNEL)
+    assert found is not None and found.challenge_id == card.challenge_id

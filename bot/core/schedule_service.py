@@ -24,6 +24,7 @@ from bot.core.schedule import (
     merge,
     next_slot,
     previous_slot,
+    slot_on,
     window_end,
 )
 from bot.core.service import QuizService, period_keys, scope_keys
@@ -260,10 +261,15 @@ class ScheduleService:
         if schedule is None:
             return await self._quiz.post_daily(channel)
         cfg = schedule.config
+        day = local_date(cfg, now)
+        # Posted early, before today's slot: the challenge is the day's challenge, so it gets the day's
+        # whole window (counted from the slot), not a window ending at the slot itself.
+        todays_slot = slot_on(cfg, day)
+        opens = todays_slot if day.isoweekday() in cfg.days and todays_slot > now else now
         card = await self._quiz.post_daily(
             schedule.channel,
-            local_date(cfg, now),
-            closes_at=window_end(cfg, now),
+            day,
+            closes_at=window_end(cfg, opens),
             problems=cfg.problems,
             time_limit_s=cfg.time_limit_s,
             attempts=cfg.attempts,

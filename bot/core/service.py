@@ -239,9 +239,14 @@ class QuizService:
         """The channel's challenge of ``day`` (default: today in its timezone) if one exists; never
         creates one (only a post does, so that every challenge is posted and gets its window).
         """
-        day = day or local_day(self._clock.now(), channel.timezone)
         async with self._uow() as uow:
-            found = await uow.get_challenge(await uow.ensure_channel(channel), day)
+            channel_pk = await uow.ensure_channel(channel)
+            if day is None:
+                # "Today" in the schedule's timezone when there is one: that is the day posts are made on.
+                schedule = await uow.get_schedule(channel_pk)
+                tz = schedule.config.timezone if schedule is not None else channel.timezone
+                day = local_day(self._clock.now(), tz)
+            found = await uow.get_challenge(channel_pk, day)
         return self.challenge_card(found) if found is not None else None
 
     async def close_open_challenge(
