@@ -363,7 +363,10 @@ async def test_post_now_uses_the_channels_schedule(bot: Bot) -> None:
     )
     token = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
     await bot.fake.wait_for(lambda: bot.followups(token))
-    closes = bot.clock.now() + dt.timedelta(hours=2)
+    # The day's window runs from the 17:00 slot when posted before it, else from now.
+    now = bot.clock.now()
+    slot = dt.datetime.combine(now.date(), dt.time(17, 0), tzinfo=dt.UTC)
+    closes = max(now, slot) + dt.timedelta(hours=2)
     assert f"It closes <t:{int(closes.timestamp())}:R>" in _content(bot, token)
     [post] = bot.fake.calls("POST", CHANNEL_POSTS)
     assert post.body["embeds"][0]["description"].count("\n**") == 2  # the schedule's 3 problems

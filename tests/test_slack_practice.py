@@ -232,10 +232,12 @@ async def test_post_now_uses_the_channel_schedule(slack: Harness) -> None:
     await slack.api.wait_for("response")
     challenge_id = await slack.post_challenge()
     challenge = await slack.services.quiz.get_challenge(challenge_id)
-    assert challenge.closes_at == START + dt.timedelta(minutes=90)  # the window, from now
+    # Posted at 09:00, before the 09:30 slot: the day's window runs from the slot.
+    closes = START + dt.timedelta(minutes=30 + 90)
+    assert challenge.closes_at == closes
     assert len(challenge.problems) == 3
     post = slack.api.of("chat.postMessage")[0].dump()
-    assert f"<!date^{int((START + dt.timedelta(minutes=90)).timestamp())}^" in post
+    assert f"<!date^{int(closes.timestamp())}^" in post
     reply = (await slack.api.wait_for("response", 2))[1].dump()
     assert f"challenge {challenge_id}, closes <!date^" in reply
 

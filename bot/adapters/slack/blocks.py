@@ -108,10 +108,14 @@ def fit_view(blocks: Sequence[Block]) -> list[Block]:
     return [*blocks[: MAX_VIEW_BLOCKS - 1], context(f"{TRUNCATED}: {left} more blocks not shown")]
 
 
-def code_block(code: str) -> str:
-    """A fenced code block (escaped; triple backticks inside cannot end it early)."""
+def code_block(code: str, limit: int = MAX_TEXT) -> str:
+    """A fenced code block of at most ``limit`` characters: escaped, triple backticks inside cannot end
+    it early, and a long body is cut inside the fences so the closing fence is always kept.
+    """
     body = esc(code).replace("```", "`\u200b``")
-    return clip(f"```{body}```")
+    if len(body) + 6 > limit:
+        body = body[: limit - 6 - len(TRUNCATED)] + TRUNCATED
+    return f"```{body}```"
 
 
 def _bar(count: int, total: int) -> str:

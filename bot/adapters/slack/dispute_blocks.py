@@ -12,9 +12,9 @@ from collections.abc import Sequence
 
 from bot.adapters.slack.blocks import (
     MAX_TEXT,
-    TRUNCATED,
     Block,
     clip,
+    code_block,
     context,
     esc,
     fit_view,
@@ -37,10 +37,7 @@ _VERIFICATION = {
 
 def fenced(text: str, limit: int = MAX_TEXT) -> str:
     """``text`` escaped in a code block of at most ``limit`` characters, closing fence always kept."""
-    body = esc(text).replace("```", "`\u200b``")
-    if len(body) + 6 > limit:
-        body = body[: limit - 6 - len(TRUNCATED)] + TRUNCATED
-    return f"```{body}```"
+    return code_block(text, limit)
 
 
 def _run_shape(card: DisputeCard) -> str:
