@@ -270,3 +270,11 @@ async def test_concurrent_clicks_on_the_last_attempt_store_one_answer(slack: Har
     shown = [text_of(c.args["view"]) for c in slack.api.of("views.update")[updates:]]
     assert 1 <= len(shown) <= 2 and all("Problem 1 of 5" in v for v in shown)
     assert any("*Answer: A*" in v for v in shown)
+
+
+async def test_practice_modal_opens_before_the_user_lookup(slack: Harness) -> None:
+    # The trigger_id lasts 3 s: views.open must not wait behind users.info (the actor's name and role).
+    await _command_modal(slack, "U0FRESH", "review")
+    methods = [c.method for c in slack.api.calls]
+    assert "users.info" in methods, "a first command by this user looks the user up"
+    assert methods.index("views.open") < methods.index("users.info")

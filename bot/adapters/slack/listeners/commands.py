@@ -203,6 +203,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         sub, args = (words[0].lower(), words[1:]) if words else ("help", [])
         handler = SUBCOMMANDS.get(sub)
+        await practice.open_early(ctx, sub, body)
         actor = await ctx.actor(str(body["user_id"]), str(body.get("user_name") or body["user_id"]))
         channel = ctx.channel(str(body["team_id"]), str(body["channel_id"]), body.get("channel_name"))
         if handler is None:

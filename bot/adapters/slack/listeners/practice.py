@@ -27,9 +27,25 @@ def _practice(ctx: SlackContext) -> PracticeService:
     return ctx.services.app.practice
 
 
+#: Where the dispatcher leaves the id of the modal it opened for this command (see open_early).
+_OPENED = "_rz_loading_view_id"
+
+
 async def _open_loading(ctx: SlackContext, body: dict[str, Any], title: str) -> str:
+    if _OPENED in body:
+        return str(body[_OPENED])
     resp = await ctx.client.views_open(trigger_id=body["trigger_id"], view=pb.loading_view(title))
-    return str(resp["view"]["id"])
+    body[_OPENED] = str(resp["view"]["id"])
+    return str(body[_OPENED])
+
+
+async def open_early(ctx: SlackContext, sub: str, body: dict[str, Any]) -> None:
+    """Open a practice command's "Loading…" modal before anything else (the actor lookup may call
+    users.info, and the trigger_id expires 3 s after the command was sent).
+    """
+    title = {"quiz": pb.QUIZ_TITLE, "review": pb.REVIEW_TITLE, "explain": pb.EXPLAIN_TITLE}.get(sub)
+    if title is not None:
+        await _open_loading(ctx, body, title)
 
 
 async def _fill(
