@@ -25,15 +25,23 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.discord import disputes as dd
 from bot.adapters.discord.app import DiscordAdapter
-from bot.adapters.discord.dispute_render import verdict_embed
-from bot.adapters.discord.sanitize import EMBED_TOTAL, FIELD_VALUE, ZWSP
+from bot.adapters.discord.dispute_render import ENDING_MANY_RANKS, verdict_embed
+from bot.adapters.discord.sanitize import EMBED_TOTAL, FIELD_VALUE, MARKER, ZWSP
 from bot.core.dispute_service import DisputeCard, DisputeService, question_from_spec
 from bot.core.disputes import match_verdict
 from bot.core.errors import RunnerUnavailableError
 from bot.core.models import ChannelRef, PlayerRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
-from bot.core.verdicts import Hardware, RankOutcome, RunnerHealth, RunSpec, RunVerdict, StuckAt
+from bot.core.verdicts import (
+    Hardware,
+    RankException,
+    RankOutcome,
+    RunnerHealth,
+    RunSpec,
+    RunVerdict,
+    StuckAt,
+)
 from bot.runner_client import HttpRunnerClient
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -322,6 +330,53 @@ async def test_cancel_imports_nothing(bot: Bot) -> None:
     assert await bot.question_ids() == [] and len(bot.adapter.client.rankzero_drafts.drafts) == 0  # type: ignore[union-attr]
 
 
+async def test_a_save_that_fails_unexpectedly_says_so_and_can_be_tried_again(
+    bot: Bot, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    await bot.reply(await bot.submit_form("disc-retry", FORM_CODE))
+    message = bot.draft_message()
+    real_import = bot.quiz.admin_import
+    calls: list[str] = []
+
+    async def fails_once(actor: Any, specs: Any) -> Any:
+        calls.append(specs[0]["id"])
+        if len(calls) == 1:  # not a RankZeroError: a bug or a lost database connection
+            raise OSError("connection reset by <@123> peer")
+        return await real_import(actor, specs)
+
+    monkeypatch.setattr(bot.quiz, "admin_import", fails_once)
+    failed = await bot.click(message, "Save", permissions=MANAGE_GUILD)
+    [error] = bot.followups(failed)
+    assert error["flags"] == 64 and error["allowed_mentions"] == {"parse": []}
+    assert "not saved" in error["content"] and "try **Save** again" in error["content"]
+    assert "<@123>" not in error["content"]  # the exception's text is logged, not echoed
+    assert "saving the draft of disc-retry failed" in caplog.text
+    assert bot.edits(failed) == [] and list(bot.buttons(message)) == ["Save", "Cancel"]
+    assert await bot.question_ids() == []
+    # The failed save released the draft: the next click saves it.
+    retried = await bot.click(message, "Save", permissions=MANAGE_GUILD)
+    assert bot.edits(retried)[-1]["content"] == "Question `disc-retry` added."
+    assert calls == ["disc-retry", "disc-retry"] and await bot.question_ids() == ["disc-retry"]
+
+
+async def test_cancel_while_a_save_is_running_leaves_the_draft_to_the_save(bot: Bot) -> None:
+    await bot.reply(await bot.submit_form("disc-busy", FORM_CODE))
+    message = bot.draft_message()
+    key = bot.buttons(message)["Save"].split(":")[2]
+    drafts = bot.adapter.client.rankzero_drafts.drafts  # type: ignore[union-attr]
+    assert drafts.claim(key)  # a Save click is importing it right now
+    token = await bot.click(message, "Cancel", permissions=MANAGE_GUILD)
+    [busy] = bot.followups(token)
+    assert busy["flags"] == 64 and "being saved" in busy["content"]
+    assert bot.edits(token) == [] and "Cancelled" not in busy["content"]
+    assert drafts.get(key) is not None and drafts.outcome(key) is None
+    assert list(bot.buttons(message)) == ["Save", "Cancel"]
+    # Once that save is over (here: it failed and let go), Save works as usual.
+    drafts.release(key)
+    saved = await bot.click(message, "Save", permissions=MANAGE_GUILD)
+    assert bot.edits(saved)[-1]["content"] == "Question `disc-busy` added."
+
+
 async def test_only_the_admin_who_filled_the_form_can_save_it(bot: Bot) -> None:
     await bot.reply(await bot.submit_form("disc-owner", FORM_CODE))
     message = bot.draft_message()
@@ -495,7 +550,10 @@ def test_a_verdict_of_eight_noisy_ranks_stays_within_discord_limits() -> None:
     spec = {**HANG_SPEC, "runner": {"mode": "ddp", "nproc": 8, "gpus": 0, "init_process_group": True}}
     question = question_from_spec(spec, version=1)
     noisy = ("@here ```py\n" + "x" * 200 + "\n") * 20
-    ranks = tuple(RankOutcome(r, 1, None, noisy, "", True, None, None) for r in range(8))
+    # Every rank died of a long exception too: the endings alone would take ~2.4k of the 6000.
+    died = RankException("RuntimeError", "NCCL error: " + "unhandled system error " * 13, 4)
+    assert len(died.message) > 290
+    ranks = tuple(RankOutcome(r, 1, None, noisy, "", True, died, None) for r in range(8))
     verdict = RunVerdict("ok", "ddp", 8, "gloo", 2.0, CPU, True, 3, ("output cut",) * 3, ranks)
     run = RunSpec.from_question(spec["code"], spec["runner"])
     card = DisputeCard(
@@ -512,7 +570,20 @@ def test_a_verdict_of_eight_noisy_ranks_stays_within_discord_limits() -> None:
     assert len(embed) <= EMBED_TOTAL
     names = [f.name or "" for f in embed.fields]
     assert names[:8] == [f"Rank {r}" + (" · 🎯 root cause" if r == 3 else "") for r in range(8)]
-    assert {"Choices", "Verdict", "Flag"} <= set(names)  # the conclusion survives the ranks' output
+    # The conclusion survives the ranks' output, whole: nothing was cut or dropped to fit the total.
+    assert names[8:] == ["Notes", "Choices", "Verdict", "Flag"]
+    assert embed.description is not None and embed.description.startswith("**⚠️ contradicted**")
+    assert "Root cause: **rank 3**" in embed.description and MARKER not in embed.description
+    fields = {f.name: f.value or "" for f in embed.fields}
+    assert fields["Verdict"].startswith("**Contradicted** (no choice matches): it printed")
+    assert fields["Choices"].startswith("✘ **A** *(official)*") and MARKER not in fields["Choices"]
+    assert fields["Flag"] == "Not flagged."
+    for r in range(8):
+        value = fields[f"Rank {r}" + (" · 🎯 root cause" if r == 3 else "")]
+        assert value.startswith("**ended:** RuntimeError: NCCL error: unhandled system error")
+        ending = value.split("\n", 1)[0]
+        assert len(ending) <= len("**ended:** ") + ENDING_MANY_RANKS + len(" · *output cut by the runner*")
+        assert "```text\n" in value  # some of each rank's output is still shown
     for f in embed.fields:
         assert len(f.value or "") <= FIELD_VALUE
         assert (f.value or "").count("```") in (0, 2) and "@here" not in (f.value or "")

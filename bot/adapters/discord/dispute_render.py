@@ -15,6 +15,9 @@ from collections.abc import Sequence
 import discord
 
 from bot.adapters.discord.sanitize import (
+    EMBED_DESCRIPTION,
+    EMBED_TITLE,
+    EMBED_TOTAL,
     FIELD_VALUE,
     code_block,
     fit_embed,
@@ -28,11 +31,18 @@ from bot.core.dispute_service import CorrectionCard, DisputeCard
 from bot.core.disputes import AdminNotice
 from bot.core.verdicts import RankOutcome, RunVerdict
 
-#: Characters of runner output shared by all ranks of one verdict (the rest of the embed's 6000 goes to
-#: the choices, the verdict and the headers).
+#: Characters of runner output shared by all ranks of one verdict, at most (the rest of the embed's 6000
+#: goes to the conclusion: description, choices, verdict and flag, which are sized first).
 OUTPUT_BUDGET = 3000
-#: Least output shown per rank, however many ranks there are (8 ranks: ~375 each).
+#: Least output shown per rank when the embed has room for it (8 ranks: ~375 each).
 MIN_RANK_OUTPUT = 120
+#: How much of a rank's ending (its exception message, mostly) is shown: a few ranks get more.
+ENDING_FEW_RANKS = 300
+ENDING_MANY_RANKS = 120
+#: Below this many characters a code block would show nothing but its fences and the cut marker.
+_LEAST_BLOCK = 40
+#: Slack kept under the 6000 total (the footer, the field names' rounding, a marker field).
+_TOTAL_SLACK = 40
 
 _COLOUR = {
     "confirmed": discord.Colour.green(),
@@ -69,45 +79,25 @@ def runner_output(text: str, limit: int) -> str:
     return code_block(neutralise_mentions(text), "text", limit)
 
 
-def _rank_field(embed: discord.Embed, verdict: RunVerdict, rank: RankOutcome, budget: int) -> None:
+def _rank_head(verdict: RunVerdict, rank: RankOutcome, ending_limit: int) -> tuple[str, str]:
+    """A rank field's name and its first line (how it ended), before its output."""
     root = verdict.root_cause_rank == rank.rank
     name = f"Rank {rank.rank}" + (" · 🎯 root cause" if root else "")
-    ending = truncate(plain(rank_ending(rank)), 300)
+    ending = truncate(plain(rank_ending(rank)), ending_limit)
     head = f"**ended:** {ending}" + (" · *output cut by the runner*" if rank.truncated else "")
+    return name, head
+
+
+def _rank_value(head: str, rank: RankOutcome, budget: int) -> str:
     limit = min(FIELD_VALUE - len(head) - 1, budget)
-    embed.add_field(name=name, value=f"{head}\n{runner_output(rank.stdout.rstrip(), limit)}", inline=False)
+    if limit < _LEAST_BLOCK and rank.stdout.strip():
+        return f"{head}\n*(output not shown: no room left in this message)*"
+    return f"{head}\n{runner_output(rank.stdout.rstrip(), limit)}"
 
 
-def verdict_embed(card: DisputeCard, *, preview: bool = False) -> discord.Embed:
-    """A dispute's (or an admin preview's) verdict, per rank, with the matched choice.
-
-    A preview warns when the run contradicts the answer marked correct instead of saying "flagged".
-    """
-    heading = "Runner preview" if preview else "Dispute"
-    version = f" v{card.question_version}" if card.question_version else ""  # a draft has no version yet
-    embed = discord.Embed(
-        title=safe_text(f"⚖ {heading} · {card.question_id}{version} · {run_shape(card)}"),
-        colour=_COLOUR[card.verification],
-    )
-    lines = [f"**{_LABEL[card.verification]}**"]
-    if card.cannot_reproduce:
-        lines.append(f"⛔ {plain(card.cannot_reproduce)}")
-    v = card.verdict
-    if v is not None:
-        sandbox = "sandboxed" if v.sandboxed else "**NOT sandboxed**"
-        lines.append(
-            f"Ran on {plain(v.hardware.describe())} · {sandbox} · "
-            f"**{plain(v.status)}** in {v.elapsed_s:.2f} s"
-        )
-        if v.root_cause_rank is not None:
-            lines.append(f"🎯 Root cause: **rank {v.root_cause_rank}**")
-        per_rank = max(MIN_RANK_OUTPUT, OUTPUT_BUDGET // max(1, len(v.ranks)))
-        for r in v.ranks:
-            _rank_field(embed, v, r, per_rank)
-        if v.notes:
-            notes = "\n".join(f"• {plain(n)}" for n in v.notes)
-            embed.add_field(name="Notes", value=truncate(notes, FIELD_VALUE), inline=False)
-    embed.description = "\n".join(lines)
+def _conclusion(card: DisputeCard, preview: bool) -> list[tuple[str, str]]:
+    """The fields after the ranks: choices, verdict, and the flag (or the preview's warning)."""
+    fields: list[tuple[str, str]] = []
     m = card.match
     if m is not None:
         choices = []
@@ -116,13 +106,61 @@ def verdict_embed(card: DisputeCard, *, preview: bool = False) -> discord.Embed:
             official = " *(official)*" if c.letter == m.official_letter else ""
             choices.append(f"{mark} **{plain(c.letter)}**{official}: {plain(c.reason)}")
         if choices:
-            embed.add_field(name="Choices", value=truncate("\n".join(choices), FIELD_VALUE), inline=False)
+            fields.append(("Choices", truncate("\n".join(choices), FIELD_VALUE)))
         matched = f"choice **{plain(m.matched_letter)}** matches" if m.matched_letter else "no choice matches"
         verdict = f"**{m.verification.replace('_', ' ').capitalize()}** ({matched}): {plain(m.explanation)}"
-        embed.add_field(name="Verdict", value=truncate(verdict, FIELD_VALUE), inline=False)
-    embed.add_field(name="Preview" if preview else "Flag", value=_flag_line(card, preview), inline=False)
-    if card.dispute_id is not None:
-        embed.set_footer(text=f"dispute #{card.dispute_id}")
+        fields.append(("Verdict", truncate(verdict, FIELD_VALUE)))
+    fields.append(("Preview" if preview else "Flag", _flag_line(card, preview)))
+    return fields
+
+
+def verdict_embed(card: DisputeCard, *, preview: bool = False) -> discord.Embed:
+    """A dispute's (or an admin preview's) verdict, per rank, with the matched choice.
+
+    A preview warns when the run contradicts the answer marked correct instead of saying "flagged".
+    The conclusion (description, notes, choices, verdict, flag) is sized first and the ranks share what is
+    left of Discord's 6000 characters, so many noisy ranks shorten their output, never the conclusion.
+    """
+    heading = "Runner preview" if preview else "Dispute"
+    version = f" v{card.question_version}" if card.question_version else ""  # a draft has no version yet
+    embed = discord.Embed(
+        title=truncate(
+            safe_text(f"⚖ {heading} · {card.question_id}{version} · {run_shape(card)}"), EMBED_TITLE
+        ),
+        colour=_COLOUR[card.verification],
+    )
+    lines = [f"**{_LABEL[card.verification]}**"]
+    if card.cannot_reproduce:
+        lines.append(f"⛔ {plain(card.cannot_reproduce)}")
+    v = card.verdict
+    notes: str | None = None
+    if v is not None:
+        sandbox = "sandboxed" if v.sandboxed else "**NOT sandboxed**"
+        lines.append(
+            f"Ran on {plain(v.hardware.describe())} · {sandbox} · "
+            f"**{plain(v.status)}** in {v.elapsed_s:.2f} s"
+        )
+        if v.root_cause_rank is not None:
+            lines.append(f"🎯 Root cause: **rank {v.root_cause_rank}**")
+        if v.notes:
+            notes = truncate("\n".join(f"• {plain(n)}" for n in v.notes), FIELD_VALUE)
+    embed.description = truncate("\n".join(lines), EMBED_DESCRIPTION)
+    after = ([("Notes", notes)] if notes is not None else []) + _conclusion(card, preview)
+    footer = f"dispute #{card.dispute_id}" if card.dispute_id is not None else ""
+    if v is not None and v.ranks:
+        # What the ranks may use: the total less everything else, then less their names and endings.
+        reserved = len(embed) + sum(len(n) + len(val) for n, val in after) + len(footer) + _TOTAL_SLACK
+        ending_limit = ENDING_MANY_RANKS if len(v.ranks) > 4 else ENDING_FEW_RANKS
+        heads = [_rank_head(v, r, ending_limit) for r in v.ranks]
+        room = EMBED_TOTAL - reserved - sum(len(n) + len(h) + 1 for n, h in heads)
+        share = max(MIN_RANK_OUTPUT, OUTPUT_BUDGET // len(v.ranks))
+        per_rank = min(share, max(0, room) // len(v.ranks))
+        for r, (name, head) in zip(v.ranks, heads, strict=True):
+            embed.add_field(name=name, value=_rank_value(head, r, per_rank), inline=False)
+    for name, value in after:
+        embed.add_field(name=name, value=value, inline=False)
+    if footer:
+        embed.set_footer(text=footer)
     return fit_embed(embed)
 
 

@@ -33,6 +33,7 @@ from bot.core.errors import ConfigurationError, RankZeroError
 
 if TYPE_CHECKING:
     from bot.adapters.discord.commands import CommandHandler
+    from bot.core.ports import SyncReport
 
 log = logging.getLogger(__name__)
 
@@ -234,24 +235,42 @@ class DisputeHandler:
             return
         qid = safe_text(draft.question_id)
         if verb == "cancel":
+            if not self.drafts.claim(key):  # a Save click is importing it: that click says what became of it
+                busy = f"`{draft.question_id}` is being saved right now: it cannot be cancelled."
+                await self._tell(interaction, busy)
+                return
             outcome = f"Cancelled: `{qid}` was not added."
-            self.drafts.close(key, outcome)
+            self.drafts.close(key, outcome)  # also ends this click's claim
             await self._close_message(interaction, outcome)
             return
         if not self.drafts.claim(key):
             return  # a second click while the first one saves: the first one answers
+        report: SyncReport | None = None
+        error = ""
         try:
             report = await h.quiz.admin_import(actor, [draft.spec])
         except RankZeroError as exc:
-            self.drafts.release(key)
-            await interaction.followup.send(
-                render.error_text(f"not saved: {exc}"), ephemeral=True, allowed_mentions=no_mentions()
-            )
+            error = f"not saved: {exc}"
+        except Exception:  # a bug or a lost connection: logged; the admin may try again
+            log.exception("saving the draft of %s failed", draft.question_id)
+            error = "not saved: an internal error occurred (logged). The draft is kept: try **Save** again."
+        finally:
+            if report is None:  # failed or cancelled: release the draft, or every later click is ignored
+                self.drafts.release(key)
+        if report is None:
+            await self._tell(interaction, error)
             return
         state = "added" if report.added else ("updated" if report.updated else "unchanged")
         outcome = f"Question `{qid}` {state}."
         self.drafts.close(key, outcome)
         await self._close_message(interaction, outcome)
+
+    @staticmethod
+    async def _tell(interaction: discord.Interaction[Any], text: str) -> None:
+        # Only the clicking admin sees it; the preview message and its buttons stay.
+        await interaction.followup.send(
+            render.error_text(text), ephemeral=True, allowed_mentions=no_mentions()
+        )
 
     @staticmethod
     async def _close_message(interaction: discord.Interaction[Any], text: str) -> None:
