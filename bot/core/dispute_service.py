@@ -181,6 +181,13 @@ async def verify_questions(
     return list(await asyncio.gather(*(one(q) for q in questions)))
 
 
+def needs_preview(spec: dict[str, Any]) -> bool:
+    """Whether a valid question spec from a chat form is shown on the runner before it may be saved:
+    a predict_output question with code and a runner block (what ``preview_question`` runs).
+    """
+    return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
+
+
 class DisputeService:
     """Disputes, previews, verification and answer corrections over a runner and the database."""
 

@@ -21,7 +21,6 @@ from bot.adapters.discord.disputes import (
     DisputeHandler,
     RunnerLineError,
     VariantModal,
-    needs_preview,
     register_dispute_commands,
     runner_hint,
     split_runner_line,
@@ -37,6 +36,7 @@ from bot.adapters.discord.sanitize import (
     split_text,
     truncate,
 )
+from bot.core.dispute_service import needs_preview
 from bot.core.errors import NotAdminError, RankZeroError
 from bot.core.models import PlayerRef
 from bot.core.practice import PracticeService

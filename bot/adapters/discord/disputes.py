@@ -100,11 +100,6 @@ def runner_hint(errors: list[str]) -> list[str]:
     return errors
 
 
-def needs_preview(spec: dict[str, Any]) -> bool:
-    """Whether a valid question is shown on the runner before it may be saved (what the service previews)."""
-    return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
-
-
 # ---------------------------------------------------------------------- the Save / Cancel buttons
 class DraftClickHandler(Protocol):
     """What a Save/Cancel click is handed to."""

@@ -96,11 +96,6 @@ def runner_error_field(loc: tuple[Any, ...], message: str) -> str | None:
     return None
 
 
-def needs_preview(spec: dict[str, Any]) -> bool:
-    """Whether a valid draft is shown on the runner before it may be saved."""
-    return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
-
-
 # ---------------------------------------------------------------------- drafts
 _STORES: weakref.WeakKeyDictionary[SlackContext, DraftStore] = weakref.WeakKeyDictionary()
 

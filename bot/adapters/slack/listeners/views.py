@@ -16,6 +16,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes
+from bot.core.dispute_service import needs_preview
 from bot.core.errors import RankZeroError
 from questions.schema import QuestionSpec
 
@@ -74,7 +75,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         actor = await ctx.actor(body["user"])
         valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
-        if disputes.needs_preview(valid):
+        if needs_preview(valid):
             # Checked here, before the runner works; the service checks again when it runs and saves.
             if not actor.is_admin:
                 await ack(response_action="errors", errors={"id": disputes.ADMINS_ONLY})
