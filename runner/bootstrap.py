@@ -118,10 +118,26 @@ def _preload() -> None:
     del torch
 
 
+def clamp_limits(soft: int, hard: int, inherited_hard: int) -> tuple[int, int]:
+    """The ``(soft, hard)`` pair to set, kept within the hard limit this process inherited.
+
+    An already-lower inherited hard limit (set by the host) wins: raising it is neither possible for an
+    unprivileged process nor wanted. The gap between the requested soft and hard limits is kept where the
+    inherited one leaves room for it (RLIMIT_CPU needs soft < hard to deliver SIGXCPU before SIGKILL).
+    Without this, ``setrlimit`` rejects a hard limit above the inherited one and no limit is set at all.
+    """
+    if inherited_hard == resource.RLIM_INFINITY or hard <= inherited_hard:
+        return soft, hard
+    gap = hard - soft
+    return max(min(soft, inherited_hard - gap), 0), inherited_hard
+
+
 def _set_limit(which: int, value: int, hard: int | None = None) -> None:
-    # An already-lower hard limit (set by the host) wins; raising it is neither possible nor wanted.
+    _, inherited_hard = resource.getrlimit(which)
+    soft, new_hard = clamp_limits(value, value if hard is None else hard, inherited_hard)
+    # Clamped, setrlimit has nothing left to refuse; the suppression only covers an exotic kernel.
     with contextlib.suppress(ValueError, OSError):
-        resource.setrlimit(which, (value, value if hard is None else hard))
+        resource.setrlimit(which, (soft, new_hard))
 
 
 def _user_line(tb: types.TracebackType | None, path: str) -> int | None:

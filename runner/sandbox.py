@@ -33,6 +33,10 @@ log = logging.getLogger(__name__)
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 SANDBOX_BOOTSTRAP = "/opt/rankzero/bootstrap.py"
+# What CUDA and NCCL read from /sys on a GPU runner: the PCI devices and their NUMA node, local CPUs and
+# link topology (/sys/bus/pci, and /sys/devices where its entries and /sys/class's point), and the NICs
+# NCCL picks from (/sys/class/net, /sys/class/infiniband).
+GPU_SYS_PATHS = ("/sys/bus/pci", "/sys/devices", "/sys/class")
 SANDBOX_WORKDIR = "/tmp"  # noqa: S108 - inside the sandbox this is a private, size-capped tmpfs
 
 # Files from /etc that the dynamic loader and Python need; the rest of /etc stays out of the sandbox.
@@ -415,11 +419,8 @@ class SandboxLauncher:
             bound.add(prefix)
         args += ["--ro-bind", str(BOOTSTRAP), SANDBOX_BOOTSTRAP]
         args += ["--proc", "/proc", "--dev", "/dev"]
-        if hardware.probe().gpus > 0:
-            # CUDA needs the NVIDIA device nodes, and NCCL reads the PCI/NUMA topology from /sys.
-            args += ["--ro-bind", "/sys", "/sys"]
-            for device in sorted(glob.glob("/dev/nvidia*")):
-                args += ["--dev-bind", device, device]
+        if hardware.probe().gpus > 0:  # cached: torch is probed once per runner process
+            args += _gpu_args(made)
         # After --dev, which would otherwise mount over it.
         args += ["--perms", "1777", "--size", size, "--tmpfs", "/dev/shm"]  # noqa: S108 - sandbox-private
         # Last of the mounts: the root itself (bwrap's tmpfs holding the mount points made above) becomes
@@ -429,6 +430,21 @@ class SandboxLauncher:
         for key, value in job_env().items():
             args += ["--setenv", key, value]
         return args
+
+
+def _gpu_args(made: set[str]) -> list[str]:
+    """Bwrap arguments for the GPUs: the NVIDIA device nodes and the parts of /sys CUDA and NCCL read.
+
+    Not the whole of /sys (kernel, module, firmware and fs stay hidden): only GPU_SYS_PATHS, each bound
+    read-only when the host has it, under world-traversable parents.
+    """
+    args: list[str] = []
+    for path in GPU_SYS_PATHS:
+        args += _parents(path, made, set())
+        args += ["--ro-bind-try", path, path]
+    for device in sorted(glob.glob("/dev/nvidia*")):
+        args += ["--dev-bind", device, device]
+    return args
 
 
 def _parents(path: str, made: set[str], bound: set[str]) -> list[str]:
