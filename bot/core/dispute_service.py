@@ -61,6 +61,12 @@ class DisputeCard:
     dispute_id: int | None = None
 
     @property
+    def run_shape(self) -> str:
+        """'python', 'ddp × 2 ranks', with '· your variant' for a player's own code."""
+        what = self.spec.mode + (f" × {self.spec.nproc} ranks" if self.spec.mode == "ddp" else "")
+        return what + (" · your variant" if self.variant else "")
+
+    @property
     def verification(self) -> str:
         """'confirmed', 'contradicted' or 'cannot_check'."""
         if self.match is None:

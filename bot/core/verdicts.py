@@ -83,6 +83,20 @@ class RankOutcome:
     exception: RankException | None
     stuck_at: StuckAt | None
 
+    def ending(self) -> str:
+        """How the rank ended, in plain words: its exception, where it was stuck, the signal, or its exit
+        status (every renderer shows the same words).
+        """
+        if self.exception is not None:
+            line = f" (line {self.exception.line})" if self.exception.line is not None else ""
+            return f"{self.exception.type}: {self.exception.message}{line}"
+        if self.stuck_at is not None:
+            at = self.stuck_at
+            return f"stuck in {at.call or '?'} at line {at.line} ({at.function})"
+        if self.signal is not None:
+            return f"killed by signal {self.signal}"
+        return f"exit {self.exit_code}"
+
 
 @dataclass(frozen=True)
 class Hardware:

@@ -16,10 +16,7 @@ _VERIFICATION_STYLE = {"confirmed": "green", "contradicted": "bold red", "cannot
 
 def dispute(card: DisputeCard) -> RenderableType:
     """The verdict per rank, and which choice it matches."""
-    spec = card.spec
-    what = f"{spec.mode}" + (f" × {spec.nproc} ranks" if spec.mode == "ddp" else "")
-    title = f"⚖ {card.question_id} v{card.question_version} · {what}"
-    title += " · your variant" if card.variant else ""
+    title = f"⚖ {card.question_id} v{card.question_version} · {card.run_shape}"
     parts: list[RenderableType] = []
     if card.cannot_reproduce:
         parts.append(Text(card.cannot_reproduce, "yellow"))
@@ -35,15 +32,7 @@ def dispute(card: DisputeCard) -> RenderableType:
         table.add_column("printed")
         table.add_column("ended")
         for r in v.ranks:
-            if r.exception is not None:
-                line = f" (line {r.exception.line})" if r.exception.line is not None else ""
-                ended = f"{r.exception.type}: {r.exception.message}{line}"
-            elif r.stuck_at is not None:
-                ended = f"stuck in {r.stuck_at.call or '?'} at line {r.stuck_at.line} ({r.stuck_at.function})"
-            elif r.signal is not None:
-                ended = f"killed by signal {r.signal}"
-            else:
-                ended = f"exit {r.exit_code}"
+            ended = r.ending()
             if v.root_cause_rank == r.rank:
                 ended = "⟵ root cause: " + ended
             table.add_row(str(r.rank), escape(r.stdout.rstrip()) or "[dim](nothing)[/dim]", escape(ended))

@@ -52,26 +52,6 @@ _COLOUR = {
 _LABEL = {"confirmed": "✅ confirmed", "contradicted": "⚠️ contradicted", "cannot_check": "❔ cannot check"}
 
 
-def run_shape(card: DisputeCard) -> str:
-    """'python', 'ddp × 2 ranks', with '· your variant' for a player's own code."""
-    spec = card.spec
-    what = spec.mode + (f" × {spec.nproc} ranks" if spec.mode == "ddp" else "")
-    return what + (" · your variant" if card.variant else "")
-
-
-def rank_ending(rank: RankOutcome) -> str:
-    """How a rank ended: its exception, where it was stuck, the signal, or its exit status (plain text)."""
-    if rank.exception is not None:
-        line = f" (line {rank.exception.line})" if rank.exception.line is not None else ""
-        return f"{rank.exception.type}: {rank.exception.message}{line}"
-    if rank.stuck_at is not None:
-        at = rank.stuck_at
-        return f"stuck in {at.call or '?'} at line {at.line} ({at.function})"
-    if rank.signal is not None:
-        return f"killed by signal {rank.signal}"
-    return f"exit {rank.exit_code}"
-
-
 def runner_output(text: str, limit: int) -> str:
     """Runner output in a code block of at most ``limit`` characters: fences escaped, nobody pinged."""
     if not text.strip():
@@ -83,7 +63,7 @@ def _rank_head(verdict: RunVerdict, rank: RankOutcome, ending_limit: int) -> tup
     """A rank field's name and its first line (how it ended), before its output."""
     root = verdict.root_cause_rank == rank.rank
     name = f"Rank {rank.rank}" + (" · 🎯 root cause" if root else "")
-    ending = truncate(plain(rank_ending(rank)), ending_limit)
+    ending = truncate(plain(rank.ending()), ending_limit)
     head = f"**ended:** {ending}" + (" · *output cut by the runner*" if rank.truncated else "")
     return name, head
 
@@ -125,7 +105,7 @@ def verdict_embed(card: DisputeCard, *, preview: bool = False) -> discord.Embed:
     version = f" v{card.question_version}" if card.question_version else ""  # a draft has no version yet
     embed = discord.Embed(
         title=truncate(
-            safe_text(f"⚖ {heading} · {card.question_id}{version} · {run_shape(card)}"), EMBED_TITLE
+            safe_text(f"⚖ {heading} · {card.question_id}{version} · {card.run_shape}"), EMBED_TITLE
         ),
         colour=_COLOUR[card.verification],
     )

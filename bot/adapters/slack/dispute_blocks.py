@@ -40,27 +40,8 @@ def fenced(text: str, limit: int = MAX_TEXT) -> str:
     return code_block(text, limit)
 
 
-def _run_shape(card: DisputeCard) -> str:
-    spec = card.spec
-    what = spec.mode + (f" × {spec.nproc} ranks" if spec.mode == "ddp" else "")
-    return what + (" · your variant" if card.variant else "")
-
-
-def rank_ending(rank: RankOutcome) -> str:
-    """How a rank ended: its exception, where it was stuck, the signal, or its exit status (plain text)."""
-    if rank.exception is not None:
-        line = f" (line {rank.exception.line})" if rank.exception.line is not None else ""
-        return f"{rank.exception.type}: {rank.exception.message}{line}"
-    if rank.stuck_at is not None:
-        at = rank.stuck_at
-        return f"stuck in {at.call or '?'} at line {at.line} ({at.function})"
-    if rank.signal is not None:
-        return f"killed by signal {rank.signal}"
-    return f"exit {rank.exit_code}"
-
-
 def _rank_block(verdict: RunVerdict, rank: RankOutcome) -> Block:
-    ending = esc(rank_ending(rank))
+    ending = esc(rank.ending())
     if verdict.root_cause_rank == rank.rank:
         ending = f":dart: *root cause:* {ending}"
     head = f"*Rank {rank.rank}* · {ending}"
@@ -79,7 +60,7 @@ def verdict_blocks(card: DisputeCard, *, preview: bool = False) -> list[Block]:
     version = f" v{card.question_version}" if card.question_version else ""  # a draft has none yet
     blocks: list[Block] = [
         section(
-            f"*{heading} `{esc(card.question_id)}`*{version} · {esc(_run_shape(card))}"
+            f"*{heading} `{esc(card.question_id)}`*{version} · {esc(card.run_shape)}"
             f" · {_VERIFICATION[card.verification]}"
         )
     ]
