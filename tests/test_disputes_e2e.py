@@ -160,6 +160,7 @@ async def test_dispute_flow_against_a_real_runner(env: Env) -> None:
     assert card.verdict is None and card.verification == "cannot_check"
     assert card.cannot_reproduce is not None
     assert card.cannot_reproduce.startswith("cannot reproduce here: needs 2 GPUs, this runner has 0")
+    assert card.dispute_id is None, "nothing ran: no dispute is kept and the hour's runs are untouched"
 
     # A variant ("what if world_size=1?") runs under the same settings; it never flags the question.
     variant = HANG_CODE.replace("world_size = 2", "world_size = 1")
@@ -168,7 +169,10 @@ async def test_dispute_flow_against_a_real_runner(env: Env) -> None:
     assert card.match is not None and card.match.matched_letter == "C"
     assert not card.flagged and len(env.platform.admin_notices) == 1
 
-    # Four runs this hour: the fifth is refused (counted in SQL), and allowed again an hour later.
+    # Three runs so far (the GPU question ran nothing); a fourth, then the fifth is refused (counted in
+    # SQL), and allowed again an hour later.
+    card = await env.disputes.dispute(alice, problem["s000-dp-output-shape"])
+    assert card.verification == "confirmed"
     with pytest.raises(RateLimitedError, match="4 runner runs for this hour"):
         await env.disputes.dispute(alice, problem[HANG_SPEC["id"]])
     env.clock.advance(3601)

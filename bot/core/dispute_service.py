@@ -325,6 +325,15 @@ class DisputeService:
             async with self._uow() as uow:
                 await uow.disputes.delete_dispute(dispute_id)
             raise
+        if verdict is None:
+            # Nothing ran ("cannot reproduce here: needs N GPUs"): it costs the player none of the
+            # hour's runs, and there is no verdict to keep.
+            async with self._uow() as uow:
+                await uow.disputes.delete_dispute(dispute_id)
+            return DisputeCard(
+                question.id, question.version, question.prompt, spec, variant, question.choices, None,
+                None, shortfall,
+            )
         card = DisputeCard(
             question.id,
             question.version,
