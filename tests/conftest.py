@@ -15,6 +15,7 @@ from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 from typing import Any
 
+import discord
 import pytest
 from sqlalchemy import text
 from sqlalchemy.engine import make_url
@@ -24,6 +25,7 @@ from bot.core.service import QuizService
 from bot.storage.db import make_engine, upgrade
 from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
 
 PG_URL = os.environ.get("RANKZERO_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
@@ -100,6 +102,23 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
 
     asyncio.run(truncate())
     yield url
+
+
+@pytest.fixture
+def db(tmp_path: Path, sqlite_template: Path) -> str:
+    """A migrated, empty SQLite database (the adapter tests run on SQLite only)."""
+    target = tmp_path / "rz.db"
+    shutil.copy(sqlite_template, target)
+    return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture
+async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    """The local fake of the Discord REST API, with discord.py's HTTP routes pointed at it."""
+    server = FakeDiscord()
+    monkeypatch.setattr(discord.http.Route, "BASE", await server.start())
+    yield server
+    await server.stop()
 
 
 @pytest.fixture

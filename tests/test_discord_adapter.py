@@ -5,10 +5,8 @@ Discord REST API (tests/discord_fake.py) and interactions enter through the real
 from __future__ import annotations
 
 import asyncio
-import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -90,22 +88,6 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: 
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
     return Bot(adapter, quiz, fake, Interactions(fake), clock), engine
-
-
-@pytest.fixture
-async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
-    server = FakeDiscord()
-    base = await server.start()
-    monkeypatch.setattr(discord.http.Route, "BASE", base)
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-def db(tmp_path: Path, sqlite_template: Path) -> str:
-    target = tmp_path / "rz.db"
-    shutil.copy(sqlite_template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 @pytest.fixture

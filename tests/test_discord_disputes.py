@@ -11,10 +11,8 @@ channel, and that nothing the runner printed can ping anyone or break a code blo
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -214,22 +212,6 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: Scripted
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
     return Bot(adapter, quiz, runner, fake, Interactions(fake), engine)
-
-
-@pytest.fixture
-async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
-    server = FakeDiscord()
-    base = await server.start()
-    monkeypatch.setattr(discord.http.Route, "BASE", base)
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-def db(tmp_path: Path, sqlite_template: Path) -> str:
-    target = tmp_path / "rz.db"
-    shutil.copy(sqlite_template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 @pytest.fixture

@@ -5,10 +5,8 @@ through discord.py's real client against the local fake of the Discord REST API 
 from __future__ import annotations
 
 import datetime as dt
-import shutil
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
-from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -141,21 +139,6 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: 
 async def _close(bot: Bot) -> None:
     await bot.adapter.stop()
     await bot.engine.dispose()
-
-
-@pytest.fixture
-async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
-    server = FakeDiscord()
-    monkeypatch.setattr(discord.http.Route, "BASE", await server.start())
-    yield server
-    await server.stop()
-
-
-@pytest.fixture
-def db(tmp_path: Path, sqlite_template: Path) -> str:
-    target = tmp_path / "rz.db"
-    shutil.copy(sqlite_template, target)
-    return f"sqlite+aiosqlite:///{target}"
 
 
 @pytest.fixture
