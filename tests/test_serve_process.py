@@ -227,3 +227,39 @@ def test_serve_without_platform_says_what_to_set(tmp_path: Path) -> None:
         assert variable in done.stderr
     assert "rankzero serve --console" in done.stderr
     assert not (tmp_path / "x.db").exists(), "nothing is touched when there is nowhere to post"
+
+
+def test_serve_console_prints_the_post_of_a_due_schedule(tmp_path: Path) -> None:
+    """The manual try of the README: `schedule set` for this minute, `serve --console` prints the post."""
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env |= {
+        "RANKZERO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
+        "RANKZERO_HEALTH_PORT": str(_free_port()),
+        "COLUMNS": "120",
+    }
+
+    def cli(*args: str) -> None:
+        done = subprocess.run(
+            [*RANKZERO, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+    cli("questions", "import", "questions/bank")
+    now = dt.datetime.now(dt.UTC)
+    cli("schedule", "set", "--time", f"{now:%H:%M}", "--tz", "UTC", "--days", "daily", "--window", "10m")
+    out = tmp_path / "serve.out"
+    with out.open("wb") as sink:
+        serve = [*RANKZERO, "serve", "--console"]
+        proc = subprocess.Popen(serve, env=env, cwd=ROOT, stdout=sink, stderr=sink)
+        try:
+            end = time.monotonic() + 60
+            while "Multi-GPU challenge" not in out.read_text(errors="replace"):
+                assert proc.poll() is None, out.read_text(errors="replace")
+                assert time.monotonic() < end, out.read_text(errors="replace")
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+    shown = out.read_text(errors="replace")
+    assert code == 0, shown
+    assert "5 problems" in shown and "Traceback" not in shown
