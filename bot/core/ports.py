@@ -340,6 +340,12 @@ class UnitOfWork(Protocol):
         """A player's completed challenges (in one channel, or everywhere)."""
         ...
 
+    async def completion_days(
+        self, channel_pk: int, player_pks: Sequence[int]
+    ) -> dict[int, list[dt.date]]:
+        """The days each of these players completed a challenge in one channel (one query)."""
+        ...
+
     async def award_badges(
         self, player_pk: int, challenge_id: int, awards: Sequence[tuple[str, str]], at: dt.datetime
     ) -> list[str]:

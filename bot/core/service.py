@@ -642,12 +642,13 @@ class QuizService:
     ) -> tuple[StreakLine, ...]:
         """The day's finishers on a streak of 2+ days in this channel, as of the challenge's day.
 
-        From the completions the badges use, so the post agrees with the 7/30-day streak badges. One
-        query per player of the day: this runs once per challenge, at close.
+        From the completions the badges use, so the post agrees with the 7/30-day streak badges; one
+        query for all the day's players.
         """
+        completed = await uow.completion_days(challenge.channel_pk, [row.player_pk for row in standings])
         lines: list[StreakLine] = []
         for row in standings:
-            days = [c.day for c in await uow.completions(row.player_pk, challenge.channel_pk)]
+            days = completed[row.player_pk]
             if challenge.day not in days:
                 continue  # played but did not finish every problem: no streak today
             length = scoring.current_streak(days, challenge.day)

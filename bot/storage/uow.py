@@ -909,6 +909,23 @@ class SqlUnitOfWork:
             for r in await self.s.scalars(stmt.order_by(c.day))
         ]
 
+    async def completion_days(
+        self, channel_pk: int, player_pks: Sequence[int]
+    ) -> dict[int, list[dt.date]]:
+        """The days each of these players completed a challenge in one channel (one query)."""
+        c = CompletionRowModel
+        days: dict[int, list[dt.date]] = {pk: [] for pk in player_pks}
+        if not days:
+            return days
+        stmt = (
+            select(c.player_pk, c.day)
+            .where(c.channel_pk == channel_pk, c.player_pk.in_(list(days)))
+            .order_by(c.player_pk, c.day)
+        )
+        for player_pk, day in (await self.s.execute(stmt)).tuples():
+            days[int(player_pk)].append(day)
+        return days
+
     async def award_badges(
         self, player_pk: int, challenge_id: int, awards: Sequence[tuple[str, str]], at: dt.datetime
     ) -> list[str]:
