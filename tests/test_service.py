@@ -411,6 +411,33 @@ async def test_quitting_mid_problem_times_it_out_and_completes_later(
     assert summary.finished == 5 and summary.correct == 4 and summary.streak == 1
 
 
+async def test_close_records_a_completion_missed_by_a_concurrent_finish(
+    service: QuizService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL a player's last two problems ending at once can each see the other still running;
+    closing the challenge then records the completion (and its badge) that neither answer recorded."""
+    ch = await _today(service)
+    lee = actor("lee")
+    for p in ch.problems[:-1]:
+        await service.start_problem(lee, p.id)
+        await service.answer(lee, p.id, "A")
+    await service.start_problem(lee, ch.problems[-1].id)
+
+    async def missed(*_args: Any, **_kwargs: Any) -> list[str]:
+        return []  # what the losing side of the race does: sees 4 of 5 over, records nothing
+
+    with monkeypatch.context() as m:
+        m.setattr(service, "_after_finish", missed)
+        await service.answer(lee, ch.problems[-1].id, "A")
+    before = await service.summary(lee, ch.id)
+    assert before.finished == 5 and before.streak == 0, "the race left no completion"
+    results = await service.close_challenge(ch.id)
+    assert results is not None
+    after = await service.summary(lee, ch.id)
+    assert after.correct == 5 and after.streak == 1
+    assert "Multi-GPU Master" in [b.name for b in after.badges]
+
+
 class _ImportCrash(RuntimeError):
     """Raised by the sabotaged flush below, standing in for a crash or a database error mid-import."""
 

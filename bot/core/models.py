@@ -182,3 +182,5 @@ class PlayContext:
     player_pk: int | None
     session: PlaySession | None
     key_seen: bool = False
+    #: how many of the challenge's problems were already over for the player when this was read
+    finished: int = 0

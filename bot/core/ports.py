@@ -163,8 +163,11 @@ class UnitOfWork(Protocol):
         """The channel's primary key, creating the row if needed."""
         ...
 
-    async def ensure_player(self, ref: PlayerRef) -> int:
-        """The player's primary key, creating the row (or refreshing the display name) if needed."""
+    async def ensure_player(self, ref: PlayerRef, *, likely_new: bool = False) -> int:
+        """The player's primary key, creating the row (or refreshing the display name) if needed.
+
+        ``likely_new`` says the caller has just seen no such player: insert first, look up on conflict.
+        """
         ...
 
     async def player_name(self, player_pk: int) -> str:
@@ -328,6 +331,10 @@ class UnitOfWork(Protocol):
         self, scope: str, period: str, limit: int, player_pk: int | None
     ) -> tuple[list[StandingRow], StandingRow | None, int]:
         """Top ``limit`` rows, the player's own row (any rank) and the number of ranked players."""
+        ...
+
+    async def players_missing_completion(self, challenge_id: int, problem_count: int) -> list[int]:
+        """Players with every problem of the challenge over but no completion recorded."""
         ...
 
     async def record_completion(

@@ -342,7 +342,7 @@ class QuizService:
             if session is None:
                 player_pk = ctx.player_pk
                 if player_pk is None:
-                    player_pk = await uow.ensure_player(actor.player)
+                    player_pk = await uow.ensure_player(actor.player, likely_new=True)
                 deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
                 session = await uow.create_session(problem_id, player_pk, now, deadline)
             if not session.finished and now >= session.deadline:
@@ -470,7 +470,7 @@ class QuizService:
                         points,
                         elapsed_ms,
                     )
-                await self._after_finish(uow, challenge, session.player_pk)
+                await self._after_finish(uow, challenge, session.player_pk, ctx.finished)
         return self._feedback(problem, session)
 
     def _feedback(self, problem: Problem, session: PlaySession, *, duplicate: bool = False) -> Feedback:
@@ -520,12 +520,24 @@ class QuizService:
         if await uow.finish_session(session.id, "timeout", 0, session.deadline):
             await self._after_finish(uow, challenge, session.player_pk)
 
-    async def _after_finish(self, uow: UnitOfWork, challenge: Challenge, player_pk: int) -> list[str]:
-        """When the player's last problem of a challenge ends: record completion, award badges."""
-        # Cheap check first: on every problem but the last this is all the work there is.
-        if await uow.finished_count(challenge.id, player_pk) < challenge.problem_count:
+    async def _after_finish(
+        self, uow: UnitOfWork, challenge: Challenge, player_pk: int, finished_before: int | None = None
+    ) -> list[str]:
+        """When the player's last problem of a challenge ends: record completion, award badges.
+
+        ``finished_before``: how many other problems were over when the caller read its context (the
+        answer path has it from ``play_context``), which saves the count on every problem but the last.
+        It can only undercount (another problem of the player's ending concurrently on PostgreSQL); such
+        a completion is then recorded when the challenge closes (``close_challenge``).
+        """
+        if finished_before is not None:
+            if finished_before + 1 < challenge.problem_count:
+                return []
+        elif await uow.finished_count(challenge.id, player_pk) < challenge.problem_count:
             return []
         sessions = await uow.sessions_in_challenge(challenge.id, player_pk)
+        if len(sessions) < challenge.problem_count or not all(s.finished for s in sessions):
+            return []
         correct = [s for s in sessions if s.outcome == "correct"]
         # A problem that timed out took its whole time limit.
         max_answer_s = max(
@@ -584,6 +596,10 @@ class QuizService:
             if not await uow.close_challenge(challenge_id, now):
                 return None
             for _sid, player_pk in await uow.expire_sessions(challenge_id, now):
+                await self._after_finish(uow, challenge, player_pk)
+            # Backstop: on PostgreSQL a player's last two problems ending concurrently can each see the
+            # other still running, so neither records the completion; every session is over now.
+            for player_pk in await uow.players_missing_completion(challenge_id, challenge.problem_count):
                 await self._after_finish(uow, challenge, player_pk)
             card = await self._results(uow, challenge)
             notes = await uow.disputes.take_correction_notes(challenge.channel_pk, now)

@@ -13,7 +13,6 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Table, and_, bindparam, func, literal, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
-from sqlalchemy.orm import aliased
 
 from bot.core.models import (
     LETTERS,
@@ -95,10 +94,14 @@ def _as_asked(question: Question, row: ChallengeRow) -> Question:
     """The question as this challenge asks it: a schedule's time limit / attempts override its own."""
     if row.time_limit_s is None and row.attempts is None:
         return question
+    return _override(question, row.time_limit_s, row.attempts)
+
+
+def _override(question: Question, time_limit_s: int | None, attempts: int | None) -> Question:
     return replace(
         question,
-        time_limit_s=row.time_limit_s if row.time_limit_s is not None else question.time_limit_s,
-        attempts=row.attempts if row.attempts is not None else question.attempts,
+        time_limit_s=time_limit_s if time_limit_s is not None else question.time_limit_s,
+        attempts=attempts if attempts is not None else question.attempts,
     )
 
 
@@ -106,29 +109,78 @@ _STATEMENTS: dict[tuple[str, str], Any] = {}
 
 
 def _play_context_statement(_dialect: str) -> Any:
-    """One joined SELECT: problem, version, challenge, channel, player, session and its attempts."""
-    others = aliased(ProblemRow)
-    keyed = aliased(AttemptRow)
-    total = (
-        select(func.count(others.id)).where(others.challenge_id == ProblemRow.challenge_id).scalar_subquery()
+    """One joined SELECT of plain columns: problem, version key, challenge, channel, player, session and
+    its attempts.
+
+    Plain columns, not ORM entities: hydrating six mapped objects per row cost more than the query itself
+    on the answer path. The question's spec (JSON) is not read here: versions never change, so the parsed
+    Question is cached by its version key (``_QUESTIONS``) and the spec is fetched only on a miss.
+    """
+    p = ProblemRow.__table__
+    v = QuestionVersionRow.__table__
+    c = ChallengeRow.__table__
+    ch = ChannelRow.__table__
+    pl = PlayerRow.__table__
+    s = PlaySessionRow.__table__
+    a = AttemptRow.__table__
+    others = p.alias("others")
+    keyed = a.alias("keyed")
+    done = s.alias("done")
+    done_problem = p.alias("done_problem")
+    total = select(func.count(others.c.id)).where(others.c.challenge_id == p.c.challenge_id).scalar_subquery()
+    key_seen = select(keyed.c.id).where(keyed.c.idempotency_key == bindparam("key")).exists()
+    # The player's problems of this challenge already over (this read's snapshot): lets the answer path
+    # skip the completion check on every problem but the last without another statement.
+    finished = (
+        select(func.count(done.c.id))
+        .join(done_problem, done_problem.c.id == done.c.problem_id)
+        .where(
+            done_problem.c.challenge_id == p.c.challenge_id,
+            done.c.player_pk == pl.c.id,
+            done.c.outcome.is_not(None),
+        )
+        .scalar_subquery()
     )
-    key_seen = select(keyed.id).where(keyed.idempotency_key == bindparam("key")).exists()
-    session_of_player = and_(
-        PlaySessionRow.problem_id == ProblemRow.id, PlaySessionRow.player_pk == PlayerRow.id
-    )
-    this_player = and_(PlayerRow.platform == bindparam("platform"), PlayerRow.user_id == bindparam("user_id"))
+    this_player = and_(pl.c.platform == bindparam("platform"), pl.c.user_id == bindparam("user_id"))
+    columns = [
+        p.c.position.label("p_position"),
+        v.c.id.label("v_id"), v.c.question_id.label("v_question_id"), v.c.version.label("v_version"),
+        v.c.content_hash.label("v_hash"), v.c.kind.label("v_kind"), v.c.topic.label("v_topic"),
+        v.c.difficulty.label("v_difficulty"),
+        c.c.id.label("c_id"), c.c.channel_pk.label("c_channel_pk"), c.c.day.label("c_day"),
+        c.c.status.label("c_status"), c.c.title.label("c_title"), c.c.opened_at.label("c_opened_at"),
+        c.c.closes_at.label("c_closes_at"), c.c.message_ref.label("c_message_ref"),
+        c.c.time_limit_s.label("c_time_limit_s"), c.c.attempts.label("c_attempts"),
+        ch.c.platform.label("ch_platform"), ch.c.workspace_id.label("ch_workspace_id"),
+        ch.c.channel_id.label("ch_channel_id"), ch.c.name.label("ch_name"),
+        ch.c.timezone.label("ch_timezone"),
+        pl.c.id.label("player_pk"),
+        s.c.id.label("s_id"), s.c.started_at.label("s_started_at"), s.c.deadline.label("s_deadline"),
+        s.c.hint_used_at.label("s_hint_used_at"), s.c.finished_at.label("s_finished_at"),
+        s.c.outcome.label("s_outcome"), s.c.points.label("s_points"),
+        a.c.attempt_no.label("a_no"), a.c.letter.label("a_letter"), a.c.correct.label("a_correct"),
+        a.c.answered_at.label("a_answered_at"), a.c.elapsed_ms.label("a_elapsed_ms"),
+        total.label("n_problems"), key_seen.label("key_seen"), finished.label("n_finished"),
+    ]
     return (
-        select(ProblemRow, QuestionVersionRow, ChallengeRow, ChannelRow, PlayerRow.id, PlaySessionRow,
-               AttemptRow, total, key_seen)
-        .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
-        .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
-        .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
-        .outerjoin(PlayerRow, this_player)
-        .outerjoin(PlaySessionRow, session_of_player)
-        .outerjoin(AttemptRow, AttemptRow.session_id == PlaySessionRow.id)
-        .where(ProblemRow.id == bindparam("problem_id"))
-        .order_by(AttemptRow.attempt_no)
+        select(*columns)
+        .select_from(p)
+        .join(v, v.c.id == p.c.question_version_id)
+        .join(c, c.c.id == p.c.challenge_id)
+        .join(ch, ch.c.id == c.c.channel_pk)
+        .outerjoin(pl, this_player)
+        .outerjoin(s, and_(s.c.problem_id == p.c.id, s.c.player_pk == pl.c.id))
+        .outerjoin(a, a.c.session_id == s.c.id)
+        .where(p.c.id == bindparam("problem_id"))
+        .order_by(a.c.attempt_no)
     )
+
+
+# Parsed questions by everything that determines them: (version id, question id, version, content hash).
+# Question versions are never rewritten, so an entry never goes stale; the full key also keeps two
+# databases in one process (the test suite, the benchmark) from ever sharing a wrong entry.
+_QUESTIONS: dict[tuple[int, str, int, str], Question] = {}
+_QUESTIONS_MAX = 4096
 
 
 def _upsert_sql(table: Any, columns: Sequence[str], on_conflict: str) -> Any:
@@ -146,6 +198,7 @@ def _upsert_sql(table: Any, columns: Sequence[str], on_conflict: str) -> Any:
     return text(sql).bindparams(*(bindparam(c, type_=table.c[c].type) for c in columns))
 
 
+_PLAYER_COLUMNS = ("platform", "user_id", "display_name", "created_at")
 _SESSION_COLUMNS = ("problem_id", "player_pk", "started_at", "deadline", "points")
 _ATTEMPT_COLUMNS = (
     "session_id", "question_version_id", "attempt_no", "letter", "correct", "answered_at", "elapsed_ms",
@@ -287,26 +340,30 @@ class SqlUnitOfWork:
         assert pk is not None
         return int(pk)
 
-    async def ensure_player(self, ref: PlayerRef) -> int:
-        """The player's primary key, creating it or refreshing the display name."""
+    async def ensure_player(self, ref: PlayerRef, *, likely_new: bool = False) -> int:
+        """The player's primary key, creating it or refreshing the display name.
+
+        ``likely_new``: the caller just read that the player does not exist (the start path's context),
+        so try the INSERT first and skip the lookup.
+        """
         key = (PlayerRow.platform == ref.platform) & (PlayerRow.user_id == ref.user_id)
-        row = (await self.s.execute(select(PlayerRow.id, PlayerRow.display_name).where(key))).first()
-        if row is not None:
-            if row.display_name != ref.display_name:
-                await self.s.execute(
-                    update(PlayerRow).where(PlayerRow.id == row.id).values(display_name=ref.display_name)
-                )
-            return int(row.id)
-        stmt = self._insert(PlayerRow).values(
-            platform=ref.platform,
-            user_id=ref.user_id,
-            display_name=ref.display_name,
-            created_at=dt.datetime.now(dt.UTC),
+        if not likely_new:
+            row = (await self.s.execute(select(PlayerRow.id, PlayerRow.display_name).where(key))).first()
+            if row is not None:
+                if row.display_name != ref.display_name:
+                    await self.s.execute(
+                        update(PlayerRow).where(PlayerRow.id == row.id).values(display_name=ref.display_name)
+                    )
+                return int(row.id)
+        stmt = self._cached(
+            "insert_player", lambda _: _upsert_sql(PlayerRow.__table__, _PLAYER_COLUMNS, _INSERT_OR_NOTHING)
         )
-        await self.s.execute(stmt.on_conflict_do_nothing())
-        pk = await self.s.scalar(select(PlayerRow.id).where(key))
-        assert pk is not None
-        return pk
+        params = {"platform": ref.platform, "user_id": ref.user_id, "display_name": ref.display_name,
+                  "created_at": dt.datetime.now(dt.UTC)}
+        pk = (await self.s.execute(stmt, params)).scalar()
+        if pk is None:  # created concurrently (or it existed after all): read it
+            return await self.ensure_player(ref)
+        return int(pk)
 
     async def player_name(self, player_pk: int) -> str:
         """A player's display name."""
@@ -479,27 +536,65 @@ class SqlUnitOfWork:
     ) -> PlayContext | None:
         """The problem, its challenge and channel, the player's session and attempts: one statement.
 
-        This is the hot path of every start and answer, so it is a single joined SELECT (one row per
-        attempt) instead of the handful of lookups the general-purpose readers make.
+        This is the hot path of every start and answer, so it is a single joined SELECT of plain columns
+        (one row per attempt) instead of the handful of lookups the general-purpose readers make.
         """
         stmt = self._cached("play_context", _play_context_statement)
         params = {"problem_id": problem_id, "platform": player.platform, "user_id": player.user_id,
                   "key": idempotency_key}
-        rows = (await self.s.execute(stmt, params)).tuples().all()
+        rows = (await self.s.execute(stmt, params)).all()
         if not rows:
             return None
-        p, v, c, channel, player_pk, srow, _, n, seen = rows[0]
-        challenge = _to_challenge(c, channel, (), size=int(n))
-        problem = Problem(p.id, c.id, p.position, _as_asked(question_from_version(v), c))
+        r = rows[0]
+        challenge = Challenge(
+            id=r.c_id,
+            channel_pk=r.c_channel_pk,
+            channel=ChannelRef(r.ch_platform, r.ch_workspace_id, r.ch_channel_id, r.ch_name, r.ch_timezone),
+            day=r.c_day,
+            status="open" if r.c_status == "open" else "closed",
+            title=r.c_title,
+            opened_at=r.c_opened_at,
+            closes_at=r.c_closes_at,
+            problems=(),
+            message_ref=r.c_message_ref,
+            size=int(r.n_problems),
+        )
+        question = await self._question(r.v_id, r.v_question_id, r.v_version, r.v_hash)
+        if r.c_time_limit_s is not None or r.c_attempts is not None:
+            question = _override(question, r.c_time_limit_s, r.c_attempts)
+        problem = Problem(problem_id, r.c_id, r.p_position, question)
         session = None
-        if srow is not None:
+        if r.s_id is not None:
             attempts = tuple(
-                Attempt(a.attempt_no, a.letter, a.correct, a.answered_at, a.elapsed_ms)
-                for *_, a, _, _ in rows
-                if a is not None
+                Attempt(a.a_no, a.a_letter, a.a_correct, a.a_answered_at, a.a_elapsed_ms)
+                for a in rows
+                if a.a_no is not None
             )
-            session = _to_session(srow, attempts)
-        return PlayContext(challenge, problem, player_pk, session, bool(seen))
+            session = PlaySession(
+                id=r.s_id,
+                problem_id=problem_id,
+                player_pk=r.player_pk,
+                started_at=r.s_started_at,
+                deadline=r.s_deadline,
+                hint_used=r.s_hint_used_at is not None,
+                finished_at=r.s_finished_at,
+                outcome=r.s_outcome,
+                points=r.s_points,
+                attempts=attempts,
+            )
+        return PlayContext(challenge, problem, r.player_pk, session, bool(r.key_seen), int(r.n_finished or 0))
+
+    async def _question(self, version_id: int, question_id: str, version: int, digest: str) -> Question:
+        """A question version, parsed once per process (versions are immutable; see ``_QUESTIONS``)."""
+        key = (version_id, question_id, version, digest)
+        question = _QUESTIONS.get(key)
+        if question is None:
+            row = await self.s.get_one(QuestionVersionRow, version_id)
+            question = question_from_version(row)
+            if len(_QUESTIONS) >= _QUESTIONS_MAX:
+                _QUESTIONS.clear()  # crude bound; a bank has hundreds of versions, not thousands
+            _QUESTIONS[key] = question
+        return question
 
     async def finished_count(self, challenge_id: int, player_pk: int) -> int:
         """How many of a challenge's problems are over for a player."""
@@ -725,6 +820,20 @@ class SqlUnitOfWork:
         return await self._sessions(
             and_(PlaySessionRow.player_pk == player_pk, PlaySessionRow.problem_id.in_(problem_ids))
         )
+
+    async def players_missing_completion(self, challenge_id: int, problem_count: int) -> list[int]:
+        """Players with every problem of the challenge over but no completion row (see close_challenge)."""
+        s, p, c = PlaySessionRow, ProblemRow, CompletionRowModel
+        recorded = select(c.player_pk).where(c.challenge_id == challenge_id)
+        rows = await self.s.scalars(
+            select(s.player_pk)
+            .join(p, p.id == s.problem_id)
+            .where(p.challenge_id == challenge_id, s.outcome.is_not(None), s.player_pk.not_in(recorded))
+            .group_by(s.player_pk)
+            .having(func.count(s.id) >= problem_count)
+            .order_by(s.player_pk)
+        )
+        return [int(pk) for pk in rows]
 
     async def add_attempt(
         self,
