@@ -13,6 +13,7 @@ from bot.core.practice import PracticeService
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunnerClient
 from bot.storage.db import make_engine, upgrade_async
+from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
@@ -61,6 +62,8 @@ async def build_app(
         clock or SystemClock(),
         platform,
         problems_per_challenge=settings.problems_per_challenge,
+        # Players clicking together (right after the daily post) share transactions: group commit.
+        transactions=GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine)),
     )
     practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock or SystemClock())
     owned: HttpRunnerClient | LocalRunnerClient | None = None

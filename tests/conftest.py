@@ -23,6 +23,7 @@ from sqlalchemy.engine import make_url
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.service import QuizService
 from bot.storage.db import make_engine, upgrade
+from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.discord_fake import FakeDiscord
@@ -189,7 +190,9 @@ async def service(db_url: str, clock: FrozenClock, platform: FakePlatform) -> As
     """A service on a migrated database holding the test bank."""
     engine = make_engine(db_url)
     factory = session_factory(engine)
-    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
+    # The app's wiring: the start and answer paths go through group commit.
+    tx = GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine))
+    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1, transactions=tx)
     await svc.admin_import(ADMIN, test_bank())
     yield svc
     await engine.dispose()

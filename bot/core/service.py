@@ -64,6 +64,7 @@ from bot.core.ports import (
     SyncReport,
     UnitOfWork,
 )
+from bot.core.transactions import OwnTransactions, Transactions
 
 log = logging.getLogger(__name__)
 
@@ -104,6 +105,11 @@ def scope_keys(channel_pk: int, channel: ChannelRef) -> tuple[str, str]:
     return (f"ch:{channel_pk}", f"ws:{channel.platform}:{channel.workspace_id}")
 
 
+def _player_key(actor: Actor) -> tuple[str, str]:
+    """What the start and answer jobs touch: one player (their jobs never run concurrently)."""
+    return (actor.player.platform, actor.player.user_id)
+
+
 def _award(code: str) -> BadgeAward:
     info = scoring.BADGES[code]
     return BadgeAward(info.code, info.name, info.emoji, info.description)
@@ -120,10 +126,15 @@ class QuizService:
         *,
         problems_per_challenge: int = 5,
         seed: int | None = None,
+        transactions: Transactions | None = None,
     ) -> None:
+        """``transactions`` runs the start and answer paths (default: a transaction each; the app passes
+        a ``GroupCommit`` so that players clicking together share transactions).
+        """
         if problems_per_challenge < 1:
             raise ConfigurationError("problems per challenge must be at least 1")
         self._uow = uow_factory
+        self._tx: Transactions = transactions or OwnTransactions(uow_factory)
         self._clock = clock
         self._platform = platform
         self._n = problems_per_challenge
@@ -332,7 +343,8 @@ class QuizService:
     async def start_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
         """Start (or resume) a problem: the deadline is stored now and never moves."""
         now = self._clock.now()
-        async with self._uow() as uow:
+
+        async def job(uow: UnitOfWork) -> ProblemCard:
             ctx = await uow.play_context(problem_id, actor.player)
             if ctx is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
@@ -348,7 +360,9 @@ class QuizService:
             if not session.finished and now >= session.deadline:
                 await self._finish_timeout(uow, challenge, session)
                 session = await uow.get_session(problem_id, session.player_pk) or session
-        return self._problem_card(challenge, problem, session)
+            return self._problem_card(challenge, problem, session)
+
+        return await self._tx.run(job, _player_key(actor))
 
     async def view_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
         """The player's current view of a started problem."""
@@ -413,7 +427,8 @@ class QuizService:
         self, actor: Actor, problem_id: int, letter: str, idempotency_key: str | None
     ) -> Feedback:
         now = self._clock.now()
-        async with self._uow() as uow:
+
+        async def job(uow: UnitOfWork) -> Feedback | None:
             ctx = await uow.play_context(problem_id, actor.player, idempotency_key)
             if ctx is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
@@ -431,9 +446,9 @@ class QuizService:
                     raise TimeUpError("time is up for this problem: your answer was not counted")
                 raise ProblemOverError("this problem is already over for you")
             if now >= session.deadline:
+                # Record the time-out (committed with the job), then refuse the answer below.
                 await self._finish_timeout(uow, challenge, session)
-                await uow.commit()
-                raise TimeUpError("time is up for this problem: your answer was not counted")
+                return None
             used = len(session.attempts)
             if used >= q.attempts:
                 raise NoAttemptsLeftError("no attempts left for this problem")
@@ -471,7 +486,12 @@ class QuizService:
                         elapsed_ms,
                     )
                 await self._after_finish(uow, challenge, session.player_pk, ctx.finished)
-        return self._feedback(problem, session)
+            return self._feedback(problem, session)
+
+        feedback = await self._tx.run(job, _player_key(actor))
+        if feedback is None:
+            raise TimeUpError("time is up for this problem: your answer was not counted")
+        return feedback
 
     def _feedback(self, problem: Problem, session: PlaySession, *, duplicate: bool = False) -> Feedback:
         q = problem.question

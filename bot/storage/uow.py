@@ -259,6 +259,9 @@ class SqlUnitOfWork:
     def __init__(self, factory: async_sessionmaker[AsyncSession]) -> None:
         self._factory = factory
         self._session: AsyncSession | None = None
+        #: True while several jobs share this transaction (bot.storage.group_commit): no job may then
+        #: commit or roll back on its own.
+        self.shared = False
 
     @property
     def s(self) -> AsyncSession:
@@ -287,13 +290,25 @@ class SqlUnitOfWork:
 
     async def commit(self) -> None:
         """Commit and open the next transaction on the same session."""
+        self._own_transaction("commit")
         await self.s.commit()
         await self.s.begin()
 
     async def rollback(self) -> None:
         """Roll back and open the next transaction."""
+        self._own_transaction("roll back")
         await self.s.rollback()
         await self.s.begin()
+
+    def _own_transaction(self, what: str) -> None:
+        if self.shared:
+            # GroupCommit reruns the job in a transaction of its own, where this is allowed.
+            raise RuntimeError(f"a job cannot {what} a transaction it shares with other jobs")
+
+    async def next_job(self) -> None:
+        """Between two jobs of a shared transaction: write pending objects, forget cached ones."""
+        await self.s.flush()
+        self.s.expunge_all()
 
     @property
     def disputes(self) -> SqlDisputeStore:
