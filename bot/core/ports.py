@@ -264,6 +264,10 @@ class UnitOfWork(Protocol):
         ...
 
     # plays
+    async def find_challenge(self, ref: ChannelRef, day: dt.date) -> Challenge | None:
+        """A channel's challenge of a day, looked up by the channel's platform ids."""
+        ...
+
     async def play_context(
         self, problem_id: int, player: PlayerRef, idempotency_key: str | None = None
     ) -> PlayContext | None:

@@ -159,10 +159,11 @@ class QuizService:
         now = self._clock.now()
         day = day or local_day(now, channel.timezone)
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
-            existing = await uow.get_challenge(channel_pk, day)
+            # Every player's first click reads the day's challenge: one lookup when it exists.
+            existing = await uow.find_challenge(channel, day)
             if existing is not None:
                 return existing, False
+            channel_pk = await uow.ensure_channel(channel)
             candidates = await uow.question_candidates(channel_pk, CHALLENGE_KINDS)
             if not candidates:
                 raise NotFoundError(

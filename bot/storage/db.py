@@ -11,6 +11,8 @@ from sqlalchemy import event
 from sqlalchemy.engine import make_url
 from sqlalchemy.ext.asyncio import AsyncEngine, create_async_engine
 
+from bot.storage import sqlite_driver
+
 log = logging.getLogger(__name__)
 
 MIGRATIONS_DIR = Path(__file__).resolve().parents[2] / "migrations"
@@ -36,8 +38,14 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         # the pool's queue is fair and cheap, while extra connections would poll SQLite's busy handler
         # (measured in benchmarks/engine.py: p99 5.4 s with 15 connections, 71 ms with one).
         # Units of work must therefore never nest within one task.
+        path = database or ":memory:"
+
+        async def connect() -> Any:
+            # aiosqlite with one thread hop per statement instead of four (see sqlite_driver).
+            return await sqlite_driver.connect(path, busy_timeout_s=30)
+
         engine = create_async_engine(
-            url, connect_args={"timeout": 30}, pool_size=1, max_overflow=0, pool_timeout=300
+            url, async_creator=connect, pool_size=1, max_overflow=0, pool_timeout=300
         )
 
         @event.listens_for(engine.sync_engine, "connect")

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy import Table, and_, bindparam, func, literal, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
+from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.core.models import (
@@ -144,16 +145,8 @@ def _play_context_statement(_dialect: str) -> Any:
     this_player = and_(pl.c.platform == bindparam("platform"), pl.c.user_id == bindparam("user_id"))
     columns = [
         p.c.position.label("p_position"),
-        v.c.id.label("v_id"), v.c.question_id.label("v_question_id"), v.c.version.label("v_version"),
-        v.c.content_hash.label("v_hash"), v.c.kind.label("v_kind"), v.c.topic.label("v_topic"),
-        v.c.difficulty.label("v_difficulty"),
-        c.c.id.label("c_id"), c.c.channel_pk.label("c_channel_pk"), c.c.day.label("c_day"),
-        c.c.status.label("c_status"), c.c.title.label("c_title"), c.c.opened_at.label("c_opened_at"),
-        c.c.closes_at.label("c_closes_at"), c.c.message_ref.label("c_message_ref"),
-        c.c.time_limit_s.label("c_time_limit_s"), c.c.attempts.label("c_attempts"),
-        ch.c.platform.label("ch_platform"), ch.c.workspace_id.label("ch_workspace_id"),
-        ch.c.channel_id.label("ch_channel_id"), ch.c.name.label("ch_name"),
-        ch.c.timezone.label("ch_timezone"),
+        *_version_key_columns(v),
+        *_challenge_columns(c, ch),
         pl.c.id.label("player_pk"),
         s.c.id.label("s_id"), s.c.started_at.label("s_started_at"), s.c.deadline.label("s_deadline"),
         s.c.hint_used_at.label("s_hint_used_at"), s.c.finished_at.label("s_finished_at"),
@@ -173,6 +166,54 @@ def _play_context_statement(_dialect: str) -> Any:
         .outerjoin(a, a.c.session_id == s.c.id)
         .where(p.c.id == bindparam("problem_id"))
         .order_by(a.c.attempt_no)
+    )
+
+
+def _version_key_columns(v: Any) -> list[Any]:
+    """The columns that identify a parsed question in ``_QUESTIONS`` (not the spec itself)."""
+    return [
+        v.c.id.label("v_id"), v.c.question_id.label("v_question_id"), v.c.version.label("v_version"),
+        v.c.content_hash.label("v_hash"),
+    ]
+
+
+def _challenge_columns(c: Any, ch: Any) -> list[Any]:
+    """A challenge's columns and its channel's, labelled as the hot-path readers expect."""
+    return [
+        c.c.id.label("c_id"), c.c.channel_pk.label("c_channel_pk"), c.c.day.label("c_day"),
+        c.c.status.label("c_status"), c.c.title.label("c_title"), c.c.opened_at.label("c_opened_at"),
+        c.c.closes_at.label("c_closes_at"), c.c.message_ref.label("c_message_ref"),
+        c.c.time_limit_s.label("c_time_limit_s"), c.c.attempts.label("c_attempts"),
+        ch.c.platform.label("ch_platform"), ch.c.workspace_id.label("ch_workspace_id"),
+        ch.c.channel_id.label("ch_channel_id"), ch.c.name.label("ch_name"),
+        ch.c.timezone.label("ch_timezone"),
+    ]
+
+
+def _problems_statement(_dialect: str) -> Any:
+    p = ProblemRow.__table__
+    v = QuestionVersionRow.__table__
+    return (
+        select(p.c.id.label("p_id"), p.c.position.label("p_position"), *_version_key_columns(v))
+        .join(v, v.c.id == p.c.question_version_id)
+        .where(p.c.challenge_id == bindparam("challenge_id"))
+        .order_by(p.c.position)
+    )
+
+
+def _find_challenge_statement(_dialect: str) -> Any:
+    c = ChallengeRow.__table__
+    ch = ChannelRow.__table__
+    return (
+        select(*_challenge_columns(c, ch))
+        .select_from(c)
+        .join(ch, ch.c.id == c.c.channel_pk)
+        .where(
+            ch.c.platform == bindparam("platform"),
+            ch.c.workspace_id == bindparam("workspace_id"),
+            ch.c.channel_id == bindparam("channel_id"),
+            c.c.day == bindparam("day"),
+        )
     )
 
 
@@ -317,6 +358,19 @@ class SqlUnitOfWork:
 
         return SqlDisputeStore(self)
 
+    async def _core(self, stmt: Any, params: Any) -> CursorResult[Any]:
+        """Run a hot-path Core statement on the session's connection, past the ORM's execute machinery.
+
+        The ORM's per-call work (statement coercion, compile-state lookups, autoflush, result wrapping) cost
+        about as much as the statement's round trip on PostgreSQL (profiled in benchmarks/engine.py). The
+        transaction is the session's own; objects added to the session are flushed first, as autoflush would.
+        """
+        session = self.s
+        if session.new or session.dirty or session.deleted:
+            await session.flush()
+        conn = await session.connection()
+        return await conn.execute(stmt, params)
+
     def _cached(self, name: str, build: Callable[[str], Any]) -> Any:
         """A hot-path statement built once per dialect and reused with bound parameters.
 
@@ -375,7 +429,7 @@ class SqlUnitOfWork:
         )
         params = {"platform": ref.platform, "user_id": ref.user_id, "display_name": ref.display_name,
                   "created_at": dt.datetime.now(dt.UTC)}
-        pk = (await self.s.execute(stmt, params)).scalar()
+        pk = (await self._core(stmt, params)).scalar()
         if pk is None:  # created concurrently (or it existed after all): read it
             return await self.ensure_player(ref)
         return int(pk)
@@ -529,21 +583,40 @@ class SqlUnitOfWork:
         if row is None:
             return None
         channel = await self.s.get_one(ChannelRow, row.channel_pk)
-        problems = (
-            await self.s.execute(
-                select(ProblemRow, QuestionVersionRow)
-                .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
-                .where(ProblemRow.challenge_id == row.id)
-                .order_by(ProblemRow.position)
-            )
-        ).tuples()
-        return _to_challenge(
-            row,
-            channel,
-            tuple(
-                Problem(p.id, row.id, p.position, _as_asked(question_from_version(v), row))
-                for p, v in problems
-            ),
+        return _to_challenge(row, channel, await self._problems(row.id, row.time_limit_s, row.attempts))
+
+    async def _problems(
+        self, challenge_id: int, time_limit_s: int | None, attempts: int | None
+    ) -> tuple[Problem, ...]:
+        """A challenge's problems in order, as asked (questions from the version cache, no JSON read)."""
+        stmt = self._cached("problems", _problems_statement)
+        problems = []
+        for r in (await self._core(stmt, {"challenge_id": challenge_id})).all():
+            question = await self._question(r.v_id, r.v_question_id, r.v_version, r.v_hash)
+            if time_limit_s is not None or attempts is not None:
+                question = _override(question, time_limit_s, attempts)
+            problems.append(Problem(r.p_id, challenge_id, r.p_position, question))
+        return tuple(problems)
+
+    async def find_challenge(self, ref: ChannelRef, day: dt.date) -> Challenge | None:
+        """A channel's challenge of a day, found by the channel's platform ids (no channel row needed)."""
+        stmt = self._cached("find_challenge", _find_challenge_statement)
+        params = {"platform": ref.platform, "workspace_id": ref.workspace_id, "channel_id": ref.channel_id,
+                  "day": day}
+        r = (await self._core(stmt, params)).first()
+        if r is None:
+            return None
+        return Challenge(
+            id=r.c_id,
+            channel_pk=r.c_channel_pk,
+            channel=ChannelRef(r.ch_platform, r.ch_workspace_id, r.ch_channel_id, r.ch_name, r.ch_timezone),
+            day=r.c_day,
+            status="open" if r.c_status == "open" else "closed",
+            title=r.c_title,
+            opened_at=r.c_opened_at,
+            closes_at=r.c_closes_at,
+            problems=await self._problems(r.c_id, r.c_time_limit_s, r.c_attempts),
+            message_ref=r.c_message_ref,
         )
 
     async def play_context(
@@ -557,7 +630,7 @@ class SqlUnitOfWork:
         stmt = self._cached("play_context", _play_context_statement)
         params = {"problem_id": problem_id, "platform": player.platform, "user_id": player.user_id,
                   "key": idempotency_key}
-        rows = (await self.s.execute(stmt, params)).all()
+        rows = (await self._core(stmt, params)).all()
         if not rows:
             return None
         r = rows[0]
@@ -822,7 +895,7 @@ class SqlUnitOfWork:
         )
         params = {"problem_id": problem_id, "player_pk": player_pk, "started_at": started_at,
                   "deadline": deadline, "points": 0}
-        new_id = (await self.s.execute(stmt, params)).scalar()
+        new_id = (await self._core(stmt, params)).scalar()
         if new_id is not None:
             return PlaySession(new_id, problem_id, player_pk, started_at, deadline, False, None, None, 0, ())
         found = await self.get_session(problem_id, player_pk)
@@ -880,7 +953,7 @@ class SqlUnitOfWork:
             "idempotency_key": idempotency_key,
             "question_version_id": question_version_id,
         }
-        if (await self.s.execute(stmt, params)).scalar() is None:
+        if (await self._core(stmt, params)).scalar() is None:
             raise AttemptConflictError(f"attempt {attempt_no} of session {session_id} (or its key) is taken")
 
     async def attempt_by_key(self, idempotency_key: str) -> tuple[int, int] | None:
@@ -906,8 +979,8 @@ class SqlUnitOfWork:
             .values(outcome=bindparam("outcome"), points=bindparam("points"), finished_at=bindparam("at")),
         )
         params = {"sid": session_id, "outcome": outcome, "points": points, "at": finished_at}
-        result = await self.s.execute(stmt, params)
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        result = await self._core(stmt, params)
+        return bool(result.rowcount)
 
     async def mark_hint(self, session_id: int, at: dt.datetime) -> None:
         """Record the first time the hint was shown."""
@@ -945,7 +1018,7 @@ class SqlUnitOfWork:
             for p in periods
         ]
         # One prebuilt upsert run as executemany: the same SQL whatever the number of rows.
-        await self.s.execute(self._cached("add_to_standings", _standings_upsert), rows)
+        await self._core(self._cached("add_to_standings", _standings_upsert), rows)
 
     async def leaderboard(
         self, scope: str, period: str, limit: int, player_pk: int | None
