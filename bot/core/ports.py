@@ -128,6 +128,26 @@ class CompletionRow:
     max_answer_s: float
 
 
+@dataclass(frozen=True)
+class AnswerWrite:
+    """What one answer writes: the attempt; with ``outcome``, the end of the session; with ``standings``
+    (scope keys, period keys), the points added to the player's standings when the session ends.
+    """
+
+    session_id: int
+    player_pk: int
+    question_version_id: int
+    attempt_no: int
+    letter: str
+    correct: bool
+    answered_at: dt.datetime
+    elapsed_ms: int
+    idempotency_key: str | None
+    outcome: str | None = None
+    points: int = 0
+    standings: tuple[Sequence[str], Sequence[str]] | None = None
+
+
 class AttemptConflictError(Exception):
     """Storage-level: this attempt number (or idempotency key) was taken by a concurrent transaction."""
 
@@ -269,13 +289,27 @@ class UnitOfWork(Protocol):
         ...
 
     async def play_context(
-        self, problem_id: int, player: PlayerRef, idempotency_key: str | None = None
+        self,
+        problem_id: int,
+        player: PlayerRef,
+        idempotency_key: str | None = None,
+        *,
+        for_answer: bool = False,
     ) -> PlayContext | None:
-        """A problem with its challenge, the player's session and attempts, and whether the key was seen."""
+        """A problem with its challenge, the player's session and attempts; with ``for_answer``, also
+        whether the idempotency key was seen and how many of the player's problems are over.
+        """
         ...
 
     async def finished_count(self, challenge_id: int, player_pk: int) -> int:
         """How many of a challenge's problems are over for a player."""
+        ...
+
+    async def record_answer(self, write: AnswerWrite) -> bool:
+        """Store an answer (see ``AnswerWrite``); AttemptConflictError if its attempt number or key is
+        taken (then nothing is written). Returns whether this write ended the session (False when no end
+        was asked for, or the session had already ended).
+        """
         ...
 
     async def get_session(self, problem_id: int, player_pk: int) -> PlaySession | None:

@@ -56,6 +56,7 @@ from bot.core.models import (
 )
 from bot.core.ports import (
     AlreadyExistsError,
+    AnswerWrite,
     AttemptConflictError,
     ChatPlatform,
     Clock,
@@ -158,12 +159,20 @@ class QuizService:
         """
         now = self._clock.now()
         day = day or local_day(now, channel.timezone)
+
+        async def find(uow: UnitOfWork) -> Challenge | None:
+            return await uow.find_challenge(channel, day)
+
+        # Every player's first click reads the day's challenge: one lookup, grouped with the start and
+        # answer calls of the moment when it exists.
+        existing = await self._tx.run(find, (channel.platform, channel.workspace_id, channel.channel_id))
+        if existing is not None:
+            return existing, False
         async with self._uow() as uow:
-            # Every player's first click reads the day's challenge: one lookup when it exists.
-            existing = await uow.find_challenge(channel, day)
-            if existing is not None:
-                return existing, False
             channel_pk = await uow.ensure_channel(channel)
+            existing = await uow.get_challenge(channel_pk, day)
+            if existing is not None:  # created since the lookup above
+                return existing, False
             candidates = await uow.question_candidates(channel_pk, CHALLENGE_KINDS)
             if not candidates:
                 raise NotFoundError(
@@ -430,7 +439,7 @@ class QuizService:
         now = self._clock.now()
 
         async def job(uow: UnitOfWork) -> Feedback | None:
-            ctx = await uow.play_context(problem_id, actor.player, idempotency_key)
+            ctx = await uow.play_context(problem_id, actor.player, idempotency_key, for_answer=True)
             if ctx is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
             challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
@@ -457,13 +466,10 @@ class QuizService:
             correct = letter == q.correct_letter
             elapsed = now - session.started_at
             elapsed_ms = max(0, int(elapsed.total_seconds() * 1000))
-            await uow.add_attempt(
-                session.id, attempt_no, letter, correct, now, elapsed_ms, idempotency_key, q.version_id
-            )
-            session = dataclasses.replace(
-                session, attempts=(*session.attempts, Attempt(attempt_no, letter, correct, now, elapsed_ms))
-            )
-            if correct or attempt_no >= q.attempts:
+            ends = correct or attempt_no >= q.attempts
+            outcome: Outcome | None = ("correct" if correct else "wrong") if ends else None
+            points = 0
+            if ends:
                 points = scoring.points_for(
                     difficulty=q.difficulty,
                     correct=correct,
@@ -472,20 +478,25 @@ class QuizService:
                     time_limit_s=q.time_limit_s,
                     hint_used=session.hint_used,
                 )
-                outcome: Outcome = "correct" if correct else "wrong"
-                if not await uow.finish_session(session.id, outcome, points, now):
+            standings = None
+            if correct:
+                standings = (scope_keys(challenge.channel_pk, challenge.channel), period_keys(challenge.day))
+            # All the answer's writes at once (one statement on PostgreSQL): attempt, end, standings.
+            ended = await uow.record_answer(
+                AnswerWrite(
+                    session.id, session.player_pk, q.version_id, attempt_no, letter, correct, now, elapsed_ms,
+                    idempotency_key, outcome, points, standings,
+                )
+            )
+            session = dataclasses.replace(
+                session, attempts=(*session.attempts, Attempt(attempt_no, letter, correct, now, elapsed_ms))
+            )
+            if outcome is not None:
+                if not ended:
                     # Ended concurrently (the challenge closed): report what is stored.
                     stored = await uow.get_session(problem_id, session.player_pk)
                     return self._feedback(problem, stored or session)
                 session = dataclasses.replace(session, outcome=outcome, points=points, finished_at=now)
-                if correct:
-                    await uow.add_to_standings(
-                        scope_keys(challenge.channel_pk, challenge.channel),
-                        period_keys(challenge.day),
-                        session.player_pk,
-                        points,
-                        elapsed_ms,
-                    )
                 await self._after_finish(uow, challenge, session.player_pk, ctx.finished)
             return self._feedback(problem, session)
 

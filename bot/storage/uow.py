@@ -10,7 +10,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Table, and_, bindparam, func, literal, or_, select, text, update
+from sqlalchemy import Integer, Table, and_, bindparam, func, literal, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
@@ -31,6 +31,7 @@ from bot.core.models import (
 )
 from bot.core.ports import (
     AlreadyExistsError,
+    AnswerWrite,
     AttemptConflictError,
     CompletionRow,
     ProblemTally,
@@ -109,9 +110,10 @@ def _override(question: Question, time_limit_s: int | None, attempts: int | None
 _STATEMENTS: dict[tuple[str, str], Any] = {}
 
 
-def _play_context_statement(_dialect: str) -> Any:
+def _play_context_statement(for_answer: bool) -> Any:
     """One joined SELECT of plain columns: problem, version key, challenge, channel, player, session and
-    its attempts.
+    its attempts; ``for_answer`` adds whether the idempotency key was seen and how many of the player's
+    problems of this challenge are over (the start path needs neither).
 
     Plain columns, not ORM entities: hydrating six mapped objects per row cost more than the query itself
     on the answer path. The question's spec (JSON) is not read here: versions never change, so the parsed
@@ -127,21 +129,23 @@ def _play_context_statement(_dialect: str) -> Any:
     others = p.alias("others")
     keyed = a.alias("keyed")
     done = s.alias("done")
-    done_problem = p.alias("done_problem")
     total = select(func.count(others.c.id)).where(others.c.challenge_id == p.c.challenge_id).scalar_subquery()
-    key_seen = select(keyed.c.id).where(keyed.c.idempotency_key == bindparam("key")).exists()
-    # The player's problems of this challenge already over (this read's snapshot): lets the answer path
-    # skip the completion check on every problem but the last without another statement.
-    finished = (
-        select(func.count(done.c.id))
-        .join(done_problem, done_problem.c.id == done.c.problem_id)
-        .where(
-            done_problem.c.challenge_id == p.c.challenge_id,
-            done.c.player_pk == pl.c.id,
-            done.c.outcome.is_not(None),
+    key_seen: Any = literal(False)
+    finished: Any = literal(0)
+    if for_answer:
+        key_seen = select(keyed.c.id).where(keyed.c.idempotency_key == bindparam("key")).exists()
+        # The player's problems of this challenge already over (this read's snapshot): lets the answer
+        # path skip the completion check on every problem but the last without another statement. An IN
+        # list of the challenge's problems probes the (problem, player) unique index a few times.
+        finished = (
+            select(func.count(done.c.id))
+            .where(
+                done.c.problem_id.in_(select(others.c.id).where(others.c.challenge_id == p.c.challenge_id)),
+                done.c.player_pk == pl.c.id,
+                done.c.outcome.is_not(None),
+            )
+            .scalar_subquery()
         )
-        .scalar_subquery()
-    )
     this_player = and_(pl.c.platform == bindparam("platform"), pl.c.user_id == bindparam("user_id"))
     columns = [
         p.c.position.label("p_position"),
@@ -217,6 +221,11 @@ def _find_challenge_statement(_dialect: str) -> Any:
     )
 
 
+def _challenge_channel_statement(_dialect: str) -> Any:
+    c = ChallengeRow.__table__
+    return select(c.c.channel_pk).where(c.c.id == bindparam("cid"))
+
+
 # Parsed questions by everything that determines them: (version id, question id, version, content hash).
 # Question versions are never rewritten, so an entry never goes stale; the full key also keeps two
 # databases in one process (the test suite, the benchmark) from ever sharing a wrong entry.
@@ -245,18 +254,73 @@ _ATTEMPT_COLUMNS = (
     "session_id", "question_version_id", "attempt_no", "letter", "correct", "answered_at", "elapsed_ms",
     "idempotency_key",
 )
+_COMPLETION_COLUMNS = (
+    "challenge_id", "player_pk", "channel_pk", "day", "problems", "correct", "hints_used", "max_answer_ms",
+    "points", "completed_at",
+)
+_BADGE_COLUMNS = ("player_pk", "badge", "scope_key", "challenge_id", "awarded_at")
 _STANDING_COLUMNS = ("scope", "period", "player_pk", "points", "correct", "answer_ms")
 _INSERT_OR_NOTHING = "ON CONFLICT DO NOTHING RETURNING id"
 
 
-def _standings_upsert(_dialect: str) -> Any:
-    return _upsert_sql(
-        StandingRowModel.__table__,
-        _STANDING_COLUMNS,
+def _standings_upsert(rows: int) -> Any:
+    """Add one answer's points to ``rows`` standings (scope, period) of one player, in one statement."""
+    table = StandingRowModel.__table__
+    values = ", ".join(f"(:scope_{i}, :period_{i}, :player_pk, :points, 1, :answer_ms)" for i in range(rows))
+    sql = (
+        f"INSERT INTO standings ({', '.join(_STANDING_COLUMNS)}) VALUES {values} "  # noqa: S608
         "ON CONFLICT (scope, period, player_pk) DO UPDATE SET points = standings.points + excluded.points, "
         "correct = standings.correct + excluded.correct, "
-        "answer_ms = standings.answer_ms + excluded.answer_ms",
+        "answer_ms = standings.answer_ms + excluded.answer_ms"
     )
+    binds = [bindparam(c, type_=table.c[c].type) for c in ("player_pk", "points", "answer_ms")]
+    for i in range(rows):
+        binds.append(bindparam(f"scope_{i}", type_=table.c.scope.type))
+        binds.append(bindparam(f"period_{i}", type_=table.c.period.type))
+    return text(sql).bindparams(*binds)
+
+
+def _record_answer_pg(rows: int) -> Any:
+    """PostgreSQL: a correct, session-ending answer in one statement (see ``record_answer``).
+
+    Each data-modifying CTE runs once; the session is ended only if the attempt was inserted and the
+    session was still running, and the standings move only if the session was ended here.
+    """
+    attempts = AttemptRow.__table__
+    sessions = PlaySessionRow.__table__
+    standings = StandingRowModel.__table__
+    values = ", ".join(f"(:scope_{i}, :period_{i})" for i in range(rows))
+    sql = f"""
+WITH a AS (
+    INSERT INTO attempts ({", ".join(_ATTEMPT_COLUMNS)})
+    VALUES ({", ".join(f":{c}" for c in _ATTEMPT_COLUMNS)})
+    ON CONFLICT DO NOTHING RETURNING id
+), f AS (
+    UPDATE play_sessions SET outcome = :outcome, points = :points, finished_at = :answered_at
+    WHERE id = :session_id AND outcome IS NULL AND EXISTS (SELECT 1 FROM a)
+    RETURNING id
+), st AS (
+    INSERT INTO standings ({", ".join(_STANDING_COLUMNS)})
+    SELECT v.scope, v.period, CAST(:player_pk AS INTEGER), CAST(:points AS INTEGER), 1,
+           CAST(:elapsed_ms AS INTEGER)
+    FROM (VALUES {values}) AS v (scope, period)
+    WHERE EXISTS (SELECT 1 FROM f)
+    ON CONFLICT (scope, period, player_pk) DO UPDATE SET points = standings.points + excluded.points,
+        correct = standings.correct + excluded.correct, answer_ms = standings.answer_ms + excluded.answer_ms
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM a) AS inserted, (SELECT count(*) FROM f) AS finished
+"""  # noqa: S608 - table and column names are ours, never input
+    binds = [bindparam(c, type_=attempts.c[c].type) for c in _ATTEMPT_COLUMNS]
+    binds += [
+        bindparam("outcome", type_=sessions.c.outcome.type),
+        bindparam("points", type_=sessions.c.points.type),
+        bindparam("player_pk", type_=standings.c.player_pk.type),
+    ]
+    for i in range(rows):
+        binds.append(bindparam(f"scope_{i}", type_=standings.c.scope.type))
+        binds.append(bindparam(f"period_{i}", type_=standings.c.period.type))
+    return text(sql).bindparams(*binds).columns(inserted=Integer, finished=Integer)
 
 
 def _to_challenge(
@@ -620,16 +684,26 @@ class SqlUnitOfWork:
         )
 
     async def play_context(
-        self, problem_id: int, player: PlayerRef, idempotency_key: str | None = None
+        self,
+        problem_id: int,
+        player: PlayerRef,
+        idempotency_key: str | None = None,
+        *,
+        for_answer: bool = False,
     ) -> PlayContext | None:
         """The problem, its challenge and channel, the player's session and attempts: one statement.
+
+        ``for_answer`` also reads whether ``idempotency_key`` was seen and how many of the player's
+        problems are over (``key_seen`` / ``finished``, else False / 0).
 
         This is the hot path of every start and answer, so it is a single joined SELECT of plain columns
         (one row per attempt) instead of the handful of lookups the general-purpose readers make.
         """
-        stmt = self._cached("play_context", _play_context_statement)
-        params = {"problem_id": problem_id, "platform": player.platform, "user_id": player.user_id,
-                  "key": idempotency_key}
+        stmt = self._cached(f"play_context:{for_answer}", lambda _: _play_context_statement(for_answer))
+        params: dict[str, Any] = {"problem_id": problem_id, "platform": player.platform,
+                                  "user_id": player.user_id}
+        if for_answer:
+            params["key"] = idempotency_key
         rows = (await self._core(stmt, params)).all()
         if not rows:
             return None
@@ -956,6 +1030,46 @@ class SqlUnitOfWork:
         if (await self._core(stmt, params)).scalar() is None:
             raise AttemptConflictError(f"attempt {attempt_no} of session {session_id} (or its key) is taken")
 
+    async def record_answer(self, write: AnswerWrite) -> bool:
+        """Store an answer: the attempt, then (if asked) the end of the session and the standings.
+
+        PostgreSQL: one statement (data-modifying CTEs, each step conditional on the one before), so the
+        answer path's writes cost one round trip instead of three. SQLite: the same three steps as three
+        statements (no data-modifying CTEs there; its statements cost no network round trip).
+        """
+        if self.s.bind.dialect.name == "postgresql" and write.standings is not None:
+            scopes, periods = write.standings
+            keys = [(sc, pe) for sc in scopes for pe in periods]
+            stmt = self._cached(f"record_answer:{len(keys)}", lambda _: _record_answer_pg(len(keys)))
+            params: dict[str, Any] = {
+                "session_id": write.session_id, "question_version_id": write.question_version_id,
+                "attempt_no": write.attempt_no, "letter": write.letter, "correct": write.correct,
+                "answered_at": write.answered_at, "elapsed_ms": write.elapsed_ms,
+                "idempotency_key": write.idempotency_key, "outcome": write.outcome, "points": write.points,
+                "player_pk": write.player_pk,
+            }
+            for i, (scope, period) in enumerate(keys):
+                params[f"scope_{i}"] = scope
+                params[f"period_{i}"] = period
+            row = (await self._core(stmt, params)).one()
+            if not row.inserted:
+                raise AttemptConflictError(
+                    f"attempt {write.attempt_no} of session {write.session_id} (or its key) is taken"
+                )
+            return bool(row.finished)
+        await self.add_attempt(
+            write.session_id, write.attempt_no, write.letter, write.correct, write.answered_at,
+            write.elapsed_ms, write.idempotency_key, write.question_version_id,
+        )
+        if write.outcome is None:
+            return False
+        if not await self.finish_session(write.session_id, write.outcome, write.points, write.answered_at):
+            return False
+        if write.standings is not None:
+            scopes, periods = write.standings
+            await self.add_to_standings(scopes, periods, write.player_pk, write.points, write.elapsed_ms)
+        return True
+
     async def attempt_by_key(self, idempotency_key: str) -> tuple[int, int] | None:
         """(problem id, player pk) of the attempt with this idempotency key."""
         row = (
@@ -1011,14 +1125,15 @@ class SqlUnitOfWork:
         self, scopes: Sequence[str], periods: Sequence[str], player_pk: int, points: int, answer_ms: int
     ) -> None:
         """Upsert the player's standing in every (scope, period)."""
-        rows = [
-            {"scope": s, "period": p, "player_pk": player_pk, "points": points, "correct": 1,
-             "answer_ms": answer_ms}
-            for s in scopes
-            for p in periods
-        ]
-        # One prebuilt upsert run as executemany: the same SQL whatever the number of rows.
-        await self._core(self._cached("add_to_standings", _standings_upsert), rows)
+        keys = [(s, p) for s in scopes for p in periods]
+        # One multi-row upsert (prebuilt per row count: 6 on the answer path), not an executemany: one
+        # statement for the database to run instead of six.
+        stmt = self._cached(f"add_to_standings:{len(keys)}", lambda _: _standings_upsert(len(keys)))
+        params: dict[str, Any] = {"player_pk": player_pk, "points": points, "answer_ms": answer_ms}
+        for i, (scope, period) in enumerate(keys):
+            params[f"scope_{i}"] = scope
+            params[f"period_{i}"] = period
+        await self._core(stmt, params)
 
     async def leaderboard(
         self, scope: str, period: str, limit: int, player_pk: int | None
@@ -1077,23 +1192,25 @@ class SqlUnitOfWork:
         self, challenge_id: int, player_pk: int, day: dt.date, row: CompletionRow, points: int
     ) -> bool:
         """Record a completed challenge; True the first time."""
-        channel_pk = await self.s.scalar(
-            select(ChallengeRow.channel_pk).where(ChallengeRow.id == challenge_id)
+        stmt = self._cached(
+            "record_completion",
+            lambda _: _upsert_sql(CompletionRowModel.__table__, _COMPLETION_COLUMNS, _INSERT_OR_NOTHING),
         )
-        stmt = self._insert(CompletionRowModel).values(
-            challenge_id=challenge_id,
-            player_pk=player_pk,
-            channel_pk=channel_pk,
-            day=day,
-            problems=row.problems,
-            correct=row.correct,
-            hints_used=row.hints_used,
-            max_answer_ms=round(row.max_answer_s * 1000),
-            points=points,
-            completed_at=dt.datetime.now(dt.UTC),
-        )
-        result = await self.s.execute(stmt.on_conflict_do_nothing())
-        return bool(result.rowcount)  # type: ignore[attr-defined]
+        of_challenge = self._cached("challenge_channel", _challenge_channel_statement)
+        channel_pk = (await self._core(of_challenge, {"cid": challenge_id})).scalar_one()
+        params = {
+            "challenge_id": challenge_id,
+            "player_pk": player_pk,
+            "channel_pk": channel_pk,
+            "day": day,
+            "problems": row.problems,
+            "correct": row.correct,
+            "hints_used": row.hints_used,
+            "max_answer_ms": round(row.max_answer_s * 1000),
+            "points": points,
+            "completed_at": dt.datetime.now(dt.UTC),
+        }
+        return (await self._core(stmt, params)).scalar() is not None
 
     async def completions(self, player_pk: int, channel_pk: int | None) -> list[CompletionRow]:
         """A player's completed challenges."""
@@ -1127,12 +1244,14 @@ class SqlUnitOfWork:
         self, player_pk: int, challenge_id: int, awards: Sequence[tuple[str, str]], at: dt.datetime
     ) -> list[str]:
         """Award badges idempotently; return the newly awarded codes."""
+        stmt = self._cached(
+            "award_badge", lambda _: _upsert_sql(BadgeRow.__table__, _BADGE_COLUMNS, _INSERT_OR_NOTHING)
+        )
         new: list[str] = []
         for code, scope_key in awards:
-            stmt = self._insert(BadgeRow).values(
-                player_pk=player_pk, badge=code, scope_key=scope_key, challenge_id=challenge_id, awarded_at=at
-            )
-            if (await self.s.execute(stmt.on_conflict_do_nothing())).rowcount:  # type: ignore[attr-defined]
+            params = {"player_pk": player_pk, "badge": code, "scope_key": scope_key,
+                      "challenge_id": challenge_id, "awarded_at": at}
+            if (await self._core(stmt, params)).scalar() is not None:
                 new.append(code)
         return new
 
