@@ -69,7 +69,7 @@ from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import SystemClock
 from bot.core.service import QuizService, period_keys, scope_keys
 from bot.storage.db import make_engine, upgrade_async
-from bot.storage.group_commit import GroupCommit, GroupCommitStats, default_lanes
+from bot.storage.group_commit import DEFAULT_MAX_BATCH, GroupCommit, GroupCommitStats, default_lanes
 from bot.storage.uow import SqlUnitOfWork, content_hash, session_factory
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
@@ -269,6 +269,7 @@ async def bench_answers(
     group_commit: bool = True,
     load_fractions: Sequence[float] = (),
     load_seconds: float = 4.0,
+    max_batch: int = DEFAULT_MAX_BATCH,
 ) -> AnswerResult:
     """Players start and answer every problem of the day's challenge concurrently.
 
@@ -286,7 +287,9 @@ async def bench_answers(
             statements += 1
 
     factory = session_factory(engine)
-    tx = GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine)) if group_commit else None
+    tx = None
+    if group_commit:
+        tx = GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine), max_batch=max_batch)
     svc = QuizService(lambda: SqlUnitOfWork(factory), SystemClock(), None, seed=1, transactions=tx)
     try:
         await svc.admin_import(ADMIN, bank())
@@ -1014,6 +1017,7 @@ async def run_backend(backend: Backend, args: argparse.Namespace) -> Report:
             args.raw_inserts,
             load_fractions=[float(x) for x in args.load_levels.split(",") if x.strip()],
             load_seconds=args.load_seconds,
+            max_batch=args.max_batch,
         )
         if not args.no_compare:
             print(f"[{backend.name}] answer path again, a transaction per call (no group commit) ...")
@@ -1074,6 +1078,9 @@ def parse_args(argv: Sequence[str] | None = None) -> argparse.Namespace:
         help="open-loop loads for the latency figures, as fractions of the measured capacity ('' for none)",
     )
     p.add_argument("--load-seconds", type=float, default=4.0, help="arrival window per load level (s)")
+    p.add_argument(
+        "--max-batch", type=int, default=DEFAULT_MAX_BATCH, help="group commit: most jobs in one transaction"
+    )
     p.add_argument(
         "--no-compare", action="store_true", help="skip the run without group commit (a transaction per call)"
     )

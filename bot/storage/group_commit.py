@@ -45,6 +45,10 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
+#: Most jobs in one shared transaction: a job that arrives while a batch runs waits for it, so this bounds
+#: that wait (benchmarks/engine.py --max-batch compares values).
+DEFAULT_MAX_BATCH = 16
+
 _WRITES = "rankzero.writes"  # key in the DBAPI connection's info dict: statements other than SELECT
 
 
@@ -89,7 +93,11 @@ class GroupCommit:
     """A ``Transactions`` that runs concurrent jobs in shared transactions (see the module docstring)."""
 
     def __init__(
-        self, uow_factory: Callable[[], SqlUnitOfWork], *, lanes: int = 1, max_batch: int = 32
+        self,
+        uow_factory: Callable[[], SqlUnitOfWork],
+        *,
+        lanes: int = 1,
+        max_batch: int = DEFAULT_MAX_BATCH,
     ) -> None:
         if lanes < 1 or max_batch < 1:
             raise ValueError("lanes and max_batch must be at least 1")
