@@ -194,6 +194,23 @@ def _challenge_columns(c: Any, ch: Any) -> list[Any]:
     ]
 
 
+def _challenge_from_columns(r: Any, problems: tuple[Problem, ...], size: int = 0) -> Challenge:
+    """A Challenge from a row holding ``_challenge_columns``."""
+    return Challenge(
+        id=r.c_id,
+        channel_pk=r.c_channel_pk,
+        channel=ChannelRef(r.ch_platform, r.ch_workspace_id, r.ch_channel_id, r.ch_name, r.ch_timezone),
+        day=r.c_day,
+        status="open" if r.c_status == "open" else "closed",
+        title=r.c_title,
+        opened_at=r.c_opened_at,
+        closes_at=r.c_closes_at,
+        problems=problems,
+        message_ref=r.c_message_ref,
+        size=size,
+    )
+
+
 def _problems_statement(_dialect: str) -> Any:
     p = ProblemRow.__table__
     v = QuestionVersionRow.__table__
@@ -670,18 +687,7 @@ class SqlUnitOfWork:
         r = (await self._core(stmt, params)).first()
         if r is None:
             return None
-        return Challenge(
-            id=r.c_id,
-            channel_pk=r.c_channel_pk,
-            channel=ChannelRef(r.ch_platform, r.ch_workspace_id, r.ch_channel_id, r.ch_name, r.ch_timezone),
-            day=r.c_day,
-            status="open" if r.c_status == "open" else "closed",
-            title=r.c_title,
-            opened_at=r.c_opened_at,
-            closes_at=r.c_closes_at,
-            problems=await self._problems(r.c_id, r.c_time_limit_s, r.c_attempts),
-            message_ref=r.c_message_ref,
-        )
+        return _challenge_from_columns(r, await self._problems(r.c_id, r.c_time_limit_s, r.c_attempts))
 
     async def play_context(
         self,
@@ -708,19 +714,7 @@ class SqlUnitOfWork:
         if not rows:
             return None
         r = rows[0]
-        challenge = Challenge(
-            id=r.c_id,
-            channel_pk=r.c_channel_pk,
-            channel=ChannelRef(r.ch_platform, r.ch_workspace_id, r.ch_channel_id, r.ch_name, r.ch_timezone),
-            day=r.c_day,
-            status="open" if r.c_status == "open" else "closed",
-            title=r.c_title,
-            opened_at=r.c_opened_at,
-            closes_at=r.c_closes_at,
-            problems=(),
-            message_ref=r.c_message_ref,
-            size=int(r.n_problems),
-        )
+        challenge = _challenge_from_columns(r, (), size=int(r.n_problems))
         question = await self._question(r.v_id, r.v_question_id, r.v_version, r.v_hash)
         if r.c_time_limit_s is not None or r.c_attempts is not None:
             question = _override(question, r.c_time_limit_s, r.c_attempts)
