@@ -10,15 +10,16 @@ from dataclasses import dataclass
 import pytest
 from sqlalchemy import text
 
-from bot.core.errors import NotStartedError, TimeUpError
+from bot.core.errors import NotStartedError, ProblemOverError, TimeUpError
 from bot.core.models import PlayerRef
 from bot.core.ports import UnitOfWork
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.group_commit import GroupCommit
+from bot.storage.models import PlayerRow
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN as ADMIN_ACTOR
-from tests.conftest import CHANNEL, actor, test_bank
+from tests.conftest import CHANNEL, START, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
 
@@ -167,3 +168,52 @@ async def test_a_caller_cancelled_while_queued_has_its_job_skipped(rig: Rig) -> 
         await queued
     await rig.tx.run(lambda uow: asyncio.sleep(0))  # the lane still serves
     assert ran == ["slow"]
+
+
+async def test_a_refusal_after_a_write_sends_the_batch_to_the_one_by_one_path(rig: Rig) -> None:
+    """A domain error raised after writing (sent, or only added to the session) must not keep the write:
+    the batch is rolled back and each job rerun alone, where the error rolls back its own transaction."""
+
+    async def add(uow: UnitOfWork, name: str) -> int:
+        return await uow.ensure_player(PlayerRef("test", name, name))
+
+    async def writes_then_refuses(uow: UnitOfWork) -> int:
+        await add(uow, "sent")
+        raise ProblemOverError("refused after a write")
+
+    async def adds_then_refuses(uow: UnitOfWork) -> int:
+        assert isinstance(uow, SqlUnitOfWork)
+        uow.s.add(PlayerRow(platform="test", user_id="pending", display_name="p", created_at=START))
+        raise ProblemOverError("refused with a pending object")
+
+    for n, refusing in enumerate((writes_then_refuses, adds_then_refuses)):
+        before = rig.tx.stats.fallbacks
+        results = await asyncio.gather(
+            rig.tx.run(lambda uow, n=n: add(uow, f"a-{n}")),
+            rig.tx.run(refusing),
+            rig.tx.run(lambda uow, n=n: add(uow, f"b-{n}")),
+            return_exceptions=True,
+        )
+        assert isinstance(results[1], ProblemOverError)
+        assert isinstance(results[0], int) and isinstance(results[2], int)
+        assert rig.tx.stats.fallbacks == before + 1
+    assert await rig.scalar("SELECT count(*) FROM players WHERE user_id IN ('sent', 'pending')") == 0
+    kept = "SELECT count(*) FROM players WHERE user_id IN ('a-0', 'b-0', 'a-1', 'b-1')"
+    assert await rig.scalar(kept) == 4
+
+
+async def test_a_job_raising_cancelled_error_fails_alone_and_the_lane_serves_on(rig: Rig) -> None:
+    async def awaits_a_cancelled_future(uow: UnitOfWork) -> None:
+        doomed: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        doomed.cancel()
+        await doomed
+
+    results = await asyncio.gather(
+        rig.tx.run(lambda uow: uow.ensure_player(PlayerRef("test", "x", "x"))),
+        rig.tx.run(awaits_a_cancelled_future),
+        rig.tx.run(lambda uow: uow.ensure_player(PlayerRef("test", "y", "y"))),
+        return_exceptions=True,
+    )
+    assert isinstance(results[1], asyncio.CancelledError)
+    assert isinstance(results[0], int) and isinstance(results[2], int)
+    assert await rig.tx.run(lambda uow: uow.ensure_player(PlayerRef("test", "z", "z"))) > 0

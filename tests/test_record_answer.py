@@ -8,8 +8,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 from sqlalchemy import text
+from sqlalchemy.exc import DBAPIError
 
-from bot.core.ports import AnswerWrite, AttemptConflictError
+from bot.core.ports import AnswerWrite, AttemptConflictError, TransientConflictError
 from bot.core.service import QuizService, period_keys, scope_keys
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -77,3 +78,49 @@ async def test_record_answer_writes_ends_and_refuses_a_taken_attempt(
     assert await _count(url, f"SELECT count(*) FROM standings WHERE player_pk = {bob.player_pk}") == 0
     timed_out = f"SELECT count(*) FROM play_sessions WHERE id = {bob.session.id} AND outcome = 'timeout'"
     assert await _count(url, timed_out) == 1
+
+
+async def test_play_context_counts_finished_problems_of_this_challenge_only(
+    setup: tuple[QuizService, SqlUnitOfWork, str], clock: FrozenClock
+) -> None:
+    """The answer path skips the completion check from this count: other days must not leak into it."""
+    svc, uow, _ = setup
+    kim = actor("kim")
+    yesterday, _ = await svc.open_challenge(CHANNEL)
+    for p in yesterday.problems:
+        await svc.start_problem(kim, p.id)
+        await svc.answer(kim, p.id, "A")
+    clock.advance(24 * 3600)
+    today, _ = await svc.open_challenge(CHANNEL)
+    assert today.id != yesterday.id
+    first, second = today.problems[0], today.problems[1]
+    await svc.start_problem(kim, first.id)
+    async with uow:
+        ctx = await uow.play_context(first.id, kim.player, "k", for_answer=True)
+    assert ctx is not None and ctx.finished == 0, "yesterday's five finished problems are not today's"
+    await svc.answer(kim, first.id, "A")
+    await svc.start_problem(kim, second.id)
+    async with uow:
+        ctx = await uow.play_context(second.id, kim.player, "k2", for_answer=True)
+    assert ctx is not None and ctx.finished == 1
+
+
+@pytest.mark.postgres
+async def test_a_transaction_postgresql_aborts_for_a_deadlock_becomes_a_transient_conflict(
+    pg_database: str,
+) -> None:
+    """SQLSTATE 40P01 (deadlock detected; 40001 likewise) leaves the unit of work as TransientConflictError,
+    which close_challenge retries; any other database error passes through unchanged."""
+    engine = make_engine(pg_database)
+    uow = SqlUnitOfWork(session_factory(engine))
+    raising = "DO $$ BEGIN RAISE EXCEPTION '{}' USING ERRCODE = '{}'; END $$"
+    try:
+        with pytest.raises(TransientConflictError) as caught:
+            async with uow:
+                await uow.s.execute(text(raising.format("simulated", "40P01")))
+        assert "simulated" in str(caught.value)
+        with pytest.raises(DBAPIError):
+            async with uow:
+                await uow.s.execute(text(raising.format("other", "22012")))
+    finally:
+        await engine.dispose()

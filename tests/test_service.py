@@ -22,6 +22,7 @@ from bot.core.errors import (
     TimeUpError,
 )
 from bot.core.models import DIFFICULTY_ORDER, ChannelRef
+from bot.core.ports import TransientConflictError
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -487,3 +488,27 @@ async def test_import_is_all_or_nothing_when_the_database_write_fails_midway(
         assert await counts() == (3, 4)
     finally:
         await engine.dispose()
+
+
+async def test_close_is_retried_when_the_database_aborts_it_for_a_deadlock(
+    service: QuizService, platform: FakePlatform, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """On PostgreSQL closing can deadlock with a group-committed batch of answers; the aborted close left
+    nothing behind, so it runs again (the PostgreSQL error's translation is tested in test_record_answer)."""
+    ch = await _today(service)
+    await service.start_problem(actor("ann"), ch.problems[0].id)
+    real = SqlUnitOfWork.expire_sessions
+    calls = 0
+
+    async def aborted_once(self: SqlUnitOfWork, challenge_id: int, now: dt.datetime) -> list[tuple[int, int]]:
+        nonlocal calls
+        calls += 1
+        if calls == 1:
+            raise TransientConflictError("deadlock detected (simulated)")
+        return await real(self, challenge_id, now)
+
+    monkeypatch.setattr(SqlUnitOfWork, "expire_sessions", aborted_once)
+    card = await service.close_challenge(ch.id)
+    assert card is not None and calls == 2
+    assert len(platform.results) == 1
+    assert card.problems[0].players == 1

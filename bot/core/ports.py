@@ -148,6 +148,12 @@ class AnswerWrite:
     standings: tuple[Sequence[str], Sequence[str]] | None = None
 
 
+class TransientConflictError(Exception):
+    """Storage-level: the database aborted the transaction to resolve a conflict with a concurrent one (a
+    deadlock, a serialization failure). Nothing was kept; running the use case again is safe.
+    """
+
+
 class AttemptConflictError(Exception):
     """Storage-level: this attempt number (or idempotency key) was taken by a concurrent transaction."""
 

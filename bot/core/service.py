@@ -63,17 +63,21 @@ from bot.core.ports import (
     CompletionRow,
     QuestionRow,
     SyncReport,
+    TransientConflictError,
     UnitOfWork,
 )
 from bot.core.transactions import OwnTransactions, Transactions
 
 log = logging.getLogger(__name__)
 
+
 CHALLENGE_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
 SCOPES = ("channel", "workspace")
 PERIODS = ("today", "week", "all")
 #: How many times a conflicting attempt insert is retried before reporting "no attempts left".
 _ATTEMPT_RETRIES = 5
+#: Closing a challenge again after the database aborted it to break a deadlock.
+_CLOSE_RETRIES = 3
 #: Streak lengths announced as milestones in the results post (7 and 30 are also badges).
 STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
 #: At most this many streak lines in a results post (longest first).
@@ -619,7 +623,21 @@ class QuizService:
 
     # ------------------------------------------------------------------ closing and results
     async def close_challenge(self, challenge_id: int) -> ResultsCard | None:
-        """Close a challenge once; the call that closes it gets (and posts) the results, others None."""
+        """Close a challenge once; the call that closes it gets (and posts) the results, others None.
+
+        Closing ends every player's running problem in one transaction, which on PostgreSQL can deadlock
+        with a group-committed batch of answers; the database then aborts one of them and this retries.
+        """
+        for attempt in range(_CLOSE_RETRIES):
+            try:
+                return await self._close_once(challenge_id)
+            except TransientConflictError:
+                if attempt == _CLOSE_RETRIES - 1:
+                    raise
+                log.warning("closing challenge %s hit a conflicting transaction; retrying", challenge_id)
+        raise AssertionError("unreachable")  # pragma: no cover
+
+    async def _close_once(self, challenge_id: int) -> ResultsCard | None:
         now = self._clock.now()
         async with self._uow() as uow:
             challenge = await uow.get_challenge_by_id(challenge_id)

@@ -7,8 +7,9 @@ after another, which is the same as running them in that order one transaction e
 COMMIT per job.
 
 A job may be run more than once (a shared transaction that fails is rolled back and its jobs rerun one
-transaction each), so it must do nothing outside the unit of work: no posts, no clock reads (take ``now``
-before building the job), no changes to captured state.
+transaction each), so it must do nothing outside the unit of work that a rerun would repeat: no posts, no
+changes to captured state; take the ``now`` its rules compare with before building the job (timestamps
+for the record, such as a badge's award time, may be read inside).
 """
 
 from __future__ import annotations

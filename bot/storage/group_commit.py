@@ -22,6 +22,11 @@ How:
   is what they would have seen without grouping.
 * A caller cancelled while its job is still queued: the job is skipped. Once it runs, it commits with its
   batch (the caller just does not wait for the answer).
+* One transaction sees its own writes under any isolation level, so the serial-execution argument does
+  not depend on READ COMMITTED. What grouping does change on PostgreSQL: a batch holds the row locks of
+  all its jobs until its COMMIT, so a transaction touching many players' rows (closing a challenge) can
+  deadlock with it; PostgreSQL then aborts one side, the batch reruns its jobs alone and the close is
+  retried (``TransientConflictError``).
 """
 
 from __future__ import annotations
@@ -139,6 +144,10 @@ class GroupCommit:
         try:
             async with self._uow() as uow:
                 value = await pending.job(uow)
+        except asyncio.CancelledError as exc:
+            if _we_are_cancelled():
+                raise
+            _settle(pending, None, exc)  # the job's own CancelledError (it awaited something cancelled)
         except Exception as exc:
             _settle(pending, None, exc)
         else:
@@ -160,9 +169,15 @@ class GroupCommit:
                     try:
                         value = await pending.job(uow)
                     except RankZeroError as exc:
-                        if info.get(_WRITES, 0) != before:
+                        session = uow.s
+                        if info.get(_WRITES, 0) != before or session.new or session.dirty or session.deleted:
+                            # Something of this job's would be kept (sent, or pending in the session).
                             raise _Abandon("a job raised after writing") from exc
                         outcomes.append((pending, None, exc))
+                    except asyncio.CancelledError as exc:
+                        if _we_are_cancelled():
+                            raise
+                        raise _Abandon("a job raised CancelledError") from exc
                     except Exception as exc:
                         raise _Abandon(f"a job failed: {type(exc).__name__}") from exc
                     else:
@@ -189,6 +204,12 @@ def default_lanes(engine: AsyncEngine) -> int:
     PostgreSQL (concurrent batches on separate connections, leaving most of the pool to other work).
     """
     return 1 if engine.dialect.name == "sqlite" else 4
+
+
+def _we_are_cancelled() -> bool:
+    """True when the drain task itself is being cancelled (not a job raising CancelledError)."""
+    task = asyncio.current_task()
+    return task is not None and task.cancelling() > 0
 
 
 def _settle(pending: _Pending, value: Any, error: BaseException | None) -> None:

@@ -70,6 +70,15 @@ class OneHopCursor:
         rows, self._rows = self._rows, []
         return rows
 
+    async def fetchone(self) -> Any:
+        """The next row of the last execute, or None (SQLAlchemy's streaming results use these)."""
+        return self._rows.pop(0) if self._rows else None
+
+    async def fetchmany(self, size: int = 1) -> list[Any]:
+        """The next ``size`` rows of the last execute."""
+        rows, self._rows = self._rows[:size], self._rows[size:]
+        return rows
+
     async def close(self) -> None:
         """Nothing to do: the sqlite3 cursor was closed on the worker thread."""
 
@@ -90,6 +99,7 @@ async def connect(database: str, *, busy_timeout_s: float) -> OneHopConnection:
 
     connection = OneHopConnection(connector, 64)
     # Like SQLAlchemy's own aiosqlite connect: a connection never closed must not keep the process alive.
+    # (aiosqlite 0.22's layout, pinned in pyproject.toml: the worker thread is an attribute.)
     connection._thread.daemon = True
     await connection
     return connection

@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy import Integer, Table, and_, bindparam, func, literal, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
+from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 
 from bot.core.models import (
@@ -37,6 +38,7 @@ from bot.core.ports import (
     ProblemTally,
     QuestionRow,
     SyncReport,
+    TransientConflictError,
 )
 from bot.core.schedule import Schedule, ScheduleConfig
 from bot.storage.models import (
@@ -140,7 +142,11 @@ def _play_context_statement(for_answer: bool) -> Any:
         finished = (
             select(func.count(done.c.id))
             .where(
-                done.c.problem_id.in_(select(others.c.id).where(others.c.challenge_id == p.c.challenge_id)),
+                # correlate(p): nested two levels down, auto-correlation would not reach the outer
+                # problem and the IN list would hold every problem of every challenge.
+                done.c.problem_id.in_(
+                    select(others.c.id).where(others.c.challenge_id == p.c.challenge_id).correlate(p)
+                ),
                 done.c.player_pk == pl.c.id,
                 done.c.outcome.is_not(None),
             )
@@ -375,6 +381,14 @@ def _to_session(row: PlaySessionRow, attempts: tuple[Attempt, ...]) -> PlaySessi
     )
 
 
+#: PostgreSQL's deadlock_detected and serialization_failure: the transaction was aborted, nothing kept.
+_TRANSIENT_SQLSTATES = frozenset({"40P01", "40001"})
+
+
+def _sqlstate(error: DBAPIError) -> str | None:
+    return getattr(error.orig, "sqlstate", None) or getattr(error.orig, "pgcode", None)
+
+
 class SqlUnitOfWork:
     """One transaction on one AsyncSession. Use ``async with SqlUnitOfWork(factory) as uow``."""
 
@@ -406,9 +420,15 @@ class SqlUnitOfWork:
                 await session.commit()
             else:
                 await session.rollback()
+        except DBAPIError as error:
+            if _sqlstate(error) in _TRANSIENT_SQLSTATES:
+                raise TransientConflictError(str(error.orig)) from error
+            raise
         finally:
             await session.close()
             self._session = None
+        if isinstance(exc, DBAPIError) and _sqlstate(exc) in _TRANSIENT_SQLSTATES:
+            raise TransientConflictError(str(exc.orig)) from exc
 
     async def commit(self) -> None:
         """Commit and open the next transaction on the same session."""
@@ -1031,6 +1051,8 @@ class SqlUnitOfWork:
         answer path's writes cost one round trip instead of three. SQLite: the same three steps as three
         statements (no data-modifying CTEs there; its statements cost no network round trip).
         """
+        if write.standings is not None and write.outcome is None:
+            raise ValueError("standings move only when the answer ends the session: outcome is missing")
         if self.s.bind.dialect.name == "postgresql" and write.standings is not None:
             scopes, periods = write.standings
             keys = [(sc, pe) for sc in scopes for pe in periods]
