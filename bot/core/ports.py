@@ -382,7 +382,7 @@ class UnitOfWork(Protocol):
         ...
 
     async def record_completion(
-        self, challenge_id: int, player_pk: int, day: dt.date, row: CompletionRow, points: int
+        self, challenge: Challenge, player_pk: int, row: CompletionRow, points: int
     ) -> bool:
         """Record that a player finished every problem of a challenge; True the first time."""
         ...

@@ -70,7 +70,6 @@ from bot.core.transactions import OwnTransactions, Transactions
 
 log = logging.getLogger(__name__)
 
-
 CHALLENGE_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
 SCOPES = ("channel", "workspace")
 PERIODS = ("today", "week", "all")
@@ -587,9 +586,7 @@ class QuizService:
             hints_used=sum(1 for s in sessions if s.hint_used),
             max_answer_s=max_answer_s,
         )
-        if not await uow.record_completion(
-            challenge.id, player_pk, challenge.day, row, sum(s.points for s in sessions)
-        ):
+        if not await uow.record_completion(challenge, player_pk, row, sum(s.points for s in sessions)):
             return []
         history = await uow.completions(player_pk, challenge.channel_pk)
         perfect = [c.day for c in history if c.problems and c.correct == c.problems]

@@ -244,11 +244,6 @@ def _find_challenge_statement(_dialect: str) -> Any:
     )
 
 
-def _challenge_channel_statement(_dialect: str) -> Any:
-    c = ChallengeRow.__table__
-    return select(c.c.channel_pk).where(c.c.id == bindparam("cid"))
-
-
 # Parsed questions by everything that determines them: (version id, question id, version, content hash).
 # Question versions are never rewritten, so an entry never goes stale; the full key also keeps two
 # databases in one process (the test suite, the benchmark) from ever sharing a wrong entry.
@@ -1205,20 +1200,18 @@ class SqlUnitOfWork:
         return rows, me, total
 
     async def record_completion(
-        self, challenge_id: int, player_pk: int, day: dt.date, row: CompletionRow, points: int
+        self, challenge: Challenge, player_pk: int, row: CompletionRow, points: int
     ) -> bool:
         """Record a completed challenge; True the first time."""
         stmt = self._cached(
             "record_completion",
             lambda _: _upsert_sql(CompletionRowModel.__table__, _COMPLETION_COLUMNS, _INSERT_OR_NOTHING),
         )
-        of_challenge = self._cached("challenge_channel", _challenge_channel_statement)
-        channel_pk = (await self._core(of_challenge, {"cid": challenge_id})).scalar_one()
         params = {
-            "challenge_id": challenge_id,
+            "challenge_id": challenge.id,
             "player_pk": player_pk,
-            "channel_pk": channel_pk,
-            "day": day,
+            "channel_pk": challenge.channel_pk,
+            "day": challenge.day,
             "problems": row.problems,
             "correct": row.correct,
             "hints_used": row.hints_used,

@@ -20,7 +20,7 @@ from typing import Any, Protocol
 
 import discord
 
-from bot.adapters.discord.sanitize import BUTTON_LABEL, truncate
+from bot.adapters.discord.components import RankZeroButton
 from bot.core import ids
 
 ACTION = "practice"
@@ -38,10 +38,12 @@ class PracticeClickHandler(Protocol):
 
 
 class PracticeButton(
-    discord.ui.DynamicItem[discord.ui.Button[Any]],
+    RankZeroButton,
     template=r"rz:practice:(?P<verb>quiz|next|reveal|grade|explain)(?P<args>(?::[A-Za-z0-9_.-]+)*)",
 ):
-    """A practice button whose custom_id is ``rz:practice:<verb>:<args>``."""
+    """A practice button whose custom_id is ``rz:practice:<verb>:<args>`` (a RankZeroButton of action
+    ``practice`` whose first argument is the verb).
+    """
 
     def __init__(
         self,
@@ -54,17 +56,9 @@ class PracticeButton(
     ) -> None:
         if verb not in VERBS:
             raise ValueError(f"unknown practice button {verb!r}")
+        super().__init__(ACTION, verb, *args, label=label, style=style, disabled=disabled, row=row)
         self.verb = verb
         self.args = tuple(str(a) for a in args)
-        super().__init__(
-            discord.ui.Button(
-                label=truncate(label, BUTTON_LABEL),
-                style=style,
-                disabled=disabled,
-                custom_id=ids.encode(ACTION, verb, *self.args),
-            ),
-            row=row,
-        )
 
     @classmethod
     async def from_custom_id(
