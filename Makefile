@@ -25,12 +25,13 @@ $(STAMP): pyproject.toml
 	$(BIN)/python -m pip install --quiet -e '.[runner,dev]'
 	touch $(STAMP)
 
-# The runner's sandbox is bubblewrap (Debian package). Installed with apt when missing.
+# The runner's sandbox is bubblewrap, its syscall filter is compiled with libseccomp (Debian packages;
+# the Python bindings, pyseccomp, come with the runner extra). Installed with apt when missing.
 sandbox:
-	@command -v bwrap >/dev/null 2>&1 || { \
+	@{ command -v bwrap >/dev/null 2>&1 && /sbin/ldconfig -p | grep -q 'libseccomp\.so\.2'; } || { \
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
-	  echo "installing bubblewrap (the runner's sandbox)"; \
-	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap; }
+	  echo "installing bubblewrap and libseccomp (the runner's sandbox and its syscall filter)"; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap libseccomp2; }
 
 runner: setup
 	$(BIN)/rankzero-runner serve

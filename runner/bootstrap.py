@@ -71,19 +71,145 @@ def _text(value: object, limit: int) -> str:
     return str(value).encode("utf-8", "backslashreplace").decode("utf-8")[:limit]
 
 
-def _drop_privileges(uid: int, gid: int, nproc_limit: int) -> None:
-    # Only a root-started supervisor can (and must) switch to the job's private uid.  The process limit is
-    # counted per uid by the kernel, which is why every sandbox gets a uid of its own.
-    if os.geteuid() == 0 and uid > 0:
+# The job's identity inside its private user namespace: the supervisor is root there (mapped to one
+# host uid of the job's pair), the ranks are JOB_UID (mapped to the other).  Different uids keep every rank
+# off the supervisor: signals, prlimit, setpriority, sched_setaffinity, /proc/1 all need the same uid.
+JOB_UID = 1000
+_CLONE_NEWUSER = 0x10000000
+_PR_SET_SECCOMP = 22
+_SECCOMP_MODE_FILTER = 2
+_PR_SET_DUMPABLE = 4
+_KEYCTL_JOIN_SESSION_KEYRING = 1
+_SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_CAP_SETGID = 6
+_CAP_SETUID = 7
+
+
+class _SockFprog(ctypes.Structure):
+    _fields_ = [("len", ctypes.c_ushort), ("filter", ctypes.c_void_p)]
+
+
+class _CapHeader(ctypes.Structure):
+    _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
+
+
+class _CapData(ctypes.Structure):
+    _fields_ = [
+        ("effective", ctypes.c_uint32),
+        ("permitted", ctypes.c_uint32),
+        ("inheritable", ctypes.c_uint32),
+    ]
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        err = ctypes.get_errno()
+        raise OSError(err, f"{what}: {os.strerror(err)}")
+
+
+def _enter_user_namespace(sup_outer: int, job_outer: int) -> None:
+    """Become root of a new user namespace that maps 0 -> ``sup_outer`` and JOB_UID -> ``job_outer``.
+
+    Called as root of the host's user namespace (bubblewrap started without one, keeping CAP_SETUID and
+    CAP_SETGID only).  The namespace is created after switching to ``sup_outer``, so that it is that uid's
+    (every process of the job is counted per uid against it, not against root); a helper that stays
+    privileged writes the two-line mapping, which only a process with CAP_SETUID in the parent may do.
+    """
+    me = os.getpid()
+    go_r, go_w = os.pipe()
+    done_r, done_w = os.pipe()
+    helper = os.fork()
+    if helper == 0:  # pragma: no cover - runs in the child
+        code = 1
+        try:
+            os.close(go_w)
+            os.close(done_r)
+            if os.read(go_r, 1) == b"g":
+                for name in ("uid_map", "gid_map"):
+                    with open(f"/proc/{me}/{name}", "w") as fh:
+                        fh.write(f"0 {sup_outer} 1\n{JOB_UID} {job_outer} 1\n")
+                os.write(done_w, b"k")
+                code = 0
+        finally:
+            os._exit(code)
+    os.close(go_r)
+    os.close(done_w)
+    try:
         os.setgroups([])
-        os.setresgid(gid, gid, gid)
-        os.setresuid(uid, uid, uid)
+        os.setresgid(sup_outer, sup_outer, sup_outer)
+        os.setresuid(sup_outer, sup_outer, sup_outer)
+        libc = _libc()
+        _check(libc.unshare(_CLONE_NEWUSER), "unshare(CLONE_NEWUSER)")
+        os.write(go_w, b"g")
+        if os.read(done_r, 1) != b"k":
+            raise OSError("the user namespace mapping could not be written")
+    finally:
+        os.close(go_w)
+        os.close(done_r)
+        os.waitpid(helper, 0)
+    # Root of the new namespace holds every capability in it: keep only what forking the ranks needs.
+    header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
+    keep = (1 << _CAP_SETUID) | (1 << _CAP_SETGID)
+    data = (_CapData * 2)(_CapData(keep, keep, 0), _CapData(0, 0, 0))
+    _check(libc.capset(ctypes.byref(header), data), "capset")
+
+
+def _fresh_session_keyring() -> None:
+    # The session keyring bubblewrap hands down is the runner's own; a new anonymous one is the job's.
+    number = _SYS_KEYCTL.get(os.uname().machine)
+    if number is not None:
+        libc = _libc()
+        libc.syscall.restype = ctypes.c_long
+        if libc.syscall(number, _KEYCTL_JOIN_SESSION_KEYRING, None) < 0:
+            raise OSError(ctypes.get_errno(), "keyctl(JOIN_SESSION_KEYRING) failed")
+
+
+def _load_seccomp(fd: int) -> None:
+    """Load the BPF program the host compiled (runner/seccomp_filter.py) from ``fd``; fatal on failure."""
+    program = b""
+    while chunk := os.read(fd, 65536):
+        program += chunk
+    os.close(fd)
+    if not program or len(program) % 8:
+        raise OSError("the seccomp program from the host is malformed")
+    buffer = ctypes.create_string_buffer(program, len(program))
+    prog = _SockFprog(len(program) // 8, ctypes.cast(buffer, ctypes.c_void_p))
+    _check(_libc().prctl(_PR_SET_SECCOMP, _SECCOMP_MODE_FILTER, ctypes.byref(prog), 0, 0), "seccomp")
+
+
+def _setup_identity(spec: dict[str, Any]) -> None:
+    """Everything between bubblewrap and the torch import: identity, keyring, limits, syscall filter."""
+    userns = spec.get("userns")
+    if isinstance(userns, dict) and os.geteuid() == 0:
+        _enter_user_namespace(int(userns["sup_outer"]), int(userns["job_outer"]))
     # Changing credentials clears the parent-death signal bubblewrap set: set it again, so that killing
     # bwrap from the host still tears the whole sandbox down.
     _die_with_parent()
+    _fresh_session_keyring()
+    nproc_limit = int(spec.get("nproc_limit", 0))
     if nproc_limit > 0:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
+    if spec.get("seccomp_fd") is not None:
+        _load_seccomp(int(spec["seccomp_fd"]))
+
+
+def _become_rank_user() -> None:
+    """In a freshly forked rank: leave the supervisor's uid for JOB_UID (when the supervisor can)."""
+    if os.getuid() != 0:
+        return  # no private user namespace (a runner that is not root): the ranks share the supervisor's uid
+    os.setgroups([])
+    os.setresgid(JOB_UID, JOB_UID, JOB_UID)
+    os.setresuid(JOB_UID, JOB_UID, JOB_UID)  # from 0 to non-zero: every capability is gone
+    # The uid switch (and the supervisor) left the rank non-dumpable; its siblings share its uid and may
+    # need its /proc entries (NCCL's pidfd_getfd between ranks), the supervisor stays out of their reach.
+    with contextlib.suppress(OSError, AttributeError):
+        _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
+    _die_with_parent()
 
 
 def _make_undumpable() -> None:
@@ -357,6 +483,7 @@ class Supervisor:
                     os.close(self.control_fd)
                     os.close(self.status_fd)
                     os.set_blocking(report_w, False)
+                    _become_rank_user()
                     code = _run_rank(job, rank, mine, report_w, path)
                 finally:
                     os._exit(code)
@@ -477,7 +604,7 @@ def main(argv: list[str]) -> int:
     spec: dict[str, Any] = json.loads(argv[1])
     # As PID 1 a default SIGINT disposition is simply ignored; Python's KeyboardInterrupt handler is not.
     signal.signal(signal.SIGINT, signal.SIG_IGN)
-    _drop_privileges(int(spec.get("uid", 0)), int(spec.get("gid", 0)), int(spec.get("nproc_limit", 0)))
+    _setup_identity(spec)
     _make_undumpable()
     sup = Supervisor(spec)
     if spec.get("preload", True):

@@ -9,6 +9,7 @@ snippet could tamper with.
 from __future__ import annotations
 
 import contextlib
+import fcntl
 import glob
 import json
 import logging
@@ -28,6 +29,7 @@ from typing import IO, Any
 from runner import hardware
 from runner.cgroups import CgroupManager, JobCgroup
 from runner.config import RunnerConfig
+from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
 
 log = logging.getLogger(__name__)
 
@@ -194,31 +196,56 @@ def _children(pid: int) -> list[int]:
     return [int(p) for p in text.split()]
 
 
-class UidAllocator:
-    """Hands out a private uid per sandbox: the kernel's process limit is counted per uid."""
+def _uid_lock_dir() -> Path:
+    # /run is root's tmpfs: the locks vanish at reboot, with every sandbox they guarded.
+    run = Path("/run")
+    base = run if run.is_dir() and os.access(run, os.W_OK) else Path(tempfile.gettempdir())
+    return base / "rankzero-uids"
 
-    def __init__(self, base: int, count: int) -> None:
+
+class UidAllocator:
+    """Hands out host uids for sandboxes, unique across every runner process on the host.
+
+    Each sandbox gets a pair (``uid``, ``uid + 1``): the supervisor and the ranks of its private user
+    namespace are mapped to them (runner/bootstrap.py).  The kernel counts RLIMIT_NPROC (and the other
+    per-user counters) per uid, so no two live sandboxes, of this runner or of another one, may share one:
+    a uid is held through an exclusive ``flock`` on a file named after it, which the kernel drops when the
+    holder dies, so a crashed runner leaks nothing.
+    """
+
+    def __init__(self, base: int, count: int, lock_dir: Path | None = None) -> None:
         self._base = base
-        self._count = count
+        self._pairs = max(count // 2, 1)
         self._next = 0
-        self._used: set[int] = set()
+        self._held: dict[int, int] = {}  # uid -> descriptor holding its lock
         self._lock = threading.Lock()
+        self._dir = lock_dir or _uid_lock_dir()
 
     def acquire(self) -> int:
-        """A uid no live sandbox uses."""
+        """The first uid of a pair no live sandbox on this host uses."""
         with self._lock:
-            for _ in range(self._count):
-                uid = self._base + self._next
-                self._next = (self._next + 1) % self._count
-                if uid not in self._used:
-                    self._used.add(uid)
-                    return uid
-        raise RuntimeError("no free sandbox uid")
+            self._dir.mkdir(mode=0o700, parents=True, exist_ok=True)
+            for _ in range(self._pairs):
+                uid = self._base + 2 * self._next
+                self._next = (self._next + 1) % self._pairs
+                if uid in self._held:
+                    continue
+                fd = os.open(self._dir / str(uid), os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o600)
+                try:
+                    fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+                except OSError:
+                    os.close(fd)  # another runner's live sandbox holds it
+                    continue
+                self._held[uid] = fd
+                return uid
+        raise RuntimeError(f"no free sandbox uid in {self._base}..{self._base + 2 * self._pairs - 1}")
 
     def release(self, uid: int | None) -> None:
-        """Return a uid once its sandbox is dead."""
+        """Return a uid pair once its sandbox is dead."""
         with self._lock:
-            self._used.discard(uid if uid is not None else -1)
+            fd = self._held.pop(uid if uid is not None else -1, None)
+        if fd is not None:
+            os.close(fd)  # drops the flock
 
 
 def bubblewrap_path() -> str | None:
@@ -239,6 +266,12 @@ class SandboxLauncher:
                 "runner with --unsafe-no-sandbox"
             )
         self.as_root = os.geteuid() == 0
+        self.seccomp: tuple[bytes, bytes] | None = None
+        if self.bwrap is not None:
+            try:
+                self.seccomp = (base_filter(), job_filter())
+            except SeccompUnavailableError as exc:
+                raise SandboxUnavailableError(str(exc)) from exc
         self._hosts: Path | None = None
         self.cgroups = CgroupManager() if self.isolated and self.as_root else None
         self._serial = 0
@@ -290,21 +323,29 @@ class SandboxLauncher:
         uid = self.uids.acquire() if self.isolated and self.as_root else None
         host_workdir = None if self.isolated else tempfile.mkdtemp(prefix="rankzero-job-")
         workdir = SANDBOX_WORKDIR if self.isolated else str(host_workdir)
-        spec = {
+        spec: dict[str, Any] = {
             "control_fd": control_r,
             "status_fd": status_w,
             "ranks": rank_fds,
-            "uid": uid or 0,
-            "gid": uid or 0,
             "nproc_limit": self.config.max_processes if uid else 0,
             "workdir": workdir,
             "preload": preload,
         }
+        if uid is not None:
+            spec["userns"] = {"sup_outer": uid, "job_outer": uid + 1}
+        seccomp_args: list[str] = []
+        if self.seccomp is not None:
+            base_fd = memfd_with(self.seccomp[0], "rankzero-seccomp-base")
+            job_fd = memfd_with(self.seccomp[1], "rankzero-seccomp-job")
+            keep += [base_fd, job_fd]
+            seccomp_args = ["--seccomp", str(base_fd)]
+            spec["seccomp_fd"] = job_fd
         if self.isolated:
             argv = [
                 str(self.bwrap),
                 *self._namespace_args(),
                 *self._mount_args(),
+                *seccomp_args,
                 "--",
                 sys.executable,
                 "-I",
