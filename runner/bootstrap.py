@@ -5,17 +5,20 @@ it imports nothing from the ``runner`` package, only the standard library and to
 
 Lifecycle:
 
-1. Drop root (when started as root) to the job's private uid and apply the per-uid process limit.
+1. Set up the job's identity (runner started as root): a user namespace of its own, in which the
+   supervisor is root (one host uid of the job's pair) and the ranks will be uid 1000 (the other); a fresh
+   session keyring; the process limit; then the job's syscall filter (bubblewrap loaded the base one).
 2. Import torch (the expensive part, done while the sandbox waits in the pool), report ``ready``.
 3. Read one job (a JSON line) from the control pipe, write the snippet to ``main.py`` and fork one
    process per rank.  Each rank gets its own stdout/stderr/stack-dump pipes that lead straight to the host.
-4. Report each rank's exit on the status pipe.  On the first failing rank, dump the other ranks' stacks
-   and kill them (fail fast instead of waiting for a 30-minute collective timeout).  On ``dump`` from the
-   host (the deadline), dump every rank's stack.
+4. Report each rank's exit on the status pipe.  On ``dump`` from the host (at the deadline, or right
+   after a rank failed: fail fast instead of waiting for a 30-minute collective timeout), dump the stacks
+   of the ranks still running; on ``kill``, kill them.
 
 Only the supervisor holds the status pipe: the host trusts what arrives there, so a rank (running the
-snippet) must never be able to write to it.  Ranks close it right after the fork, and the supervisor makes
-itself non-dumpable so that a rank of the same uid cannot reopen it through ``/proc/1/fd`` or ptrace it.
+snippet) must never be able to write to it.  Ranks close it right after the fork, run under another uid
+than the supervisor, and the supervisor makes itself non-dumpable, so that no rank can reopen it through
+``/proc/1/fd``, ptrace the supervisor, signal it, or change its limits or its scheduling.
 Each rank's exit code comes from ``waitpid``; the only thing a rank reports itself is the description of
 the exception it died of, over a report pipe of its own, and the supervisor attaches it only to a non-zero
 exit, so a forged description can never turn a failure into a success or blame another rank.
@@ -62,8 +65,47 @@ def _emit(fd: int, event: dict[str, Any]) -> None:
         message = str(exception["message"])
         exception["message"] = message[: len(message) * 3 // 4 - 1]
         data = (json.dumps(event, ensure_ascii=False) + "\n").encode()
-    with contextlib.suppress(OSError):
-        os.write(fd, data[:EVENT_MAX_BYTES])
+    if len(data) > EVENT_MAX_BYTES and isinstance(exception, dict):
+        # Every field is bounded, so this cannot happen; if it did, the exit must still arrive whole.
+        event[EXCEPTION_MARKER] = None
+        event["report_problem"] = "too long"
+        data = (json.dumps(event, ensure_ascii=False) + "\n").encode()
+    if len(data) <= EVENT_MAX_BYTES:
+        with contextlib.suppress(OSError):
+            os.write(fd, data)
+
+
+REPORT_MAX_READ = 1 << 20  # the most a pipe can hold (fs.pipe-max-size); more is never read
+REPORT_LINE_MAX = 32 * 1024  # a real description: 200 + 1500 characters, at most 12 bytes each as JSON
+REPORT_TYPE_MAX = 200
+REPORT_MESSAGE_MAX = 1500
+LINE_NUMBER_MAX = 10_000_000
+
+
+def parse_report(line: bytes) -> tuple[dict[str, Any] | None, str | None]:
+    """Check one exception description written by a rank: ``(description, None)`` or ``(None, why)``."""
+    if len(line) > REPORT_LINE_MAX:
+        return None, f"over {REPORT_LINE_MAX} bytes"
+    try:
+        found = json.loads(line)
+    except (ValueError, RecursionError):  # RecursionError: nested deeper than the parser recurses
+        return None, "not JSON"
+    if not isinstance(found, dict):
+        return None, "not a JSON object"
+    kind, message, number = found.get("type"), found.get("message", ""), found.get("line")
+    if not isinstance(kind, str) or not 0 < len(kind) <= REPORT_TYPE_MAX:
+        return None, "no valid exception type"
+    if not isinstance(message, str):
+        return None, "message is not text"
+    if number is not None and (
+        not isinstance(number, int) or isinstance(number, bool) or not 0 < number <= LINE_NUMBER_MAX
+    ):
+        return None, "line is not a line number"
+    return {
+        "type": _text(kind, REPORT_TYPE_MAX),
+        "message": _text(message, REPORT_MESSAGE_MAX),
+        "line": number,
+    }, None
 
 
 def _text(value: object, limit: int) -> str:
@@ -81,6 +123,7 @@ _SECCOMP_MODE_FILTER = 2
 _PR_SET_DUMPABLE = 4
 _KEYCTL_JOIN_SESSION_KEYRING = 1
 _SYS_KEYCTL = {"x86_64": 250, "aarch64": 219}
+_CAP_KILL = 5
 _CAP_SETGID = 6
 _CAP_SETUID = 7
 
@@ -151,9 +194,10 @@ def _enter_user_namespace(sup_outer: int, job_outer: int) -> None:
         os.close(go_w)
         os.close(done_r)
         os.waitpid(helper, 0)
-    # Root of the new namespace holds every capability in it: keep only what forking the ranks needs.
+    # Root of the new namespace holds every capability in it: keep only what forking the ranks (setuid,
+    # setgid) and signalling them (stack dumps, stops: they run under another uid) need.
     header = _CapHeader(0x20080522, 0)  # _LINUX_CAPABILITY_VERSION_3
-    keep = (1 << _CAP_SETUID) | (1 << _CAP_SETGID)
+    keep = (1 << _CAP_SETUID) | (1 << _CAP_SETGID) | (1 << _CAP_KILL)
     data = (_CapData * 2)(_CapData(keep, keep, 0), _CapData(0, 0, 0))
     _check(libc.capset(ctypes.byref(header), data), "capset")
 
@@ -199,9 +243,12 @@ def _setup_identity(spec: dict[str, Any]) -> None:
 
 
 def _become_rank_user() -> None:
-    """In a freshly forked rank: leave the supervisor's uid for JOB_UID (when the supervisor can)."""
+    """In a freshly forked rank of a job with its own user namespace: leave the supervisor's uid for JOB_UID.
+
+    Without one (a runner that is not root, or --unsafe-no-sandbox) the ranks keep the supervisor's uid.
+    """
     if os.getuid() != 0:
-        return  # no private user namespace (a runner that is not root): the ranks share the supervisor's uid
+        return
     os.setgroups([])
     os.setresgid(JOB_UID, JOB_UID, JOB_UID)
     os.setresuid(JOB_UID, JOB_UID, JOB_UID)  # from 0 to non-zero: every capability is gone
@@ -443,7 +490,7 @@ class Supervisor:
         self.pids: dict[int, int] = {}
         self.reports: dict[int, int] = {}  # rank -> read end of its exception report pipe
         self.lock = threading.Lock()
-        self.failed = False
+        self.live: set[int] = set()  # rank pids not reaped yet
 
     def wait_job(self) -> dict[str, Any] | None:
         """Block until the host sends the job (one JSON line); None if the host went away."""
@@ -483,11 +530,14 @@ class Supervisor:
                     os.close(self.control_fd)
                     os.close(self.status_fd)
                     os.set_blocking(report_w, False)
-                    _become_rank_user()
+                    if isinstance(self.spec.get("userns"), dict):
+                        _become_rank_user()
                     code = _run_rank(job, rank, mine, report_w, path)
                 finally:
                     os._exit(code)
             self.pids[pid] = rank
+            with self.lock:
+                self.live.add(pid)
         # The supervisor keeps no rank pipe open: the host sees EOF once the ranks (and their children) exit.
         for fd in {fd for fds in self.rank_fds for fd in fds.values()}:
             os.close(fd)
@@ -523,46 +573,40 @@ class Supervisor:
                 event["exit_code"] = exit_code
             if exit_code > 0:
                 # Only a rank that really failed gets an exception; what it reported cannot change that.
-                event[EXCEPTION_MARKER] = self.read_report(rank)
+                event[EXCEPTION_MARKER], problem = self.read_report(rank)
+                if problem:
+                    event["report_problem"] = problem
+            with self.lock:
+                self.live.discard(pid)
+            # The host decides what follows a failure (dump the others' stacks, then "kill"): it alone
+            # knows which dump-pipe bytes came after its own request.
             _emit(self.status_fd, event)
-            if exit_code != 0 and live:
-                with self.lock:
-                    first = not self.failed
-                    self.failed = True
-                if first:
-                    threading.Thread(target=self.stop_others, args=(rank, set(live)), daemon=True).start()
         _emit(self.status_fd, {"event": "done"})
 
-    def read_report(self, rank: int) -> dict[str, Any] | None:
-        """The last well-formed exception description in ``rank``'s report pipe, if any.
+    def read_report(self, rank: int) -> tuple[dict[str, Any] | None, str | None]:
+        """``(description, problem)``: the last exception description in ``rank``'s report pipe, checked.
 
         The rank writes its description right before it exits, so it is already in the pipe when waitpid
-        returns.  The snippet holds the write end too and may have written lines of its own first: the
-        last line is the one the rank's own handler wrote after the snippet stopped.
+        returns.  The snippet holds the write end too and may have written anything there first (deep
+        JSON, a 5000-digit line number, megabytes): only the last line counts, it is parsed only when
+        short, and every field is checked.  Nothing in it can raise here; an unusable report gives
+        ``(None, why)``, which the verdict shows as an unreadable report.
         """
         fd = self.reports.pop(rank, None)
         if fd is None:
-            return None
+            return None, None
         data = b""
         with contextlib.suppress(OSError):  # EAGAIN: nothing (more) to read
-            while len(data) < 1 << 20:
+            while len(data) < REPORT_MAX_READ:
                 chunk = os.read(fd, 65536)
                 if not chunk:
                     break
                 data += chunk
         os.close(fd)
-        for line in reversed(data.splitlines()):
-            try:
-                found = json.loads(line)
-            except ValueError:
-                continue
-            if isinstance(found, dict):
-                return {
-                    "type": _text(found.get("type", "Exception"), 200),
-                    "message": _text(found.get("message", ""), 1500),
-                    "line": found.get("line") if isinstance(found.get("line"), int) else None,
-                }
-        return None
+        lines = data.splitlines()
+        if not lines:
+            return None, None
+        return parse_report(lines[-1])
 
     def dump(self, pids: set[int]) -> None:
         """Ask ranks to write their Python stacks to their dump pipes."""
@@ -572,17 +616,6 @@ class Supervisor:
         # faulthandler writes from inside the signal handler; give it a moment before anything is killed.
         time.sleep(0.3)
 
-    def stop_others(self, failed_rank: int, live: set[int]) -> None:
-        """Fail fast: dump, then kill, the ranks still running after one failed."""
-        _emit(self.status_fd, {"event": "stopping", "after_rank": failed_rank})
-        self.dump(live)
-        for pid in live:
-            try:
-                os.killpg(pid, signal.SIGKILL)
-            except (ProcessLookupError, PermissionError):
-                with contextlib.suppress(ProcessLookupError):
-                    os.kill(pid, signal.SIGKILL)
-
     def serve_commands(self) -> None:
         """Answer the host's commands until the control pipe closes."""
         while True:
@@ -590,11 +623,14 @@ class Supervisor:
             if not data:
                 return
             for word in data.decode(errors="replace").split():
+                with self.lock:
+                    live = set(self.live)
                 if word == "dump":
-                    self.dump(set(self.pids))
+                    # Only ranks still running: a rank that exited has no stack, whatever its pipe holds.
+                    self.dump(live)
                     _emit(self.status_fd, {"event": "dumped"})
                 elif word == "kill":
-                    for pid in self.pids:
+                    for pid in live:
                         with contextlib.suppress(ProcessLookupError, PermissionError):
                             os.killpg(pid, signal.SIGKILL)
 

@@ -7,6 +7,7 @@ import ipaddress
 import json
 import logging
 import os
+import re
 import sys
 from pathlib import Path
 from typing import Any
@@ -151,18 +152,39 @@ def run_file(args: argparse.Namespace) -> int:
     return 0 if verdict.status == Status.OK else 1
 
 
+# What a terminal would act on instead of showing: C0 controls but newline and tab (ESC starts clear-screen,
+# cursor moves and OSC 52 clipboard writes; CR rewrites a line), DEL, C1 controls (0x9b is a one-byte CSI),
+# and the bidirectional overrides that reorder what is shown.
+_UNSAFE = re.compile("[\x00-\x08\x0b-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def _escape(match: re.Match[str]) -> str:
+    code = ord(match.group())
+    return f"\\x{code:02x}" if code < 0x100 else f"\\u{code:04x}"
+
+
+def safe(text: object, multiline: bool = False) -> str:
+    r"""``text`` made inert for a terminal: control characters shown as escapes (ESC as ``\x1b``).
+
+    Single-line fields (notes, exception messages) also get their newlines escaped, so that nothing a job
+    controls can start a line of the report, such as a fake ``status: ok``.
+    """
+    escaped = _UNSAFE.sub(_escape, str(text))
+    return escaped if multiline else escaped.replace("\n", "\\n")
+
+
 def render(verdict: Verdict) -> str:
-    """A readable per-rank report."""
+    """A readable per-rank report; every string a job controls is escaped (see ``safe``)."""
     data: dict[str, Any] = verdict.to_dict()
     lines = [
         f"status: {data['status']}   mode: {data['mode']}   ranks: {data['nproc']}   "
         f"backend: {data['backend'] or '-'}   {data['elapsed_s']:.2f} s",
         f"sandbox: {data['sandbox']['engine']} (isolated: {str(data['sandbox']['isolated']).lower()})   "
-        f"gpus: {data['hardware']['gpus']}   torch {data['hardware']['torch']}",
+        f"gpus: {data['hardware']['gpus']}   torch {safe(data['hardware']['torch'])}",
     ]
     if data["root_cause_rank"] is not None:
         lines.append(f"root cause: rank {data['root_cause_rank']}")
-    lines += [f"note: {note}" for note in data["notes"]]
+    lines += [f"note: {safe(note)}" for note in data["notes"]]
     for rank in data["ranks"]:
         head = f"--- rank {rank['rank']}: exit {rank['exit_code']}"
         if rank["signal"] is not None:
@@ -172,14 +194,18 @@ def render(verdict: Verdict) -> str:
         lines.append(head)
         if rank["exception"]:
             exc = rank["exception"]
-            lines.append(f"  exception: {exc['type']}: {exc['message']} (line {exc['line']})")
+            lines.append(f"  exception: {safe(exc['type'])}: {safe(exc['message'])} (line {exc['line']})")
         if rank["stuck_at"]:
             stuck = rank["stuck_at"]
-            lines.append(f"  stuck in {stuck['call']} at line {stuck['line']} ({stuck['function']})")
+            lines.append(
+                f"  stuck in {safe(stuck['call'])} at line {stuck['line']} ({safe(stuck['function'])})"
+            )
         for stream in ("stdout", "stderr"):
             if rank[stream]:
                 lines.append(f"  {stream}:")
-                lines += [f"    {line}" for line in rank[stream].rstrip("\n").split("\n")]
+                # Indented under its header: a line of output can never pass for a line of the report.
+                text = safe(rank[stream], multiline=True)
+                lines += [f"    {line}" for line in text.rstrip("\n").split("\n")]
     return "\n".join(lines)
 
 

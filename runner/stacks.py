@@ -6,10 +6,14 @@ import ast
 import re
 from dataclasses import dataclass
 
+from runner.analysis import parse_snippet
 from runner.verdict import StuckAt
 
-_FRAME = re.compile(r'^\s*File "(?P<file>.*)", line (?P<line>\d+) in (?P<func>\S+)')
-_THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]+")
+# The dump pipe is written by the job: everything here is bounded (a 5000-digit line number once made
+# int() raise in the host).  faulthandler itself writes at most 100 frames, names cut at 500 characters.
+DUMP_MAX_CHARS = 64 * 1024
+_FRAME = re.compile(r'^\s*File "(?P<file>.{0,4096})", line (?P<line>\d{1,7}) in (?P<func>\S{1,500})$')
+_THREAD = re.compile(r"^(Current thread|Thread) 0x[0-9a-f]{1,16}")
 
 # Frames that only forward a call (decorators, nn.Module plumbing); the interesting name is below them.
 _FORWARDERS = frozenset(
@@ -29,7 +33,7 @@ class Frame:
 def parse_threads(dump: str) -> list[list[Frame]]:
     """Split a faulthandler dump into threads, each a list of frames (most recent call first)."""
     threads: list[list[Frame]] = []
-    for raw in dump.splitlines():
+    for raw in dump[:DUMP_MAX_CHARS].splitlines():
         if _THREAD.match(raw):
             threads.append([])
             continue
@@ -41,9 +45,8 @@ def parse_threads(dump: str) -> list[list[Frame]]:
 
 def _call_on_line(source: str, line: int) -> str | None:
     """Name of the outermost call written on ``line`` of the snippet (for calls into C, e.g. sleep)."""
-    try:
-        tree = ast.parse(source)
-    except SyntaxError:
+    tree = parse_snippet(source)
+    if tree is None:
         return None
     best: ast.Call | None = None
     for node in ast.walk(tree):
