@@ -1,9 +1,13 @@
-"""Per-sandbox memory and process cgroups, where the host lets the runner create them.
+"""Per-sandbox memory, process and CPU cgroups, where the host lets the runner create them.
 
 The rlimits set inside the sandbox always apply; a cgroup adds a limit on the whole sandbox's resident
 memory (tmpfs included) and process count, and tells an out-of-memory kill apart from any other SIGKILL.
+Where the cpu controller is available too, each sandbox also gets an equal CPU weight and a quota of at
+most one core per rank: a job that starts hundreds of spinners, each in a session of its own, competes as
+one cgroup, not as hundreds of sessions.  The CPU time a job used and the time its threads waited for a CPU
+are read from here to judge its deadline fairly (runner/executor.py).
 cgroup v2 is used when the runner's own cgroup can delegate the memory and pids controllers, else the v1
-memory and pids hierarchies; when neither is writable the runner goes on with rlimits alone.
+memory, pids, cpu and cpuacct hierarchies; when neither is writable the runner goes on with rlimits alone.
 """
 
 from __future__ import annotations
@@ -20,6 +24,7 @@ from pathlib import Path
 log = logging.getLogger(__name__)
 
 ROOT = Path("/sys/fs/cgroup")
+CPU_PERIOD_US = 100_000
 
 
 def _own_path(controller: str, table: str) -> str | None:
@@ -42,11 +47,63 @@ class JobCgroup:
 
     dirs: list[Path]
     version: int
+    memory_note: str | None = None
+    """Set when the memory limit is the job's fair share of the host, below what its ranks asked for."""
+    cpus: float = 0.0
+    """The CPU quota in cores (0: none)."""
 
     def add(self, pid: int) -> None:
         """Move ``pid`` (and so its future children) into the cgroup."""
         for folder in self.dirs:
             (folder / "cgroup.procs").write_text(str(pid))
+
+    def _controller(self, name: str) -> Path | None:
+        for folder in self.dirs:
+            if self.version == 2 or folder.relative_to(ROOT).parts[0] == name:
+                return folder
+        return None
+
+    def cpu_usage_s(self) -> float | None:
+        """CPU time used by every process of the sandbox so far, or None where not measured."""
+        try:
+            if self.version == 2:
+                for line in (self.dirs[0] / "cpu.stat").read_text().splitlines():
+                    key, _, value = line.partition(" ")
+                    if key == "usage_usec":
+                        return int(value) / 1e6
+                return None
+            for folder in (self._controller("cpuacct"), self._controller("cpu")):
+                if folder is not None and (folder / "cpuacct.usage").exists():
+                    return int((folder / "cpuacct.usage").read_text()) / 1e9
+            return None
+        except (OSError, ValueError, IndexError):
+            return None
+
+    def throttled_s(self) -> float:
+        """Time the sandbox spent stopped by its own CPU quota (its threads waited on itself, not others)."""
+        folder = self._controller("cpu")
+        key, scale = ("throttled_usec", 1e6) if self.version == 2 else ("throttled_time", 1e9)
+        if folder is None:
+            return 0.0
+        try:
+            for line in (folder / "cpu.stat").read_text().splitlines():
+                name, _, value = line.partition(" ")
+                if name == key:
+                    return int(value) / scale
+        except (OSError, ValueError):
+            pass
+        return 0.0
+
+    def threads(self) -> list[int]:
+        """Host thread ids of every thread in the sandbox (for their run-queue delay)."""
+        folder = self._controller("cpu") or self._controller("pids") or (self.dirs[0] if self.dirs else None)
+        if folder is None:
+            return []
+        name = "cgroup.threads" if self.version == 2 else "tasks"
+        try:
+            return [int(t) for t in (folder / name).read_text().split()]
+        except (OSError, ValueError):
+            return []
 
     def oom_killed(self) -> bool:
         """Whether the kernel killed a process of this cgroup for memory."""
@@ -89,6 +146,7 @@ class CgroupManager:
         self._busy: list[Path] = []
         self._lock = threading.Lock()
         self.version = 0
+        self.cpu = False
         self.bases: list[Path] = []
         try:
             table = Path("/proc/self/cgroup").read_text()
@@ -114,10 +172,12 @@ class CgroupManager:
             controllers = (parent / "cgroup.controllers").read_text().split()
             if not {"memory", "pids"} <= set(controllers):
                 return False
+            wanted = "+memory +pids" + (" +cpu" if "cpu" in controllers else "")
             base.mkdir(exist_ok=True)
             # Fails (EBUSY) when the parent holds processes: v2 forbids controllers on such an inner node.
-            (parent / "cgroup.subtree_control").write_text("+memory +pids")
-            (base / "cgroup.subtree_control").write_text("+memory +pids")
+            (parent / "cgroup.subtree_control").write_text(wanted)
+            (base / "cgroup.subtree_control").write_text(wanted)
+            self.cpu = "cpu" in controllers
         except OSError as exc:
             log.debug("cgroup v2 not usable: %s", exc)
             with contextlib.suppress(OSError):
@@ -127,12 +187,14 @@ class CgroupManager:
         return True
 
     def _try_v1(self, table: str) -> bool:
-        bases = []
-        for controller in ("memory", "pids"):
+        bases: list[Path] = []
+        for controller in ("memory", "pids", "cpu", "cpuacct"):
             own = _own_path(controller, table)
             if own is None or not (ROOT / controller).is_dir():
                 continue
             base = ROOT / controller / own.lstrip("/") / self.prefix
+            if any(b.resolve() == base.resolve() for b in bases):
+                continue  # cpu and cpuacct mounted together (cpu,cpuacct): one folder serves both
             try:
                 base.mkdir(exist_ok=True)
             except OSError as exc:
@@ -145,10 +207,14 @@ class CgroupManager:
                     base.rmdir()
             return False
         self.version, self.bases = 1, bases
+        self.cpu = any(b.relative_to(ROOT).parts[0] == "cpu" for b in bases)
         return True
 
-    def create(self, name: str, memory_bytes: int, max_pids: int) -> JobCgroup | None:
-        """A cgroup for one sandbox, or None if it cannot be made (the job then runs on rlimits only)."""
+    def create(self, name: str, memory_bytes: int, max_pids: int, cpus: float = 0.0) -> JobCgroup | None:
+        """A cgroup for one sandbox, or None if it cannot be made (the job then runs on rlimits only).
+
+        ``cpus`` > 0 caps the sandbox at that many cores (CFS quota); every sandbox has the same weight.
+        """
         if not self.available:
             return None
         self._sweep()
@@ -158,15 +224,25 @@ class CgroupManager:
                 folder = base / name
                 folder.mkdir(exist_ok=True)
                 dirs.append(folder)
+                controller = base.relative_to(ROOT).parts[0]
                 if self.version == 2:
                     (folder / "memory.max").write_text(str(memory_bytes))
                     if (folder / "memory.swap.max").exists():
                         (folder / "memory.swap.max").write_text("0")
                     (folder / "pids.max").write_text(str(max_pids))
-                elif base.relative_to(ROOT).parts[0] == "memory":
+                    if self.cpu:
+                        (folder / "cpu.weight").write_text("100")
+                        if cpus > 0:
+                            (folder / "cpu.max").write_text(f"{int(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+                elif controller == "memory":
                     (folder / "memory.limit_in_bytes").write_text(str(memory_bytes))
-                else:
+                elif controller == "pids":
                     (folder / "pids.max").write_text(str(max_pids))
+                elif controller == "cpu":
+                    (folder / "cpu.shares").write_text("1024")
+                    if cpus > 0:
+                        (folder / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
+                        (folder / "cpu.cfs_quota_us").write_text(str(int(cpus * CPU_PERIOD_US)))
         except OSError as exc:
             log.warning("could not set up the job cgroup %s: %s", name, exc)
             self.discard(JobCgroup(dirs, self.version))
@@ -199,3 +275,88 @@ class CgroupManager:
         for base in self.bases:
             with contextlib.suppress(OSError):
                 base.rmdir()
+
+
+MIB = 1024 * 1024
+HOST_SHARE = 0.75
+"""Fraction of the host's memory the runner's sandboxes may hold together; the rest is the host's."""
+IDLE_SANDBOX_BYTES = 512 * MIB
+"""What one idle warm sandbox (an imported torch) is counted for."""
+MIN_JOB_BYTES = 1536 * MIB
+"""Below this a sandbox cannot import torch and run one rank: a configuration leaving less is refused."""
+
+
+class MemoryOversubscribedError(ValueError):
+    """The configured concurrency cannot fit in the host's memory at all."""
+
+
+def host_memory_bytes() -> int:
+    """The memory the runner may use: the host's total, or its own cgroup's limit when lower."""
+    total = 0
+    try:
+        for line in Path("/proc/meminfo").read_text().splitlines():
+            if line.startswith("MemTotal:"):
+                total = int(line.split()[1]) * 1024
+    except (OSError, ValueError, IndexError):
+        total = 0
+    try:
+        table = Path("/proc/self/cgroup").read_text()
+    except OSError:
+        return total
+    candidates = []
+    own_v1 = _own_path("memory", table)
+    if own_v1 is not None:
+        candidates.append(ROOT / "memory" / own_v1.lstrip("/") / "memory.limit_in_bytes")
+    own_v2 = _own_path("", table)
+    if own_v2 is not None:
+        candidates.append(ROOT / own_v2.lstrip("/") / "memory.max")
+    for path in candidates:
+        with contextlib.suppress(OSError, ValueError):
+            limit = int(path.read_text().strip())
+            if 0 < limit < total:
+                total = limit
+    return total
+
+
+@dataclass(frozen=True)
+class MemoryPlan:
+    """How much memory each sandbox's cgroup may hold, from the host's memory and the concurrency.
+
+    Every job may run at the same time as ``max_concurrent - 1`` others, next to the idle warm sandboxes:
+    the sum of their limits must fit in HOST_SHARE of the host.  A job whose own need (``nproc`` x the
+    per-rank memory, the two tmpfs and the supervisor) is larger gets the fair share instead, and its
+    verdict says so.
+    """
+
+    host_bytes: int
+    share_bytes: int
+    max_concurrent: int
+
+    @staticmethod
+    def for_host(
+        host_bytes: int, max_concurrent: int, idle_sandboxes: int, memory_mb: int, tmp_mb: int
+    ) -> MemoryPlan:
+        """The plan, or MemoryOversubscribedError when not even a one-rank job fits per slot."""
+        usable = int(host_bytes * HOST_SHARE) - idle_sandboxes * IDLE_SANDBOX_BYTES
+        share = usable // max(max_concurrent, 1)
+        if share < MIN_JOB_BYTES:
+            fits = max(usable // MIN_JOB_BYTES, 0)
+            raise MemoryOversubscribedError(
+                f"{max_concurrent} concurrent jobs do not fit in this host's memory "
+                f"({host_bytes / 2**30:.1f} GiB, {HOST_SHARE:.0%} of it for jobs, "
+                f"{idle_sandboxes} warm sandboxes): each would get {max(share, 0) // MIB} MiB, and a job "
+                f"needs at least {MIN_JOB_BYTES // MIB} MiB; lower --max-concurrent to {fits} or fewer"
+            )
+        return MemoryPlan(host_bytes=host_bytes, share_bytes=share, max_concurrent=max_concurrent)
+
+    def job_limit(self, nproc: int, memory_mb: int, tmp_mb: int) -> tuple[int, str | None]:
+        """``(bytes, note)``: the cgroup limit of a ``nproc``-rank sandbox, and a note when clamped."""
+        wanted = (nproc * memory_mb + 2 * tmp_mb + 512) * MIB
+        if wanted <= self.share_bytes:
+            return wanted, None
+        note = (
+            f"memory: this job's sandbox may hold {self.share_bytes / 2**30:.1f} GiB, not "
+            f"{wanted / 2**30:.1f} GiB ({nproc} x {memory_mb} MiB per rank, tmpfs, supervisor): the host's "
+            f"{self.host_bytes / 2**30:.1f} GiB are shared by up to {self.max_concurrent} concurrent jobs"
+        )
+        return self.share_bytes, note

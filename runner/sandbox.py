@@ -27,7 +27,13 @@ from pathlib import Path
 from typing import IO, Any
 
 from runner import hardware
-from runner.cgroups import CgroupManager, JobCgroup
+from runner.cgroups import (
+    CgroupManager,
+    JobCgroup,
+    MemoryOversubscribedError,
+    MemoryPlan,
+    host_memory_bytes,
+)
 from runner.config import RunnerConfig
 from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
 
@@ -52,6 +58,7 @@ _ETC_FILES = (
     "nsswitch.conf",
 )
 HOSTNAME = "rankzero"
+STATUS_LINE_MAX = 64 * 1024
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -105,17 +112,25 @@ class Sandbox:
         return self.pop_events(), eof
 
     def pop_events(self) -> list[dict[str, Any]]:
-        """Complete JSON lines buffered so far; garbage lines are ignored, not fatal."""
+        """Complete JSON lines buffered so far; garbage lines are ignored, never fatal.
+
+        Only the supervisor writes here, and its lines are short; a line over STATUS_LINE_MAX (or a buffer
+        that long without a newline) is dropped unparsed all the same.
+        """
         events: list[dict[str, Any]] = []
         while b"\n" in self.status_buffer:
             line, _, rest = bytes(self.status_buffer).partition(b"\n")
             self.status_buffer[:] = rest
+            if len(line) > STATUS_LINE_MAX:
+                continue
             try:
                 event = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             if isinstance(event, dict):
                 events.append(event)
+        if len(self.status_buffer) > STATUS_LINE_MAX:
+            self.status_buffer.clear()
         return events
 
     def wait_ready(self, timeout_s: float) -> bool:
@@ -274,6 +289,22 @@ class SandboxLauncher:
                 raise SandboxUnavailableError(str(exc)) from exc
         self._hosts: Path | None = None
         self.cgroups = CgroupManager() if self.isolated and self.as_root else None
+        self.memory: MemoryPlan | None = None
+        if self.cgroups is not None and self.cgroups.available:
+            try:
+                self.memory = MemoryPlan.for_host(
+                    host_memory_bytes(),
+                    config.max_concurrent_jobs,
+                    sum(config.pool.values()) + 1,  # the pool, and the one being warmed
+                    config.memory_mb,
+                    config.tmp_mb,
+                )
+            except MemoryOversubscribedError as exc:
+                self.cgroups.close()
+                raise SandboxUnavailableError(f"refusing to start: {exc}") from exc
+            _, widest = self.memory.job_limit(config.max_nproc, config.memory_mb, config.tmp_mb)
+            if widest:
+                log.warning("%s (for a %d-rank job; smaller jobs may fit whole)", widest, config.max_nproc)
         self._serial = 0
 
     def _hosts_file(self) -> Path:
@@ -390,12 +421,20 @@ class SandboxLauncher:
         if self.cgroups is None or not self.cgroups.available:
             return None
         self._serial += 1
-        mib = 1024 * 1024
-        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor.
-        budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * mib
-        cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes)
+        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor, or
+        # the job's fair share of the host when that is less (see MemoryPlan).
+        note = None
+        if self.memory is not None:
+            budget, note = self.memory.job_limit(nproc, self.config.memory_mb, self.config.tmp_mb)
+        else:
+            budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * 1024 * 1024
+        # At most one core per rank, and never more than the host has: a job's spinners compete as one.
+        cpus = float(min(nproc, os.cpu_count() or 1))
+        cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes, cpus)
         if cgroup is None:
             return None
+        cgroup.memory_note = note
+        cgroup.cpus = cpus
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
             # bwrap forks PID 1 right away; it only forks ranks once a job arrives, long after this.

@@ -10,6 +10,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import hardware
+from runner.analysis import parse_snippet
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
 from runner.pool import WarmPool
@@ -262,15 +263,39 @@ class RunnerService:
             verdict.status = Status.OK
 
         if raw.timed_out:
-            notes.append(f"deadline of {timeout_s:g} s reached: every rank's stack was dumped, then killed")
+            notes.append(_deadline_note(timeout_s, raw))
+        elif raw.waited_s >= 0.05:
+            notes.append(
+                f"the job waited {raw.waited_s:.1f} s for a CPU behind other work: its deadline of "
+                f"{timeout_s:g} s was moved by that much (wall time {raw.elapsed_s:.1f} s)"
+            )
+        notes += raw.notes
         stopped = [r.rank for r in raw.ranks if r.stopped_by_runner]
         if stopped and root is not None:
             listed = ", ".join(str(r) for r in stopped)
             notes.append(f"rank {listed} stopped by the runner after rank {root.rank} failed")
+        for rank in raw.ranks:
+            if rank.report_problem:
+                notes.append(f"rank {rank.rank}'s exception report was unreadable ({rank.report_problem})")
         if any(r.truncated for r in verdict.ranks):
             notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
         if not verdict.sandbox.isolated:
             notes.append("ran WITHOUT a sandbox (--unsafe-no-sandbox)")
+
+
+def _deadline_note(timeout_s: float, raw: JobRaw) -> str:
+    """Which clock the deadline was judged on: wall time, less any time spent waiting for a CPU."""
+    cpu = "" if raw.cpu_s is None else f", CPU time used {raw.cpu_s:.1f} s"
+    if raw.waited_s >= 0.05:
+        clock = (
+            f"on the job's own clock: {raw.elapsed_s:.1f} s of wall time less the {raw.waited_s:.1f} s it "
+            f"waited for a CPU behind other work{cpu}"
+        )
+    elif raw.cpu_s is not None:
+        clock = f"on the wall clock: the job never waited for a CPU behind other work{cpu}"
+    else:
+        clock = "on the wall clock"
+    return f"deadline of {timeout_s:g} s reached {clock}; every rank's stack was dumped, then killed"
 
 
 def memory_rlimit_for(gpus: int, has_cgroup: bool) -> str | None:
@@ -330,7 +355,8 @@ def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
         exception = ExceptionInfo(
             type=raw.exception["type"], message=raw.exception["message"], line=raw.exception["line"]
         )
-    dump = bytes(raw.dump.data).decode(errors="replace")
+    # Only a dump the host asked for while the rank ran: a rank that exited has no stack to show.
+    dump = bytes(raw.dump.data).decode(errors="replace") if raw.dumped else ""
     return RankResult(
         rank=raw.rank,
         exit_code=raw.exit_code,
@@ -358,9 +384,8 @@ def _static_notes(code: str, mode: Mode, nproc: int, hw: Hardware) -> list[str]:
 
 
 def _literal_world_sizes(code: str) -> list[int]:
-    try:
-        tree = ast.parse(code)
-    except SyntaxError:
+    tree = parse_snippet(code)
+    if tree is None:
         return []
     sizes = []
     for node in ast.walk(tree):

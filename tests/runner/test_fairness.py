@@ -1,0 +1,123 @@
+"""CPU and memory between jobs (issue 18, section 1): a neighbour's spinners cannot cost a job its deadline,
+a starved job is judged on its own clock, and memory limits add up to what the host has."""
+
+from __future__ import annotations
+
+import os
+import subprocess
+import sys
+import threading
+import time
+from pathlib import Path
+
+import pytest
+
+from runner.cgroups import MIB, MemoryOversubscribedError, MemoryPlan, host_memory_bytes
+from runner.config import RunnerConfig
+from runner.service import RunnerService
+from runner.verdict import Status, Verdict
+from tests.runner.conftest import run
+
+pytestmark = pytest.mark.slow
+
+GIB = 1024 * MIB
+# About half a second of CPU on the development machine.
+WORK = "n = 0\nfor i in range(4_000_000):\n    n += i\nprint('done', n > 0)\n"
+
+
+def test_hundreds_of_spinners_in_their_own_sessions_do_not_time_out_a_neighbour(
+    service: RunnerService,
+) -> None:
+    results: dict[str, Verdict] = {}
+    spinners = """
+    import os, time
+    for _ in range(200):
+        if os.fork() == 0:
+            os.setsid()  # each in a session of its own: per-session fairness would favour them
+            end = time.time() + 12
+            while time.time() < end:
+                pass
+            os._exit(0)
+    time.sleep(12)
+    """
+    hog = threading.Thread(target=lambda: results.setdefault("hog", run(service, spinners, timeout_s=8)))
+    hog.start()
+    time.sleep(2)
+    try:
+        results["victim"] = run(service, WORK, timeout_s=4)
+    finally:
+        hog.join()
+    victim = results["victim"]
+    assert victim.status == Status.OK, victim.to_dict()
+    assert victim.ranks[0].stdout == "done True\n"
+    hog_verdict = results["hog"]
+    assert hog_verdict.status == Status.TIMEOUT, hog_verdict.to_dict()
+    assert any(n.startswith("deadline of 8 s reached on") for n in hog_verdict.notes), hog_verdict.notes
+
+
+def _host_spinners(seconds: float) -> list[subprocess.Popen[bytes]]:
+    # Real starvation by other work on the host: spinners at the highest priority on every core.
+    code = f"import os, time\nos.nice(-20)\nend = time.time() + {seconds}\nwhile time.time() < end: pass\n"
+    return [subprocess.Popen([sys.executable, "-c", code]) for _ in range(os.cpu_count() or 1)]
+
+
+@pytest.mark.skipif(os.geteuid() != 0, reason="negative nice values need root")
+def test_a_job_starved_by_other_work_is_judged_on_its_own_clock(service: RunnerService) -> None:
+    spinners = _host_spinners(3.0)
+    try:
+        verdict = run(service, WORK, timeout_s=3)
+    finally:
+        for proc in spinners:
+            proc.wait()
+    # On the wall clock alone this was a timeout (3 s of starvation + the work > 3 s).
+    assert verdict.status == Status.OK, verdict.to_dict()
+    waited = [n for n in verdict.notes if n.startswith("the job waited")]
+    assert waited and "for a CPU behind other work: its deadline of 3 s was moved" in waited[0], verdict.notes
+
+
+def test_a_blocked_job_is_judged_on_the_wall_clock(service: RunnerService) -> None:
+    verdict = run(service, "import time\ntime.sleep(60)\n", timeout_s=2)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    note = next(n for n in verdict.notes if n.startswith("deadline of 2 s reached"))
+    assert "on the wall clock: the job never waited for a CPU behind other work, CPU time used" in note, note
+    assert verdict.elapsed_s < 2 + 3
+
+
+def test_memory_limits_are_the_hosts_memory_shared_by_the_concurrent_jobs() -> None:
+    # The review's case: an 8-rank job's limit was 33 GiB on a 24 GiB host, with 4 jobs at once.
+    plan = MemoryPlan.for_host(24 * GIB, max_concurrent=4, idle_sandboxes=3, memory_mb=4096, tmp_mb=256)
+    limit, note = plan.job_limit(8, 4096, 256)
+    assert limit == (int(24 * GIB * 0.75) - 3 * 512 * MIB) // 4
+    assert 4 * limit + 3 * 512 * MIB <= 24 * GIB * 0.75
+    assert note is not None and "not 33.5 GiB" in note and "shared by up to 4 concurrent jobs" in note
+    assert plan.job_limit(1, 2048, 256) == ((2048 + 512 + 512) * MIB, None)
+    with pytest.raises(MemoryOversubscribedError, match="lower --max-concurrent to 11 or fewer"):
+        MemoryPlan.for_host(24 * GIB, max_concurrent=40, idle_sandboxes=3, memory_mb=4096, tmp_mb=256)
+
+
+def test_a_job_whose_ranks_ask_for_more_than_its_share_is_clamped_and_told() -> None:
+    config = RunnerConfig(memory_mb=64 * 1024, pool={}, max_concurrent_jobs=4)
+    plan = MemoryPlan.for_host(host_memory_bytes(), 4, 1, config.memory_mb, config.tmp_mb)
+    svc = RunnerService(config)
+    svc.start()
+    try:
+        verdict = run(svc, "print('fits')\n")
+    finally:
+        svc.close()
+    assert verdict.status == Status.OK, verdict.to_dict()
+    _, note = plan.job_limit(1, config.memory_mb, config.tmp_mb)
+    assert note is not None and note in verdict.notes, verdict.notes
+
+
+def test_the_cli_refuses_an_oversubscribing_configuration() -> None:
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run(
+        [sys.executable, "-m", "runner.cli", "serve", "--port", "0", "--max-concurrent", "10000"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=120,
+        check=False,
+    )
+    assert result.returncode == 2, result.stderr
+    assert "refusing to start: 10000 concurrent jobs do not fit in this host's memory" in result.stderr
