@@ -98,7 +98,7 @@ class SeccompUnavailableError(RuntimeError):
 def _seccomp() -> Any:  # pyseccomp ships no type information
     try:
         import pyseccomp
-    except (ImportError, OSError) as exc:  # OSError: the bindings load libseccomp.so.2 at import
+    except (ImportError, OSError, RuntimeError) as exc:  # the bindings load libseccomp.so.2 at import
         raise SeccompUnavailableError(
             f"the syscall filter needs libseccomp and its Python bindings ({exc}): "
             "apt-get install libseccomp2 && pip install pyseccomp (make setup does both)"

@@ -297,3 +297,15 @@ def test_a_job_cannot_cripple_its_supervisor(service: RunnerService, mode: str, 
         assert [line for line in lines if line.split()[1:2] == ["done"]] == [], rank.stdout
         assert "prlimit_tool 1" in lines and lines[-1] == "alive", rank.stdout
     assert_healthy(service)
+
+
+def test_the_runner_refuses_to_start_without_its_syscall_filter(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner import sandbox
+    from runner.seccomp_filter import SeccompUnavailableError
+
+    def missing() -> bytes:
+        raise SeccompUnavailableError("the syscall filter needs libseccomp (test)")
+
+    monkeypatch.setattr(sandbox, "base_filter", missing)
+    with pytest.raises(sandbox.SandboxUnavailableError, match="needs libseccomp"):
+        sandbox.SandboxLauncher(RunnerConfig(pool={}))
