@@ -25,6 +25,8 @@ DRAIN_GRACE_S = 0.5
 # The deadline moves by the time a job waited for a CPU behind others, up to its own timeout and at most
 # this much: a job can never hold its slot beyond twice its timeout.
 MAX_EXTENSION_S = 60.0
+# Waits shorter than this (an interpreter's start on a busy host) do not move the deadline.
+MIN_CREDIT_S = 0.5
 WAIT_SAMPLE_S = 0.25
 MAX_THREADS_SAMPLED = 1024
 # After a fail-fast "kill", how long the supervisor gets to stop its ranks before the sandbox is killed.
@@ -233,7 +235,8 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
             and now - sampled_at > WAIT_SAMPLE_S
         ):
             # Only once the wall deadline is near: a starved job is not blamed for its neighbours.
-            credit = min(waits.waited_s(), timeout_s, MAX_EXTENSION_S)
+            waited = waits.waited_s()
+            credit = min(waited, timeout_s, MAX_EXTENSION_S) if waited >= MIN_CREDIT_S else 0.0
             sampled_at = now
         open_streams = [c for c in streams.values() if not c.eof]
         if killed_at is not None:

@@ -264,7 +264,7 @@ class RunnerService:
 
         if raw.timed_out:
             notes.append(_deadline_note(timeout_s, raw))
-        elif raw.waited_s >= 0.05:
+        elif raw.waited_s > 0:
             notes.append(
                 f"the job waited {raw.waited_s:.1f} s for a CPU behind other work: its deadline of "
                 f"{timeout_s:g} s was moved by that much (wall time {raw.elapsed_s:.1f} s)"
@@ -286,13 +286,13 @@ class RunnerService:
 def _deadline_note(timeout_s: float, raw: JobRaw) -> str:
     """Which clock the deadline was judged on: wall time, less any time spent waiting for a CPU."""
     cpu = "" if raw.cpu_s is None else f", CPU time used {raw.cpu_s:.1f} s"
-    if raw.waited_s >= 0.05:
+    if raw.waited_s > 0:
         clock = (
             f"on the job's own clock: {raw.elapsed_s:.1f} s of wall time less the {raw.waited_s:.1f} s it "
             f"waited for a CPU behind other work{cpu}"
         )
     elif raw.cpu_s is not None:
-        clock = f"on the wall clock: the job never waited for a CPU behind other work{cpu}"
+        clock = f"on the wall clock (it waited under 0.5 s for a CPU behind other work){cpu}"
     else:
         clock = "on the wall clock"
     return f"deadline of {timeout_s:g} s reached {clock}; every rank's stack was dumped, then killed"

@@ -84,7 +84,7 @@ def test_a_blocked_job_is_judged_on_the_wall_clock(service: RunnerService) -> No
     verdict = run(service, "import time\ntime.sleep(60)\n", timeout_s=2)
     assert verdict.status == Status.TIMEOUT, verdict.to_dict()
     note = next(n for n in verdict.notes if n.startswith("deadline of 2 s reached"))
-    assert "on the wall clock: the job never waited for a CPU behind other work, CPU time used" in note, note
+    assert "on the wall clock (it waited under 0.5 s for a CPU behind other work), CPU time" in note, note
     assert verdict.elapsed_s < 2 + 3
 
 
@@ -94,7 +94,7 @@ def test_memory_limits_are_the_hosts_memory_shared_by_the_concurrent_jobs() -> N
     limit, note = plan.job_limit(8, 4096, 256)
     assert limit == (int(24 * GIB * 0.75) - 3 * 512 * MIB) // 4
     assert 4 * limit + 3 * 512 * MIB <= 24 * GIB * 0.75
-    assert note is not None and "not 33.5 GiB" in note and "shared by up to 4 concurrent jobs" in note
+    assert note is not None and "not 33.0 GiB" in note and "shared by up to 4 concurrent jobs" in note
     assert plan.job_limit(1, 2048, 256) == ((2048 + 512 + 512) * MIB, None)
     with pytest.raises(MemoryOversubscribedError, match="lower --max-concurrent to 11 or fewer"):
         MemoryPlan.for_host(24 * GIB, max_concurrent=40, idle_sandboxes=3, memory_mb=4096, tmp_mb=256)
