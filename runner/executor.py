@@ -22,9 +22,10 @@ log = logging.getLogger(__name__)
 # pipes after the kill.  Together with the kill itself they keep the verdict within timeout + 3 s.
 DUMP_GRACE_S = 1.0
 DRAIN_GRACE_S = 0.5
-# The deadline moves by the time a job waited for a CPU behind others, up to its own timeout and at most
-# this much: a job can never hold its slot beyond twice its timeout.
+# The deadline moves by the time a job waited for a CPU behind others, by at most its own timeout (at least
+# MIN_EXTENSION_CAP_S, at most MAX_EXTENSION_S): a job holds its slot for a bounded time whatever happens.
 MAX_EXTENSION_S = 60.0
+MIN_EXTENSION_CAP_S = 10.0
 # Waits shorter than this (an interpreter's start on a busy host) do not move the deadline.
 MIN_CREDIT_S = 0.5
 WAIT_SAMPLE_S = 0.25
@@ -236,7 +237,8 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
         ):
             # Only once the wall deadline is near: a starved job is not blamed for its neighbours.
             waited = waits.waited_s()
-            credit = min(waited, timeout_s, MAX_EXTENSION_S) if waited >= MIN_CREDIT_S else 0.0
+            cap = min(max(timeout_s, MIN_EXTENSION_CAP_S), MAX_EXTENSION_S)
+            credit = min(waited, cap) if waited >= MIN_CREDIT_S else 0.0
             sampled_at = now
         open_streams = [c for c in streams.values() if not c.eof]
         if killed_at is not None:
