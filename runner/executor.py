@@ -237,8 +237,8 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
         ):
             # Only once the wall deadline is near: a starved job is not blamed for its neighbours.
             waited = waits.waited_s()
-            cap = min(max(timeout_s, MIN_EXTENSION_CAP_S), MAX_EXTENSION_S)
-            credit = min(waited, cap) if waited >= MIN_CREDIT_S else 0.0
+            most = min(max(timeout_s, MIN_EXTENSION_CAP_S), MAX_EXTENSION_S)
+            credit = min(waited, most) if waited >= MIN_CREDIT_S else 0.0
             sampled_at = now
         open_streams = [c for c in streams.values() if not c.eof]
         if killed_at is not None:
