@@ -22,10 +22,9 @@ log = logging.getLogger(__name__)
 # pipes after the kill.  Together with the kill itself they keep the verdict within timeout + 3 s.
 DUMP_GRACE_S = 1.0
 DRAIN_GRACE_S = 0.5
-# The deadline moves by the time a job waited for a CPU behind others, by at most its own timeout (at least
-# MIN_EXTENSION_CAP_S, at most MAX_EXTENSION_S): a job holds its slot for a bounded time whatever happens.
+# The deadline moves by the time a job waited for a CPU behind others, by at most its own timeout and at
+# most MAX_EXTENSION_S: a job holds its slot for at most twice its timeout whatever happens.
 MAX_EXTENSION_S = 60.0
-MIN_EXTENSION_CAP_S = 10.0
 # Waits shorter than this (an interpreter's start on a busy host) do not move the deadline.
 MIN_CREDIT_S = 0.5
 WAIT_SAMPLE_S = 0.25
@@ -85,8 +84,10 @@ class CpuWait:
     A job's threads are in its CPU cgroup; the kernel counts, per thread, the time it was runnable but
     waiting for a CPU (the second field of ``/proc/<tid>/schedstat``).  The job's wait is the longest such
     wait of any of its threads since the job started, less the time its cgroup was throttled by its own
-    quota (waiting on itself is the job's own doing).  A job that sleeps or blocks in a collective waits
-    for nothing: its clock is the wall clock.
+    quota (waiting on itself is the job's own doing), and never more than the CPU it was entitled to and
+    did not get (elapsed time less its CPU time divided by its quota): a job that had its whole quota was
+    kept waiting only by its own threads.  A job that sleeps or blocks in a collective waits for nothing:
+    its clock is the wall clock.
     """
 
     def __init__(self, cgroup: JobCgroup) -> None:
@@ -98,14 +99,18 @@ class CpuWait:
         self.base_cpu = cgroup.cpu_usage_s()
         self.worst: dict[int, float] = {}
 
-    def waited_s(self) -> float:
-        """Seconds the job's most delayed thread waited for a CPU behind other work, so far."""
+    def waited_s(self, elapsed_s: float) -> float:
+        """Seconds the job waited for a CPU behind other work, ``elapsed_s`` into the job."""
         for tid in self.cgroup.threads()[:MAX_THREADS_SAMPLED]:
             delay = _run_delay(tid)
             if delay is not None:
                 self.worst[tid] = max(self.worst.get(tid, 0.0), delay - self.base.get(tid, 0.0))
         own_quota = self.cgroup.throttled_s() - self.base_throttled
-        return max(0.0, max(self.worst.values(), default=0.0) - own_quota)
+        waited = max(self.worst.values(), default=0.0) - own_quota
+        used = self.cpu_s()
+        if used is not None and self.cgroup.cpus > 0:
+            waited = min(waited, elapsed_s - used / self.cgroup.cpus)
+        return max(0.0, waited)
 
     def cpu_s(self) -> float | None:
         """CPU seconds the job used (every process and thread of the sandbox)."""
@@ -236,9 +241,8 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
             and now - sampled_at > WAIT_SAMPLE_S
         ):
             # Only once the wall deadline is near: a starved job is not blamed for its neighbours.
-            waited = waits.waited_s()
-            most = min(max(timeout_s, MIN_EXTENSION_CAP_S), MAX_EXTENSION_S)
-            credit = min(waited, most) if waited >= MIN_CREDIT_S else 0.0
+            waited = waits.waited_s(now - start)
+            credit = min(waited, timeout_s, MAX_EXTENSION_S) if waited >= MIN_CREDIT_S else 0.0
             sampled_at = now
         open_streams = [c for c in streams.values() if not c.eof]
         if killed_at is not None:
