@@ -55,27 +55,34 @@ def test_hundreds_of_spinners_in_their_own_sessions_do_not_time_out_a_neighbour(
     assert any(n.startswith("deadline of 8 s reached on") for n in hog_verdict.notes), hog_verdict.notes
 
 
-def _host_spinners(seconds: float) -> list[subprocess.Popen[bytes]]:
+def _host_spinners() -> list[subprocess.Popen[bytes]]:
     # Real starvation by other work on the host: ten spinners per core, each in a session of its own (the
     # scheduler then gives each session as much as the job's whole cgroup), leave a job about a tenth of
-    # a core.
-    code = f"import time\nend = time.time() + {seconds}\nwhile time.time() < end: pass\n"
+    # a core.  They spin until killed.
     count = 10 * (os.cpu_count() or 1)
-    return [subprocess.Popen([sys.executable, "-c", code], start_new_session=True) for _ in range(count)]
+    spin = [sys.executable, "-c", "while True: pass"]
+    return [subprocess.Popen(spin, start_new_session=True) for _ in range(count)]
 
 
 def test_a_job_starved_by_other_work_is_judged_on_its_own_clock(service: RunnerService) -> None:
-    # A warm (torch) sandbox starts the job at once, so the starvation falls inside the job: 5 s of
-    # spinners, then half a second of CPU work.  On the wall clock that is a timeout at 4 s.
+    # A warm (torch) sandbox starts the job at once, so the starvation falls inside the job: 4.5 s of
+    # spinners, then 0.3 s of CPU work.  On the wall clock that is a timeout at 4 s.
     assert service.pool.wait_full(120)
-    code = "import time, torch\nt = time.process_time()\nwhile time.process_time() - t < 0.5:\n    pass\n"
-    spinners = _host_spinners(5.0)
-    try:
-        verdict = run(service, code + "print('done')\n", timeout_s=4)
-    finally:
+    code = "import time, torch\nt = time.process_time()\nwhile time.process_time() - t < 0.3:\n    pass\n"
+    spinners = _host_spinners()
+
+    def stop_spinners() -> None:
         for proc in spinners:
             proc.kill()
             proc.wait()
+
+    timer = threading.Timer(4.5, stop_spinners)
+    timer.start()
+    try:
+        verdict = run(service, code + "print('done')\n", timeout_s=4)
+    finally:
+        timer.cancel()
+        stop_spinners()
     assert verdict.status == Status.OK, (verdict.elapsed_s, verdict.notes)
     # It ran past its wall deadline and still got its verdict: the time it waited was not counted.
     assert verdict.elapsed_s > 4, verdict.to_dict()
