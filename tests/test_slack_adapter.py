@@ -48,6 +48,8 @@ class Harness:
         self.adapter = adapter
         self.clock = clock
         self.timer_gate = asyncio.Event()
+        #: (method, error) refusals a test provokes on purpose (any other fails the test).
+        self.expected_refusals: list[tuple[str, str]] = []
 
     async def post_challenge(self) -> int:
         """``/rankzero post-now`` by the owner; returns the challenge id from the posted Start button."""
@@ -132,6 +134,9 @@ async def _harness(
         gate_holder["gate"] = h.timer_gate
         try:
             yield h
+            # Strict fake: whatever Slack refused (a 429 retried is fine) is a failure unless expected.
+            unexpected = [r for r in api.refused if r[1] != "ratelimited" and r not in h.expected_refusals]
+            assert not unexpected, f"Slack refused: {unexpected}"
         finally:
             await adapter.stop()
             await services.app.close()
