@@ -17,6 +17,7 @@ from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
@@ -62,6 +63,7 @@ def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
             return BoltResponse(status=200, body="")
         return await next()
 
+    failures.install(app, ctx.client)
     commands.register(app, ctx)
     actions.register(app, ctx)
     views.register(app, ctx)
@@ -171,6 +173,7 @@ def build_adapter(
         if base_url:
             kwargs["base_url"] = base_url
         client = AsyncWebClient(**kwargs)
+    failures.add_retries(client)
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None

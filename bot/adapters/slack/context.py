@@ -131,11 +131,15 @@ class SlackContext:
 
     # ------------------------------------------------------------------ views
     async def update_view(self, view_id: str, view: dict[str, Any]) -> bool:
-        """views.update; False when the modal is gone (closed by the player)."""
+        """views.update; False when the modal is gone (closed by the player). Any other refusal is raised
+        (after the client's retries), so the error handler tells the player and logs it.
+        """
         try:
             await self.client.views_update(view_id=view_id, view=view)
         except SlackApiError as exc:
-            log.info("views.update of %s failed: %s", view_id, exc.response.get("error"))
+            if exc.response.get("error") != "not_found":
+                raise
+            log.info("views.update of %s: the modal is closed", view_id)
             return False
         return True
 

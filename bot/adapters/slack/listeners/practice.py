@@ -16,6 +16,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.core.errors import RankZeroError
@@ -28,7 +29,7 @@ def _practice(ctx: SlackContext) -> PracticeService:
 
 
 #: Where the dispatcher leaves the id of the modal it opened for this command (see open_early).
-_OPENED = "_rz_loading_view_id"
+_OPENED = failures.OPENED_VIEW
 
 
 async def _open_loading(ctx: SlackContext, body: dict[str, Any], title: str) -> str:
