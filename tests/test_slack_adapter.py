@@ -330,6 +330,7 @@ async def test_configured_admin_schedules_and_closes(slack: Harness) -> None:
     assert r.status_code == 200
     reply = (await slack.api.wait_for("response"))[0]
     assert "09:30" in reply.dump() and "<!date^" in reply.dump()
+    assert "Mon–Fri at 09:30 UTC, 5 problems" in reply.dump() and "ScheduleConfig(" not in reply.dump()
     await slack.post_challenge()
     await slack.send.command(LISTED, "close-now")
     await slack.api.wait_for("chat.update")

@@ -18,6 +18,7 @@ from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
+from bot.core.schedule_text import describe_schedule
 
 COMMAND = "/rankzero"
 
@@ -129,9 +130,8 @@ async def _schedule(
     view = await schedules.show_schedule(ch)
     if view is None:
         return [bk.section("This channel has no schedule: `/rankzero schedule set --time 09:00`")]
-    c = view.schedule.config
     nxt = ", ".join(bk.date_token(t) for t in view.next_posts) or "none (paused)"
-    return [bk.section(f"*Schedule* · {bk.esc(str(c))}\nNext posts: {nxt}")]
+    return [bk.section(f"*Schedule* · {bk.esc(describe_schedule(view.schedule))}\nNext posts: {nxt}")]
 
 
 async def _post_now(
