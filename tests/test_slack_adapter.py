@@ -469,3 +469,14 @@ async def test_dispute_is_refused_until_the_problem_is_over_then_says_why(slack:
     assert "has no runnable code" in later  # the test bank has no runner blocks
     await slack.send.command(PLAYER, "dispute abc")
     assert "usage: /rankzero dispute" in (await slack.api.wait_for("response", 4))[3].dump()
+
+
+async def test_a_second_click_on_a_tried_wrong_letter_costs_no_attempt(slack: Harness) -> None:
+    challenge_id = await slack.post_challenge()
+    view_id, view = await slack.start(challenge_id)
+    pid = int(buttons(view)[0].split(":")[2])
+    await slack.click_in_view(PLAYER, f"rz:answer:{pid}:B", view_id)
+    again = await slack.click_in_view(PLAYER, f"rz:answer:{pid}:B", view_id)  # a stale modal's button
+    assert "you already tried B" in text_of(again) and "Attempts left: *1* of 2" in text_of(again)
+    card = await slack.services.quiz.view_problem(Actor(PlayerRef("slack", PLAYER, "Pat")), pid)
+    assert card.attempts_left == 1 and not card.over

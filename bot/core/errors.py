@@ -39,6 +39,10 @@ class InvalidAnswerError(RankZeroError):
     """A choice letter that the problem does not have."""
 
 
+class AlreadyTriedError(RankZeroError):
+    """A wrong letter the player already tried on this problem (a double click): costs no attempt."""
+
+
 class QuestionBankError(RankZeroError):
     """A question or bank file that fails validation; ``details`` lists ``file:line: field: message``."""
 

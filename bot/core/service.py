@@ -33,6 +33,7 @@ from bot.core.cards import (
     TopicStat,
 )
 from bot.core.errors import (
+    AlreadyTriedError,
     ChallengeClosedError,
     ConfigurationError,
     InvalidAnswerError,
@@ -465,6 +466,15 @@ class QuizService:
             used = len(session.attempts)
             if used >= q.attempts:
                 raise NoAttemptsLeftError("no attempts left for this problem")
+            if any(a.letter == letter for a in session.attempts):
+                # A double click (or a stale button) on a wrong letter: refused, so it costs no attempt.
+                # Two clicks at once both pass this check, but only one gets the attempt number; the other
+                # retries (AttemptConflictError) and is refused here on its re-read.
+                left = q.attempts - used
+                raise AlreadyTriedError(
+                    f"you already tried {letter}: pick another answer "
+                    f"({left} attempt{'s' if left > 1 else ''} left)"
+                )
             attempt_no = used + 1
             correct = letter == q.correct_letter
             elapsed = now - session.started_at
@@ -487,8 +497,18 @@ class QuizService:
             # All the answer's writes at once (one statement on PostgreSQL): attempt, end, standings.
             ended = await uow.record_answer(
                 AnswerWrite(
-                    session.id, session.player_pk, q.version_id, attempt_no, letter, correct, now, elapsed_ms,
-                    idempotency_key, outcome, points, standings,
+                    session.id,
+                    session.player_pk,
+                    q.version_id,
+                    attempt_no,
+                    letter,
+                    correct,
+                    now,
+                    elapsed_ms,
+                    idempotency_key,
+                    outcome,
+                    points,
+                    standings,
                 )
             )
             session = dataclasses.replace(
