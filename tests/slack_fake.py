@@ -284,7 +284,8 @@ RESPONSE_URL_USES = 5
 class FakeSlackApi:
     """The Web API on loopback. ``users``: what users.info answers per user id (senders' users are added
     as they act); ``channels``: the channels that exist and whether the bot is in them; ``limits``: the rate
-    budgets (see RATE_LIMITS); ``fail``: method -> error answered once, for tests of failure paths.
+    budgets (see RATE_LIMITS); ``fail``: method -> error answered once, for tests of failure paths;
+    ``stall``: method -> seconds before it answers.
     """
 
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
@@ -294,6 +295,8 @@ class FakeSlackApi:
     limits: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(RATE_LIMITS))
     calls: list[Call] = field(default_factory=list)
     fail: dict[str, str] = field(default_factory=dict)
+    #: method -> seconds Slack takes to answer it (a slow users.info, say).
+    stall: dict[str, float] = field(default_factory=dict)
     #: Every refusal answered (method, error), 429s included.
     refused: list[tuple[str, str]] = field(default_factory=list)
     views: dict[str, ShownView] = field(default_factory=dict)
@@ -487,6 +490,8 @@ class FakeSlackApi:
         if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
             self.refused.append((method, "invalid_auth"))
             return web.json_response({"ok": False, "error": "invalid_auth"})
+        if self.stall.get(method):
+            await asyncio.sleep(self.stall[method])
         try:
             body = self._answer(method, args)
         except SlackRefusal as no:

@@ -292,8 +292,9 @@ async def test_question_add_modal_shows_errors_on_fields_then_adds(slack: Harnes
     r = await slack.send.command(OWNER, "question add")
     assert r.status_code == 200
     opened = (await slack.api.wait_for("views.open"))[0].args
-    assert opened["view"]["callback_id"] == bk.QUESTION_CALLBACK
-    assert opened["trigger_id"].startswith("trigger-cmd-")
+    assert opened["trigger_id"].startswith("trigger-cmd-") and "Loading" in text_of(opened["view"])
+    form = (await slack.api.wait_for("views.update"))[0].args
+    assert form["view_id"] == opened["_view_id"] and form["view"]["callback_id"] == bk.QUESTION_CALLBACK
 
     bad = {**QUESTION_FORM, "id": "Bad Id!", "attempts": "9"}
     r = await slack.send.submit(OWNER, bk.QUESTION_CALLBACK, bad)
@@ -317,9 +318,14 @@ async def test_non_admin_is_refused(slack: Harness) -> None:
     for text in ("post-now", "question add", "close-now", "schedule set --time 09:00"):
         r = await slack.send.command(PLAYER, text)
         assert r.status_code == 200
-    replies = await slack.api.wait_for("response", 4)
+    replies = await slack.api.wait_for("response", 3)
     assert all("only admins" in c.dump() for c in replies)
-    assert not slack.api.of("chat.postMessage") and not slack.api.of("views.open")
+    # question add opens its modal at once (before the lookup that decides who is an admin): the
+    # refusal replaces the "Loading" modal, and no form is ever shown.
+    refused = (await slack.api.wait_for("views.update"))[0].args
+    assert "only admins" in text_of(refused["view"])
+    assert not [c for c in slack.api.of("views.update") if 'callback_id": "rz_question_add' in c.dump()]
+    assert not slack.api.of("chat.postMessage")
     # The submission itself is refused too (a form opened by someone who lost admin, or forged).
     r = await slack.send.submit(PLAYER, bk.QUESTION_CALLBACK, QUESTION_FORM)
     assert r.json()["response_action"] == "errors" and "only admins" in r.json()["errors"]["id"]

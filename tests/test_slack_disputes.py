@@ -155,7 +155,7 @@ async def test_predict_output_is_previewed_on_the_runner_then_saved(
 ) -> None:
     h, runner = admin_slack
     assert (await h.send.command(OWNER, "question add")).status_code == 200
-    form = (await h.api.wait_for("views.open"))[0].args["view"]
+    form = (await h.api.wait_for("views.update"))[0].args["view"]  # replaces the "Loading" modal
     assert {"runner_mode", "runner_nproc", "runner_gpus", "runner_init"} <= {
         b.get("block_id") for b in form["blocks"]
     }

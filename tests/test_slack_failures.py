@@ -13,10 +13,15 @@ from typing import Any
 
 import pytest
 
+from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import failures
+from bot.adapters.slack import practice_blocks as pb
+from bot.app import shipped_bank_specs
 from bot.core.ports import TransientConflictError
-from tests.conftest import test_bank
-from tests.test_slack_adapter import PLAYER, Harness, _harness, buttons, text_of
+from tests.conftest import make_spec, test_bank
+from tests.test_slack_adapter import OWNER, PLAYER, Harness, _harness, buttons, text_of
+from tests.test_slack_practice import _command_modal
 
 
 @pytest.fixture
@@ -112,3 +117,78 @@ async def test_a_rush_of_50_players_pressing_start_gets_every_problem_shown(
         assert h.api.ratelimited > 0  # the rush really was rate-limited
         assert not h.send.late  # every click was acknowledged within 3 s
         assert len(h.api.of("views.update")) == RUSH
+
+
+# ---------------------------------------------------------------------- 3 seconds
+def stalled(real: Any, seconds: float) -> Any:
+    """``real`` after a stall (a database that takes ``seconds`` to answer), then the real work."""
+
+    async def slow(*args: Any, **kw: Any) -> Any:
+        await asyncio.sleep(seconds)
+        return await real(*args, **kw)
+
+    return slow
+
+
+QUESTION = {
+    "id": "slack-stalled-1",
+    "kind": ("select", "conceptual"),
+    "topic": "DDP",
+    "difficulty": ("select", "advanced"),
+    "prompt": "Which collective does DDP use for gradients?",
+    "choices": "*all-reduce\nbroadcast\nscatter",
+    "explanation": "Buckets are all-reduced.",
+}
+
+
+async def test_question_add_opens_its_form_while_users_info_is_slow(slack: Harness) -> None:
+    slack.api.stall["users.info"] = 3.5  # longer than the trigger_id lives
+    r = await slack.send.command(OWNER, "question add")
+    assert r.status_code == 200
+    opened = (await slack.api.wait_for("views.open"))[0].args
+    form = (await slack.api.wait_for("views.update", timeout=15))[0].args
+    assert form["view_id"] == opened["_view_id"] and form["view"]["callback_id"] == bk.QUESTION_CALLBACK
+
+
+async def test_an_8_s_database_stall_on_question_add_answers_in_time_and_saves(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quiz = slack.services.quiz
+    monkeypatch.setattr(quiz, "admin_import", stalled(quiz.admin_import, 8.0))
+    r = await slack.send.submit(OWNER, bk.QUESTION_CALLBACK, QUESTION)
+    assert not slack.send.late, slack.send.late  # answered within 3 s: no error shown to the admin
+    assert r.json()["response_action"] == "update" and "Working" in text_of(r.json()["view"])
+    done = (await slack.api.wait_for("views.update", timeout=20))[0].args
+    assert "Added question slack-stalled-1" in text_of(done["view"])
+    assert "slack-stalled-1" in [q.id for q in await quiz.list_questions()]
+
+
+async def test_a_stalled_preview_save_answers_in_time_and_saves(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    quiz = slack.services.quiz
+    monkeypatch.setattr(quiz, "admin_import", stalled(quiz.admin_import, 4.0))
+    spec = make_spec("slack-stalled-2", "advanced", "DDP")
+    r = await slack.send.submit(OWNER, dbk.PREVIEW_CALLBACK, {}, metadata="d:" + json.dumps(spec))
+    assert not slack.send.late and r.json()["response_action"] == "update"
+    done = (await slack.api.wait_for("views.update", timeout=20))[0].args
+    assert "Saved question slack-stalled-2" in text_of(done["view"])
+    assert "slack-stalled-2" in [q.id for q in await quiz.list_questions()]
+
+
+async def test_a_stalled_explain_grading_answers_in_time(
+    tmp_path: Path, sqlite_template: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    explains = [s for s in shipped_bank_specs() if s["kind"] == "explain"]
+    async for h in _harness(tmp_path, sqlite_template, test_bank() + explains):
+        _, view = await _command_modal(h, PLAYER, "explain devices")
+        practice = h.services.app.practice
+        monkeypatch.setattr(practice, "submit_explanation", stalled(practice.submit_explanation, 4.0))
+        updates = len(h.api.of("views.update"))
+        answer = "Check that CUDA is available, then call model.to(device)."
+        r = await h.send.submit(
+            PLAYER, pb.EXPLAIN_CALLBACK, {"answer": answer}, metadata=view["private_metadata"]
+        )
+        assert not h.send.late and r.json()["response_action"] == "update"
+        graded = (await h.api.wait_for("views.update", updates + 1, timeout=20))[-1].args
+        assert "concepts" in text_of(graded["view"])

@@ -14,6 +14,9 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
+import time
+from collections.abc import Awaitable
+from dataclasses import dataclass
 from typing import Any
 
 from slack_bolt.response import BoltResponse
@@ -136,3 +139,46 @@ def install(app: Any, client: AsyncWebClient) -> None:
         # 404 after 3 s. Returning a little later lets the poll see the real ack first.
         await asyncio.sleep(ACK_POLL_GRACE_S)
         return None
+
+
+# ---------------------------------------------------------------------- modal submissions within 3 s
+#: How long a submission waits for its work before answering "Working…" instead (Slack's limit is 3 s,
+#: counted from the click, network included).
+ACK_BUDGET_S = 2.0
+
+
+@dataclass(frozen=True)
+class Submitted:
+    """What a submission's work decided: the ack to send when it finished in time, and the view to show
+    (views.update) when it finished after the "Working…" answer (None: the ack's own view).
+    """
+
+    ack: dict[str, Any]
+    late_view: dict[str, Any] | None = None
+
+
+async def answer_submission(
+    ack: Any,
+    client: AsyncWebClient,
+    view_id: str,
+    work: Awaitable[Submitted],
+    *,
+    working: dict[str, Any],
+    started: float,
+) -> None:
+    """Ack a view_submission within Slack's 3 s whatever ``work`` takes: its own answer when it is done
+    within :data:`ACK_BUDGET_S` of ``started`` (field errors stay on the form), else ``response_action:
+    update`` to ``working`` at once and ``views.update`` with the outcome when the work ends. A failure
+    after that is raised for the error handler, which updates the same modal.
+    """
+    task: asyncio.Task[Submitted] = asyncio.ensure_future(work)
+    wait = max(0.0, ACK_BUDGET_S - (time.monotonic() - started))
+    done, _ = await asyncio.wait({task}, timeout=wait)
+    if task in done:
+        await ack(**task.result().ack)  # a failure in time is raised here, before any ack
+        return
+    await ack(response_action="update", view=working)
+    outcome = await task
+    view = outcome.late_view or outcome.ack.get("view")
+    if view is not None:
+        await client.views_update(view_id=view_id, view=view)

@@ -10,6 +10,7 @@ deterministic and takes milliseconds.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
@@ -171,16 +172,32 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
                 errors={pb.ANSWER_BLOCK: "this form is out of date: run /rankzero explain again"},
             )
             return
-        player = (await ctx.actor(body["user"])).player
-        try:
-            result = await _practice(ctx).submit_explanation(player, int(meta), _answer_text(view))
-        except PracticeError as exc:  # empty or too long: said on the field, the text stays editable
-            await ack(response_action="errors", errors={pb.ANSWER_BLOCK: str(exc)[:150]})
-            return
-        except RankZeroError as exc:
-            await ack(response_action="update", view=pb.message_view(pb.EXPLAIN_TITLE, str(exc)))
-            return
-        await ack(response_action="update", view=pb.explain_result_view(result))
+        started = time.monotonic()
+        answer = _answer_text(view)
+
+        async def grade() -> failures.Submitted:
+            player = (await ctx.actor(body["user"])).player
+            try:
+                result = await _practice(ctx).submit_explanation(player, int(meta), answer)
+            except PracticeError as exc:  # empty or too long: said on the field, the text stays editable
+                late = pb.message_view(pb.EXPLAIN_TITLE, f"{exc}: run /rankzero explain again")
+                return failures.Submitted(
+                    {"response_action": "errors", "errors": {pb.ANSWER_BLOCK: str(exc)[:150]}}, late
+                )
+            except RankZeroError as exc:
+                return failures.Submitted(
+                    {"response_action": "update", "view": pb.message_view(pb.EXPLAIN_TITLE, str(exc))}
+                )
+            return failures.Submitted({"response_action": "update", "view": pb.explain_result_view(result)})
+
+        await failures.answer_submission(
+            ack,
+            ctx.client,
+            str(view.get("id")),
+            grade(),
+            working=pb.loading_view(pb.EXPLAIN_TITLE),
+            started=started,
+        )
 
     @app.view(pb.PRACTICE_CALLBACK)
     async def practice_closed(ack: AsyncAck) -> None:
