@@ -231,7 +231,16 @@ class QuizService:
         )
         card = self.challenge_card(challenge)
         if created and self._platform is not None:
-            ref = await self._platform.post_challenge(channel, card)
+            try:
+                ref = await self._platform.post_challenge(channel, card)
+            except Exception:
+                # The platform refused (or the post failed): nobody can see this challenge, so remove it.
+                # The next post (the admin's post-now once the bot may post, or tomorrow's slot) creates
+                # and posts it again instead of finding a challenge that nobody saw.
+                async with self._uow() as uow:
+                    removed = await uow.delete_unposted_challenge(challenge.id)
+                log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
+                raise
             if ref is not None:
                 async with self._uow() as uow:
                     await uow.set_message_ref(challenge.id, ref)

@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.adapters.slack import blocks as bk
-from bot.adapters.slack import failures
+from bot.adapters.slack import failures, permissions
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
@@ -123,6 +123,7 @@ async def _schedule(
     sub = args[0] if args else "show"
     if sub == "set":
         _require_admin(actor)
+        await permissions.ensure_can_post(ctx.client, ch.channel_id)
         await schedules.set_schedule(actor, ch, **parse_schedule_options(args[1:]))
     elif sub in ("pause", "resume"):
         await schedules.pause_schedule(actor, ch, paused=sub == "pause")
@@ -139,6 +140,7 @@ async def _post_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     _require_admin(actor)
+    await permissions.ensure_can_post(ctx.client, ch.channel_id)
     # The channel's schedule (window, problem count, time limit, attempts) applies when it has one.
     card = await ctx.services.schedules.post_now(actor, ch)
     closes = f", closes {bk.date_token(card.closes_at)}" if card.closes_at else ", open until `close-now`"
