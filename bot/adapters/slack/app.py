@@ -15,6 +15,7 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import failures
@@ -105,10 +106,16 @@ class SlackHttpServer:
         self._site = web.TCPSite(self._runner, self._host, self._port)
         await self._site.start()
 
+    @property
+    def listening(self) -> bool:
+        """True between start and stop."""
+        return self._site is not None and self._runner is not None and bool(self._runner.addresses)
+
     async def stop(self) -> None:
         """Stop listening."""
         if self._runner is not None:
             await self._runner.cleanup()
+        self._site = None
 
 
 class SlackAdapter:
@@ -138,22 +145,61 @@ class SlackAdapter:
         self._app_token = app_token
         self.http: SlackHttpServer | None = None if app_token else SlackHttpServer(self.bolt, host, port)
         self._socket: Any = None
+        #: What /healthz reports: "not started", "token refused", "listening", "connected", "stopped".
+        self.state = "not started"
+        #: The bot's own user id (auth.test), e.g. to recognise the bot joining a channel.
+        self.bot_user_id = ""
 
     async def start(self, services: Services) -> None:
-        """Attach the services, then listen (HTTP) or connect (Socket Mode)."""
+        """Check the bot token (auth.test), attach the services, then listen (HTTP) or connect (Socket
+        Mode). A refused token is a ConfigurationError, which ``serve`` turns into one line and exit 1.
+        """
+        await self.check_token()
         self.ctx.bind(services)
         if self.http is not None:
             await self.http.start()
+            self.state = "listening"
             log.warning("Slack HTTP mode: listening on port %d at %s", self.http.port, EVENTS_PATH)
             return
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
         self._socket = AsyncSocketModeHandler(self.bolt, self._app_token)
         await self._socket.connect_async()
+        self.state = "connected"
         log.warning("Slack Socket Mode: connected")
+
+    async def check_token(self) -> None:
+        """auth.test with the bot token: who the bot is, or a ConfigurationError saying what to fix."""
+        try:
+            resp = await self.ctx.client.auth_test()
+        except SlackApiError as exc:
+            self.state = "token refused"
+            raise ConfigurationError(
+                f"Slack refused RANKZERO_SLACK_BOT_TOKEN ({exc.response.get('error')}): copy the Bot User "
+                "OAuth Token (xoxb-...) from OAuth & Permissions, reinstalling the app if it was revoked"
+            ) from None
+        self.bot_user_id = str(resp.get("user_id") or "")
+        log.info("Slack bot token accepted: %s in %s", resp.get("user"), resp.get("team"))
+
+    async def health(self) -> dict[str, Any]:
+        """The adapter's part of /healthz: the mode, and whether it listens (HTTP) or its websocket is
+        connected (Socket Mode; slack_sdk's public ``is_connected``).
+        """
+        if self.http is not None:
+            ok = self.state == "listening" and self.http.listening
+            return {"ok": ok, "mode": "http", "state": self.state if ok else "not listening"}
+        client = getattr(self._socket, "client", None)
+        connected = False
+        if client is not None:
+            try:
+                connected = bool(await client.is_connected())
+            except Exception:  # a half-closed session: report it as down, never fail the health check
+                log.debug("socket state unknown", exc_info=True)
+        return {"ok": connected, "mode": "socket", "state": "connected" if connected else "disconnected"}
 
     async def stop(self) -> None:
         """Stop listening or disconnect, and cancel pending time-up timers."""
+        self.state = "stopped"
         if self.http is not None:
             await self.http.stop()
         if self._socket is not None:
@@ -170,6 +216,7 @@ def build_adapter(
     if client is None:
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         kwargs: dict[str, Any] = {"token": token}
+        base_url = base_url or settings.slack_api_url
         if base_url:
             kwargs["base_url"] = base_url
         client = AsyncWebClient(**kwargs)
