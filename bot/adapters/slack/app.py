@@ -156,6 +156,8 @@ class SlackAdapter:
         """
         await self.check_token()
         self.ctx.bind(services)
+        loaded = await disputes.drafts(self.ctx).load()  # admins' drafts from before a restart
+        log.info("Slack: %d question drafts loaded", loaded)
         if self.http is not None:
             await self.http.start()
             self.state = "listening"
@@ -198,8 +200,10 @@ class SlackAdapter:
         return {"ok": connected, "mode": "socket", "state": "connected" if connected else "disconnected"}
 
     async def stop(self) -> None:
-        """Stop listening or disconnect, and cancel pending time-up timers."""
+        """Stop listening or disconnect, cancel pending time-up timers, finish the drafts' writes."""
         self.state = "stopped"
+        if self.ctx.bound:
+            await disputes.drafts(self.ctx).flush()
         if self.http is not None:
             await self.http.stop()
         if self._socket is not None:

@@ -67,6 +67,11 @@ class SlackContext:
             raise RuntimeError("the Slack adapter has not been started")
         return self._services
 
+    @property
+    def bound(self) -> bool:
+        """True once the adapter started (the services are attached)."""
+        return self._services is not None
+
     def bind(self, services: Services) -> None:
         """Attach the services (done by the adapter's start)."""
         self._services = services

@@ -34,6 +34,7 @@ from bot.adapters.slack.context import SlackContext
 from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor
+from bot.storage.drafts import SqlDraftRepository
 from questions.schema import QuestionSpec
 
 log = logging.getLogger(__name__)
@@ -102,10 +103,11 @@ _STORES: weakref.WeakKeyDictionary[SlackContext, DraftStore] = weakref.WeakKeyDi
 
 
 def drafts(ctx: SlackContext) -> DraftStore:
-    """The draft store of one running adapter."""
+    """The draft store of one running adapter: in the database once the services are bound."""
     store = _STORES.get(ctx)
     if store is None:
-        store = _STORES[ctx] = DraftStore()
+        repository = SqlDraftRepository(ctx.services.app.engine) if ctx.bound else None
+        store = _STORES[ctx] = DraftStore(repository=repository)
     return store
 
 
@@ -115,8 +117,8 @@ def encode_draft(store: DraftStore, spec: dict[str, Any]) -> str:
     return inline if len(inline) <= MAX_METADATA else "k:" + store.put(spec)
 
 
-def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
-    """The draft a preview modal carries (None when its server-side copy is gone)."""
+async def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
+    """The draft a preview modal carries (None when its stored copy is gone: saved, cancelled, expired)."""
     if metadata.startswith("d:"):
         try:
             spec = json.loads(metadata[2:])
@@ -124,7 +126,7 @@ def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
             return None
         return spec if isinstance(spec, dict) else None
     if metadata.startswith("k:"):
-        draft = store.get(metadata[2:])
+        draft = await store.fetch(metadata[2:])  # also after a restart, or from another process
         return draft.spec if draft is not None else None
     return None
 
@@ -197,12 +199,13 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         started = time.monotonic()
         store = drafts(ctx)
         metadata = str(view.get("private_metadata") or "")
-        spec = decode_draft(store, metadata)
+        spec = await decode_draft(store, metadata)
         if spec is None:
             await ack(
                 response_action="update",
                 view=bk.message_view(
-                    "This draft expired (kept one hour, or the bot restarted): submit the form again."
+                    "This draft has expired or is gone (saved, cancelled, or older than an hour):"
+                    " submit the form again."
                 ),
             )
             return
