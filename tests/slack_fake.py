@@ -19,7 +19,10 @@ object, chat.postMessage, views.open/update/push, rate limits):
   ``exchanged_trigger_id``. views.update/push/open name a view that exists (``not_found``); a ``hash``
   that is not the view's current one is a ``hash_conflict``.
 - Channels: an unknown channel (or a private one the bot is not in) is ``channel_not_found``; a channel
-  the bot has not joined is ``not_in_channel``. users.info of an unknown user is ``user_not_found``.
+  the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``).
+  users.info of an unknown user is ``user_not_found``.
+- Scopes: a method whose scope the token lacks is ``missing_scope`` with ``needed`` (chat:write,
+  users:read, channels:read / groups:read for conversations.info); auth.test sends X-OAuth-Scopes.
 - Rate limits: HTTP 429 with ``Retry-After`` (whole seconds) and ``error: ratelimited``. chat.postMessage
   about one message a second per channel (a short burst allowed); other methods a budget per method and
   workspace (Tier 4, 100+ a minute: views.*, users.info; Tier 3, 50+ a minute: chat.update,
@@ -267,10 +270,16 @@ class SlackRefusal(Exception):
     """What a Web API method answers instead of ok (``error``, HTTP status, extra body, headers)."""
 
     def __init__(
-        self, error: str, status: int = 200, messages: list[str] | None = None, retry_after: int = 0
+        self,
+        error: str,
+        status: int = 200,
+        messages: list[str] | None = None,
+        retry_after: int = 0,
+        extra: dict[str, str] | None = None,
     ) -> None:
         super().__init__(error)
         self.error = error
+        self.extra = extra or {}
         self.status = status
         self.messages = messages or []
         self.retry_after = retry_after
@@ -302,6 +311,17 @@ class FakeSlackApi:
     views: dict[str, ShownView] = field(default_factory=dict)
     triggers: dict[str, float | None] = field(default_factory=dict)
     bot_token: str = "xoxb-test"
+    #: The bot token's scopes (auth.test sends them in X-OAuth-Scopes), as the README's manifest asks.
+    scopes: set[str] = field(
+        default_factory=lambda: {
+            "chat:write",
+            "chat:write.public",
+            "commands",
+            "users:read",
+            "channels:read",
+            "groups:read",
+        }
+    )
     _external: dict[str, str] = field(default_factory=dict)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
@@ -381,11 +401,19 @@ class FakeSlackApi:
         if wait > 0:
             raise SlackRefusal("ratelimited", status=429, retry_after=max(1, math.ceil(wait)))
 
+    def _need(self, scope: str) -> None:
+        if scope not in self.scopes:
+            raise SlackRefusal(
+                "missing_scope", extra={"needed": scope, "provided": ",".join(sorted(self.scopes))}
+            )
+
     def _channel(self, args: dict[str, Any], post: bool) -> Channel:
         channel = self.channels.get(str(args.get("channel")))
         if channel is None or (channel.private and not channel.member):
             raise SlackRefusal("channel_not_found")
-        if post and not channel.member:
+        if not post:
+            self._need("groups:read" if channel.private else "channels:read")
+        if post and not channel.member and (channel.private or "chat:write.public" not in self.scopes):
             raise SlackRefusal("not_in_channel")
         return channel
 
@@ -422,6 +450,7 @@ class FakeSlackApi:
         if method == "auth.test":
             return {"user_id": "UBOT", "bot_id": "BBOT", "team_id": TEAM, "user": "rankzero", "team": "Test"}
         if method in ("chat.postMessage", "chat.update"):
+            self._need("chat:write")
             self._channel(args, post=True)
             self._blocks_arg(args)
             return {
@@ -433,6 +462,7 @@ class FakeSlackApi:
             cid = str(args.get("channel"))
             return {"channel": {"id": cid, "name": ch.name, "is_member": ch.member, "is_private": ch.private}}
         if method == "users.info":
+            self._need("users:read")
             uid = str(args.get("user"))
             if uid not in self.users:
                 raise SlackRefusal("user_not_found")
@@ -496,7 +526,7 @@ class FakeSlackApi:
             body = self._answer(method, args)
         except SlackRefusal as no:
             self.refused.append((method, no.error))
-            out: dict[str, Any] = {"ok": False, "error": no.error}
+            out: dict[str, Any] = {"ok": False, "error": no.error, **no.extra}
             if no.messages:
                 out["response_metadata"] = {"messages": no.messages}
             headers = {"Retry-After": str(no.retry_after)} if no.retry_after else None
@@ -505,7 +535,8 @@ class FakeSlackApi:
             if method in ("views.open", "views.update", "views.push"):
                 args["_view_id"] = body["view"]["id"]  # recorded, so a test knows which modal it is
             self.calls.append(Call(method, args))
-        return web.json_response({"ok": True, **body})
+        headers = {"X-OAuth-Scopes": ",".join(sorted(self.scopes))} if method == "auth.test" else None
+        return web.json_response({"ok": True, **body}, headers=headers)
 
     def of(self, method: str) -> list[Call]:
         """Recorded (accepted) calls of one method."""

@@ -183,6 +183,7 @@ async def test_a_stale_hash_is_a_conflict_and_a_gone_view_not_found(api: FakeSla
 
 
 async def test_channels_the_bot_cannot_post_in(api: FakeSlackApi) -> None:
+    api.scopes.discard("chat:write.public")
     api.channels["COUT"] = Channel("outside", member=False)
     api.channels["GSECRET"] = Channel("secret", member=False, private=True)
     web = client(api)
@@ -245,3 +246,23 @@ async def test_the_public_retry_handler_waits_out_a_429(api: FakeSlackApi) -> No
     await web.chat_postMessage(channel="C1", text="2")  # 429, Retry-After: 1, then accepted
     assert time.monotonic() - started >= 1.0
     assert api.ratelimited == 1 and len(api.of("chat.postMessage")) == 2
+
+
+async def test_chat_write_public_posts_in_public_channels_only_and_scopes_are_checked(
+    api: FakeSlackApi,
+) -> None:
+    api.channels["COUT"] = Channel("outside", member=False)
+    api.channels["GSECRET"] = Channel("secret", member=False, private=True)
+    web = client(api)
+    await web.chat_postMessage(channel="COUT", text="public: fine with chat:write.public")
+    with pytest.raises(SlackApiError):
+        await web.chat_postMessage(channel="GSECRET", text="private: never")
+    scopes = (await web.auth_test()).headers["X-OAuth-Scopes"]
+    assert "chat:write.public" in (scopes[0] if isinstance(scopes, list) else scopes)
+    api.scopes.discard("users:read")
+    with pytest.raises(SlackApiError) as missing:
+        await web.users_info(user="U1")
+    assert (
+        missing.value.response["error"] == "missing_scope"
+        and missing.value.response["needed"] == "users:read"
+    )

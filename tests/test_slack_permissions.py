@@ -25,12 +25,19 @@ async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]
         yield h
 
 
+def without_public_posting(h: Harness) -> None:
+    """The app installed without chat:write.public (as auth.test reported at start)."""
+    h.api.scopes.discard("chat:write.public")
+    h.adapter.ctx.scopes = frozenset(h.api.scopes)
+
+
 async def count(h: Harness, row: type) -> int:
     async with async_sessionmaker(h.services.app.engine)() as s:
         return int(await s.scalar(select(func.count()).select_from(row)) or 0)
 
 
 async def test_post_now_and_schedule_set_refuse_where_the_bot_is_not_a_member(slack: Harness) -> None:
+    without_public_posting(slack)
     slack.api.channels["C1"] = Channel("general", member=False)
     await slack.send.command(OWNER, "post-now")
     await slack.send.command(OWNER, "schedule set --time 09:00")
@@ -53,6 +60,7 @@ async def test_a_private_channel_the_bot_cannot_see_is_refused(slack: Harness) -
 
 async def test_a_refused_scheduled_post_is_reported_and_posted_after_the_fix(slack: Harness) -> None:
     # The bot was removed from the channel after its schedule was set: the scheduled post is refused.
+    without_public_posting(slack)
     slack.api.channels["C1"] = Channel("general", member=False)
     slack.expected_refusals.append(("chat.postMessage", "not_in_channel"))
     with pytest.raises(PostRefusedError, match="invite me there"):
@@ -69,3 +77,20 @@ async def test_a_refused_scheduled_post_is_reported_and_posted_after_the_fix(sla
     posts = [c for c in slack.api.of("chat.postMessage") if c.args["channel"] == "C1"]
     assert len(posts) == 1 and "rz:start:" in posts[0].dump()
     assert await count(slack, ChallengeRow) == 1
+
+
+async def test_a_public_channel_needs_no_membership_with_chat_write_public(slack: Harness) -> None:
+    assert "chat:write.public" in slack.adapter.ctx.scopes  # read from auth.test at start
+    slack.api.channels["C1"] = Channel("general", member=False)
+    await slack.send.command(OWNER, "post-now")
+    assert "Posted" in (await slack.api.wait_for("response"))[0].dump()
+    assert [c.args["channel"] for c in slack.api.of("chat.postMessage")] == ["C1"]
+
+
+async def test_a_missing_scope_is_named(slack: Harness) -> None:
+    slack.api.scopes.discard("channels:read")
+    slack.expected_refusals.append(("conversations.info", "missing_scope"))
+    await slack.send.command(OWNER, "schedule set --time 09:00")
+    reply = (await slack.api.wait_for("response"))[0].dump()
+    assert "lacks the `channels:read` scope" in reply and "reinstall" in reply
+    assert await count(slack, ScheduleRow) == 0

@@ -181,6 +181,9 @@ class SlackAdapter:
                 "OAuth Token (xoxb-...) from OAuth & Permissions, reinstalling the app if it was revoked"
             ) from None
         self.bot_user_id = str(resp.get("user_id") or "")
+        header = next((v for k, v in (resp.headers or {}).items() if k.lower() == "x-oauth-scopes"), "")
+        value = header[0] if isinstance(header, list) and header else header
+        self.ctx.scopes = frozenset(s.strip() for s in str(value or "").split(",") if s.strip())
         log.info("Slack bot token accepted: %s in %s", resp.get("user"), resp.get("team"))
 
     async def health(self) -> dict[str, Any]:

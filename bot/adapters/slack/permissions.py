@@ -52,14 +52,15 @@ def refusal(exc: SlackApiError, channel_id: str) -> PostRefusedError:
     return PostRefusedError(refusal_text(str(exc.response.get("error")), channel_id, needed))
 
 
-async def ensure_can_post(client: AsyncWebClient, channel_id: str) -> None:
-    """Raise PostRefusedError unless the bot is a member of ``channel_id`` (so its posts and Start buttons
-    will appear there).
+async def ensure_can_post(client: AsyncWebClient, channel_id: str, scopes: frozenset[str]) -> None:
+    """Raise PostRefusedError unless the bot can post in ``channel_id``: it is a member, or the channel is
+    public and the token has ``chat:write.public`` (``scopes``: the token's, from auth.test).
     """
     try:
         resp = await client.conversations_info(channel=channel_id)
     except SlackApiError as exc:
         raise refusal(exc, channel_id) from exc
     channel = resp.get("channel") or {}
-    if not channel.get("is_member"):
+    public_ok = not channel.get("is_private") and "chat:write.public" in scopes
+    if not channel.get("is_member") and not public_ok:
         raise PostRefusedError(refusal_text("not_in_channel", channel_id))

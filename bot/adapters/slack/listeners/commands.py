@@ -123,7 +123,7 @@ async def _schedule(
     sub = args[0] if args else "show"
     if sub == "set":
         _require_admin(actor)
-        await permissions.ensure_can_post(ctx.client, ch.channel_id)
+        await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
         await schedules.set_schedule(actor, ch, **parse_schedule_options(args[1:]))
     elif sub in ("pause", "resume"):
         await schedules.pause_schedule(actor, ch, paused=sub == "pause")
@@ -140,7 +140,7 @@ async def _post_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     _require_admin(actor)
-    await permissions.ensure_can_post(ctx.client, ch.channel_id)
+    await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
     # The channel's schedule (window, problem count, time limit, attempts) applies when it has one.
     card = await ctx.services.schedules.post_now(actor, ch)
     closes = f", closes {bk.date_token(card.closes_at)}" if card.closes_at else ", open until `close-now`"
