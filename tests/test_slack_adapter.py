@@ -433,6 +433,20 @@ async def test_app_home_opened_publishes_the_home_tab_once(slack: Harness) -> No
     assert len(slack.api.of("views.publish")) == 1
 
 
+async def test_a_redelivered_event_is_dropped_by_another_process(slack: Harness) -> None:
+    event = {"type": "app_home_opened", "user": PLAYER, "channel": "D1", "tab": "home"}
+    assert (await slack.send.event(event, "Ev777")).status_code == 200
+    await slack.api.wait_for("views.publish")
+    # Another process (no memory of this delivery) gets Slack's retry: the database drops it.
+    slack.adapter.ctx._seen.clear()
+    retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
+    assert (await slack.send.event(event, "Ev777", headers=retry)).status_code == 200
+    await asyncio.sleep(0.3)
+    assert len(slack.api.of("views.publish")) == 1
+    assert (await slack.send.event(event, "Ev778")).status_code == 200  # a new event still works
+    await slack.api.wait_for("views.publish", 2)
+
+
 async def test_help_and_leaderboard_commands(slack: Harness) -> None:
     await slack.send.command(PLAYER, "help")
     await slack.send.command(PLAYER, "leaderboard workspace week")

@@ -511,3 +511,14 @@ class QuestionDraftRow(Base):
     #: Set when the draft was saved or cancelled (the spec is then kept only for its outcome).
     outcome: Mapped[str | None] = mapped_column(String(500))
     closed_at: Mapped[dt.datetime | None]
+
+
+class DeliveredEventRow(Base):
+    """A chat platform event already handled (its delivery id), so a redelivery reaching any process is
+    dropped; rows older than an hour are purged (platforms retry within minutes).
+    """
+
+    __tablename__ = "delivered_events"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    seen_at: Mapped[dt.datetime] = mapped_column(index=True)

@@ -1,4 +1,5 @@
-"""question drafts: admins' questions from chat forms waiting for Save, kept in the database
+"""question drafts (admins' questions from chat forms waiting for Save) and delivered chat events (to drop
+a platform's redelivery in any process), kept in the database
 
 Revision ID: 0006
 Revises: 0005
@@ -27,8 +28,17 @@ def upgrade() -> None:
         sa.PrimaryKeyConstraint("key", name=op.f("pk_question_drafts")),
     )
     op.create_index(op.f("ix_question_drafts_created_at"), "question_drafts", ["created_at"], unique=False)
+    op.create_table(
+        "delivered_events",
+        sa.Column("key", sa.String(length=200), nullable=False),
+        sa.Column("seen_at", sa.DateTime(timezone=True), nullable=False),
+        sa.PrimaryKeyConstraint("key", name=op.f("pk_delivered_events")),
+    )
+    op.create_index(op.f("ix_delivered_events_seen_at"), "delivered_events", ["seen_at"], unique=False)
 
 
 def downgrade() -> None:
+    op.drop_index(op.f("ix_delivered_events_seen_at"), table_name="delivered_events")
+    op.drop_table("delivered_events")
     op.drop_index(op.f("ix_question_drafts_created_at"), table_name="question_drafts")
     op.drop_table("question_drafts")
