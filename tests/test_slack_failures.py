@@ -18,6 +18,7 @@ from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
 from bot.app import shipped_bank_specs
+from bot.core.errors import ConfigurationError
 from bot.core.ports import TransientConflictError
 from tests.conftest import make_spec, test_bank
 from tests.test_slack_adapter import OWNER, PLAYER, Harness, _harness, buttons, text_of
@@ -192,3 +193,21 @@ async def test_a_stalled_explain_grading_answers_in_time(
         assert not h.send.late and r.json()["response_action"] == "update"
         graded = (await h.api.wait_for("views.update", updates + 1, timeout=20))[-1].args
         assert "concepts" in text_of(graded["view"])
+
+
+async def test_a_late_refusal_brings_the_form_back_with_what_the_admin_typed(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def slow_refusal(*_args: Any, **_kw: Any) -> Any:
+        await asyncio.sleep(3.0)
+        raise ConfigurationError("the question bank is being synced: try again in a minute")
+
+    monkeypatch.setattr(slack.services.quiz, "admin_import", slow_refusal)
+    r = await slack.send.submit(OWNER, bk.QUESTION_CALLBACK, QUESTION)
+    assert not slack.send.late and r.json()["response_action"] == "update"
+    back = (await slack.api.wait_for("views.update", timeout=20))[0].args["view"]
+    assert back["callback_id"] == bk.QUESTION_CALLBACK and "being synced" in text_of(back)
+    prompt = next(b for b in back["blocks"] if b.get("block_id") == "prompt")
+    assert prompt["element"]["initial_value"] == QUESTION["prompt"]
+    kind = next(b for b in back["blocks"] if b.get("block_id") == "kind")
+    assert kind["element"]["initial_option"]["value"] == "conceptual"

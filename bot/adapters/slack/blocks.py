@@ -444,8 +444,26 @@ def _checkbox(block_id: str, label: str, option: str) -> Block:
     }
 
 
-def question_modal() -> Block:
-    """The admin form for one multiple-choice question (validated with questions.schema.QuestionSpec)."""
+def _prefilled(block: Block, value: str | None) -> Block:
+    """An input block showing ``value`` (what the admin typed before), when there is one."""
+    if not value:
+        return block
+    element = dict(block["element"])
+    if element["type"] == "plain_text_input":
+        element["initial_value"] = value[:MAX_TEXT]
+    elif element["type"] == "static_select":
+        chosen = [o for o in element["options"] if o["value"] == value]
+        if chosen:
+            element["initial_option"] = chosen[0]
+    elif element["type"] == "checkboxes":
+        element["initial_options"] = list(element["options"])
+    return {**block, "element": element}
+
+
+def question_modal(values: dict[str, str] | None = None, note: str | None = None) -> Block:
+    """The admin form for one multiple-choice question (validated with questions.schema.QuestionSpec);
+    ``values`` fills it again (a save that failed after the form's answer), ``note`` says why on top.
+    """
     blocks = [
         _text_input("id", "Id (slug)", hint="lowercase letters, digits and '-', e.g. ddp-bucket-order"),
         _select("kind", "Kind", KINDS),
@@ -474,6 +492,10 @@ def question_modal() -> Block:
         _text_input("runner_gpus", "GPUs needed", optional=True, hint="0-8, default 0 (CPU)"),
         _checkbox("runner_init", "Process group", "init_process_group before the snippet runs"),
     ]
+    if values:
+        blocks = [_prefilled(b, values.get(str(b["block_id"]))) for b in blocks]
+    if note:
+        blocks.insert(0, section(f":warning: {esc(note)}"))
     return {
         "type": "modal",
         "callback_id": QUESTION_CALLBACK,

@@ -65,7 +65,8 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     @app.view(bk.QUESTION_CALLBACK)
     async def question_add(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         started = time.monotonic()
-        spec, errors = spec_from_form(bk.question_values(view.get("state") or {}))
+        typed = bk.question_values(view.get("state") or {})
+        spec, errors = spec_from_form(typed)
         if not errors:
             try:
                 QuestionSpec.model_validate(spec)
@@ -87,9 +88,10 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             try:
                 await ctx.services.quiz.admin_import(actor, [valid])
             except RankZeroError as exc:
+                # Late (after "Working…"): the form comes back with what the admin typed, and why.
                 return failures.Submitted(
                     {"response_action": "errors", "errors": {"id": str(exc)[:150]}},
-                    late_view=bk.message_view(f"Not saved: {exc}"),
+                    late_view=bk.question_modal(typed, note=f"Not saved: {exc}"),
                 )
             return failures.Submitted({}, late_view=bk.message_view(f"Added question {question_id}."))
 
