@@ -32,12 +32,14 @@ object, chat.postMessage, views.open/update/push, rate limits):
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import itertools
 import json
 import math
 import secrets
+import threading
 import time
 import urllib.parse
 from collections.abc import Callable, Iterator
@@ -553,6 +555,23 @@ class FakeSlackApi:
                 )
             await asyncio.sleep(0.01)
         return self.of(method)
+
+
+@contextlib.contextmanager
+def running_in_thread(api: FakeSlackApi) -> Iterator[FakeSlackApi]:
+    """Serve ``api`` from its own event loop in a thread (for tests that run ``rankzero serve`` as a
+    process and stay synchronous themselves).
+    """
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(api.start(), loop).result(10)
+    try:
+        yield api
+    finally:
+        asyncio.run_coroutine_threadsafe(api.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
 
 
 def sign(body: str, timestamp: int | None = None, secret: str = SECRET) -> dict[str, str]:

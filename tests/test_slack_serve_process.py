@@ -6,11 +6,9 @@ forged and stale requests are refused with 401 by the running process, and SIGTE
 
 from __future__ import annotations
 
-import asyncio
 import os
 import signal
 import subprocess
-import threading
 import time
 import urllib.error
 import urllib.request
@@ -19,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from tests.slack_fake import SECRET, FakeSlackApi, sign
+from tests.slack_fake import SECRET, FakeSlackApi, running_in_thread, sign
 from tests.test_serve_process import RANKZERO, ROOT, _free_port
 
 pytestmark = pytest.mark.slow
@@ -28,15 +26,8 @@ pytestmark = pytest.mark.slow
 @pytest.fixture
 def api_in_thread() -> Iterator[FakeSlackApi]:
     """The fake Web API served from its own event loop in a thread (the test itself is synchronous)."""
-    loop = asyncio.new_event_loop()
-    thread = threading.Thread(target=loop.run_forever, daemon=True)
-    thread.start()
-    api = FakeSlackApi()
-    asyncio.run_coroutine_threadsafe(api.start(), loop).result(10)
-    yield api
-    asyncio.run_coroutine_threadsafe(api.stop(), loop).result(10)
-    loop.call_soon_threadsafe(loop.stop)
-    thread.join(10)
+    with running_in_thread(FakeSlackApi()) as api:
+        yield api
 
 
 def _post(url: str, body: str, headers: dict[str, str]) -> int:
