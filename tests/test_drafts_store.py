@@ -1,4 +1,5 @@
-"""Question drafts in the database (SQLite and PostgreSQL): a restart or another process finds them."""
+"""Question drafts and delivered events in the database (SQLite and PostgreSQL): a restart or another
+process finds them."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import time
 
 from bot.adapters.drafts import DraftStore
 from bot.storage.db import make_engine
+from bot.storage.deliveries import SqlDeliveryLog
 from bot.storage.drafts import SqlDraftRepository
 
 
@@ -45,5 +47,17 @@ async def test_expired_drafts_are_purged_at_load(db_url: str) -> None:
         store = DraftStore(repository=repo)
         assert await store.load() == 0
         assert await repo.find("old-key") is None and await store.fetch("old-key") is None
+    finally:
+        await engine.dispose()
+
+
+async def test_a_delivery_is_first_once_across_processes(db_url: str) -> None:
+    engine = make_engine(db_url)
+    try:
+        now = dt.datetime(2026, 11, 25, 9, 0, tzinfo=dt.UTC)
+        one, other = SqlDeliveryLog(engine), SqlDeliveryLog(engine)  # two processes, one database
+        assert await one.first("event:Ev1", now)
+        assert not await other.first("event:Ev1", now)  # Slack's retry reached the other process
+        assert await other.first("event:Ev2", now)
     finally:
         await engine.dispose()
