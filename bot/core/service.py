@@ -506,18 +506,8 @@ class QuizService:
             # All the answer's writes at once (one statement on PostgreSQL): attempt, end, standings.
             ended = await uow.record_answer(
                 AnswerWrite(
-                    session.id,
-                    session.player_pk,
-                    q.version_id,
-                    attempt_no,
-                    letter,
-                    correct,
-                    now,
-                    elapsed_ms,
-                    idempotency_key,
-                    outcome,
-                    points,
-                    standings,
+                    session.id, session.player_pk, q.version_id, attempt_no, letter, correct, now, elapsed_ms,
+                    idempotency_key, outcome, points, standings,
                 )
             )
             session = dataclasses.replace(
