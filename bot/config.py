@@ -92,6 +92,8 @@ class Settings(BaseSettings):
     slack_signing_secret: SecretStr | None = None
     #: Where Slack admin notices (contradicted answers) are posted: a channel id (C...) the bot is in.
     slack_admin_channel_id: str | None = None
+    #: The Slack Web API's base URL (default Slack's own); for an egress proxy, or a local fake in tests.
+    slack_api_url: str | None = None
     #: Slack HTTP mode (no app token): where /slack/events listens (put a TLS proxy in front).
     slack_host: str = "127.0.0.1"
     slack_port: int = Field(default=3000, ge=0, le=65535)

@@ -1,19 +1,48 @@
-"""A local fake of Slack: a Web API on loopback that records calls, and signed requests into the app.
+"""A local fake of Slack: a Web API on loopback that answers as strictly as the real one, records calls, and
+sends signed requests into the app.
 
 slack_sdk's AsyncWebClient takes a ``base_url``, so the adapter's outgoing calls (chat.postMessage,
 views.open, users.info...) reach this server over real HTTP; response_url posts land here too.
+
+What the fake refuses, as Slack's documentation says (docs.slack.dev: Block Kit reference, the modal view
+object, chat.postMessage, views.open/update/push, rate limits):
+
+- Block Kit limits: 50 blocks in a message, 100 in a view; section text 3000 (fields 10 x 2000); header
+  150 (plain_text); button text 75 (plain_text), value 2000; action_id and block_id 255, a block_id unique in
+  its message or view and an action_id unique in its block; 25 elements in an actions block, 10 in a
+  context block; a select's options 100 and an option's text 75 / value 150; an input's label 2000. A
+  message's ``text`` over 40,000 characters is ``msg_too_long``. Messages answer ``invalid_blocks``, views
+  ``invalid_arguments`` (as the real methods do), each with ``response_metadata.messages`` saying where.
+- Modals: title (required), submit and close 24 characters of plain_text; submit required with an input
+  block; private_metadata 3000; callback_id and external_id 255.
+- A trigger_id is good once, for 3 seconds: later ``expired_trigger_id``, a second use
+  ``exchanged_trigger_id``. views.update/push/open name a view that exists (``not_found``); a ``hash``
+  that is not the view's current one is a ``hash_conflict``.
+- Channels: an unknown channel (or a private one the bot is not in) is ``channel_not_found``; a channel
+  the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``).
+  users.info of an unknown user is ``user_not_found``.
+- Scopes: a method whose scope the token lacks is ``missing_scope`` with ``needed`` (chat:write,
+  users:read, channels:read / groups:read for conversations.info); auth.test sends X-OAuth-Scopes.
+- Rate limits: HTTP 429 with ``Retry-After`` (whole seconds) and ``error: ratelimited``. chat.postMessage
+  about one message a second per channel (a short burst allowed); other methods a budget per method and
+  workspace (Tier 4, 100+ a minute: views.*, users.info; Tier 3, 50+ a minute: chat.update,
+  conversations.info). All views.update calls of the workspace share one budget.
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import hmac
 import itertools
 import json
+import math
+import secrets
+import threading
 import time
 import urllib.parse
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -22,6 +51,200 @@ from aiohttp import web
 
 SECRET = "8f742231b10e8888abcd99yyyzzz85a5"
 TEAM = "T0001"
+
+# ---------------------------------------------------------------------- Slack's documented limits
+MAX_MESSAGE_BLOCKS = 50
+MAX_VIEW_BLOCKS = 100
+MAX_SECTION_TEXT = 3000
+MAX_SECTION_FIELDS = 10
+MAX_FIELD_TEXT = 2000
+MAX_HEADER_TEXT = 150
+MAX_BUTTON_TEXT = 75
+MAX_BUTTON_VALUE = 2000
+MAX_ID = 255
+MAX_ACTIONS_ELEMENTS = 25
+MAX_CONTEXT_ELEMENTS = 10
+MAX_OPTIONS = 100
+MAX_OPTION_TEXT = 75
+MAX_OPTION_VALUE = 150
+MAX_LABEL = 2000
+MAX_MODAL_TEXT = 24
+MAX_METADATA = 3000
+MAX_MESSAGE_TEXT = 40_000
+TRIGGER_TTL_S = 3.0
+
+
+@dataclass
+class Bucket:
+    """A token bucket: ``burst`` calls at once, then ``per_s`` a second."""
+
+    burst: float
+    per_s: float
+    tokens: float = -1.0
+    at: float = 0.0
+
+    def take(self) -> float:
+        """0 when a call may go now (and count it), else the seconds until one may."""
+        now = time.monotonic()
+        if self.tokens < 0:
+            self.tokens, self.at = self.burst, now
+        self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
+        self.at = now
+        if self.tokens >= 1:
+            self.tokens -= 1
+            return 0.0
+        return (1 - self.tokens) / self.per_s
+
+
+#: Budgets per method and workspace (burst, calls a second); chat.postMessage's is per channel.
+RATE_LIMITS: dict[str, tuple[float, float]] = {
+    "chat.postMessage": (3, 1.0),
+    "chat.update": (20, 50 / 60),
+    "conversations.info": (20, 50 / 60),
+    "views.open": (50, 100 / 60),
+    "views.update": (50, 100 / 60),
+    "views.push": (50, 100 / 60),
+    "views.publish": (50, 100 / 60),
+    "users.info": (50, 100 / 60),
+}
+
+
+@dataclass
+class Channel:
+    """A channel as the bot sees it."""
+
+    name: str
+    member: bool = True
+    private: bool = False
+
+
+def _text_problems(where: str, obj: Any, limit: int, plain_only: bool = False) -> Iterator[str]:
+    if not isinstance(obj, dict) or obj.get("type") not in ("plain_text", "mrkdwn"):
+        yield f"[ERROR] must be a text object [json-pointer:{where}]"
+        return
+    if plain_only and obj["type"] != "plain_text":
+        yield f"[ERROR] must be plain_text [json-pointer:{where}/type]"
+    text = obj.get("text")
+    if not isinstance(text, str) or not text:
+        yield f"[ERROR] must be more than 0 characters [json-pointer:{where}/text]"
+    elif len(text) > limit:
+        yield f"[ERROR] must be less than {limit + 1} characters [json-pointer:{where}/text]"
+
+
+def _id_problems(where: str, value: Any) -> Iterator[str]:
+    if value is not None and (not isinstance(value, str) or len(value) > MAX_ID):
+        yield f"[ERROR] must be less than {MAX_ID + 1} characters [json-pointer:{where}]"
+
+
+def _element_problems(where: str, el: Any) -> Iterator[str]:
+    if not isinstance(el, dict):
+        yield f"[ERROR] must be an object [json-pointer:{where}]"
+        return
+    yield from _id_problems(f"{where}/action_id", el.get("action_id"))
+    kind = el.get("type")
+    if kind == "button":
+        yield from _text_problems(f"{where}/text", el.get("text"), MAX_BUTTON_TEXT, plain_only=True)
+        if len(str(el.get("value", ""))) > MAX_BUTTON_VALUE:
+            yield f"[ERROR] must be less than {MAX_BUTTON_VALUE + 1} characters [json-pointer:{where}/value]"
+    if kind in ("static_select", "multi_static_select", "checkboxes", "radio_buttons"):
+        options = el.get("options") or []
+        most = MAX_OPTIONS if "select" in str(kind) else 10
+        if len(options) > most:
+            yield f"[ERROR] no more than {most} items allowed [json-pointer:{where}/options]"
+        for i, opt in enumerate(options):
+            yield from _text_problems(f"{where}/options/{i}/text", opt.get("text"), MAX_OPTION_TEXT)
+            if len(str(opt.get("value", ""))) > MAX_OPTION_VALUE:
+                limit = MAX_OPTION_VALUE + 1
+                yield f"[ERROR] must be less than {limit} characters [json-pointer:{where}/options/{i}/value]"
+    if kind == "plain_text_input" and int(el.get("max_length") or 0) > 3000:
+        yield f"[ERROR] must be at most 3000 [json-pointer:{where}/max_length]"
+
+
+def block_problems(blocks: Any, limit: int, root: str = "/blocks") -> list[str]:
+    """What Slack would refuse in ``blocks`` (empty: valid)."""
+    if not isinstance(blocks, list):
+        return [f"[ERROR] must be an array [json-pointer:{root}]"]
+    out: list[str] = []
+    if len(blocks) > limit:
+        out.append(f"[ERROR] no more than {limit} items allowed [json-pointer:{root}]")
+    block_ids: set[str] = set()
+    for i, block in enumerate(blocks):
+        where = f"{root}/{i}"
+        if not isinstance(block, dict):
+            out.append(f"[ERROR] must be an object [json-pointer:{where}]")
+            continue
+        bid = block.get("block_id")
+        out += _id_problems(f"{where}/block_id", bid)
+        if bid is not None:
+            if bid in block_ids:
+                out.append(f"[ERROR] duplicate block_id {bid!r} [json-pointer:{where}/block_id]")
+            block_ids.add(bid)
+        kind = block.get("type")
+        if kind == "section":
+            if "text" in block:
+                out += _text_problems(f"{where}/text", block["text"], MAX_SECTION_TEXT)
+            fields = block.get("fields") or []
+            if len(fields) > MAX_SECTION_FIELDS:
+                out.append(
+                    f"[ERROR] no more than {MAX_SECTION_FIELDS} items allowed [json-pointer:{where}/fields]"
+                )
+            for j, f in enumerate(fields):
+                out += _text_problems(f"{where}/fields/{j}", f, MAX_FIELD_TEXT)
+            if "text" not in block and not fields:
+                out.append(f"[ERROR] a section needs text or fields [json-pointer:{where}]")
+            if "accessory" in block:
+                out += _element_problems(f"{where}/accessory", block["accessory"])
+        elif kind == "header":
+            out += _text_problems(f"{where}/text", block.get("text"), MAX_HEADER_TEXT, plain_only=True)
+        elif kind in ("actions", "context"):
+            elements = block.get("elements") or []
+            most = MAX_ACTIONS_ELEMENTS if kind == "actions" else MAX_CONTEXT_ELEMENTS
+            if not elements or len(elements) > most:
+                out.append(f"[ERROR] between 1 and {most} items allowed [json-pointer:{where}/elements]")
+            action_ids: set[str] = set()
+            for j, el in enumerate(elements):
+                if kind == "context":
+                    if isinstance(el, dict) and el.get("type") in ("plain_text", "mrkdwn"):
+                        out += _text_problems(f"{where}/elements/{j}", el, MAX_SECTION_TEXT)
+                    continue
+                out += _element_problems(f"{where}/elements/{j}", el)
+                aid = el.get("action_id") if isinstance(el, dict) else None
+                if aid is not None:
+                    if aid in action_ids:
+                        out.append(f"[ERROR] duplicate action_id {aid!r} [json-pointer:{where}/elements/{j}]")
+                    action_ids.add(aid)
+        elif kind == "input":
+            out += _text_problems(f"{where}/label", block.get("label"), MAX_LABEL, plain_only=True)
+            out += _element_problems(f"{where}/element", block.get("element"))
+        elif kind not in ("divider", "image", "rich_text", "file", "video"):
+            out.append(f"[ERROR] unknown block type {kind!r} [json-pointer:{where}/type]")
+    return out
+
+
+def view_problems(view: Any) -> list[str]:
+    """What Slack would refuse in a modal or Home tab view object (empty: valid)."""
+    if not isinstance(view, dict):
+        return ["[ERROR] must be an object [json-pointer:/view]"]
+    out = block_problems(view.get("blocks"), MAX_VIEW_BLOCKS, "/view/blocks")
+    if view.get("type") == "modal":
+        out += _text_problems("/view/title", view.get("title"), MAX_MODAL_TEXT, plain_only=True)
+        for name in ("submit", "close"):
+            if view.get(name) is not None:
+                out += _text_problems(f"/view/{name}", view[name], MAX_MODAL_TEXT, plain_only=True)
+        has_input = any(isinstance(b, dict) and b.get("type") == "input" for b in view.get("blocks") or [])
+        if has_input and view.get("submit") is None:
+            out.append(
+                "[ERROR] submit is required when an input block is present [json-pointer:/view/submit]"
+            )
+    elif view.get("type") != "home":
+        out.append("[ERROR] must be modal or home [json-pointer:/view/type]")
+    if len(str(view.get("private_metadata") or "")) > MAX_METADATA:
+        out.append(
+            f"[ERROR] must be less than {MAX_METADATA + 1} characters [json-pointer:/view/private_metadata]"
+        )
+    out += _id_problems("/view/callback_id", view.get("callback_id"))
+    out += _id_problems("/view/external_id", view.get("external_id"))
+    return out
 
 
 @dataclass
@@ -37,11 +260,73 @@ class Call:
 
 
 @dataclass
+class ShownView:
+    """A view Slack shows: its current content and hash, and the view it was pushed on."""
+
+    view: dict[str, Any]
+    hash: str
+    parent: str | None = None
+
+
+class SlackRefusal(Exception):
+    """What a Web API method answers instead of ok (``error``, HTTP status, extra body, headers)."""
+
+    def __init__(
+        self,
+        error: str,
+        status: int = 200,
+        messages: list[str] | None = None,
+        retry_after: int = 0,
+        extra: dict[str, str] | None = None,
+    ) -> None:
+        super().__init__(error)
+        self.error = error
+        self.extra = extra or {}
+        self.status = status
+        self.messages = messages or []
+        self.retry_after = retry_after
+
+
+#: How many times a response_url may be used (Slack: 5 times within 30 minutes).
+RESPONSE_URL_USES = 5
+
+
+@dataclass
 class FakeSlackApi:
-    """Records every Web API call; ``users`` holds what users.info answers per user id."""
+    """The Web API on loopback. ``users``: what users.info answers per user id (senders' users are added
+    as they act); ``channels``: the channels that exist and whether the bot is in them; ``limits``: the rate
+    budgets (see RATE_LIMITS); ``fail``: method -> error answered once, for tests of failure paths;
+    ``stall``: method -> seconds before it answers.
+    """
 
     users: dict[str, dict[str, Any]] = field(default_factory=dict)
+    channels: dict[str, Channel] = field(
+        default_factory=lambda: {c: Channel(c.lower()) for c in ("C1", "C9", "CADMIN")}
+    )
+    limits: dict[str, tuple[float, float]] = field(default_factory=lambda: dict(RATE_LIMITS))
     calls: list[Call] = field(default_factory=list)
+    fail: dict[str, str] = field(default_factory=dict)
+    #: method -> seconds Slack takes to answer it (a slow users.info, say).
+    stall: dict[str, float] = field(default_factory=dict)
+    #: Every refusal answered (method, error), 429s included.
+    refused: list[tuple[str, str]] = field(default_factory=list)
+    views: dict[str, ShownView] = field(default_factory=dict)
+    triggers: dict[str, float | None] = field(default_factory=dict)
+    bot_token: str = "xoxb-test"
+    #: The bot token's scopes (auth.test sends them in X-OAuth-Scopes), as the README's manifest asks.
+    scopes: set[str] = field(
+        default_factory=lambda: {
+            "chat:write",
+            "chat:write.public",
+            "commands",
+            "users:read",
+            "channels:read",
+            "groups:read",
+        }
+    )
+    _external: dict[str, str] = field(default_factory=dict)
+    _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
+    _responses: dict[str, int] = field(default_factory=dict)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
     port: int = 0
@@ -54,6 +339,11 @@ class FakeSlackApi:
     def response_url(self, name: str) -> str:
         """A response_url that records posts under method ``response``."""
         return f"http://127.0.0.1:{self.port}/response/{name}"
+
+    @property
+    def ratelimited(self) -> int:
+        """How many calls were answered 429."""
+        return sum(1 for _, error in self.refused if error == "ratelimited")
 
     async def start(self) -> None:
         """Listen on loopback (a free port)."""
@@ -72,6 +362,136 @@ class FakeSlackApi:
         if self._runner is not None:
             await self._runner.cleanup()
 
+    # ------------------------------------------------------------------ what Slack's side does
+    def issue_trigger(self, trigger_id: str) -> None:
+        """A trigger_id Slack sent with an interaction, valid from now for 3 s and once."""
+        self.triggers[trigger_id] = time.monotonic()
+
+    def show(self, view_id: str, view: dict[str, Any], parent: str | None = None) -> ShownView:
+        """Slack shows ``view`` as ``view_id`` (opened, updated, pushed): a new hash each time."""
+        shown = ShownView(view, f"{time.time():.6f}.{secrets.token_hex(4)}", parent)
+        self.views[view_id] = shown
+        ext = view.get("external_id")
+        if ext:
+            self._external[str(ext)] = view_id
+        return shown
+
+    def close(self, view_id: str, stack: bool = False) -> None:
+        """The view is gone (closed by the user, or answered with clear): so is its stack with ``stack``."""
+        shown = self.views.pop(view_id, None)
+        if stack:
+            for vid in [v for v, s in self.views.items() if s.parent == view_id]:
+                self.close(vid, stack=True)
+            if shown is not None and shown.parent:
+                self.close(shown.parent, stack=True)
+
+    def _use_trigger(self, trigger_id: Any) -> None:
+        issued = self.triggers.get(str(trigger_id), 0.0)
+        if issued is None:
+            raise SlackRefusal("exchanged_trigger_id")
+        if not issued or time.monotonic() - issued > TRIGGER_TTL_S:
+            raise SlackRefusal("expired_trigger_id")
+        self.triggers[str(trigger_id)] = None
+
+    def _rate(self, method: str, args: dict[str, Any]) -> None:
+        limit = self.limits.get(method)
+        if limit is None:
+            return
+        key = str(args.get("channel")) if method == "chat.postMessage" else TEAM
+        bucket = self._buckets.setdefault((method, key), Bucket(*limit))
+        wait = bucket.take()
+        if wait > 0:
+            raise SlackRefusal("ratelimited", status=429, retry_after=max(1, math.ceil(wait)))
+
+    def _need(self, scope: str) -> None:
+        if scope not in self.scopes:
+            raise SlackRefusal(
+                "missing_scope", extra={"needed": scope, "provided": ",".join(sorted(self.scopes))}
+            )
+
+    def _channel(self, args: dict[str, Any], post: bool) -> Channel:
+        channel = self.channels.get(str(args.get("channel")))
+        if channel is None or (channel.private and not channel.member):
+            raise SlackRefusal("channel_not_found")
+        if not post:
+            self._need("groups:read" if channel.private else "channels:read")
+        if post and not channel.member and (channel.private or "chat:write.public" not in self.scopes):
+            raise SlackRefusal("not_in_channel")
+        return channel
+
+    def _view_arg(self, args: dict[str, Any]) -> dict[str, Any]:
+        view = args.get("view")
+        if isinstance(view, str):
+            try:
+                view = json.loads(view)
+            except ValueError:
+                raise SlackRefusal("invalid_arguments", messages=["[ERROR] view is not JSON"]) from None
+        problems = view_problems(view)
+        if problems:
+            raise SlackRefusal("invalid_arguments", messages=problems)
+        return dict(view)
+
+    def _blocks_arg(self, args: dict[str, Any]) -> None:
+        blocks = args.get("blocks")
+        if isinstance(blocks, str):
+            blocks = args["blocks"] = json.loads(blocks)
+        if blocks is not None:
+            problems = block_problems(blocks, MAX_MESSAGE_BLOCKS)
+            if problems:
+                raise SlackRefusal("invalid_blocks", messages=problems)
+        if len(str(args.get("text") or "")) > MAX_MESSAGE_TEXT:
+            raise SlackRefusal("msg_too_long")
+        if blocks is None and not args.get("text"):
+            raise SlackRefusal("no_text")
+
+    def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        """The ok body of ``method``, or a SlackRefusal."""
+        if method in self.fail:
+            raise SlackRefusal(self.fail.pop(method))
+        self._rate(method, args)
+        if method == "auth.test":
+            return {"user_id": "UBOT", "bot_id": "BBOT", "team_id": TEAM, "user": "rankzero", "team": "Test"}
+        if method in ("chat.postMessage", "chat.update"):
+            self._need("chat:write")
+            self._channel(args, post=True)
+            self._blocks_arg(args)
+            return {
+                "channel": args.get("channel"),
+                "ts": args.get("ts") or f"1700000000.{next(self._ts):06d}",
+            }
+        if method == "conversations.info":
+            ch = self._channel(args, post=False)
+            cid = str(args.get("channel"))
+            return {"channel": {"id": cid, "name": ch.name, "is_member": ch.member, "is_private": ch.private}}
+        if method == "users.info":
+            self._need("users:read")
+            uid = str(args.get("user"))
+            if uid not in self.users:
+                raise SlackRefusal("user_not_found")
+            return {"user": {"id": uid, "name": uid.lower(), **self.users[uid]}}
+        if method in ("views.open", "views.push"):
+            view = self._view_arg(args)
+            self._use_trigger(args.get("trigger_id"))
+            vid = f"V{next(self._ts):04d}"
+            shown = self.show(vid, view)
+            return {"view": {"id": vid, "hash": shown.hash, **view}}
+        if method == "views.update":
+            view = self._view_arg(args)
+            vid = str(args.get("view_id") or self._external.get(str(args.get("external_id")), ""))
+            if vid not in self.views:
+                raise SlackRefusal("not_found")
+            if args.get("hash") and args["hash"] != self.views[vid].hash:
+                raise SlackRefusal("hash_conflict")
+            shown = self.show(vid, view, self.views[vid].parent)
+            return {"view": {"id": vid, "hash": shown.hash, **view}}
+        if method == "views.publish":
+            view = self._view_arg(args)
+            if str(args.get("user_id")) not in self.users:
+                raise SlackRefusal("user_not_found")
+            return {"view": {"id": f"VH{args.get('user_id')}", **view}}
+        raise SlackRefusal("unknown_method", status=404)
+
+    # ------------------------------------------------------------------ HTTP
     async def _args(self, request: web.Request) -> dict[str, Any]:
         args: dict[str, Any] = dict(request.query)
         raw = await request.read()
@@ -84,31 +504,44 @@ class FakeSlackApi:
 
     async def _response(self, request: web.Request) -> web.Response:
         args = await self._args(request)
-        args["_name"] = request.match_info["name"]
+        name = request.match_info["name"]
+        self._responses[name] = self._responses.get(name, 0) + 1
+        if self._responses[name] > RESPONSE_URL_USES:
+            self.refused.append(("response", "used_url"))
+            return web.Response(status=404, text="used_url")
+        if block_problems(args.get("blocks", []), MAX_MESSAGE_BLOCKS):
+            self.refused.append(("response", "invalid_blocks"))
+            return web.Response(status=400, text="invalid_blocks")
+        args["_name"] = name
         self.calls.append(Call("response", args))
         return web.Response(text="ok")
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await self._args(request)
+        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
+            self.refused.append((method, "invalid_auth"))
+            return web.json_response({"ok": False, "error": "invalid_auth"})
+        if self.stall.get(method):
+            await asyncio.sleep(self.stall[method])
+        try:
+            body = self._answer(method, args)
+        except SlackRefusal as no:
+            self.refused.append((method, no.error))
+            out: dict[str, Any] = {"ok": False, "error": no.error, **no.extra}
+            if no.messages:
+                out["response_metadata"] = {"messages": no.messages}
+            headers = {"Retry-After": str(no.retry_after)} if no.retry_after else None
+            return web.json_response(out, status=no.status, headers=headers)
         if method != "auth.test":
+            if method in ("views.open", "views.update", "views.push"):
+                args["_view_id"] = body["view"]["id"]  # recorded, so a test knows which modal it is
             self.calls.append(Call(method, args))
-        body: dict[str, Any] = {"ok": True}
-        if method == "auth.test":
-            body.update(user_id="UBOT", bot_id="BBOT", team_id=TEAM, user="rankzero", team="Test")
-        elif method == "chat.postMessage":
-            body.update(channel=args.get("channel"), ts=f"1700000000.{next(self._ts):06d}")
-        elif method in ("views.open", "views.update", "views.publish"):
-            view_id = args.get("view_id") or f"V{next(self._ts):04d}"
-            args["_view_id"] = view_id  # recorded, so a test knows which modal it is
-            body["view"] = {"id": view_id, **(args.get("view") if isinstance(args.get("view"), dict) else {})}
-        elif method == "users.info":
-            uid = str(args.get("user"))
-            body["user"] = {"id": uid, "name": uid.lower(), **self.users.get(uid, {})}
-        return web.json_response(body)
+        headers = {"X-OAuth-Scopes": ",".join(sorted(self.scopes))} if method == "auth.test" else None
+        return web.json_response({"ok": True, **body}, headers=headers)
 
     def of(self, method: str) -> list[Call]:
-        """Recorded calls of one method."""
+        """Recorded (accepted) calls of one method."""
         return [c for c in self.calls if c.method == method]
 
     async def wait_for(self, method: str, count: int = 1, timeout: float = 10.0) -> list[Call]:
@@ -117,9 +550,28 @@ class FakeSlackApi:
         while len(self.of(method)) < count:
             if time.monotonic() > deadline:
                 seen = [c.method for c in self.calls]
-                raise AssertionError(f"expected {count} {method} call(s); recorded: {seen}")
+                raise AssertionError(
+                    f"expected {count} {method} call(s); recorded: {seen}; refused: {self.refused}"
+                )
             await asyncio.sleep(0.01)
         return self.of(method)
+
+
+@contextlib.contextmanager
+def running_in_thread(api: FakeSlackApi) -> Iterator[FakeSlackApi]:
+    """Serve ``api`` from its own event loop in a thread (for tests that run ``rankzero serve`` as a
+    process and stay synchronous themselves).
+    """
+    loop = asyncio.new_event_loop()
+    thread = threading.Thread(target=loop.run_forever, daemon=True)
+    thread.start()
+    asyncio.run_coroutine_threadsafe(api.start(), loop).result(10)
+    try:
+        yield api
+    finally:
+        asyncio.run_coroutine_threadsafe(api.stop(), loop).result(10)
+        loop.call_soon_threadsafe(loop.stop)
+        thread.join(10)
 
 
 def sign(body: str, timestamp: int | None = None, secret: str = SECRET) -> dict[str, str]:
@@ -129,13 +581,22 @@ def sign(body: str, timestamp: int | None = None, secret: str = SECRET) -> dict[
     return {"X-Slack-Request-Timestamp": ts, "X-Slack-Signature": f"v0={digest}"}
 
 
+#: How long Slack waits for the app's answer to an interaction or command before showing an error.
+ACK_TIMEOUT_S = 3.0
+
+
 @dataclass
 class SlackSender:
-    """Sends signed requests to the app's /slack/events like Slack does."""
+    """Sends signed requests to the app's /slack/events like Slack does, and plays Slack's part with the
+    answer: the trigger_id it sends is issued in the fake, a view_submission's ``response_action`` changes
+    the shown views (``update``/``push``/``clear``, empty: close) after checking the view like views.open, and
+    an answer later than 3 s is recorded in ``late`` (Slack shows the user an error then).
+    """
 
     url: str
     api: FakeSlackApi
     http: httpx.AsyncClient
+    late: list[str] = field(default_factory=list)
     _n: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def post(
@@ -148,11 +609,22 @@ class SlackSender:
     ) -> httpx.Response:
         """POST ``body`` signed (or as ``signer`` says)."""
         hdrs = {"Content-Type": content_type, **signer(body), **(headers or {})}
-        return await self.http.post(self.url, content=body.encode(), headers=hdrs)
+        started = time.monotonic()
+        resp = await self.http.post(self.url, content=body.encode(), headers=hdrs)
+        took = time.monotonic() - started
+        if took > ACK_TIMEOUT_S:
+            self.late.append(f"{body[:80]}... answered after {took:.1f} s")
+        return resp
+
+    def _user(self, user: str) -> None:
+        self.api.users.setdefault(user, {})
 
     async def command(self, user: str, text: str, channel: str = "C1", **kw: Any) -> httpx.Response:
         """A /rankzero slash command."""
         n = next(self._n)
+        self._user(user)
+        trigger = f"trigger-cmd-{n}"
+        self.api.issue_trigger(trigger)
         form = {
             "token": "unused",
             "team_id": TEAM,
@@ -164,14 +636,44 @@ class SlackSender:
             "command": "/rankzero",
             "text": text,
             "response_url": self.api.response_url(f"cmd{n}"),
-            "trigger_id": f"trigger-cmd-{n}",
+            "trigger_id": trigger,
         }
         return await self.post(urllib.parse.urlencode(form), "application/x-www-form-urlencoded", **kw)
 
     async def interactive(self, payload: dict[str, Any], **kw: Any) -> httpx.Response:
-        """An interactivity payload (block_actions, view_submission)."""
+        """An interactivity payload (block_actions, view_submission, view_closed)."""
         body = urllib.parse.urlencode({"payload": json.dumps(payload)})
-        return await self.post(body, "application/x-www-form-urlencoded", **kw)
+        resp = await self.post(body, "application/x-www-form-urlencoded", **kw)
+        view_id = str((payload.get("view") or {}).get("id", ""))
+        if payload.get("type") == "view_closed":
+            self.api.close(view_id)
+        elif payload.get("type") == "view_submission" and resp.status_code == 200:
+            self._submitted(view_id, resp)
+        return resp
+
+    def _submitted(self, view_id: str, resp: httpx.Response) -> None:
+        """What Slack does with the answer to a view_submission."""
+        answer = resp.json() if resp.content.strip() else {}
+        action = answer.get("response_action")
+        if action in ("update", "push"):
+            problems = view_problems(answer.get("view"))
+            if problems:
+                self.api.refused.append(("view_submission", "invalid_arguments"))
+                raise AssertionError(f"Slack refuses the {action} view: {problems}")
+            if action == "update":
+                self.api.show(view_id, answer["view"], self.api.views[view_id].parent)
+            else:
+                self.api.show(f"V{next(self.api._ts):04d}", answer["view"], view_id)
+        elif action == "errors":
+            shown = self.api.views.get(view_id)
+            inputs = {b.get("block_id") for b in shown.view.get("blocks", []) if b.get("type") == "input"}
+            unknown = set(answer.get("errors") or {}) - inputs
+            if shown.view.get("blocks") and unknown:
+                raise AssertionError(f"Slack refuses errors on blocks that are not inputs: {unknown}")
+        elif action == "clear":
+            self.api.close(view_id, stack=True)
+        elif action is None:
+            self.api.close(view_id)
 
     async def click(
         self,
@@ -180,17 +682,21 @@ class SlackSender:
         *,
         view_id: str | None = None,
         action_ts: str | None = None,
+        channel: str = "C1",
         **kw: Any,
     ) -> httpx.Response:
         """A button click: on the channel post (no view) or inside a modal (``view_id``)."""
         n = next(self._n)
+        self._user(user)
+        trigger = f"trigger-{n}"
+        self.api.issue_trigger(trigger)
         payload: dict[str, Any] = {
             "type": "block_actions",
             "team": {"id": TEAM, "domain": "test"},
             "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
             "api_app_id": "A1",
             "token": "unused",
-            "trigger_id": f"trigger-{n}",
+            "trigger_id": trigger,
             "actions": [
                 {
                     "type": "button",
@@ -202,20 +708,50 @@ class SlackSender:
             ],
         }
         if view_id is None:
-            payload["container"] = {"type": "message", "channel_id": "C1", "message_ts": "1700000000.000001"}
-            payload["channel"] = {"id": "C1", "name": "general"}
+            payload["container"] = {
+                "type": "message",
+                "channel_id": channel,
+                "message_ts": "1700000000.000001",
+            }
+            payload["channel"] = {"id": channel, "name": "general"}
             payload["response_url"] = self.api.response_url(f"act{n}")
         else:
+            shown = self.api.views.get(view_id)
             payload["container"] = {"type": "view", "view_id": view_id}
-            payload["view"] = {"id": view_id, "type": "modal", "callback_id": "rz_play", "hash": "h"}
+            payload["view"] = {
+                "id": view_id,
+                "type": "modal",
+                "callback_id": shown.view.get("callback_id", "rz_play") if shown else "rz_play",
+                "hash": shown.hash if shown else "h",
+                "private_metadata": shown.view.get("private_metadata", "") if shown else "",
+            }
         return await self.interactive(payload, **kw)
 
     async def submit(
-        self, user: str, callback_id: str, values: dict[str, Any], *, metadata: str = "", **kw: Any
+        self,
+        user: str,
+        callback_id: str,
+        values: dict[str, Any],
+        *,
+        metadata: str | None = None,
+        view_id: str | None = None,
+        **kw: Any,
     ) -> httpx.Response:
         """A view_submission of a modal's inputs (``values``: block id -> value, ('select', value) or
-        ('checkboxes', [values])); ``metadata`` is the view's private_metadata.
+        ('checkboxes', [values])). The modal is ``view_id``, else the latest shown one with
+        ``callback_id``, else one Slack shows now (a form opened earlier); ``metadata`` is its
+        private_metadata (default: the shown view's).
         """
+        self._user(user)
+        if view_id is None:
+            view_id = next(
+                (v for v, s in reversed(self.api.views.items()) if s.view.get("callback_id") == callback_id),
+                None,
+            )
+        if view_id is None or view_id not in self.api.views:
+            view_id = view_id or f"VQ{next(self._n)}"
+            self.api.show(view_id, {"type": "modal", "callback_id": callback_id})
+        shown = self.api.views[view_id]
         state: dict[str, Any] = {}
         for block_id, value in values.items():
             if isinstance(value, tuple) and value[0] == "checkboxes":
@@ -225,18 +761,21 @@ class SlackSender:
                 state[block_id] = {"value": {"type": "static_select", "selected_option": {"value": value[1]}}}
             else:
                 state[block_id] = {"value": {"type": "plain_text_input", "value": value}}
+        trigger = f"trigger-submit-{next(self._n)}"
+        self.api.issue_trigger(trigger)
         payload = {
             "type": "view_submission",
             "team": {"id": TEAM, "domain": "test"},
             "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
             "api_app_id": "A1",
             "token": "unused",
-            "trigger_id": "trigger-submit",
+            "trigger_id": trigger,
             "view": {
-                "id": "VQ",
+                "id": view_id,
                 "type": "modal",
                 "callback_id": callback_id,
-                "private_metadata": metadata,
+                "hash": shown.hash,
+                "private_metadata": shown.view.get("private_metadata", "") if metadata is None else metadata,
                 "state": {"values": state},
             },
         }
@@ -244,6 +783,8 @@ class SlackSender:
 
     async def event(self, event: dict[str, Any], event_id: str, **kw: Any) -> httpx.Response:
         """An Events API callback."""
+        if "user" in event:
+            self._user(str(event["user"]))
         body = json.dumps(
             {
                 "token": "unused",

@@ -19,6 +19,7 @@ import pytest
 from sqlalchemy.engine import make_url
 
 from bot.config import Settings, mask_url
+from tests.slack_fake import FakeSlackApi, running_in_thread
 
 ROOT = Path(__file__).resolve().parents[1]
 RANKZERO = [sys.executable, "-m", "bot.cli"]
@@ -117,12 +118,16 @@ def test_mask_url() -> None:
 
 
 # ---------------------------------------------------------------------- the serve process
-def _configure_files(workdir: Path, db_url: str) -> None:
-    """All secrets via rankzero.toml or .env; Slack in HTTP mode (no network at start), the file platform."""
+def _configure_files(workdir: Path, db_url: str, slack_api_url: str | None = None) -> None:
+    """All secrets via rankzero.toml or .env; Slack in HTTP mode (its Web API: ``slack_api_url``, a local
+    fake that checks the token at start), the file platform.
+    """
     toml: dict[str, object] = {
         k: v for k, v in SECRETS.items() if k not in ("discord_token", "slack_app_token")
     }
     toml |= {"slack_port": 0, "health_port": 0, "runner_url": "http://127.0.0.1:9"}
+    if slack_api_url:
+        toml["slack_api_url"] = slack_api_url
     _toml(workdir / "rankzero.toml", toml)
     # Discord and Socket Mode stay off: they would connect to the internet at start.
     (workdir / ".env").write_text(
@@ -147,9 +152,10 @@ def test_serve_logs_no_secret_while_running_and_stopping(pg_database: str, workd
     if url.password is None:
         url = url.set(password=DB_PASSWORD)  # trust auth ignores it; it must still never be shown
     password = str(url.password)
-    _configure_files(workdir, url.render_as_string(hide_password=False))
+    slack = FakeSlackApi(bot_token=SECRETS["slack_bot_token"])  # auth.test at start accepts the token
     log = workdir / "serve.log"
-    with log.open("wb") as out:
+    with running_in_thread(slack), log.open("wb") as out:
+        _configure_files(workdir, url.render_as_string(hide_password=False), slack.base_url)
         proc = subprocess.Popen(
             [*RANKZERO, "-v", "serve"], cwd=workdir, env=_env(workdir), stdout=out, stderr=subprocess.STDOUT
         )

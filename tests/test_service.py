@@ -178,7 +178,8 @@ async def _play_all(
         clock.advance(step)
         await service.answer(a, problem.id, letter)
         if letter != "A":
-            await service.answer(a, problem.id, "B")
+            # A second, different wrong letter (the same one again is refused and costs nothing).
+            await service.answer(a, problem.id, "C" if letter == "B" else "B")
 
 
 async def test_perfect_challenge_earns_badges_and_streak(service: QuizService, clock: FrozenClock) -> None:

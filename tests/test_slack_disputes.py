@@ -155,7 +155,7 @@ async def test_predict_output_is_previewed_on_the_runner_then_saved(
 ) -> None:
     h, runner = admin_slack
     assert (await h.send.command(OWNER, "question add")).status_code == 200
-    form = (await h.api.wait_for("views.open"))[0].args["view"]
+    form = (await h.api.wait_for("views.update"))[0].args["view"]  # replaces the "Loading" modal
     assert {"runner_mode", "runner_nproc", "runner_gpus", "runner_init"} <= {
         b.get("block_id") for b in form["blocks"]
     }
@@ -214,6 +214,20 @@ async def test_cancel_imports_nothing_and_drops_a_large_draft(
     r = await h.send.submit(OWNER, dbk.PREVIEW_CALLBACK, {}, metadata=metadata)
     assert r.json()["response_action"] == "update" and "expired" in json.dumps(r.json())
     assert "slack-big-1" not in await question_ids(h)
+
+
+async def test_a_large_draft_survives_a_restart_and_is_saved(
+    admin_slack: tuple[Harness, PrintRunner],
+) -> None:
+    h, _ = admin_slack
+    big = {**PREDICT_FORM, "id": "slack-restart-1", "code": PREDICT_FORM["code"] + "# pad\n" * 600}
+    r = await h.send.submit(OWNER, bk.QUESTION_CALLBACK, big)
+    metadata = r.json()["view"]["private_metadata"]
+    assert metadata.startswith("k:")  # too big for the modal: kept by the bot, now in the database
+    await sd.drafts(h.adapter.ctx).flush()
+    del sd._STORES[h.adapter.ctx]  # what a restart does to the process's memory
+    r = await h.send.submit(OWNER, dbk.PREVIEW_CALLBACK, {}, metadata=metadata)
+    assert r.json() == {"response_action": "clear"} and "slack-restart-1" in await question_ids(h)
 
 
 async def test_a_slow_run_shows_running_then_the_preview(

@@ -1,7 +1,7 @@
 """``rankzero serve`` with Slack configured, as a real process: HTTP mode listens and verifies signatures.
 
-The Web API is not reachable here, so only what happens before any outgoing call is checked: forged and
-stale requests are refused with 401 by the running process, and SIGTERM stops it cleanly.
+The Web API is the local fake (served from a thread), which accepts the bot token at start (auth.test);
+forged and stale requests are refused with 401 by the running process, and SIGTERM stops it cleanly.
 """
 
 from __future__ import annotations
@@ -12,14 +12,22 @@ import subprocess
 import time
 import urllib.error
 import urllib.request
+from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 
-from tests.slack_fake import SECRET, sign
+from tests.slack_fake import SECRET, FakeSlackApi, running_in_thread, sign
 from tests.test_serve_process import RANKZERO, ROOT, _free_port
 
 pytestmark = pytest.mark.slow
+
+
+@pytest.fixture
+def api_in_thread() -> Iterator[FakeSlackApi]:
+    """The fake Web API served from its own event loop in a thread (the test itself is synchronous)."""
+    with running_in_thread(FakeSlackApi()) as api:
+        yield api
 
 
 def _post(url: str, body: str, headers: dict[str, str]) -> int:
@@ -31,12 +39,13 @@ def _post(url: str, body: str, headers: dict[str, str]) -> int:
         return int(exc.code)
 
 
-def test_serve_http_mode_refuses_unsigned_requests(tmp_path: Path) -> None:
+def test_serve_http_mode_refuses_unsigned_requests(tmp_path: Path, api_in_thread: FakeSlackApi) -> None:
     port = _free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
     env.update(
         RANKZERO_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'rz.db'}",
-        RANKZERO_SLACK_BOT_TOKEN="xoxb-not-used",
+        RANKZERO_SLACK_BOT_TOKEN="xoxb-test",
+        RANKZERO_SLACK_API_URL=api_in_thread.base_url,
         RANKZERO_SLACK_SIGNING_SECRET=SECRET,
         RANKZERO_SLACK_PORT=str(port),
         RANKZERO_HEALTH_PORT="0",
@@ -63,4 +72,26 @@ def test_serve_http_mode_refuses_unsigned_requests(tmp_path: Path) -> None:
         _, err = proc.communicate(timeout=30)
     assert proc.returncode == 0, err
     assert "Slack HTTP mode: listening" in err
-    assert "xoxb-not-used" not in err and SECRET not in err  # secrets are never logged
+    assert "xoxb-test" not in err and SECRET not in err  # secrets are never logged
+
+
+def test_serve_exits_1_with_one_line_when_slack_refuses_the_token(
+    tmp_path: Path, api_in_thread: FakeSlackApi
+) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env.update(
+        RANKZERO_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'rz.db'}",
+        RANKZERO_SLACK_BOT_TOKEN="xoxb-revoked-secret",
+        RANKZERO_SLACK_SIGNING_SECRET=SECRET,
+        RANKZERO_SLACK_API_URL=api_in_thread.base_url,
+        RANKZERO_SLACK_PORT=str(_free_port()),
+        RANKZERO_HEALTH_PORT="0",
+    )
+    done = subprocess.run(
+        [*RANKZERO, "serve"], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+    )
+    assert done.returncode == 1, done.stderr
+    errors = [ln for ln in done.stderr.splitlines() if "invalid_auth" in ln]
+    assert len(errors) == 1 and "RANKZERO_SLACK_BOT_TOKEN" in errors[0], done.stderr
+    assert "xoxb-revoked-secret" not in done.stderr
+    assert ("auth.test", "invalid_auth") in api_in_thread.refused

@@ -39,6 +39,16 @@ class InvalidAnswerError(RankZeroError):
     """A choice letter that the problem does not have."""
 
 
+class PostRefusedError(RankZeroError):
+    """The chat platform refused a post (the bot is not in the channel, lacks a permission or scope);
+    the message says what to grant.
+    """
+
+
+class AlreadyTriedError(RankZeroError):
+    """A wrong letter the player already tried on this problem (a double click): costs no attempt."""
+
+
 class QuestionBankError(RankZeroError):
     """A question or bank file that fails validation; ``details`` lists ``file:line: field: message``."""
 

@@ -285,6 +285,10 @@ class UnitOfWork(Protocol):
         """Remember where the challenge was posted."""
         ...
 
+    async def delete_unposted_challenge(self, challenge_id: int) -> bool:
+        """Remove a challenge the platform refused to post (nobody saw it); False if posted or played."""
+        ...
+
     async def challenge_id_of_problem(self, problem_id: int) -> int | None:
         """The challenge a problem belongs to."""
         ...

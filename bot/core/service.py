@@ -33,6 +33,7 @@ from bot.core.cards import (
     TopicStat,
 )
 from bot.core.errors import (
+    AlreadyTriedError,
     ChallengeClosedError,
     ConfigurationError,
     InvalidAnswerError,
@@ -230,7 +231,16 @@ class QuizService:
         )
         card = self.challenge_card(challenge)
         if created and self._platform is not None:
-            ref = await self._platform.post_challenge(channel, card)
+            try:
+                ref = await self._platform.post_challenge(channel, card)
+            except Exception:
+                # The platform refused (or the post failed): nobody can see this challenge, so remove it.
+                # The next post (the admin's post-now once the bot may post, or tomorrow's slot) creates
+                # and posts it again instead of finding a challenge that nobody saw.
+                async with self._uow() as uow:
+                    removed = await uow.delete_unposted_challenge(challenge.id)
+                log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
+                raise
             if ref is not None:
                 async with self._uow() as uow:
                     await uow.set_message_ref(challenge.id, ref)
@@ -465,6 +475,15 @@ class QuizService:
             used = len(session.attempts)
             if used >= q.attempts:
                 raise NoAttemptsLeftError("no attempts left for this problem")
+            if any(a.letter == letter for a in session.attempts):
+                # A double click (or a stale button) on a wrong letter: refused, so it costs no attempt.
+                # Two clicks at once both pass this check, but only one gets the attempt number; the other
+                # retries (AttemptConflictError) and is refused here on its re-read.
+                left = q.attempts - used
+                raise AlreadyTriedError(
+                    f"you already tried {letter}: pick another answer "
+                    f"({left} attempt{'s' if left > 1 else ''} left)"
+                )
             attempt_no = used + 1
             correct = letter == q.correct_letter
             elapsed = now - session.started_at

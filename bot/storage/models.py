@@ -494,3 +494,31 @@ class ExplainAttemptRow(Base):
     total: Mapped[int] = mapped_column(Integer)
     concepts: Mapped[list[Any]] = mapped_column(JSON)
     created_at: Mapped[dt.datetime]
+
+
+# ---------------------------------------------------------------- chat forms (issue 15)
+class QuestionDraftRow(Base):
+    """An admin's question from a chat form, waiting for Save (kept across restarts and processes), or
+    the outcome of a closed one (so a late second Save says "already added").
+    """
+
+    __tablename__ = "question_drafts"
+
+    key: Mapped[str] = mapped_column(String(32), primary_key=True)
+    owner_id: Mapped[str] = mapped_column(String(200))
+    spec: Mapped[dict[str, Any]]
+    created_at: Mapped[dt.datetime] = mapped_column(index=True)
+    #: Set when the draft was saved or cancelled (the spec is then kept only for its outcome).
+    outcome: Mapped[str | None] = mapped_column(String(500))
+    closed_at: Mapped[dt.datetime | None]
+
+
+class DeliveredEventRow(Base):
+    """A chat platform event already handled (its delivery id), so a redelivery reaching any process is
+    dropped; rows older than an hour are purged (platforms retry within minutes).
+    """
+
+    __tablename__ = "delivered_events"
+
+    key: Mapped[str] = mapped_column(String(200), primary_key=True)
+    seen_at: Mapped[dt.datetime] = mapped_column(index=True)

@@ -10,7 +10,7 @@ from dataclasses import replace
 from types import TracebackType
 from typing import TYPE_CHECKING, Any
 
-from sqlalchemy import Integer, Table, and_, bindparam, func, literal, or_, select, text, update
+from sqlalchemy import Integer, Table, and_, bindparam, delete, func, literal, or_, select, text, update
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DBAPIError
@@ -939,6 +939,19 @@ class SqlUnitOfWork:
         await self.s.execute(
             update(ChallengeRow).where(ChallengeRow.id == challenge_id).values(message_ref=message_ref)
         )
+
+    async def delete_unposted_challenge(self, challenge_id: int) -> bool:
+        """Remove a challenge whose post the platform refused (never posted, so nobody saw or played it);
+        its problems go with it (ON DELETE CASCADE). False when it was posted or played meanwhile.
+        """
+        played = select(PlaySessionRow.id).join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+        played = played.where(ProblemRow.challenge_id == challenge_id)
+        result = await self.s.execute(
+            delete(ChallengeRow).where(
+                ChallengeRow.id == challenge_id, ChallengeRow.message_ref.is_(None), ~played.exists()
+            )
+        )
+        return isinstance(result, CursorResult) and result.rowcount > 0
 
     async def challenge_id_of_problem(self, problem_id: int) -> int | None:
         """The challenge a problem belongs to."""

@@ -15,13 +15,16 @@ from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
 from slack_bolt.response import BoltResponse
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
+from bot.storage.deliveries import SqlDeliveryLog
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -45,6 +48,20 @@ def redelivery_key(body: dict[str, Any]) -> str | None:
     return None
 
 
+async def _first_anywhere(ctx: SlackContext, key: str) -> bool:
+    """Whether no process recorded this event yet (recording it now); True when the log is unavailable
+    (a redelivered Home tab is harmless, a lost event is not).
+    """
+    deliveries = ctx.deliveries
+    if deliveries is None:
+        return True
+    try:
+        return bool(await deliveries.first(key, ctx.clock.now()))
+    except Exception:
+        log.exception("the delivery log failed; handling %s anyway", key)
+        return True
+
+
 def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
     """The Bolt app with RankZero's listeners; outgoing Web API calls go through ``ctx.client``."""
     app = AsyncApp(client=ctx.client, signing_secret=signing_secret, request_verification_enabled=True)
@@ -60,8 +77,13 @@ def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
         if key is not None and not ctx.first_delivery(key):
             log.info("dropped a redelivery (%s, retry %s)", key, req.headers.get("x-slack-retry-num"))
             return BoltResponse(status=200, body="")
+        if key is not None and key.startswith("event:") and not await _first_anywhere(ctx, key):
+            # Another process (or this one before a restart) already took this event.
+            log.info("dropped a redelivery seen elsewhere (%s)", key)
+            return BoltResponse(status=200, body="")
         return await next()
 
+    failures.install(app, ctx.client)
     commands.register(app, ctx)
     actions.register(app, ctx)
     views.register(app, ctx)
@@ -103,10 +125,16 @@ class SlackHttpServer:
         self._site = web.TCPSite(self._runner, self._host, self._port)
         await self._site.start()
 
+    @property
+    def listening(self) -> bool:
+        """True between start and stop."""
+        return self._site is not None and self._runner is not None and bool(self._runner.addresses)
+
     async def stop(self) -> None:
         """Stop listening."""
         if self._runner is not None:
             await self._runner.cleanup()
+        self._site = None
 
 
 class SlackAdapter:
@@ -136,22 +164,69 @@ class SlackAdapter:
         self._app_token = app_token
         self.http: SlackHttpServer | None = None if app_token else SlackHttpServer(self.bolt, host, port)
         self._socket: Any = None
+        #: What /healthz reports: "not started", "token refused", "listening", "connected", "stopped".
+        self.state = "not started"
+        #: The bot's own user id (auth.test), e.g. to recognise the bot joining a channel.
+        self.bot_user_id = ""
 
     async def start(self, services: Services) -> None:
-        """Attach the services, then listen (HTTP) or connect (Socket Mode)."""
+        """Check the bot token (auth.test), attach the services, then listen (HTTP) or connect (Socket
+        Mode). A refused token is a ConfigurationError, which ``serve`` turns into one line and exit 1.
+        """
+        await self.check_token()
         self.ctx.bind(services)
+        self.ctx.deliveries = SqlDeliveryLog(services.app.engine)
+        loaded = await disputes.drafts(self.ctx).load()  # admins' drafts from before a restart
+        log.info("Slack: %d question drafts loaded", loaded)
         if self.http is not None:
             await self.http.start()
+            self.state = "listening"
             log.warning("Slack HTTP mode: listening on port %d at %s", self.http.port, EVENTS_PATH)
             return
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
         self._socket = AsyncSocketModeHandler(self.bolt, self._app_token)
         await self._socket.connect_async()
+        self.state = "connected"
         log.warning("Slack Socket Mode: connected")
 
+    async def check_token(self) -> None:
+        """auth.test with the bot token: who the bot is, or a ConfigurationError saying what to fix."""
+        try:
+            resp = await self.ctx.client.auth_test()
+        except SlackApiError as exc:
+            self.state = "token refused"
+            raise ConfigurationError(
+                f"Slack refused RANKZERO_SLACK_BOT_TOKEN ({exc.response.get('error')}): copy the Bot User "
+                "OAuth Token (xoxb-...) from OAuth & Permissions, reinstalling the app if it was revoked"
+            ) from None
+        self.bot_user_id = str(resp.get("user_id") or "")
+        header = next((v for k, v in (resp.headers or {}).items() if k.lower() == "x-oauth-scopes"), "")
+        value = header[0] if isinstance(header, list) and header else header
+        self.ctx.scopes = frozenset(s.strip() for s in str(value or "").split(",") if s.strip())
+        log.info("Slack bot token accepted: %s in %s", resp.get("user"), resp.get("team"))
+
+    async def health(self) -> dict[str, Any]:
+        """The adapter's part of /healthz: the mode, and whether it listens (HTTP) or its websocket is
+        connected (Socket Mode; slack_sdk's public ``is_connected``).
+        """
+        if self.http is not None:
+            ok = self.state == "listening" and self.http.listening
+            return {"ok": ok, "mode": "http", "state": self.state if ok else "not listening"}
+        client = getattr(self._socket, "client", None)
+        connected = False
+        if client is not None:
+            try:
+                connected = bool(await client.is_connected())
+            except Exception:  # a half-closed session: report it as down, never fail the health check
+                log.debug("socket state unknown", exc_info=True)
+        return {"ok": connected, "mode": "socket", "state": "connected" if connected else "disconnected"}
+
     async def stop(self) -> None:
-        """Stop listening or disconnect, and cancel pending time-up timers."""
+        """Stop listening or disconnect, cancel pending time-up timers, finish the drafts' writes."""
+        self.state = "stopped"
+        if self.ctx.bound:
+            await disputes.drafts(self.ctx).flush()
         if self.http is not None:
             await self.http.stop()
         if self._socket is not None:
@@ -168,9 +243,11 @@ def build_adapter(
     if client is None:
         token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
         kwargs: dict[str, Any] = {"token": token}
+        base_url = base_url or settings.slack_api_url
         if base_url:
             kwargs["base_url"] = base_url
         client = AsyncWebClient(**kwargs)
+    failures.add_retries(client)
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None

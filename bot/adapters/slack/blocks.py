@@ -145,32 +145,64 @@ def closed_blocks(card: ChallengeCard | ResultsCard) -> list[Block]:
     return [header(card.title), context("This challenge is closed: the results are in the thread.")]
 
 
+def packed_sections(lines: Sequence[str], heading: str = "") -> list[Block]:
+    """Lines packed into as few sections as fit Slack's 3000 characters each (``heading`` on the first);
+    a single line longer than that is cut.
+    """
+    blocks: list[Block] = []
+    current = heading
+    for line in lines:
+        candidate = f"{current}\n{line}" if current else line
+        if len(candidate) > MAX_TEXT and current:
+            blocks.append(section(current))
+            candidate = line
+        current = candidate
+    if current:
+        blocks.append(section(current))
+    return blocks
+
+
+def _name_lines(label: str, names: Sequence[str]) -> list[str]:
+    """``label: a, b, c`` lines, as many as needed so that none is longer than a section holds."""
+    lines: list[str] = []
+    current = ""
+    for name in names:
+        if current and len(current) + len(name) + 2 > MAX_TEXT - 100:
+            lines.append(current)
+            current = ""
+        current = f"{current}, {name}" if current else f"{label}: {name}"
+    return [*lines, current] if current else lines
+
+
 def results_blocks(card: ResultsCard) -> list[Block]:
-    """The results post."""
-    blocks = [header(f"Results · {card.title}"), section(f"{card.players} players took part.")]
-    for p in card.problems:
-        dist = "  ".join(f"{letter}: {n}" for letter, n in p.distribution.items())
-        blocks.append(
-            section(
-                f"*{p.position}.* {esc(p.topic)} (`{esc(p.question_id)}`) · answer *{esc(p.correct_letter)}*"
-                f" · {p.solved}/{p.players} solved\n{dist}"
-            )
-        )
+    """The results post, compact: one block per kind of content (problems, badges, streaks), each badge
+    listing its earners, so a busy day still fits one message.
+    """
+    lead = f"{card.players} players took part."
     if card.winners:
         names = ", ".join(f"{esc(w.display_name)} ({w.points} pts)" for w in card.winners)
-        blocks.append(section(f":trophy: Winner{'s' if len(card.winners) > 1 else ''}: {names}"))
+        lead += f"\n:trophy: Winner{'s' if len(card.winners) > 1 else ''}: {names}"
+    blocks = [header(f"Results · {card.title}"), *packed_sections([lead])]
+    problem_lines = []
+    for p in card.problems:
+        dist = "  ".join(f"{letter}: {n}" for letter, n in p.distribution.items())
+        problem_lines.append(
+            f"*{p.position}.* {esc(p.topic)} (`{esc(p.question_id)}`) · answer *{esc(p.correct_letter)}*"
+            f" · {p.solved}/{p.players} solved · {dist}"
+        )
+    blocks += packed_sections(problem_lines)
+    earners: dict[str, tuple[str, list[str]]] = {}
     for name, badge in card.badges:
-        blocks.append(context(f"{badge.emoji} {esc(name)} earned *{esc(badge.name)}*"))
-    if card.streaks:
-        # One block for all streak lines: a results post must stay under Slack's 50 blocks.
-        lines = [
-            f"{':tada:' if s.milestone else ':fire:'} {esc(s.display_name)} · {s.days}-day streak"
-            + (" · *milestone!*" if s.milestone else "")
-            for s in card.streaks
-        ]
-        blocks.append(section("*Streaks*\n" + "\n".join(lines)))
-    for note in card.notes:
-        blocks.append(context(f"Correction: {esc(note)}"))
+        earners.setdefault(badge.code, (f"{badge.emoji} *{esc(badge.name)}*", []))[1].append(esc(name))
+    badge_lines = [line for label, names in earners.values() for line in _name_lines(label, names)]
+    blocks += packed_sections(badge_lines, "*Badges*" if badge_lines else "")
+    streak_lines = [
+        f"{':tada:' if s.milestone else ':fire:'} {esc(s.display_name)} · {s.days}-day streak"
+        + (" · *milestone!*" if s.milestone else "")
+        for s in card.streaks
+    ]
+    blocks += packed_sections(streak_lines, "*Streaks*" if streak_lines else "")
+    blocks += packed_sections([f"Correction: {esc(note)}" for note in card.notes])
     blocks.append(context("See the standings with `/rankzero leaderboard`"))
     return blocks
 
@@ -412,8 +444,26 @@ def _checkbox(block_id: str, label: str, option: str) -> Block:
     }
 
 
-def question_modal() -> Block:
-    """The admin form for one multiple-choice question (validated with questions.schema.QuestionSpec)."""
+def _prefilled(block: Block, value: str | None) -> Block:
+    """An input block showing ``value`` (what the admin typed before), when there is one."""
+    if not value:
+        return block
+    element = dict(block["element"])
+    if element["type"] == "plain_text_input":
+        element["initial_value"] = value[:MAX_TEXT]
+    elif element["type"] == "static_select":
+        chosen = [o for o in element["options"] if o["value"] == value]
+        if chosen:
+            element["initial_option"] = chosen[0]
+    elif element["type"] == "checkboxes":
+        element["initial_options"] = list(element["options"])
+    return {**block, "element": element}
+
+
+def question_modal(values: dict[str, str] | None = None, note: str | None = None) -> Block:
+    """The admin form for one multiple-choice question (validated with questions.schema.QuestionSpec);
+    ``values`` fills it again (a save that failed after the form's answer), ``note`` says why on top.
+    """
     blocks = [
         _text_input("id", "Id (slug)", hint="lowercase letters, digits and '-', e.g. ddp-bucket-order"),
         _select("kind", "Kind", KINDS),
@@ -442,6 +492,10 @@ def question_modal() -> Block:
         _text_input("runner_gpus", "GPUs needed", optional=True, hint="0-8, default 0 (CPU)"),
         _checkbox("runner_init", "Process group", "init_process_group before the snippet runs"),
     ]
+    if values:
+        blocks = [_prefilled(b, values.get(str(b["block_id"]))) for b in blocks]
+    if note:
+        blocks.insert(0, section(f":warning: {esc(note)}"))
     return {
         "type": "modal",
         "callback_id": QUESTION_CALLBACK,

@@ -58,6 +58,10 @@ class SlackContext:
         #: view id -> problem id currently shown, so a late timer never overwrites the next problem.
         self.showing: dict[str, int] = {}
         self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
+        #: Delivered event ids in the database (bot/storage/deliveries.py), set at start.
+        self.deliveries: Any = None
+        #: The bot token's OAuth scopes (auth.test at start); empty until then.
+        self.scopes: frozenset[str] = frozenset()
 
     # ------------------------------------------------------------------ services
     @property
@@ -66,6 +70,11 @@ class SlackContext:
         if self._services is None:
             raise RuntimeError("the Slack adapter has not been started")
         return self._services
+
+    @property
+    def bound(self) -> bool:
+        """True once the adapter started (the services are attached)."""
+        return self._services is not None
 
     def bind(self, services: Services) -> None:
         """Attach the services (done by the adapter's start)."""
@@ -131,11 +140,15 @@ class SlackContext:
 
     # ------------------------------------------------------------------ views
     async def update_view(self, view_id: str, view: dict[str, Any]) -> bool:
-        """views.update; False when the modal is gone (closed by the player)."""
+        """views.update; False when the modal is gone (closed by the player). Any other refusal is raised
+        (after the client's retries), so the error handler tells the player and logs it.
+        """
         try:
             await self.client.views_update(view_id=view_id, view=view)
         except SlackApiError as exc:
-            log.info("views.update of %s failed: %s", view_id, exc.response.get("error"))
+            if exc.response.get("error") != "not_found":
+                raise
+            log.info("views.update of %s: the modal is closed", view_id)
             return False
         return True
 

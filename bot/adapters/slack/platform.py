@@ -9,10 +9,12 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
+from bot.adapters.slack import permissions
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef
@@ -52,9 +54,30 @@ class SlackPlatform:
         return first
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
-        """Post the daily challenge with its Start button; return ``channel:ts``."""
-        ts = await self._post(channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title))
+        """Post the daily challenge with its Start button; return ``channel:ts``.
+
+        A refusal (not in the channel, a missing scope...) is told to the admin channel and raised as a
+        PostRefusedError saying what to grant; the service then removes the unposted challenge.
+        """
+        try:
+            ts = await self._post(channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title))
+        except SlackApiError as exc:
+            refused = permissions.refusal(exc, channel.channel_id)
+            await self._tell_admins(
+                f":warning: Could not post *{bk.esc(card.title)}*: {bk.esc(str(refused))}"
+            )
+            raise refused from exc
         return f"{channel.channel_id}:{ts}" if ts else None
+
+    async def _tell_admins(self, text: str) -> None:
+        """A line in the admin channel (logged when there is none, or when it fails too)."""
+        if not self.admin_channel:
+            log.warning("no RANKZERO_SLACK_ADMIN_CHANNEL_ID for: %s", text)
+            return
+        try:
+            await self._post(self.admin_channel, [bk.section(text)], text)
+        except SlackApiError as exc:
+            log.error("could not post to the admin channel (%s): %s", exc.response.get("error"), text)
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Mark the daily post closed and post the results (in its thread when known)."""

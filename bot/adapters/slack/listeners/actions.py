@@ -13,6 +13,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.core import ids
 from bot.core.errors import RankZeroError, TimeUpError
@@ -48,7 +49,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         opened = await ctx.client.views_open(
             trigger_id=body["trigger_id"], view=bk.message_view("Loading your problem…")
         )
-        view_id = str(opened["view"]["id"])
+        view_id = body[failures.OPENED_VIEW] = str(opened["view"]["id"])
         actor = await ctx.actor(body["user"])
         try:
             view, card = await _next_view(ctx, actor, int(args[0]))

@@ -13,11 +13,13 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import failures, permissions
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
+from bot.core.schedule_text import describe_schedule
 
 COMMAND = "/rankzero"
 
@@ -121,6 +123,7 @@ async def _schedule(
     sub = args[0] if args else "show"
     if sub == "set":
         _require_admin(actor)
+        await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
         await schedules.set_schedule(actor, ch, **parse_schedule_options(args[1:]))
     elif sub in ("pause", "resume"):
         await schedules.pause_schedule(actor, ch, paused=sub == "pause")
@@ -129,15 +132,15 @@ async def _schedule(
     view = await schedules.show_schedule(ch)
     if view is None:
         return [bk.section("This channel has no schedule: `/rankzero schedule set --time 09:00`")]
-    c = view.schedule.config
     nxt = ", ".join(bk.date_token(t) for t in view.next_posts) or "none (paused)"
-    return [bk.section(f"*Schedule* · {bk.esc(str(c))}\nNext posts: {nxt}")]
+    return [bk.section(f"*Schedule* · {bk.esc(describe_schedule(view.schedule))}\nNext posts: {nxt}")]
 
 
 async def _post_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     _require_admin(actor)
+    await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
     # The channel's schedule (window, problem count, time limit, attempts) applies when it has one.
     card = await ctx.services.schedules.post_now(actor, ch)
     closes = f", closes {bk.date_token(card.closes_at)}" if card.closes_at else ", open until `close-now`"
@@ -161,7 +164,8 @@ async def _question(
 ) -> list[bk.Block]:
     _require_admin(actor)
     if args[:1] == ["add"]:
-        await ctx.client.views_open(trigger_id=body["trigger_id"], view=bk.question_modal())
+        # The dispatcher opened a "Loading" modal before the user lookup (see open_form_early).
+        await ctx.update_view(str(body[failures.OPENED_VIEW]), bk.question_modal())
         return []
     if args[:1] == ["retire"] and len(args) == 2:
         await ctx.services.quiz.admin_retire(actor, args[1])
@@ -189,6 +193,17 @@ SUBCOMMANDS: dict[str, Handler] = {
 }
 
 
+async def open_form_early(ctx: SlackContext, sub: str, args: list[str], body: dict[str, Any]) -> None:
+    """``question add``: open a "Loading" modal before anything else (the admin check may call users.info,
+    and the trigger_id expires 3 s after the command was sent); the form or the refusal replaces it.
+    """
+    if sub == "question" and args[:1] == ["add"]:
+        opened = await ctx.client.views_open(
+            trigger_id=body["trigger_id"], view=bk.message_view("Loading the question form…")
+        )
+        body[failures.OPENED_VIEW] = str(opened["view"]["id"])
+
+
 def register(app: AsyncApp, ctx: SlackContext) -> None:
     """Attach ``/rankzero``."""
 
@@ -204,6 +219,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         sub, args = (words[0].lower(), words[1:]) if words else ("help", [])
         handler = SUBCOMMANDS.get(sub)
         await practice.open_early(ctx, sub, body)
+        await open_form_early(ctx, sub, args, body)
         actor = await ctx.actor(str(body["user_id"]), str(body.get("user_name") or body["user_id"]))
         channel = ctx.channel(str(body["team_id"]), str(body["channel_id"]), body.get("channel_name"))
         if handler is None:
@@ -213,6 +229,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         try:
             out = await handler(ctx, actor, channel, args, body)
         except RankZeroError as exc:
+            if failures.OPENED_VIEW in body:  # a modal is open for this command: say it there
+                await ctx.update_view(str(body[failures.OPENED_VIEW]), bk.message_view(str(exc)))
+                return
             out = [bk.section(f":warning: {bk.esc(str(exc))}")]
         for chunk in bk.split_message(out) if out else []:
             await respond(blocks=chunk, text="RankZero", response_type="ephemeral")

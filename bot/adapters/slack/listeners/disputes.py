@@ -29,10 +29,12 @@ from slack_sdk.errors import SlackApiError
 from bot.adapters.drafts import DraftStore
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
+from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.core.dispute_service import DisputeCard
-from bot.core.errors import ConfigurationError, RankZeroError
+from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor
+from bot.storage.drafts import SqlDraftRepository
 from questions.schema import QuestionSpec
 
 log = logging.getLogger(__name__)
@@ -101,10 +103,11 @@ _STORES: weakref.WeakKeyDictionary[SlackContext, DraftStore] = weakref.WeakKeyDi
 
 
 def drafts(ctx: SlackContext) -> DraftStore:
-    """The draft store of one running adapter."""
+    """The draft store of one running adapter: in the database once the services are bound."""
     store = _STORES.get(ctx)
     if store is None:
-        store = _STORES[ctx] = DraftStore()
+        repository = SqlDraftRepository(ctx.services.app.engine) if ctx.bound else None
+        store = _STORES[ctx] = DraftStore(repository=repository)
     return store
 
 
@@ -114,8 +117,8 @@ def encode_draft(store: DraftStore, spec: dict[str, Any]) -> str:
     return inline if len(inline) <= MAX_METADATA else "k:" + store.put(spec)
 
 
-def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
-    """The draft a preview modal carries (None when its server-side copy is gone)."""
+async def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
+    """The draft a preview modal carries (None when its stored copy is gone: saved, cancelled, expired)."""
     if metadata.startswith("d:"):
         try:
             spec = json.loads(metadata[2:])
@@ -123,23 +126,39 @@ def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | None:
             return None
         return spec if isinstance(spec, dict) else None
     if metadata.startswith("k:"):
-        draft = store.get(metadata[2:])
+        draft = await store.fetch(metadata[2:])  # also after a restart, or from another process
         return draft.spec if draft is not None else None
     return None
 
 
 # ---------------------------------------------------------------------- the preview
 async def begin_preview(
-    ack: AsyncAck, ctx: SlackContext, actor: Actor, spec: dict[str, Any], started: float
+    ack: AsyncAck, ctx: SlackContext, user: dict[str, Any], spec: dict[str, Any], started: float
 ) -> None:
-    """Answer a valid predict_output draft's submission with the runner preview (see the module doc)."""
+    """Answer a valid predict_output draft's submission with the runner preview (see the module doc).
+
+    The user lookup (admin or not) runs inside the timed part: a slow users.info must not make the answer
+    late. A non-admin answered in time gets the refusal on the form's id field.
+    """
     metadata = encode_draft(drafts(ctx), spec)
     external_id = f"rzq-{secrets.token_hex(10)}"
     question_id = str(spec.get("id", "?"))
-    run = asyncio.create_task(ctx.services.app.disputes.preview_question(actor, spec))
+
+    async def admin_preview() -> DisputeCard:
+        actor = await ctx.actor(user)
+        if not actor.is_admin:
+            raise NotAdminError(ADMINS_ONLY)
+        return await ctx.services.app.disputes.preview_question(actor, spec)
+
+    run = asyncio.create_task(admin_preview())
     wait = max(0.0, PREVIEW_WAIT_S - (time.monotonic() - started))
     done, _ = await asyncio.wait({run}, timeout=wait)
     if run in done:
+        if isinstance(run.exception(), NotAdminError):
+            if metadata.startswith("k:"):
+                drafts(ctx).drop(metadata[2:])
+            await ack(response_action="errors", errors={"id": ADMINS_ONLY})
+            return
         await ack(response_action="push", view=_result_view(run, question_id, metadata, external_id))
         return
     await ack(response_action="push", view=dbk.running_view(question_id, metadata, external_id))
@@ -177,27 +196,44 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
 
     @app.view(dbk.PREVIEW_CALLBACK)
     async def save(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
+        started = time.monotonic()
         store = drafts(ctx)
         metadata = str(view.get("private_metadata") or "")
-        spec = decode_draft(store, metadata)
+        spec = await decode_draft(store, metadata)
         if spec is None:
             await ack(
                 response_action="update",
                 view=bk.message_view(
-                    "This draft expired (kept one hour, or the bot restarted): submit the form again."
+                    "This draft has expired or is gone (saved, cancelled, or older than an hour):"
+                    " submit the form again."
                 ),
             )
             return
-        actor = await ctx.actor(body["user"])
-        try:
-            valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
-            await ctx.services.quiz.admin_import(actor, [valid])
-        except (RankZeroError, ValidationError) as exc:
-            await ack(response_action="update", view=bk.message_view(f"Not saved: {exc}"))
-            return
-        if metadata.startswith("k:"):
-            store.drop(metadata[2:])
-        await ack(response_action="clear")  # closes the preview and the form under it
+        question_id = str(spec.get("id", "?"))
+
+        async def save_draft() -> failures.Submitted:
+            actor = await ctx.actor(body["user"])
+            try:
+                valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
+                await ctx.services.quiz.admin_import(actor, [valid])
+            except (RankZeroError, ValidationError) as exc:
+                return failures.Submitted(
+                    {"response_action": "update", "view": bk.message_view(f"Not saved: {exc}")}
+                )
+            if metadata.startswith("k:"):
+                store.drop(metadata[2:])
+            # In time: close the preview and the form under it; later: say it on the preview.
+            done = bk.message_view(f"Saved question {question_id}.")
+            return failures.Submitted({"response_action": "clear"}, late_view=done)
+
+        await failures.answer_submission(
+            ack,
+            ctx.client,
+            str(view.get("id")),
+            save_draft(),
+            working=bk.message_view(f"Working… saving question {question_id}."),
+            started=started,
+        )
 
     @app.view_closed(dbk.PREVIEW_CALLBACK)
     async def cancel(ack: AsyncAck, view: dict[str, Any]) -> None:

@@ -10,12 +10,14 @@ deterministic and takes milliseconds.
 from __future__ import annotations
 
 import re
+import time
 from collections.abc import Awaitable, Callable
 from typing import Any
 
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.core.errors import RankZeroError
@@ -28,7 +30,7 @@ def _practice(ctx: SlackContext) -> PracticeService:
 
 
 #: Where the dispatcher leaves the id of the modal it opened for this command (see open_early).
-_OPENED = "_rz_loading_view_id"
+_OPENED = failures.OPENED_VIEW
 
 
 async def _open_loading(ctx: SlackContext, body: dict[str, Any], title: str) -> str:
@@ -170,16 +172,32 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
                 errors={pb.ANSWER_BLOCK: "this form is out of date: run /rankzero explain again"},
             )
             return
-        player = (await ctx.actor(body["user"])).player
-        try:
-            result = await _practice(ctx).submit_explanation(player, int(meta), _answer_text(view))
-        except PracticeError as exc:  # empty or too long: said on the field, the text stays editable
-            await ack(response_action="errors", errors={pb.ANSWER_BLOCK: str(exc)[:150]})
-            return
-        except RankZeroError as exc:
-            await ack(response_action="update", view=pb.message_view(pb.EXPLAIN_TITLE, str(exc)))
-            return
-        await ack(response_action="update", view=pb.explain_result_view(result))
+        started = time.monotonic()
+        answer = _answer_text(view)
+
+        async def grade() -> failures.Submitted:
+            player = (await ctx.actor(body["user"])).player
+            try:
+                result = await _practice(ctx).submit_explanation(player, int(meta), answer)
+            except PracticeError as exc:  # empty or too long: said on the field, the text stays editable
+                late = pb.message_view(pb.EXPLAIN_TITLE, f"{exc}: run /rankzero explain again")
+                return failures.Submitted(
+                    {"response_action": "errors", "errors": {pb.ANSWER_BLOCK: str(exc)[:150]}}, late
+                )
+            except RankZeroError as exc:
+                return failures.Submitted(
+                    {"response_action": "update", "view": pb.message_view(pb.EXPLAIN_TITLE, str(exc))}
+                )
+            return failures.Submitted({"response_action": "update", "view": pb.explain_result_view(result)})
+
+        await failures.answer_submission(
+            ack,
+            ctx.client,
+            str(view.get("id")),
+            grade(),
+            working=pb.loading_view(pb.EXPLAIN_TITLE),
+            started=started,
+        )
 
     @app.view(pb.PRACTICE_CALLBACK)
     async def practice_closed(ack: AsyncAck) -> None:

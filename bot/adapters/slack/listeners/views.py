@@ -14,6 +14,7 @@ from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes
 from bot.core.dispute_service import needs_preview
@@ -64,7 +65,8 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     @app.view(bk.QUESTION_CALLBACK)
     async def question_add(ack: AsyncAck, body: dict[str, Any], view: dict[str, Any]) -> None:
         started = time.monotonic()
-        spec, errors = spec_from_form(bk.question_values(view.get("state") or {}))
+        typed = bk.question_values(view.get("state") or {})
+        spec, errors = spec_from_form(typed)
         if not errors:
             try:
                 QuestionSpec.model_validate(spec)
@@ -73,21 +75,34 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         if errors:
             await ack(response_action="errors", errors=errors)
             return
-        actor = await ctx.actor(body["user"])
         valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
         if needs_preview(valid):
-            # Checked here, before the runner works; the service checks again when it runs and saves.
-            if not actor.is_admin:
-                await ack(response_action="errors", errors={"id": disputes.ADMINS_ONLY})
-                return
-            await disputes.begin_preview(ack, ctx, actor, valid, started)
+            await disputes.begin_preview(ack, ctx, body["user"], valid, started)
             return
-        try:
-            await ctx.services.quiz.admin_import(actor, [valid])
-        except RankZeroError as exc:
-            await ack(response_action="errors", errors={"id": str(exc)[:150]})
-            return
-        await ack()
+        question_id = str(valid.get("id", "?"))
+
+        async def save() -> failures.Submitted:
+            # The user lookup and the import run after the form's answer when they are slow (see
+            # failures.answer_submission): Slack gives a submission 3 s.
+            actor = await ctx.actor(body["user"])
+            try:
+                await ctx.services.quiz.admin_import(actor, [valid])
+            except RankZeroError as exc:
+                # Late (after "Working…"): the form comes back with what the admin typed, and why.
+                return failures.Submitted(
+                    {"response_action": "errors", "errors": {"id": str(exc)[:150]}},
+                    late_view=bk.question_modal(typed, note=f"Not saved: {exc}"),
+                )
+            return failures.Submitted({}, late_view=bk.message_view(f"Added question {question_id}."))
+
+        await failures.answer_submission(
+            ack,
+            ctx.client,
+            str(view.get("id")),
+            save(),
+            working=bk.message_view(f"Working… saving question {question_id}."),
+            started=started,
+        )
 
     @app.view(bk.PLAY_CALLBACK)
     async def play_closed(ack: AsyncAck) -> None:
