@@ -167,15 +167,21 @@ class HealthServer:
 
 
 async def health_report(engine: AsyncEngine, scheduler: RankZeroScheduler) -> dict[str, Any]:
-    """The /healthz body: ``ok`` is false when the database does not answer or the scheduler stopped."""
+    """The /healthz body: ``ok`` is false when the database does not answer, the scheduler stopped, or a
+    scheduled job is failing (it is being retried; ``scheduler.failing`` says which and why).
+
+    A job's error stays only while the job fails: once its retry succeeds it is gone, so the report never
+    shows an old error beside ``ok: true``.
+    """
     database: dict[str, Any] = {"ok": True}
     try:
         async with engine.connect() as conn:
             await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=5)
     except Exception as exc:  # any failure means unreachable; the message says which
-        database = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        database = {"ok": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
     state = scheduler.state()
-    return {"ok": database["ok"] and state["state"] == "running", "database": database, "scheduler": state}
+    ok = database["ok"] and state["state"] == "running" and not state["failing"]
+    return {"ok": ok, "database": database, "scheduler": state}
 
 
 # ---------------------------------------------------------------------- main loop
