@@ -21,6 +21,7 @@ from bot.adapters.console.play import ConsoleGame, ConsolePlatform, stdin_keys
 from bot.adapters.console.practice import ConsolePractice, PracticeInput
 from bot.adapters.console.practice_render import practice_stats
 from bot.app import App, build_app, shipped_bank_specs
+from bot.cli_errors import database_message, is_database_error
 from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
@@ -73,6 +74,12 @@ def _run(
         raise SystemExit(1) from None
     except RankZeroError as exc:
         click.echo(f"error: {exc}", err=True)
+        raise SystemExit(1) from None
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        logging.getLogger(__name__).debug("database failure", exc_info=True)
+        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
         raise SystemExit(1) from None
 
 
@@ -211,7 +218,14 @@ def db() -> None:
 @click.pass_obj
 def db_upgrade(settings: Settings, revision: str) -> None:
     """Apply migrations (``alembic upgrade head``)."""
-    upgrade(settings.database_url, revision)
+    try:
+        upgrade(settings.database_url, revision)
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        logging.getLogger(__name__).debug("database failure", exc_info=True)
+        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
+        raise SystemExit(1) from None
     click.echo(f"database upgraded to {revision}")
 
 
