@@ -92,7 +92,8 @@ async def _seed_bank(settings: Settings) -> None:
         admin = Actor(_player("rankzero-serve"), is_admin=True)
         for attempt in range(3):
             try:
-                await app.service.admin_import(admin, shipped_bank_specs())
+                specs = await asyncio.to_thread(shipped_bank_specs)  # parsing YAML: off the event loop
+                await app.service.admin_import(admin, specs)
                 return
             except Exception:  # a concurrent import inserted the same question first
                 if attempt == 2:
