@@ -20,6 +20,7 @@ from bot.adapters.console import render
 from bot.adapters.console.play import ConsoleGame, ConsolePlatform, stdin_keys
 from bot.adapters.console.practice import ConsolePractice, PracticeInput
 from bot.adapters.console.practice_render import practice_stats
+from bot.adapters.console.safe import visible
 from bot.app import App, build_app, shipped_bank_specs
 from bot.cli_errors import database_message, is_database_error
 from bot.config import Settings
@@ -70,10 +71,10 @@ def _run(
         return asyncio.run(main())
     except BankValidationError as exc:
         for err in exc.errors:
-            click.echo(str(err), err=True)
+            click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(1) from None
     except Exception as exc:
         if not is_database_error(exc):
@@ -240,7 +241,7 @@ def _load_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, 
         loaded = load_paths(paths)
     except BankValidationError as exc:
         for err in exc.errors:
-            click.echo(str(err), err=True)
+            click.echo(visible(str(err)), err=True)
         outcome = "nothing imported" if importing else "fix them and validate again"
         click.echo(f"{len(exc.errors)} error(s); {outcome}", err=True)
         raise SystemExit(1) from None
@@ -302,7 +303,8 @@ def questions_list(settings: Settings, include_retired: bool) -> None:
     async def body(app: App) -> None:
         for q in await app.service.list_questions(include_retired):
             flag = " (retired)" if q.retired else ""
-            click.echo(f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}")
+            line = f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}"
+            click.echo(visible(line))
 
     _run(settings, body)
 

@@ -14,6 +14,7 @@ import click
 from rich.console import Console
 
 from bot.adapters.console import dispute_render
+from bot.adapters.console.safe import visible
 from bot.app import App
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
@@ -30,7 +31,7 @@ def _load_questions(paths: tuple[str, ...]) -> list[Question]:
         loaded = load_paths(paths or (str(default_bank_dir()),))
     except BankValidationError as exc:
         for err in exc.errors:
-            click.echo(str(err), err=True)
+            click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
     return [question_from_spec(q.spec.model_dump(mode="json", exclude_none=True)) for q in loaded]
 
@@ -100,7 +101,7 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
     try:
         cards = asyncio.run(_verify(settings, runnable, concurrency, timeout_s, console))
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(2) from None
     counts = {
         s: sum(1 for c in cards if c.verification == s) for s in ("confirmed", "contradicted", "cannot_check")

@@ -12,6 +12,7 @@ import logging
 
 import click
 
+from bot.adapters.console.safe import visible
 from bot.adapters.registry import build_adapters, nothing_configured_help
 from bot.app import App, shipped_bank_specs
 from bot.cli_errors import database_message, is_database_error
@@ -51,7 +52,7 @@ def serve(settings: Settings, use_console: bool) -> None:
     try:
         adapters = build_adapters(settings, console=use_console)
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(2) from None
     if not adapters:
         click.echo(f"error: {nothing_configured_help()}", err=True)
@@ -71,7 +72,7 @@ def serve(settings: Settings, use_console: bool) -> None:
     try:
         asyncio.run(main())
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(1) from None
     except Exception as exc:
         if not is_database_error(exc):

@@ -14,8 +14,10 @@ from typing import TextIO
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 
 from bot.adapters.console import dispute_render, render
+from bot.adapters.console.safe import visible
 from bot.core.cards import ChallengeCard, LeaderboardCard, ProblemCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
 from bot.core.disputes import AdminNotice
@@ -26,6 +28,11 @@ from bot.core.service import QuizService
 
 #: How often the countdown is redrawn while waiting for a key.
 TICK_S = 0.25
+
+
+def _shown(err: Exception) -> str:
+    """An error message for console markup: control characters visible, markup brackets escaped."""
+    return escape(visible(str(err)))
 
 
 class KeyReader:
@@ -82,7 +89,8 @@ class ConsolePlatform:
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         """Print the closing reminder."""
         closes = card.closes_at.astimezone().strftime("%H:%M")
-        self._console.print(f"[bold yellow]⏳ {card.title} closes at {closes}: `rankzero play` to join[/]")
+        title = escape(visible(card.title))
+        self._console.print(f"[bold yellow]⏳ {title} closes at {closes}: `rankzero play` to join[/]")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Print the week's leaderboard."""
@@ -145,7 +153,7 @@ class ConsoleGame:
                 try:
                     found = await self._disputes.dispute(self._actor, card.problem_id)
                 except RankZeroError as err:
-                    self._console.print(f"[red]{err}[/red]")
+                    self._console.print(f"[red]{_shown(err)}[/red]")
                 else:
                     self._console.print(dispute_render.dispute(found))
                 disputable = False  # once from the keyboard; `rankzero dispute ID` runs it again
@@ -187,7 +195,7 @@ class ConsoleGame:
                     try:
                         h = await self._service.hint(self._actor, card.problem_id)
                     except RankZeroError as err:
-                        live.console.print(f"[red]{err}[/red]")
+                        live.console.print(f"[red]{_shown(err)}[/red]")
                         continue
                     hint_shown = True
                     live.console.print(render.hint(h))
@@ -195,12 +203,12 @@ class ConsoleGame:
                     try:
                         fb = await self._service.answer(self._actor, card.problem_id, key.upper())
                     except TimeUpError as err:
-                        live.console.print(f"[bold red]⏰ {err}[/bold red]")
+                        live.console.print(f"[bold red]⏰ {_shown(err)}[/bold red]")
                         fb = await self._service.time_up(self._actor, card.problem_id)
                         live.console.print(render.feedback(fb))
                         return True
                     except RankZeroError as err:
-                        live.console.print(f"[red]{err}[/red]")
+                        live.console.print(f"[red]{_shown(err)}[/red]")
                         continue
                     live.console.print(render.feedback(fb))
                     if fb.over:
