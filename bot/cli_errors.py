@@ -9,8 +9,6 @@ from __future__ import annotations
 
 import logging
 
-from bot.config import mask_url
-
 log = logging.getLogger(__name__)
 
 #: Modules whose exceptions mean "this database cannot be used" (asyncpg raises its own on connect:
@@ -33,6 +31,8 @@ def is_database_error(exc: BaseException) -> bool:
 
 def database_message(url: str, exc: BaseException) -> str:
     """``cannot use the database at URL (Type: first line of the message); check ...``, on one line."""
+    from bot.config import mask_url  # imports SQLAlchemy: only when there is an error to show
+
     cause = str(exc).strip().splitlines()
     detail = f"{type(exc).__name__}: {cause[0]}" if cause else type(exc).__name__
     return (

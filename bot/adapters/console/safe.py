@@ -58,6 +58,6 @@ def safe(render: Callable[P, R]) -> Callable[P, R]:
 
     @functools.wraps(render)
     def wrapper(*args: P.args, **kwargs: P.kwargs) -> R:
-        return render(*(clean(a) for a in args), **{k: clean(v) for k, v in kwargs.items()})  # type: ignore[arg-type]
+        return render(*(clean(a) for a in args), **{k: clean(v) for k, v in kwargs.items()})
 
     return wrapper
