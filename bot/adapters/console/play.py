@@ -125,12 +125,19 @@ class ConsoleGame:
         """Play today's challenge to the end (or until Q); return the process exit code."""
         challenge, _ = await self._service.open_challenge(self._channel)
         self._console.print(render.challenge(QuizService.challenge_card(challenge)))
+        questions = {p.id: p.question.id for p in challenge.problems}
         with self._keys.raw():
             while (problem := await self._service.next_problem(self._actor, challenge.id)) is not None:
                 card = await self._service.start_problem(self._actor, problem.id)
                 if not await self._play_problem(card):
                     self._console.print("Bye! Your timers keep running; come back with `rankzero play`.")
                     return 0
+                # What `rankzero dispute` accepts, shown where the player sees the problem end.
+                qid = escape(visible(questions.get(card.problem_id, "?")))
+                self._console.print(
+                    f"[dim]Problem {card.position} · question {qid} · problem #{card.problem_id} · "
+                    f"dispute it later: rankzero dispute today:{card.position}[/dim]"
+                )
                 if not await self._between_problems(card, challenge.id):
                     return 0
         summary = await self._service.summary(self._actor, challenge.id)
@@ -149,9 +156,12 @@ class ConsoleGame:
             self._console.print(f"[dim]Press any key for {then} ({keys})…[/dim]")
             key = await self._wait_any_key()
             if key == "d" and disputable and self._disputes is not None:
-                self._console.print("[dim]Running the snippet on the runner…[/dim]")
+                # A cold runner takes 10-15 s (it starts its sandbox): a spinner says what is going on.
                 try:
-                    found = await self._disputes.dispute(self._actor, card.problem_id)
+                    with self._console.status(
+                        "running the snippet in the runner's sandbox (a cold start takes ~15 s)…"
+                    ):
+                        found = await self._disputes.dispute(self._actor, card.problem_id)
                 except RankZeroError as err:
                     self._console.print(f"[red]{_shown(err)}[/red]")
                 else:
