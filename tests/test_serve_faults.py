@@ -5,9 +5,12 @@ Each ends with one line on stderr that names the real cause, and touches nothing
 
 from __future__ import annotations
 
+import datetime as dt
 import os
+import signal
 import socket
 import subprocess
+import time
 from pathlib import Path
 
 import pytest
@@ -15,7 +18,7 @@ from sqlalchemy.engine import make_url
 
 from bot.adapters.file.platform import read_records
 from tests.conftest import PG_URL
-from tests.test_serve_process import RANKZERO, ROOT, _schedule_now
+from tests.test_serve_process import RANKZERO, ROOT, _free_port, _schedule_now
 
 pytestmark = pytest.mark.slow
 
@@ -89,3 +92,38 @@ def test_an_unreachable_database_port_is_one_line(command: list[str]) -> None:
     lines = done.stderr.strip().splitlines()
     assert len(lines) == 1, done.stderr
     assert "Connect call failed" in lines[0] and "secret" not in lines[0]
+
+
+def test_the_readme_demo_after_make_play_prints_the_post_and_its_window(tmp_path: Path) -> None:
+    """`make play` first (today's challenge opened, no window), then the README's `serve --console` try."""
+    env = _env(
+        RANKZERO_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
+        RANKZERO_HEALTH_PORT=str(_free_port()),
+        COLUMNS="120",
+    )
+
+    def cli(*args: str, stdin: str | None = None) -> None:
+        done = subprocess.run(
+            [*RANKZERO, *args], env=env, cwd=ROOT, input=stdin, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+
+    cli("play", "--player", "newcomer", stdin="q\n")  # opens today's challenge, then quits
+    now = dt.datetime.now(dt.UTC)
+    cli("schedule", "set", "--time", f"{now:%H:%M}", "--tz", "UTC", "--days", "daily", "--window", "10m")
+    out = tmp_path / "serve.out"
+    with out.open("wb") as sink:
+        serve = [*RANKZERO, "serve", "--console"]
+        proc = subprocess.Popen(serve, env=env, cwd=ROOT, stdout=sink, stderr=sink)
+        try:
+            end = time.monotonic() + 60
+            while "problems" not in out.read_text(errors="replace"):
+                assert proc.poll() is None, out.read_text(errors="replace")
+                assert time.monotonic() < end, "serve --console printed no post: " + out.read_text()
+                time.sleep(0.2)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=30)
+    shown = out.read_text(errors="replace")
+    assert code == 0, shown
+    assert "missed post" not in shown and "Traceback" not in shown
