@@ -127,3 +127,23 @@ def test_the_readme_demo_after_make_play_prints_the_post_and_its_window(tmp_path
     shown = out.read_text(errors="replace")
     assert code == 0, shown
     assert "missed post" not in shown and "Traceback" not in shown
+
+
+async def test_the_health_port_answers_starting_until_the_scheduler_runs() -> None:
+    from bot.serve import HealthServer
+    from tests.test_serve_health import _get
+
+    server = HealthServer(None, 0)  # as serve binds it, before migrating
+    await server.start()
+    try:
+        status, body = await _get(server.port, "/healthz")
+        assert status == 503 and body == {"ok": False, "state": "starting"}
+
+        async def running() -> dict[str, object]:
+            return {"ok": True}
+
+        server.set_report(running)
+        status, body = await _get(server.port, "/healthz")
+        assert status == 200 and body == {"ok": True}
+    finally:
+        await server.stop()
