@@ -7,6 +7,7 @@ refused connect). Everything else is real: the database, APScheduler's triggers,
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator
@@ -14,8 +15,10 @@ from dataclasses import dataclass
 from typing import Any
 
 import pytest
+from sqlalchemy.engine import make_url
 from sqlalchemy.exc import OperationalError
 
+from bot.core.models import ChannelRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.scheduling import RankZeroScheduler
@@ -213,3 +216,81 @@ async def test_healthz_is_not_ok_while_a_job_fails_and_shows_no_stale_error_afte
         assert "error" not in str(body).lower(), body
     finally:
         await sched.shutdown()
+
+
+class TcpProxy:
+    """A loopback TCP proxy in front of PostgreSQL: ``down()`` is a real outage (connections reset, new
+    ones refused), ``up()`` brings the same port back."""
+
+    def __init__(self, host: str, port: int) -> None:
+        self._target = (host, port)
+        self._server: asyncio.Server | None = None
+        self._writers: set[asyncio.StreamWriter] = set()
+        self.port = 0
+
+    async def up(self) -> None:
+        self._server = await asyncio.start_server(self._pipe, "127.0.0.1", self.port)
+        self.port = self._server.sockets[0].getsockname()[1]
+
+    async def down(self) -> None:
+        assert self._server is not None
+        self._server.close()
+        for writer in list(self._writers):
+            writer.transport.abort()
+        await self._server.wait_closed()
+        self._writers.clear()
+
+    async def _pipe(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
+        try:
+            up_reader, up_writer = await asyncio.open_connection(*self._target)
+        except OSError:
+            writer.transport.abort()
+            return
+        self._writers |= {writer, up_writer}
+
+        async def copy(src: asyncio.StreamReader, dst: asyncio.StreamWriter) -> None:
+            try:
+                while data := await src.read(65536):
+                    dst.write(data)
+                    await dst.drain()
+            except (ConnectionError, OSError):
+                pass
+            finally:
+                dst.transport.abort()
+
+        await asyncio.gather(copy(reader, up_writer), copy(up_reader, writer))
+
+
+@pytest.mark.postgres
+async def test_a_real_postgres_outage_delays_the_post_until_the_server_answers(
+    pg_database: str, clock: FrozenClock
+) -> None:
+    url = make_url(pg_database)
+    proxy = TcpProxy(url.host or "127.0.0.1", url.port or 5432)
+    await proxy.up()
+    engine = make_engine(url.set(host="127.0.0.1", port=proxy.port).render_as_string(hide_password=False))
+    factory = session_factory(engine)
+    platform = FakePlatform()
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
+    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, platform)
+    channel = ChannelRef("test", "ws-outage", "outage", "outage")
+    clock.current = at(8, 0)
+    await quiz.admin_import(ADMIN, test_bank())
+    await schedules.set_schedule(ADMIN, channel, post_time="09:00", timezone="UTC", window="8h")
+    sched = RankZeroScheduler(schedules, clock, sync_interval_s=3600, retry_base_s=5, retry_max_s=5)
+    await sched.start()
+    try:
+        await proxy.down()
+        clock.current = at(9, 0)
+        await sched.tick()
+        assert platform.posts == [] and any(k.startswith("post:") for k in sched.failing)
+        assert "ConnectionRefusedError" in str(sched.failing) or "Connect call failed" in str(sched.failing)
+        await proxy.up()  # the same port: the server answers again
+        clock.current = at(9, 0, 5)
+        await sched.tick()
+        assert [c.channel_id for c, _ in platform.posts] == ["outage"]
+        assert sched.failing == {}
+    finally:
+        await sched.shutdown()
+        await engine.dispose()
+        await proxy.down()
