@@ -2,36 +2,118 @@
 
 from __future__ import annotations
 
-import asyncio
 import getpass
+import importlib
 import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import click
-import yaml
-from pydantic import ValidationError
-from rich.console import Console
 
-from bot.adapters.console import render
-from bot.adapters.console.play import ConsoleGame, ConsolePlatform, stdin_keys
-from bot.adapters.console.practice import ConsolePractice, PracticeInput
-from bot.adapters.console.practice_render import practice_stats
-from bot.app import App, build_app, shipped_bank_specs
-from bot.config import Settings
+from bot.adapters.console.safe import visible
+from bot.cli_errors import database_message, is_database_error
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
-from bot.core.ports import SystemClock
-from bot.storage.db import upgrade
-from questions.loader import BankValidationError, load_paths
-from questions.schema import json_schema
+
+# Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
+# `rankzero --help` and a typo'd command answer at once (benchmarks/cli_startup.py).
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bot.adapters.console.practice import ConsolePractice
+    from bot.app import App
+    from bot.config import Settings
 
 T = TypeVar("T")
 #: The console's local "channel": one per database.
 CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
+
+
+# Commands defined in other modules, imported when they run: (module, attribute, short help for --help).
+# The text is the first sentence of the command's help (tests/test_cli_lazy.py checks that they agree).
+_LAZY_MAIN: dict[str, tuple[str, str, str]] = {
+    "serve": (
+        "bot.serve_cli",
+        "serve",
+        "Run the bot: the configured chat adapters, the scheduler and /healthz, until Ctrl-C.",
+    ),
+    "schedule": (
+        "bot.serve_cli",
+        "schedule",
+        "Set, show and pause the console channel's daily schedule (admin).",
+    ),
+    "dispute": (
+        "bot.dispute_cli",
+        "dispute",
+        "Dispute a problem that is over for you: the runner runs its code and matches the choices.",
+    ),
+}
+_LAZY_QUESTIONS: dict[str, tuple[str, str, str]] = {
+    "verify": (
+        "bot.dispute_cli",
+        "questions_verify",
+        "Run every predict_output question on the runner: confirmed / contradicted / cannot check.",
+    ),
+    "preview": (
+        "bot.dispute_cli",
+        "questions_preview",
+        "Show what the runner really prints for each predict_output question of a file, before importing it.",
+    ),
+    "correct": (
+        "bot.dispute_cli",
+        "questions_correct",
+        "Make LETTER the official answer of a question (admin): a new version; past attempts re-scored.",
+    ),
+    "flags": (
+        "bot.dispute_cli",
+        "questions_flags",
+        "Questions whose official answer a dispute contradicted (admin).",
+    ),
+}
+
+
+class LazyGroup(click.Group):
+    """A group whose commands from other modules are imported only when one of them is run or asked for.
+
+    Click's documented pattern for lazily loaded subcommands, plus a stored short help so that listing
+    the commands in ``--help`` imports nothing.
+    """
+
+    def __init__(self, *args: Any, lazy: dict[str, tuple[str, str, str]], **kwargs: Any) -> None:
+        super().__init__(*args, **kwargs)
+        self.lazy = lazy
+
+    def list_commands(self, ctx: click.Context) -> list[str]:
+        """Defined and lazy commands, sorted."""
+        return sorted({*super().list_commands(ctx), *self.lazy})
+
+    def get_command(self, ctx: click.Context, cmd_name: str) -> click.Command | None:
+        """The command, importing its module first if it is a lazy one."""
+        if cmd_name in self.lazy and cmd_name not in self.commands:
+            module, attribute, _ = self.lazy[cmd_name]
+            command = getattr(importlib.import_module(module), attribute)
+            self.add_command(command, cmd_name)
+        return super().get_command(ctx, cmd_name)
+
+    def format_commands(self, ctx: click.Context, formatter: click.HelpFormatter) -> None:
+        """The command list of ``--help``: lazy commands show their stored short help (no import)."""
+        rows: list[tuple[str, str]] = []
+        for name in self.list_commands(ctx):
+            command = self.commands.get(name)
+            if command is not None:
+                if not command.hidden:
+                    rows.append((name, command.get_short_help_str(limit=formatter.width - 6 - len(name))))
+            else:
+                limit = formatter.width - 6 - len(name)
+                # Shortened as Click shortens a command's own help, without importing the command.
+                stand_in = click.Command(name, help=self.lazy[name][2])
+                rows.append((name, stand_in.get_short_help_str(limit)))
+        if rows:
+            with formatter.section("Commands"):
+                formatter.write_dl(rows)
 
 
 def _player(name: str | None) -> PlayerRef:
@@ -51,6 +133,13 @@ def _run(
 
     ``local_runner``: without RANKZERO_RUNNER_URL, disputes start a local runner on first use.
     """
+    import asyncio
+
+    from rich.console import Console
+
+    from bot.adapters.console.play import ConsolePlatform
+    from bot.app import build_app, shipped_bank_specs
+    from questions.loader import BankValidationError
 
     async def main() -> T:
         app = await build_app(
@@ -69,14 +158,20 @@ def _run(
         return asyncio.run(main())
     except BankValidationError as exc:
         for err in exc.errors:
-            click.echo(str(err), err=True)
+            click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
+        raise SystemExit(1) from None
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        logging.getLogger(__name__).debug("database failure", exc_info=True)
+        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
         raise SystemExit(1) from None
 
 
-@click.group()
+@click.group(cls=LazyGroup, lazy=_LAZY_MAIN)
 @click.option(
     "--db",
     "database_url",
@@ -88,6 +183,10 @@ def _run(
 @click.pass_context
 def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
     """RankZero: daily multi-GPU PyTorch training challenges."""
+    from pydantic import ValidationError
+
+    from bot.config import Settings
+
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
@@ -104,6 +203,11 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
 @click.pass_obj
 def play(settings: Settings, player: str | None) -> None:
     """Play today's challenge in the terminal (keys A–F answer, H hint, D dispute, Q quit)."""
+    from rich.console import Console
+
+    from bot.adapters.console.play import ConsoleGame, stdin_keys
+    from bot.core.ports import SystemClock
+
     console = Console()
     actor = Actor(_player(player))
 
@@ -122,6 +226,10 @@ def play(settings: Settings, player: str | None) -> None:
 @click.pass_obj
 def leaderboard(settings: Settings, period: str, player: str | None) -> None:
     """Show the leaderboard (top 10 and your own rank)."""
+    from rich.console import Console
+
+    from bot.adapters.console import render
+
     console = Console()
 
     async def body(app: App) -> None:
@@ -136,6 +244,11 @@ def leaderboard(settings: Settings, period: str, player: str | None) -> None:
 @click.pass_obj
 def stats(settings: Settings, player: str | None) -> None:
     """Show a player's points, accuracy by topic, streak and badges."""
+    from rich.console import Console
+
+    from bot.adapters.console import render
+    from bot.adapters.console.practice_render import practice_stats
+
     console = Console()
 
     async def body(app: App) -> None:
@@ -149,6 +262,11 @@ def _practice(
     settings: Settings, player: str | None, mode: Callable[[ConsolePractice], Awaitable[int]]
 ) -> None:
     """Run a practice mode on the synced bank (keys on a terminal, lines when stdin is piped)."""
+    from rich.console import Console
+
+    from bot.adapters.console.practice import ConsolePractice, PracticeInput
+    from bot.core.ports import SystemClock
+
     console = Console()
 
     async def body(app: App) -> int:
@@ -190,6 +308,8 @@ def explain(settings: Settings, topic: str | None, player: str | None) -> None:
 @click.pass_obj
 def close(settings: Settings) -> None:
     """Close today's console challenge and print its results (admin)."""
+    from rich.console import Console
+
     console = Console()
 
     async def body(app: App) -> None:
@@ -211,22 +331,33 @@ def db() -> None:
 @click.pass_obj
 def db_upgrade(settings: Settings, revision: str) -> None:
     """Apply migrations (``alembic upgrade head``)."""
-    upgrade(settings.database_url, revision)
+    from bot.storage.db import upgrade
+
+    try:
+        upgrade(settings.database_url, revision)
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        logging.getLogger(__name__).debug("database failure", exc_info=True)
+        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
+        raise SystemExit(1) from None
     click.echo(f"database upgraded to {revision}")
 
 
-@main.group()
+@main.group(cls=LazyGroup, lazy=_LAZY_QUESTIONS)
 def questions() -> None:
     """Validate, import, export, list and retire bank questions."""
 
 
 def _load_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
     """Validate ``paths``; on errors print each one and a count, then exit 1."""
+    from questions.loader import BankValidationError, load_paths
+
     try:
         loaded = load_paths(paths)
     except BankValidationError as exc:
         for err in exc.errors:
-            click.echo(str(err), err=True)
+            click.echo(visible(str(err)), err=True)
         outcome = "nothing imported" if importing else "fix them and validate again"
         click.echo(f"{len(exc.errors)} error(s); {outcome}", err=True)
         raise SystemExit(1) from None
@@ -234,10 +365,14 @@ def _load_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, 
 
 
 @questions.command("validate")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path())
 def questions_validate(paths: tuple[str, ...]) -> None:
-    """Check bank files; errors say file:line: field: what is wrong and how to fix it (exit 1)."""
-    specs = _load_or_exit(paths, importing=False)
+    """Check bank files (default: the shipped bank); errors say file:line: field: what is wrong and how
+    to fix it (exit 1).
+    """
+    from questions.loader import default_bank_dir
+
+    specs = _load_or_exit(paths or (str(default_bank_dir()),), importing=False)
     click.echo(f"ok: {len(specs)} questions valid")
 
 
@@ -266,6 +401,10 @@ def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
 @click.pass_obj
 def questions_export(settings: Settings, out: str | None, include_retired: bool) -> None:
     """Write the stored bank (latest versions) as one YAML bank file."""
+    import asyncio
+
+    import yaml
+
 
     async def body(app: App) -> None:
         specs = await app.service.export_questions(include_retired)
@@ -288,7 +427,8 @@ def questions_list(settings: Settings, include_retired: bool) -> None:
     async def body(app: App) -> None:
         for q in await app.service.list_questions(include_retired):
             flag = " (retired)" if q.retired else ""
-            click.echo(f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}")
+            line = f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}"
+            click.echo(visible(line))
 
     _run(settings, body)
 
@@ -315,29 +455,10 @@ def questions_retire(settings: Settings, question_id: str) -> None:
 )
 def questions_schema(out: str) -> None:
     """Regenerate the JSON Schema of bank files."""
+    from questions.schema import json_schema
+
     Path(out).write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")
     click.echo(f"wrote {out}")
-
-
-def _register_scheduler_commands() -> None:
-    # Imported here: bot.serve_cli builds on this module's helpers (CONSOLE_CHANNEL, _run, _player).
-    from bot.serve_cli import schedule, serve
-
-    main.add_command(serve)
-    main.add_command(schedule)
-
-
-_register_scheduler_commands()
-
-
-def _register_dispute_commands() -> None:
-    # Imported here: bot.dispute_cli builds on this module's helpers (_run, _player).
-    from bot.dispute_cli import register
-
-    register(main, questions)
-
-
-_register_dispute_commands()
 
 
 if __name__ == "__main__":  # pragma: no cover

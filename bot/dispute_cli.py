@@ -7,20 +7,25 @@ RANKZERO_RUNNER_TOKEN) or, when none is configured, start a local ``rankzero-run
 from __future__ import annotations
 
 import asyncio
+import re
 import time
+from collections.abc import Callable
 from pathlib import Path
 
 import click
 from rich.console import Console
 
 from bot.adapters.console import dispute_render
+from bot.adapters.console.safe import visible
 from bot.app import App
+from bot.cli import CONSOLE_CHANNEL
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
-from bot.core.errors import RankZeroError
+from bot.core.errors import NotFoundError, RankZeroError
 from bot.core.models import Actor, Question
 from bot.core.ports import RunnerClient
-from bot.runner_client import HttpRunnerClient, LocalRunner
+from bot.core.service import QuizService
+from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from questions.loader import BankValidationError, default_bank_dir, load_paths
 
 
@@ -30,13 +35,70 @@ def _load_questions(paths: tuple[str, ...]) -> list[Question]:
         loaded = load_paths(paths or (str(default_bank_dir()),))
     except BankValidationError as exc:
         for err in exc.errors:
-            click.echo(str(err), err=True)
+            click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
     return [question_from_spec(q.spec.model_dump(mode="json", exclude_none=True)) for q in loaded]
 
 
+#: ``today:3``, ``today 3``, ``today/3``: problem 3 of today's console challenge.
+_TODAY = re.compile(r"today\s*[:/ ]?\s*(\d+)", re.IGNORECASE)
+
+
+async def resolve_problem(quiz: QuizService, reference: str) -> int:
+    """The problem id ``reference`` names: ``today:N`` (problem N of today's console challenge), a question
+    id in today's console challenge (``ddp-grad-sync``), or the problem number printed when it ended.
+    """
+    reference = reference.strip()
+    if reference.isdigit():
+        return int(reference)
+    card = await quiz.find_challenge(CONSOLE_CHANNEL)
+    if card is None:
+        raise NotFoundError("there is no console challenge today: `rankzero play` opens it")
+    challenge = await quiz.get_challenge(card.challenge_id)
+    if (today := _TODAY.fullmatch(reference)) is not None:
+        position = int(today.group(1))
+        for problem in challenge.problems:
+            if problem.position == position:
+                return problem.id
+        raise NotFoundError(f"today's challenge has problems 1 to {len(challenge.problems)}, not {position}")
+    for problem in challenge.problems:
+        if problem.question.id == reference:
+            return problem.id
+    listed = ", ".join(f"{p.position}: {p.question.id}" for p in challenge.problems)
+    raise NotFoundError(
+        f"no problem of today's challenge asks question {reference!r}; use today:N or one of ({listed})"
+    )
+
+
+async def dispute_with_progress(
+    app: App, actor: Actor, problem_id: int, code: str | None, progress: Callable[[str], None]
+) -> DisputeCard:
+    """Dispute ``problem_id``, calling ``progress`` with what is happening (a cold runner takes ~15 s)."""
+    shape = await _run_shape(app, problem_id)
+    if isinstance(app.runner, LocalRunnerClient):
+        progress("starting the sandbox (a local runner: the first run takes a few seconds)…")
+        await app.runner.health()
+    elif app.runner is not None:
+        progress("checking the runner…")
+        await app.runner.health()
+    progress(f"running {shape} in the sandbox…")
+    return await app.disputes.dispute(actor, problem_id, code)
+
+
+async def _run_shape(app: App, problem_id: int) -> str:
+    """'1 rank (python)', '2 ranks (ddp)': how the problem's code runs (its question's runner block)."""
+    card = await app.service.find_challenge(CONSOLE_CHANNEL)
+    if card is not None:
+        for problem in (await app.service.get_challenge(card.challenge_id)).problems:
+            if problem.id == problem_id and problem.question.runner is not None:
+                mode = str(problem.question.runner.get("mode", "python"))
+                ranks = int(problem.question.runner.get("nproc", 1)) if mode == "ddp" else 1
+                return f"{ranks} rank{'s' if ranks != 1 else ''} ({mode})"
+    return "the snippet"
+
+
 @click.command("dispute")
-@click.argument("problem_id", type=int)
+@click.argument("problem", nargs=-1, required=True)
 @click.option("--player", default=None, help="Your name (default: your login name).")
 @click.option(
     "--variant",
@@ -45,15 +107,25 @@ def _load_questions(paths: tuple[str, ...]) -> list[Question]:
     help="Run this file instead of the question's code (same launch settings and sandbox limits).",
 )
 @click.pass_obj
-def dispute(settings: Settings, problem_id: int, player: str | None, variant: str | None) -> None:
-    """Dispute a problem that is over for you: the runner runs its code and matches the choices."""
+def dispute(settings: Settings, problem: tuple[str, ...], player: str | None, variant: str | None) -> None:
+    """Dispute a problem that is over for you: the runner runs its code and matches the choices.
+
+    PROBLEM is what `rankzero play` prints when a problem ends: today:3 (problem 3 of today's
+    challenge), the question's id, or the problem number.
+    """
     from bot.cli import _player, _run
 
     console = Console()
     code = Path(variant).read_text(encoding="utf-8") if variant else None
 
     async def body(app: App) -> None:
-        card = await app.disputes.dispute(Actor(_player(player)), problem_id, code)
+        problem_id = await resolve_problem(app.service, " ".join(problem))
+        actor = Actor(_player(player))
+        if console.is_terminal:
+            with console.status("looking up the problem…") as status:
+                card = await dispute_with_progress(app, actor, problem_id, code, status.update)
+        else:  # a log or a pipe: one line per step
+            card = await dispute_with_progress(app, actor, problem_id, code, lambda s: console.print(s))
         console.print(dispute_render.dispute(card))
 
     _run(settings, body, console=console, local_runner=True)
@@ -100,7 +172,7 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
     try:
         cards = asyncio.run(_verify(settings, runnable, concurrency, timeout_s, console))
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(2) from None
     counts = {
         s: sum(1 for c in cards if c.verification == s) for s in ("confirmed", "contradicted", "cannot_check")

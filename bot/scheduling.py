@@ -8,6 +8,11 @@ rebuilt or duplicated job can never act on stale data. Job ids are deterministic
 - ``close:<challenge id>`` date job at the stored ``closes_at``
 - ``remind:<challenge id>`` date job ``reminder_minutes`` before ``closes_at``
 - ``sync``                 interval job: rebuild when a schedule changed in another process
+- ``retry:<job id>``       date job: a failed job tried again (exponential backoff)
+
+A failed job (the database or the platform did not answer) is retried with exponential backoff until it
+succeeds; each job decides for itself when it is too late (a post beyond the grace period is skipped, a
+reminder after its window closed is not sent), so retrying is always safe and always ends.
 
 "Now" comes from the Clock port (the system clock in production, a controllable clock in tests): the
 scheduler computes due jobs and its next wake-up from it, so tests drive real APScheduler triggers.
@@ -39,6 +44,8 @@ log = logging.getLogger(__name__)
 
 #: APScheduler's own cap on a single timer wait.
 _TIMEOUT_MAX = 4294967
+#: Jobs retried after a failure, and the scheduler method that runs them.
+_RETRIED = ("post", "remind", "summary", "close", "sync")
 
 
 class ClockedAsyncIOScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler is untyped
@@ -96,9 +103,21 @@ class RankZeroScheduler:
         *,
         platforms: frozenset[str] | None = None,
         sync_interval_s: float = 30.0,
+        retry_base_s: float = 5.0,
+        retry_max_s: float = 60.0,
     ) -> None:
-        """``platforms``: channel platforms served by this process (None: all)."""
+        """``platforms``: channel platforms served by this process (None: all).
+
+        A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
+        ``retry_max_s`` between tries.
+        """
         self._schedules = schedules
+        self._retry_base_s = retry_base_s
+        self._retry_max_s = retry_max_s
+        #: Jobs failing now (job id -> what /healthz shows); an entry leaves when its job succeeds.
+        self.failing: dict[str, dict[str, Any]] = {}
+        #: Failures in a row per job id (the backoff exponent).
+        self._failures: dict[str, int] = {}
         self._clock = clock
         self._platforms = platforms
         self._sync_interval_s = sync_interval_s
@@ -113,7 +132,6 @@ class RankZeroScheduler:
             # never drops a run; a job that fell behind runs once.
             job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
         )
-        self.last_error: str | None = None
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -127,9 +145,9 @@ class RankZeroScheduler:
         for schedule in await self._served():
             if not schedule.config.paused:
                 # Missed while down: the post, and the weekly summary, are made now within grace.
-                await self._post(schedule.channel_pk)
+                await self._own_task(self._post(schedule.channel_pk))
                 if schedule.config.summary_day is not None:
-                    await self._summary(schedule.channel_pk)
+                    await self._own_task(self._summary(schedule.channel_pk))
         every = dt.timedelta(seconds=self._sync_interval_s)
         # start_date from the clock: APScheduler would otherwise start the interval from the system time.
         sync = IntervalTrigger(
@@ -229,19 +247,53 @@ class RankZeroScheduler:
             if self._platforms is None or s.channel.platform in self._platforms
         ]
 
+    @staticmethod
+    async def _own_task(job: Awaitable[None]) -> None:
+        """Run a job body now, in its own task as APScheduler would (``_guard`` tracks the task)."""
+        await asyncio.ensure_future(job)
+
     async def _guard(self, what: str, body: Callable[[], Awaitable[None]]) -> None:
-        """Run a job body, tracked for ``idle()``; a failure is logged and kept for /healthz."""
+        """Run a job body, tracked for ``idle()``; a failure is logged, shown on /healthz and retried.
+
+        One line per failure; the traceback only with the first failure of an outage.
+        """
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
+            # Tracked until the task is done, not until this body returns: APScheduler counts the job's
+            # instance until then, and a retry submitted earlier would be skipped as "still running".
+            task.add_done_callback(self._running.discard)
         try:
             await body()
         except Exception as exc:  # one channel's failure must not stop the others
-            self.last_error = f"{what}: {type(exc).__name__}: {exc}"
-            log.exception("scheduled %s failed", what)
-        finally:
-            if task is not None:
-                self._running.discard(task)
+            self._failed(what, exc)
+        else:
+            if self.failing.pop(what, None) is not None:
+                log.warning("scheduled %s succeeded after %d failure(s)", what, self._failures.get(what, 0))
+            self._failures.pop(what, None)
+
+    def _failed(self, what: str, exc: Exception) -> None:
+        count = self._failures.get(what, 0) + 1
+        self._failures[what] = count
+        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        kind, _, arg = what.partition(":")
+        retry_at: dt.datetime | None = None
+        if kind in _RETRIED:
+            delay = min(self._retry_base_s * 2 ** (count - 1), self._retry_max_s)
+            retry_at = self._clock.now() + dt.timedelta(seconds=delay)
+            trigger = DateTrigger(retry_at, timezone=dt.UTC)
+            self._add(f"retry:{what}", getattr(self, f"_{kind}"), trigger, int(arg) if arg else None)
+        # Only the first failure of an outage (no job failing yet) carries the traceback: an outage would
+        # otherwise print the same trace for every job, every retry. The following ones are one line each.
+        first = not self.failing
+        self.failing[what] = {
+            "error": error,
+            "failures": count,
+            "since": self.failing.get(what, {}).get("since", self._clock.now().isoformat()),
+            "retry_at": retry_at.isoformat() if retry_at else None,
+        }
+        then = f"retrying at {retry_at:%H:%M:%S} UTC" if retry_at else "next run as scheduled"
+        log.error("scheduled %s failed (%s); %s [failure %d]", what, error, then, count, exc_info=first)
 
     async def _post(self, channel_pk: int) -> None:
         async def body() -> None:
@@ -289,7 +341,7 @@ class RankZeroScheduler:
         served = {s.channel_pk for s in await self._served()}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
             if closes_at <= now and (self._platforms is None or channel_pk in served):
-                await self._close(challenge_id)
+                await self._own_task(self._close(challenge_id))
 
     # ------------------------------------------------------------------ health
     def state(self) -> dict[str, Any]:
@@ -299,7 +351,7 @@ class RankZeroScheduler:
         return {
             "state": names.get(self.aps.state, str(self.aps.state)),
             "jobs": [{"id": j.id, "next_run": j.next_run_time.astimezone(dt.UTC).isoformat()} for j in jobs],
-            "last_error": self.last_error,
+            "failing": dict(self.failing),
         }
 
     def next_run(self, job_id: str) -> dt.datetime | None:

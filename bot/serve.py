@@ -116,13 +116,29 @@ async def build_services(
 
 
 # ---------------------------------------------------------------------- /healthz
-class HealthServer:
-    """``GET /healthz`` on loopback: scheduler state, next runs, database reachability (200 or 503)."""
+class HealthPortError(RankZeroError):
+    """The health port cannot be bound (another ``rankzero serve`` on this host holds it, usually)."""
 
-    def __init__(self, report: Callable[[], Awaitable[dict[str, Any]]], port: int) -> None:
-        self._report = report
+
+async def _starting() -> dict[str, Any]:
+    return {"ok": False, "state": "starting"}
+
+
+class HealthServer:
+    """``GET /healthz`` on loopback: scheduler state, next runs, database reachability (200 or 503).
+
+    ``serve`` binds it before anything else (so a second process on the host stops before it migrates,
+    posts or connects to a platform); until the scheduler runs it answers 503 ``starting``.
+    """
+
+    def __init__(self, report: Callable[[], Awaitable[dict[str, Any]]] | None, port: int) -> None:
+        self._report = report or _starting
         self._port = port
         self._server: asyncio.Server | None = None
+
+    def set_report(self, report: Callable[[], Awaitable[dict[str, Any]]]) -> None:
+        """Answer with ``report`` from now on (once the scheduler runs)."""
+        self._report = report
 
     @property
     def port(self) -> int:
@@ -131,8 +147,15 @@ class HealthServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1."""
-        self._server = await asyncio.start_server(self._handle, "127.0.0.1", self._port)
+        """Listen on 127.0.0.1; HealthPortError (one clear line) when the port is taken."""
+        try:
+            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self._port)
+        except OSError as exc:
+            raise HealthPortError(
+                f"the health port 127.0.0.1:{self._port} cannot be opened ({exc.strerror or exc}): another "
+                "`rankzero serve` on this host uses it? Give each one its own RANKZERO_HEALTH_PORT, or 0 for "
+                "no health endpoint"
+            ) from None
 
     async def stop(self) -> None:
         """Stop listening."""
@@ -169,15 +192,19 @@ class HealthServer:
 async def health_report(
     engine: AsyncEngine, scheduler: RankZeroScheduler, adapters: Sequence[Adapter] = ()
 ) -> dict[str, Any]:
-    """The /healthz body: ``ok`` is false when the database does not answer, the scheduler stopped, or
-    an adapter that reports its state (``async health() -> {"ok": ...}``) says it is down.
+    """The /healthz body: ``ok`` is false when the database does not answer, the scheduler stopped, a
+    scheduled job is failing (it is being retried; ``scheduler.failing`` says which and why), or an adapter
+    that reports its state (``async health() -> {"ok": ...}``) says it is down.
+
+    A job's error stays only while the job fails: once its retry succeeds it is gone, so the report never
+    shows an old error beside ``ok: true``.
     """
     database: dict[str, Any] = {"ok": True}
     try:
         async with engine.connect() as conn:
             await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=5)
     except Exception as exc:  # any failure means unreachable; the message says which
-        database = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
+        database = {"ok": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
     state = scheduler.state()
     report: dict[str, Any] = {"database": database, "scheduler": state}
     platforms: dict[str, Any] = {}
@@ -188,7 +215,8 @@ async def health_report(
     if platforms:
         report["adapters"] = platforms
     up = all(p.get("ok") for p in platforms.values())
-    return {"ok": database["ok"] and state["state"] == "running" and up, **report}
+    ok = database["ok"] and state["state"] == "running" and not state["failing"] and up
+    return {"ok": ok, **report}
 
 
 # ---------------------------------------------------------------------- main loop
@@ -240,27 +268,46 @@ async def _start_adapter(adapter: Adapter, services: Services) -> None:
         ) from None
 
 
+async def open_health(settings: Settings) -> HealthServer | None:
+    """Bind /healthz (answering ``starting``) if a port is set: the first thing serve does."""
+    if not settings.health_port:
+        return None
+    health = HealthServer(None, settings.health_port)
+    await health.start()
+    log.info("health endpoint on http://127.0.0.1:%d/healthz", health.port)
+    return health
+
+
 async def serve(
-    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
+    settings: Settings,
+    adapters: Sequence[Adapter],
+    *,
+    clock: Clock | None = None,
+    migrate: bool = True,
+    health: HealthServer | None = None,
 ) -> None:
-    """Run until SIGINT/SIGTERM: adapters, scheduler and /healthz in one event loop."""
-    services = await build_services(settings, adapters, clock=clock, migrate=migrate)
+    """Run until SIGINT/SIGTERM: adapters, scheduler and /healthz in one event loop.
+
+    ``health``: the endpoint the caller bound already (else it is bound here, before anything else).
+    """
+    health = health or await open_health(settings)
+    try:
+        services = await build_services(settings, adapters, clock=clock, migrate=migrate)
+    except BaseException:
+        if health is not None:
+            await health.stop()
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
         loop.add_signal_handler(sig, stop.set)
-    health: HealthServer | None = None
     started: list[Adapter] = []
     try:
         if not await _start_adapters(adapters, services, started, stop):
             return  # SIGINT/SIGTERM while an adapter was still connecting
         await services.scheduler.start()
-        if settings.health_port:
-            health = HealthServer(
-                lambda: health_report(services.app.engine, services.scheduler, started), settings.health_port
-            )
-            await health.start()
-            log.info("health endpoint on http://127.0.0.1:%d/healthz", health.port)
+        if health is not None:
+            health.set_report(lambda: health_report(services.app.engine, services.scheduler, started))
         names = ", ".join(a.name for a in adapters)
         log.warning("rankzero serve: running (%s); jobs: %s", names, services.scheduler.state()["jobs"])
         await stop.wait()

@@ -11,17 +11,19 @@ import datetime as dt
 import logging
 
 import click
-from sqlalchemy.exc import SQLAlchemyError
 
+from bot.adapters.console.safe import visible
 from bot.adapters.registry import build_adapters, nothing_configured_help
 from bot.app import App, shipped_bank_specs
-from bot.config import Settings, mask_url
+from bot.cli_errors import database_message, is_database_error
+from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import SystemClock
 from bot.core.schedule import DAY_NAMES, days_text
 from bot.core.schedule_service import ScheduleService, ScheduleView
 from bot.core.service import zone
+from bot.serve import open_health
 from bot.serve import serve as serve_forever
 from bot.storage.uow import SqlUnitOfWork, session_factory
 
@@ -50,30 +52,35 @@ def serve(settings: Settings, use_console: bool) -> None:
     try:
         adapters = build_adapters(settings, console=use_console)
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(2) from None
     if not adapters:
         click.echo(f"error: {nothing_configured_help()}", err=True)
         raise SystemExit(2)
 
     async def main() -> None:
-        await _seed_bank(settings)  # migrates the database too
-        await serve_forever(settings, adapters, migrate=False)
+        # The health port first: a second serve on this host stops here, before it migrates or posts.
+        health = await open_health(settings)
+        try:
+            await _seed_bank(settings)  # migrates the database too
+        except BaseException:
+            if health is not None:
+                await health.stop()
+            raise
+        await serve_forever(settings, adapters, migrate=False, health=health)
 
     try:
         asyncio.run(main())
     except RankZeroError as exc:
-        click.echo(f"error: {exc}", err=True)
+        click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(1) from None
-    except (OSError, SQLAlchemyError) as exc:
-        # Almost always the database (unreachable, refused, bad credentials); the URL is shown without
-        # its password, and the traceback is logged at debug level only.
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        # The database (unreachable, misspelled, refused credentials): one line, the URL without its
+        # password; the traceback at debug level only.
         log.debug("serve failed", exc_info=True)
-        click.echo(
-            f"error: cannot use the database at {mask_url(settings.database_url)} "
-            f"({type(exc).__name__}: {exc}); check RANKZERO_DATABASE_URL and that the server is up",
-            err=True,
-        )
+        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
         raise SystemExit(1) from None
 
 
@@ -86,7 +93,8 @@ async def _seed_bank(settings: Settings) -> None:
         admin = Actor(_player("rankzero-serve"), is_admin=True)
         for attempt in range(3):
             try:
-                await app.service.admin_import(admin, shipped_bank_specs())
+                specs = await asyncio.to_thread(shipped_bank_specs)  # parsing YAML: off the event loop
+                await app.service.admin_import(admin, specs)
                 return
             except Exception:  # a concurrent import inserted the same question first
                 if attempt == 2:

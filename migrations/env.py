@@ -1,8 +1,15 @@
-"""Alembic environment: async engine, URL from settings (or the Config), batch mode for SQLite."""
+"""Alembic environment: async engine, URL from settings (or the Config), batch mode for SQLite.
+
+On PostgreSQL the whole upgrade holds a transaction-level advisory lock, so processes starting together on
+a fresh database (two ``rankzero serve``) migrate one after the other: the second finds the schema at head
+instead of failing on ``CREATE TABLE alembic_version``. SQLite needs none: the first DDL statement takes the
+database's write lock and the second process waits for it (busy timeout).
+"""
 
 import asyncio
 
 from alembic import context
+from sqlalchemy import text
 from sqlalchemy.engine import Connection
 
 from bot.storage.db import is_sqlite, make_engine
@@ -10,6 +17,8 @@ from bot.storage.models import Base, UtcDateTime
 
 config = context.config
 target_metadata = Base.metadata
+#: The advisory lock key of migrations (any constant shared by every RankZero process: "RZ" "migr").
+MIGRATION_LOCK_KEY = 0x525A_6D69_6772
 
 
 def _url() -> str:
@@ -50,6 +59,9 @@ def run_offline() -> None:
 def _run_sync(connection: Connection) -> None:
     _configure(connection=connection)
     with context.begin_transaction():
+        if connection.dialect.name == "postgresql":
+            # Released at commit or rollback, so a killed process can never leave it held.
+            connection.execute(text("SELECT pg_advisory_xact_lock(:key)"), {"key": MIGRATION_LOCK_KEY})
         context.run_migrations()
 
 

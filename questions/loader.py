@@ -6,6 +6,7 @@ Validation is all-or-nothing: callers get either every question of every file, o
 
 from __future__ import annotations
 
+import asyncio
 import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
@@ -81,8 +82,61 @@ class LoadedQuestion:
     line: int
 
 
+#: The largest bank file accepted (bytes): a bank file of ~100 questions is 30 KiB.
+MAX_FILE_BYTES = 512 * 1024
+#: How deep YAML may nest (a bank file needs 5 levels); deeper input is refused, not recursed into.
+MAX_DEPTH = 20
+#: The longest text accepted per field (characters), checked before the schema with file:line errors.
+FIELD_CAPS: dict[str, int] = {
+    "prompt": 4000,
+    "code": 10_000,
+    "explanation": 8000,
+    "model_answer": 4000,
+    "text": 2000,
+    "feedback": 2000,
+    "hint": 2000,
+    "front": 1000,
+    "back": 4000,
+}
+#: The longest text accepted in any other field.
+DEFAULT_FIELD_CAP = 10_000
+
+
+class _RefusedYaml(yaml.YAMLError):
+    """YAML this loader refuses on purpose (aliases, nesting), with the line where it starts."""
+
+    def __init__(self, message: str, mark: yaml.Mark) -> None:
+        super().__init__(message)
+        self.problem = message
+        self.problem_mark = mark
+
+
 class _LineLoader(yaml.SafeLoader):
-    """A safe loader that remembers the line of every mapping value and sequence item."""
+    """A safe loader that remembers the line of every mapping value and sequence item.
+
+    Anchors and aliases are refused: an alias is a reference, and a few hundred bytes of nested aliases
+    ("billion laughs") expand into gigabytes. Bank files never need them.
+    """
+
+    _depth = 0
+
+    def compose_node(self, parent: yaml.Node | None, index: int) -> yaml.Node | None:
+        """Compose as PyYAML does, refusing aliases, anchors and nesting deeper than MAX_DEPTH."""
+        event = self.peek_event()  # type: ignore[no-untyped-call]
+        if isinstance(event, yaml.AliasEvent) or getattr(event, "anchor", None):
+            sign = "*" if isinstance(event, yaml.AliasEvent) else "&"
+            raise _RefusedYaml(
+                f"YAML anchors and aliases ({sign}{event.anchor}) are not allowed in bank files; write the "
+                "value out in full",
+                event.start_mark,
+            )
+        self._depth += 1
+        try:
+            if self._depth > MAX_DEPTH:
+                raise _RefusedYaml(f"nested deeper than {MAX_DEPTH} levels", event.start_mark)
+            return super().compose_node(parent, index)
+        finally:
+            self._depth -= 1
 
 
 def _to_python(node: yaml.Node, loc: Loc, lines: dict[Loc, int], loader: _LineLoader) -> Any:
@@ -110,14 +164,56 @@ def parse_yaml_with_lines(text: str, file: str) -> tuple[Any, dict[Loc, int]]:
         lines: dict[Loc, int] = {}
         return _to_python(node, (), lines, loader), lines
     except yaml.YAMLError as exc:
-        mark = getattr(exc, "problem_mark", None)
-        line = mark.line + 1 if mark is not None else 1
-        problem = getattr(exc, "problem", None) or str(exc)
-        raise BankValidationError(
-            [BankError(file, line, "(yaml)", f"not valid YAML: {problem}; check indentation and quoting")]
-        ) from None
+        raise BankValidationError([_yaml_error(exc, file)]) from None
     finally:
         loader.dispose()
+
+
+def _yaml_error(exc: yaml.YAMLError, file: str) -> BankError:
+    """Where the author must look: a scalar that never ends is reported where it starts."""
+    if isinstance(exc, _RefusedYaml):
+        return BankError(file, exc.problem_mark.line + 1, "(yaml)", str(exc.problem))
+    problem_mark = getattr(exc, "problem_mark", None)
+    context_mark = getattr(exc, "context_mark", None)
+    context = getattr(exc, "context", None) or ""
+    problem = getattr(exc, "problem", None) or str(exc)
+    mark = problem_mark
+    if context.startswith("while scanning") and context_mark is not None:
+        # "while scanning a quoted scalar ... found unexpected end of stream": the scanner noticed at the
+        # end of the file, but the mistake is the quote that was opened here.
+        mark = context_mark
+        where = f" (noticed at line {problem_mark.line + 1})" if problem_mark is not None else ""
+        problem = f"{context[len('while ') :]} that starts here: {problem}{where}"
+    line = mark.line + 1 if mark is not None else 1
+    return BankError(file, line, "(yaml)", f"not valid YAML: {problem}; check indentation and quoting")
+
+
+def _long_fields(data: Any, lines: dict[Loc, int], file: str) -> list[BankError]:
+    """Every string longer than its field's cap, located (checked before the schema sees the data)."""
+    errors: list[BankError] = []
+
+    def walk(value: Any, loc: Loc) -> None:
+        if isinstance(value, dict):
+            for key, item in value.items():
+                walk(item, (*loc, str(key)))
+        elif isinstance(value, list):
+            for i, item in enumerate(value):
+                walk(item, (*loc, i))
+        elif isinstance(value, str):
+            names = [part for part in loc if isinstance(part, str)]
+            cap = FIELD_CAPS.get(names[-1] if names else "", DEFAULT_FIELD_CAP)
+            if len(value) > cap:
+                errors.append(
+                    BankError(
+                        file,
+                        _line_for(loc, lines),
+                        _field_name(loc, data),
+                        f"{len(value)} characters, over the limit of {cap}; shorten it",
+                    )
+                )
+
+    walk(data, ())
+    return errors
 
 
 def _line_for(loc: Loc, lines: dict[Loc, int]) -> int:
@@ -174,12 +270,20 @@ def _message(err: dict[str, Any]) -> str:
 
 
 def validate_text(text: str, file: str) -> list[LoadedQuestion]:
-    """Validate one file's text; raise BankValidationError naming file, line and field."""
+    """Validate one file's text; raise BankValidationError naming file, line and field.
+
+    CPU-bound (up to MAX_FILE_BYTES of YAML): async callers use :func:`validate_text_async`.
+    """
+    size = len(text.encode("utf-8", errors="replace"))
+    if size > MAX_FILE_BYTES:
+        raise BankValidationError([_too_large(file, size)])
     data, lines = parse_yaml_with_lines(text, file)
     if not isinstance(data, dict) or "questions" not in data:
         raise BankValidationError(
             [BankError(file, 1, "questions", "a bank file is a mapping with a 'questions:' list at the top")]
         )
+    if long_fields := _long_fields(data, lines, file):
+        raise BankValidationError(long_fields)
     try:
         bank = BankFile.model_validate(data)
     except ValidationError as exc:
@@ -192,6 +296,44 @@ def validate_text(text: str, file: str) -> list[LoadedQuestion]:
     return [
         LoadedQuestion(spec, file, lines.get(("questions", i), 1)) for i, spec in enumerate(bank.questions)
     ]
+
+
+async def validate_text_async(text: str, file: str) -> list[LoadedQuestion]:
+    """:func:`validate_text` in a worker thread, so an event loop (a chat adapter) keeps serving."""
+    return await asyncio.to_thread(validate_text, text, file)
+
+
+def _too_large(file: str, size: int) -> BankError:
+    return BankError(
+        file,
+        1,
+        "(file)",
+        f"{size} bytes, over the limit of {MAX_FILE_BYTES} bytes per bank file; split it into several files",
+    )
+
+
+def read_bank_file(path: Path) -> str:
+    """A bank file's text: BankValidationError when it is too large or not UTF-8 (with the line)."""
+    size = path.stat().st_size
+    if size > MAX_FILE_BYTES:
+        raise BankValidationError([_too_large(str(path), size)])
+    raw = path.read_bytes()
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        column = exc.start - (raw.rfind(b"\n", 0, exc.start) + 1) + 1
+        raise BankValidationError(
+            [
+                BankError(
+                    str(path),
+                    line,
+                    "(file)",
+                    f"not UTF-8 text at column {column} (byte {raw[exc.start]:#04x}: {exc.reason}); save the "
+                    "file as UTF-8",
+                )
+            ]
+        ) from None
 
 
 def iter_yaml_files(paths: Iterable[str | Path]) -> Iterator[Path]:
@@ -215,13 +357,9 @@ def load_paths(paths: Iterable[str | Path]) -> list[LoadedQuestion]:
     loaded: list[LoadedQuestion] = []
     for path in iter_yaml_files(paths):
         try:
-            loaded.extend(validate_text(path.read_text(encoding="utf-8"), str(path)))
+            loaded.extend(validate_text(read_bank_file(path), str(path)))
         except BankValidationError as exc:
             errors.extend(exc.errors)
-        except UnicodeDecodeError as exc:
-            errors.append(
-                BankError(str(path), 1, "(file)", f"not UTF-8 text: {exc.reason}; save it as UTF-8")
-            )
     seen: dict[str, LoadedQuestion] = {}
     for q in loaded:
         first = seen.setdefault(q.spec.id, q)

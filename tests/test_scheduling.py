@@ -212,9 +212,11 @@ async def test_missed_post_within_grace_is_made_beyond_grace_is_skipped(
     env: Env, caplog: pytest.LogCaptureFixture
 ) -> None:
     late = ChannelRef("test", "ws1", "late", "late")
-    env.clock.current = dt.datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+    # Set the day before (a slot before its schedule was set is not missed); no process ran since.
+    env.clock.current = dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
     await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")  # 30 min ago
     await env.schedules.set_schedule(ADMIN, late, post_time="08:15", timezone="UTC")  # 75 min ago
+    env.clock.current = dt.datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
     with caplog.at_level(logging.WARNING, logger="bot.core.schedule_service"):
         sched = await env.scheduler()
     try:
@@ -238,8 +240,9 @@ async def test_late_post_whose_window_is_over_is_skipped_not_opened_closed(
 ) -> None:
     # 09:00 with a 10 min window; the process starts at 09:30: within the 1 h grace, but the window
     # (09:00-09:10) is over, so posting would open and close the challenge at once.
-    env.clock.current = dt.datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
+    env.clock.current = dt.datetime(2026, 11, 20, 12, 0, tzinfo=UTC)
     await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC", window="10m")
+    env.clock.current = dt.datetime(2026, 11, 21, 9, 30, tzinfo=UTC)
     with caplog.at_level(logging.WARNING, logger="bot.core.schedule_service"):
         sched = await env.scheduler()
     try:

@@ -289,6 +289,10 @@ class UnitOfWork(Protocol):
         """Remove a challenge the platform refused to post (nobody saw it); False if posted or played."""
         ...
 
+    async def adopt_window(self, challenge_id: int, closes_at: dt.datetime) -> bool:
+        """Give an open challenge that has no closing time this one; True only for the caller that did."""
+        ...
+
     async def challenge_id_of_problem(self, problem_id: int) -> int | None:
         """The challenge a problem belongs to."""
         ...

@@ -16,7 +16,7 @@ from typing import Literal
 
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.errors import NotAdminError, NotFoundError
-from bot.core.models import Actor, ChannelRef
+from bot.core.models import Actor, Challenge, ChannelRef
 from bot.core.ports import ChatPlatform, Clock, UnitOfWork
 from bot.core.schedule import (
     Schedule,
@@ -203,47 +203,84 @@ class ScheduleService:
         slot = previous_slot(cfg, now)
         if slot is None:
             return PostOutcome("skipped", "no slot in the past week")
-        late = now - slot
-        if late > max(self.grace, ON_TIME):
-            log.warning(
-                "missed post of channel %s at %s: %s late, beyond the %s grace period; skipped",
-                schedule.channel.channel_id,
-                slot.isoformat(),
-                late,
-                self.grace,
+        day = local_date(cfg, slot)
+        async with self._uow() as uow:
+            existing = await uow.get_challenge(channel_pk, day)
+        if existing is not None and existing.closes_at is not None:
+            # Posted already (another process, this job before a restart, an admin's post-now): nothing
+            # was missed, whatever the time is now.
+            closes = existing.closes_at
+            return PostOutcome(
+                "posted", "already posted", existing.id, closes, self.reminder_at(schedule, closes)
             )
-            return PostOutcome("skipped", f"missed by {late}, beyond the grace period")
+        late = now - slot
         closes_at = window_end(cfg, slot)
         # The window counts from the slot, not from now: a late post whose window is (nearly) over would
         # open and close at once. It must leave at least one problem's time limit to play.
         needed = dt.timedelta(seconds=cfg.time_limit_s or QUESTION_TIME_LIMIT_S)
-        if closes_at - now < needed:
-            log.warning(
-                "missed post of channel %s at %s: %s late, its window ends at %s (less than %s left); "
-                "skipped",
+        if late > max(self.grace, ON_TIME):
+            why = f"{late} late, beyond the {self.grace} grace period"
+        elif closes_at - now < needed:
+            why = f"{late} late, its window ends at {closes_at.isoformat()} (less than {needed} left)"
+        else:
+            why = ""
+        if why:
+            # A slot before the schedule was set (or last changed) was never due: not a missed post.
+            before = slot < schedule.updated_at
+            log.log(
+                logging.INFO if before else logging.WARNING,
+                "%s post of channel %s at %s: %s; skipped",
+                "no" if before else "missed",
                 schedule.channel.channel_id,
                 slot.isoformat(),
-                late,
-                closes_at.isoformat(),
-                needed,
+                "it came before the schedule was set" if before else why,
             )
-            return PostOutcome("skipped", f"missed by {late}: its window ends at {closes_at.isoformat()}")
+            return PostOutcome("skipped", "before the schedule was set" if before else f"missed: {why}")
+        if existing is not None:
+            return await self._adopt(schedule, existing, closes_at)
         card = await self._quiz.post_daily(
             schedule.channel,
-            local_date(cfg, slot),
+            day,
             closes_at=closes_at,
             problems=cfg.problems,
             time_limit_s=cfg.time_limit_s,
             attempts=cfg.attempts,
         )
-        # An existing challenge (posted by another process, or opened by hand) keeps its own window.
-        closes = card.closes_at
+        # An existing challenge (posted by another process meanwhile) keeps its own window.
+        window = card.closes_at
         return PostOutcome(
             "posted",
             "late, within grace" if late > ON_TIME else "on time",
             card.challenge_id,
-            closes,
-            self.reminder_at(schedule, closes) if closes else None,
+            window,
+            self.reminder_at(schedule, window) if window else None,
+        )
+
+    async def _adopt(self, schedule: Schedule, challenge: Challenge, closes_at: dt.datetime) -> PostOutcome:
+        """The day's challenge was opened without a window (``rankzero play`` before the post): it gets the
+        schedule's window and is posted now, by the one caller that gave it the window.
+        """
+        async with self._uow() as uow:
+            adopted = await uow.adopt_window(challenge.id, closes_at)
+        if not adopted:  # another process adopted it first
+            async with self._uow() as uow:
+                current = await uow.get_challenge_by_id(challenge.id)
+            closes = current.closes_at if current is not None else None
+            reminder = self.reminder_at(schedule, closes) if closes else None
+            return PostOutcome("posted", "already posted", challenge.id, closes, reminder)
+        log.info("challenge %s, opened by play, gets the schedule's window until %s", challenge.id, closes_at)
+        if self._platform is not None:
+            card = QuizService.challenge_card(replace(challenge, closes_at=closes_at))
+            ref = await self._platform.post_challenge(schedule.channel, card)
+            if ref is not None:
+                async with self._uow() as uow:
+                    await uow.set_message_ref(challenge.id, ref)
+        return PostOutcome(
+            "posted",
+            "opened earlier; given the schedule's window",
+            challenge.id,
+            closes_at,
+            self.reminder_at(schedule, closes_at),
         )
 
     async def post_now(self, actor: Actor, channel: ChannelRef) -> ChallengeCard:

@@ -953,6 +953,19 @@ class SqlUnitOfWork:
         )
         return isinstance(result, CursorResult) and result.rowcount > 0
 
+    async def adopt_window(self, challenge_id: int, closes_at: dt.datetime) -> bool:
+        """Give an open challenge without a closing time this one; True only for the caller that did."""
+        result = await self.s.execute(
+            update(ChallengeRow)
+            .where(
+                ChallengeRow.id == challenge_id,
+                ChallengeRow.status == "open",
+                ChallengeRow.closes_at.is_(None),
+            )
+            .values(closes_at=closes_at)
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
     async def challenge_id_of_problem(self, problem_id: int) -> int | None:
         """The challenge a problem belongs to."""
         found = await self.s.scalar(select(ProblemRow.challenge_id).where(ProblemRow.id == problem_id))

@@ -8,12 +8,14 @@ from rich.panel import Panel
 from rich.table import Table
 from rich.text import Text
 
+from bot.adapters.console.safe import safe
 from bot.core.dispute_service import CorrectionCard, DisputeCard
 from bot.core.disputes import AdminNotice
 
 _VERIFICATION_STYLE = {"confirmed": "green", "contradicted": "bold red", "cannot_check": "yellow"}
 
 
+@safe
 def dispute(card: DisputeCard) -> RenderableType:
     """The verdict per rank, and which choice it matches."""
     title = f"⚖ {card.question_id} v{card.question_version} · {card.run_shape}"
@@ -51,6 +53,7 @@ def dispute(card: DisputeCard) -> RenderableType:
     return Panel(Group(*parts), title=escape(title), border_style=_VERIFICATION_STYLE[card.verification])
 
 
+@safe
 def verify_line(card: DisputeCard) -> Text:
     """One line of ``rankzero questions verify``."""
     label = {"confirmed": "confirmed", "contradicted": "CONTRADICTED", "cannot_check": "cannot check"}
@@ -61,6 +64,7 @@ def verify_line(card: DisputeCard) -> Text:
     )
 
 
+@safe
 def correction(card: CorrectionCard) -> RenderableType:
     """What an answer correction changed."""
     return Text(
@@ -70,6 +74,7 @@ def correction(card: CorrectionCard) -> RenderableType:
     )
 
 
+@safe
 def admin_notice(notice: AdminNotice) -> RenderableType:
     """The admin channel's message about a contradicted answer."""
     body = Text(

@@ -14,8 +14,10 @@ from typing import TextIO
 
 from rich.console import Console
 from rich.live import Live
+from rich.markup import escape
 
 from bot.adapters.console import dispute_render, render
+from bot.adapters.console.safe import visible
 from bot.core.cards import ChallengeCard, LeaderboardCard, ProblemCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
 from bot.core.disputes import AdminNotice
@@ -26,6 +28,11 @@ from bot.core.service import QuizService
 
 #: How often the countdown is redrawn while waiting for a key.
 TICK_S = 0.25
+
+
+def _shown(err: Exception) -> str:
+    """An error message for console markup: control characters visible, markup brackets escaped."""
+    return escape(visible(str(err)))
 
 
 class KeyReader:
@@ -82,7 +89,8 @@ class ConsolePlatform:
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         """Print the closing reminder."""
         closes = card.closes_at.astimezone().strftime("%H:%M")
-        self._console.print(f"[bold yellow]⏳ {card.title} closes at {closes}: `rankzero play` to join[/]")
+        title = escape(visible(card.title))
+        self._console.print(f"[bold yellow]⏳ {title} closes at {closes}: `rankzero play` to join[/]")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Print the week's leaderboard."""
@@ -117,12 +125,19 @@ class ConsoleGame:
         """Play today's challenge to the end (or until Q); return the process exit code."""
         challenge, _ = await self._service.open_challenge(self._channel)
         self._console.print(render.challenge(QuizService.challenge_card(challenge)))
+        questions = {p.id: p.question.id for p in challenge.problems}
         with self._keys.raw():
             while (problem := await self._service.next_problem(self._actor, challenge.id)) is not None:
                 card = await self._service.start_problem(self._actor, problem.id)
                 if not await self._play_problem(card):
                     self._console.print("Bye! Your timers keep running; come back with `rankzero play`.")
                     return 0
+                # What `rankzero dispute` accepts, shown where the player sees the problem end.
+                qid = escape(visible(questions.get(card.problem_id, "?")))
+                self._console.print(
+                    f"[dim]Problem {card.position} · question {qid} · problem #{card.problem_id} · "
+                    f"dispute it later: rankzero dispute today:{card.position}[/dim]"
+                )
                 if not await self._between_problems(card, challenge.id):
                     return 0
         summary = await self._service.summary(self._actor, challenge.id)
@@ -141,11 +156,14 @@ class ConsoleGame:
             self._console.print(f"[dim]Press any key for {then} ({keys})…[/dim]")
             key = await self._wait_any_key()
             if key == "d" and disputable and self._disputes is not None:
-                self._console.print("[dim]Running the snippet on the runner…[/dim]")
+                # A cold runner takes 10-15 s (it starts its sandbox): a spinner says what is going on.
                 try:
-                    found = await self._disputes.dispute(self._actor, card.problem_id)
+                    with self._console.status(
+                        "running the snippet in the runner's sandbox (a cold start takes ~15 s)…"
+                    ):
+                        found = await self._disputes.dispute(self._actor, card.problem_id)
                 except RankZeroError as err:
-                    self._console.print(f"[red]{err}[/red]")
+                    self._console.print(f"[red]{_shown(err)}[/red]")
                 else:
                     self._console.print(dispute_render.dispute(found))
                 disputable = False  # once from the keyboard; `rankzero dispute ID` runs it again
@@ -187,7 +205,7 @@ class ConsoleGame:
                     try:
                         h = await self._service.hint(self._actor, card.problem_id)
                     except RankZeroError as err:
-                        live.console.print(f"[red]{err}[/red]")
+                        live.console.print(f"[red]{_shown(err)}[/red]")
                         continue
                     hint_shown = True
                     live.console.print(render.hint(h))
@@ -195,12 +213,12 @@ class ConsoleGame:
                     try:
                         fb = await self._service.answer(self._actor, card.problem_id, key.upper())
                     except TimeUpError as err:
-                        live.console.print(f"[bold red]⏰ {err}[/bold red]")
+                        live.console.print(f"[bold red]⏰ {_shown(err)}[/bold red]")
                         fb = await self._service.time_up(self._actor, card.problem_id)
                         live.console.print(render.feedback(fb))
                         return True
                     except RankZeroError as err:
-                        live.console.print(f"[red]{err}[/red]")
+                        live.console.print(f"[red]{_shown(err)}[/red]")
                         continue
                     live.console.print(render.feedback(fb))
                     if fb.over:

@@ -13,6 +13,7 @@ from rich.table import Table
 from rich.text import Text
 
 from bot.adapters.console.render import DIFFICULTY_STYLE
+from bot.adapters.console.safe import safe
 from bot.core.practice_models import (
     ExplainPromptCard,
     ExplainResultCard,
@@ -34,6 +35,7 @@ def _code(code: str | None) -> list[RenderableType]:
     return [Syntax(code.rstrip("\n"), "python", line_numbers=True, theme="ansi_dark")]
 
 
+@safe
 def quiz_question(card: QuizQuestionCard) -> RenderableType:
     """A quiz question: prompt, code, lettered choices."""
     choices = Table.grid(padding=(0, 1))
@@ -46,12 +48,14 @@ def quiz_question(card: QuizQuestionCard) -> RenderableType:
     return Panel(Group(Markdown(card.prompt), *_code(card.code), choices), title=title, border_style="cyan")
 
 
+@safe
 def quiz_keys(card: QuizQuestionCard) -> Text:
     """The key line under a quiz question."""
     letters = f"{card.choices[0][0]}–{card.choices[-1][0]}" if card.choices else ""
     return Text(f"keys: {letters} answer · Q quit (untimed)", "dim")
 
 
+@safe
 def quiz_feedback(fb: QuizFeedback) -> RenderableType:
     """Immediate feedback: right or wrong, the correct answer, the explanation and per-choice notes."""
     if fb.correct:
@@ -70,6 +74,7 @@ def quiz_feedback(fb: QuizFeedback) -> RenderableType:
     return Panel(Group(*parts), title="Feedback", border_style="green" if fb.correct else "red")
 
 
+@safe
 def quiz_result(card: QuizResultCard) -> RenderableType:
     """The end of a quiz."""
     table = Table.grid(padding=(0, 2))
@@ -82,6 +87,7 @@ def quiz_result(card: QuizResultCard) -> RenderableType:
     return Panel(Group(head, table, note), title=escape(title), border_style="magenta")
 
 
+@safe
 def review_summary(summary: ReviewSummary, now: dt.datetime) -> RenderableType:
     """The deck before a review session."""
     line = f"{summary.due_now} card{'s' if summary.due_now != 1 else ''} due · {summary.cards} in your deck"
@@ -90,6 +96,7 @@ def review_summary(summary: ReviewSummary, now: dt.datetime) -> RenderableType:
     return Text(line, "bold")
 
 
+@safe
 def flashcard_front(card: FlashcardCard) -> RenderableType:
     """The front of a card."""
     origin = "recall card" if card.source == "bank" else "a challenge question you missed"
@@ -97,6 +104,7 @@ def flashcard_front(card: FlashcardCard) -> RenderableType:
     return Panel(Group(Markdown(card.front), *_code(card.code)), title=escape(title), border_style="cyan")
 
 
+@safe
 def flashcard_back(card: FlashcardCard) -> RenderableType:
     """The back of a card, then the grade keys with the delay each would schedule."""
     parts: list[RenderableType] = [Markdown(card.back)]
@@ -105,6 +113,7 @@ def flashcard_back(card: FlashcardCard) -> RenderableType:
     return Panel(Group(*parts), title="Answer", border_style="green")
 
 
+@safe
 def grade_keys(card: FlashcardCard) -> Text:
     """``1 again (1m) · 2 hard (6m) · 3 good (10m) · 4 easy (4d)``."""
     text = Text()
@@ -117,6 +126,7 @@ def grade_keys(card: FlashcardCard) -> Text:
     return text
 
 
+@safe
 def review_outcome(out: ReviewOutcome) -> RenderableType:
     """What a grade scheduled."""
     text = Text.assemble(
@@ -127,6 +137,7 @@ def review_outcome(out: ReviewOutcome) -> RenderableType:
     return text
 
 
+@safe
 def review_done(reviewed: int, summary: ReviewSummary, now: dt.datetime) -> RenderableType:
     """The end of a review session."""
     line = f"Reviewed {reviewed} card{'s' if reviewed != 1 else ''}."
@@ -140,6 +151,7 @@ def review_done(reviewed: int, summary: ReviewSummary, now: dt.datetime) -> Rend
     return Text(line, "bold green")
 
 
+@safe
 def explain_prompt(card: ExplainPromptCard) -> RenderableType:
     """An explain prompt."""
     style = DIFFICULTY_STYLE.get(card.difficulty, "white")
@@ -148,6 +160,7 @@ def explain_prompt(card: ExplainPromptCard) -> RenderableType:
     return Panel(Group(Markdown(card.prompt), note), title=title, border_style="cyan")
 
 
+@safe
 def explain_result(card: ExplainResultCard) -> RenderableType:
     """The grade: covered concepts, missed ones, the model answer."""
     parts: list[RenderableType] = [Text(f"You got {card.covered}/{card.total} concepts", "bold")]
@@ -161,6 +174,7 @@ def explain_result(card: ExplainResultCard) -> RenderableType:
     return Panel(Group(*parts), title="Explain · graded", border_style="magenta")
 
 
+@safe
 def practice_stats(card: PracticeStatsCard) -> RenderableType:
     """Practice figures, shown apart from the competitive stats."""
     table = Table.grid(padding=(0, 2))

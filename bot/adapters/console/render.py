@@ -12,6 +12,7 @@ from rich.syntax import Syntax
 from rich.table import Table
 from rich.text import Text
 
+from bot.adapters.console.safe import safe
 from bot.core.cards import (
     ChallengeCard,
     Feedback,
@@ -42,6 +43,7 @@ def clock(seconds: float) -> str:
     return f"{s // 60}:{s % 60:02d}"
 
 
+@safe
 def challenge(card: ChallengeCard) -> RenderableType:
     """The daily challenge header."""
     table = Table.grid(padding=(0, 2))
@@ -57,6 +59,7 @@ def challenge(card: ChallengeCard) -> RenderableType:
     return Panel(body, title=escape(card.title), border_style="magenta")
 
 
+@safe
 def problem(card: ProblemCard) -> RenderableType:
     """A problem: prompt (Markdown), highlighted code, lettered choices."""
     parts: list[RenderableType] = [Markdown(card.prompt)]
@@ -78,6 +81,7 @@ def problem(card: ProblemCard) -> RenderableType:
     return Panel(Group(*parts), title=title, border_style=style)
 
 
+@safe
 def status_line(card: ProblemCard, now: dt.datetime, hint_shown: bool) -> Text:
     """The live line under a problem: countdown, attempts, keys."""
     left = (card.deadline - now).total_seconds()
@@ -94,6 +98,7 @@ def status_line(card: ProblemCard, now: dt.datetime, hint_shown: bool) -> Text:
     )
 
 
+@safe
 def feedback(fb: Feedback) -> RenderableType:
     """Immediate feedback on an answer, and the reveal when the problem is over."""
     if fb.correct:
@@ -116,6 +121,7 @@ def feedback(fb: Feedback) -> RenderableType:
     return Panel(Group(*parts), title="Explanation", border_style="blue")
 
 
+@safe
 def hint(card: HintCard) -> RenderableType:
     """A hint with its cost."""
     return Panel(
@@ -125,6 +131,7 @@ def hint(card: HintCard) -> RenderableType:
     )
 
 
+@safe
 def summary(card: PlayerChallengeSummary) -> RenderableType:
     """The player's score at the end of a challenge."""
     lines: list[RenderableType] = [
@@ -136,6 +143,7 @@ def summary(card: PlayerChallengeSummary) -> RenderableType:
     return Panel(Group(*lines), title=f"Challenge of {card.day.isoformat()}", border_style="magenta")
 
 
+@safe
 def leaderboard(card: LeaderboardCard) -> RenderableType:
     """Top players and the caller's own rank when outside the top."""
     table = Table(title=card.title, show_lines=False)
@@ -170,6 +178,7 @@ def leaderboard(card: LeaderboardCard) -> RenderableType:
     return table
 
 
+@safe
 def results(card: ResultsCard) -> RenderableType:
     """A closed challenge's results."""
     table = Table(title=f"Results · {card.title}")
@@ -195,6 +204,7 @@ def results(card: ResultsCard) -> RenderableType:
     return Group(*parts)
 
 
+@safe
 def stats(card: StatsCard) -> RenderableType:
     """A player's record."""
     acc = f"{card.correct}/{card.problems}" if card.problems else "no problems yet"
@@ -213,6 +223,7 @@ def stats(card: StatsCard) -> RenderableType:
     return Group(head, badges, table)
 
 
+@safe
 def hint_text(text: str) -> RenderableType:
     """A hint already paid for (shown again when a problem is resumed)."""
     return Panel(Text(text), title="💡 Hint", border_style="yellow")

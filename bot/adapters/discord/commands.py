@@ -42,7 +42,7 @@ from bot.core.models import PlayerRef
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
-from questions.loader import BankValidationError, validate_text
+from questions.loader import BankValidationError, validate_text_async
 from questions.schema import QuestionSpec
 
 log = logging.getLogger(__name__)
@@ -370,7 +370,7 @@ class CommandHandler:
             return
         text = (await file.read()).decode("utf-8", errors="replace")
         try:
-            loaded = validate_text(text, file.filename)
+            loaded = await validate_text_async(text, file.filename)  # off the event loop
         except BankValidationError as exc:
             lines = "\n".join(f"• {e.file}:{e.line}: {e.field}: {e.message}" for e in exc.errors)
             await self._send(interaction, render.error_text(f"nothing imported:\n{lines}"))
