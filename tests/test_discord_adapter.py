@@ -391,7 +391,7 @@ async def test_dispute_without_runner_says_so(bot: Bot) -> None:
 async def test_question_import_from_attachment(bot: Bot) -> None:
     yaml_text = (
         "questions:\n"
-        "  - id: imported-1\n    kind: conceptual\n    topic: FSDP\n    difficulty: expert\n"
+        "  - id: imported-1\n    kind: conceptual\n    topic: FSDP & ZeRO\n    difficulty: expert\n"
         "    prompt: What does FSDP shard?\n"
         "    choices:\n      - text: parameters\n        correct: true\n      - text: nothing\n"
     )
