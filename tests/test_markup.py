@@ -50,6 +50,8 @@ def test_to_slack_mrkdwn(md: str, mrkdwn: str) -> None:
         ("```py\na = '```'\n```", "```py\na = '`\u200b``'\n```"),
         ("  ```python\n  x = 1\n  ```\nafter", "```python\n  x = 1\n```\nafter"),
         ("- item\n\n[docs](https://pytorch.org)", "- item\n\n[docs](https://pytorch.org)"),
+        ("inline ```py x``` fence", "inline `\u200b``py x`\u200b`` fence"),
+        ("Hey: ```py\nboom", "Hey: `\u200b``py\nboom"),
     ],
 )
 def test_to_discord(md: str, discord: str) -> None:

@@ -81,7 +81,9 @@ def to_discord(md: str) -> str:
             # A literal ``` inside the body would close the block early.
             parts.append(f"```{seg.lang}\n{seg.text.replace('```', _INERT_FENCE)}\n```")
         else:
-            parts.append(seg.text)
+            # A fence that does not start a line (``see ```py x``` here``) is not a block: keep it inert
+            # so that it cannot open a code block that swallows the rest of the message.
+            parts.append(seg.text.replace("```", _INERT_FENCE))
     return _join(parts, segments)
 
 
@@ -137,5 +139,5 @@ def to_slack_mrkdwn(md: str) -> str:
             body = _esc(seg.text.strip("\n")).replace("```", _INERT_FENCE)
             parts.append(f"```{body}```")
         else:
-            parts.append(_slack_prose(seg.text))
+            parts.append(_slack_prose(seg.text.replace("```", _INERT_FENCE)))
     return _join(parts, segments)
