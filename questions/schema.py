@@ -30,6 +30,23 @@ MULTIPLE_CHOICE_KINDS: frozenset[str] = frozenset(
 #: Kinds whose code can be settled by the runner.
 RUNNABLE_KINDS: frozenset[str] = frozenset({"predict_output", "debug"})
 DIFFICULTIES: tuple[str, ...] = ("beginner", "intermediate", "advanced", "expert")
+#: The top-level topics (the single list; /work/coord/TAXONOMY.md in issue 14). Sub-topics go in ``tags``.
+TOPICS: tuple[str, ...] = (
+    "Multi-GPU basics",
+    "DataParallel",
+    "DDP",
+    "Collectives",
+    "NCCL & debugging",
+    "Data loading",
+    "Launch & elastic",
+    "Scaling & batch size",
+    "Mixed precision",
+    "Checkpointing",
+    "FSDP & ZeRO",
+    "Tensor & pipeline parallelism",
+    "DeviceMesh & DTensor",
+    "torch.compile",
+)
 LETTERS = "ABCDEF"
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
 
@@ -75,7 +92,15 @@ class QuestionSpec(_Strict):
 
     id: Annotated[str, Field(description="Stable slug, unique across the bank: lowercase, digits, '-'")]
     kind: Kind
-    topic: Annotated[str, Field(min_length=1, max_length=80)]
+    topic: Annotated[
+        str,
+        Field(
+            min_length=1,
+            max_length=80,
+            description="One of the top-level topics (TOPICS); sub-topics go in 'tags'",
+            json_schema_extra={"enum": list(TOPICS)},  # editors offer the list
+        ),
+    ]
     difficulty: Difficulty
     prompt: Annotated[str | None, Field(description="Markdown; required except for flashcards")] = None
     code: str | None = None
@@ -96,6 +121,14 @@ class QuestionSpec(_Strict):
     source: Annotated[str | None, Field(description="Where the question came from, e.g. 'seed 001 #2'")] = (
         None
     )
+    retired: Annotated[
+        bool | None,
+        Field(description="true: no longer picked; importing retires it, past attempts keep their version"),
+    ] = None
+    replaced_by: Annotated[
+        str | None,
+        Field(description="For a retired question: the id of the question that now states its fact"),
+    ] = None
 
     @field_validator("id")
     @classmethod
@@ -104,6 +137,25 @@ class QuestionSpec(_Strict):
             raise ValueError(
                 f"{value!r} is not a slug: use 3-64 lowercase letters, digits and '-', starting with a "
                 "letter or digit (e.g. 'ddp-bucket-order')"
+            )
+        return value
+
+    @field_validator("topic")
+    @classmethod
+    def _known_topic(cls, value: str) -> str:
+        if value not in TOPICS:
+            raise ValueError(
+                f"{value!r} is not a topic: use one of {', '.join(repr(t) for t in TOPICS)}, "
+                "and put finer sub-topics in 'tags'"
+            )
+        return value
+
+    @field_validator("replaced_by")
+    @classmethod
+    def _replaced_by_slug(cls, value: str | None) -> str | None:
+        if value is not None and not SLUG_RE.match(value):
+            raise ValueError(
+                f"replaced_by {value!r} is not a question id (a slug such as 'ddp-bucket-order')"
             )
         return value
 
@@ -136,6 +188,8 @@ class QuestionSpec(_Strict):
                 f"{kind} questions with code need a 'runner' block {{mode, nproc, gpus, init_process_group}} "
                 "so a dispute can be settled; add it (questions/README.md says how to choose each value)"
             )
+        if self.replaced_by is not None and not self.retired:
+            raise ValueError("'replaced_by' is only for retired questions; add 'retired: true' or remove it")
         if kind == "flashcard":
             _require(self.front, "front", kind)
             _require(self.back, "back", kind)

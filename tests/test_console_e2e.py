@@ -76,6 +76,14 @@ E2E_BANK = [
     ("delta", "advanced", 3),
     ("echo", "expert", 2),
 ]
+#: One top-level topic per question (the schema accepts only the taxonomy's topics).
+E2E_TOPIC = {
+    "alpha": "DDP",
+    "bravo": "Collectives",
+    "charlie": "Checkpointing",
+    "delta": "Data loading",
+    "echo": "Mixed precision",
+}
 #: 1.2 x base for an instant answer: 2 x 120 + 2 x 180 + 240.
 MAX_POINTS = 840
 
@@ -85,7 +93,7 @@ def _write_bank(path: Path) -> None:
         {
             "id": f"e2e-{token}",
             "kind": "conceptual",
-            "topic": f"Topic {token}",
+            "topic": E2E_TOPIC[token],
             "difficulty": level,
             "prompt": f"Which option is marked {token}?",
             "explanation": f"The {token} option is the marked one.",
@@ -180,7 +188,7 @@ def test_play_a_whole_challenge_then_leaderboard_and_close(tmp_path: Path) -> No
     assert "Tess earned Multi-GPU Master" in closed.stdout
     for token, _, index in E2E_BANK:
         letter = "ABCD"[index]
-        row = rf"Topic {token}\s+│ {letter}\s+│ [A-D:0 ]*{letter}:1[A-D:0 ]*│\s+1/1 │"
+        row = rf"{re.escape(E2E_TOPIC[token])}\s+│ {letter}\s+│ [A-D:0 ]*{letter}:1[A-D:0 ]*│\s+1/1 │"
         assert re.search(row, closed.stdout), closed.stdout
     again = _cli(tmp_path, "--db", url, "close")
     assert again.returncode == 0 and "Already closed." in again.stdout

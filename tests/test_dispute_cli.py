@@ -21,7 +21,7 @@ RANKZERO = str(Path(sys.executable).parent / "rankzero")
 SPEC = {
     "id": "cli-off-by-one",
     "kind": "predict_output",
-    "topic": "Python",
+    "topic": "Multi-GPU basics",
     "difficulty": "beginner",
     "prompt": "What is printed?",
     "code": "print(len(range(1, 10)))\n",

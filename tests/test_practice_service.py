@@ -219,7 +219,7 @@ async def test_explain_grades_concepts_and_stores_the_attempt(
     services: tuple[QuizService, PracticeService],
 ) -> None:
     _, practice = services
-    prompt = await practice.explain_prompt(ALICE.player, "devices")
+    prompt = await practice.explain_prompt(ALICE.player, "basics")
     assert prompt.question_id == "s003-explain-prepare-model-data" and prompt.concepts == 4
     result = await practice.submit_explanation(
         ALICE.player,
@@ -236,11 +236,11 @@ async def test_explain_grades_concepts_and_stores_the_attempt(
     stats = await practice.stats(ALICE.player)
     assert (stats.explain_attempts, stats.concepts_covered, stats.concepts_total) == (1, 2, 4)
     # The next prompt is one Alice has not answered yet.
-    nxt = await practice.explain_prompt(ALICE.player, "Devices")
-    assert nxt.question_id == prompt.question_id  # the only Devices prompt
+    nxt = await practice.explain_prompt(ALICE.player, "Multi-GPU basics")
+    assert nxt.question_id == prompt.question_id  # the only Multi-GPU basics prompt
     other = await practice.explain_prompt(ALICE.player)
     assert other.question_id != prompt.question_id
     with pytest.raises(PracticeError, match="empty"):
         await practice.submit_explanation(ALICE.player, prompt.version_id, "   ")
-    with pytest.raises(NotFoundError, match="Available topics: DataParallel, Devices"):
+    with pytest.raises(NotFoundError, match="Available topics: DataParallel, Multi-GPU basics"):
         await practice.explain_prompt(ALICE.player, "sharding")

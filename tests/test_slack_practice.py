@@ -150,7 +150,7 @@ async def test_review_reveal_and_grade_store_the_due_date(slack: Harness) -> Non
 
 # ---------------------------------------------------------------------- explain
 async def test_explain_submission_shows_covered_and_missed_concepts(slack: Harness) -> None:
-    _, view = await _command_modal(slack, PLAYER, "explain devices")
+    _, view = await _command_modal(slack, PLAYER, "explain basics")
     assert view["callback_id"] == pb.EXPLAIN_CALLBACK and view["submit"]["text"] == "Grade my answer"
     field = next(b for b in view["blocks"] if b["type"] == "input")
     assert field["block_id"] == pb.ANSWER_BLOCK and field["element"]["multiline"] is True

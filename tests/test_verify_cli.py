@@ -20,7 +20,7 @@ def question(qid: str, code: str, choices: list[str], correct: int, gpus: int = 
     return {
         "id": qid,
         "kind": "predict_output",
-        "topic": "Python",
+        "topic": "Multi-GPU basics",
         "difficulty": "beginner",
         "prompt": "What is printed?",
         "code": code,

@@ -562,6 +562,10 @@ class SqlUnitOfWork:
             qid = spec["id"]
             digest = content_hash(spec)
             current = latest.get(qid)
+            if spec.get("retired"):
+                # A bank file retires a question by flagging it (removing it would leave it in rotation):
+                # never picked again, while past attempts keep pointing at the version they were asked.
+                await self._retire_on_import(qid, current is None, now)
             if current is not None and current.content_hash == digest:
                 unchanged.append(qid)
                 continue
@@ -571,7 +575,8 @@ class SqlUnitOfWork:
                 unchanged.append(qid)
                 continue
             if current is None:
-                self.s.add(QuestionModel(id=qid, created_at=now, retired_at=None))
+                if not spec.get("retired"):
+                    self.s.add(QuestionModel(id=qid, created_at=now, retired_at=None))
                 version = 1
                 added.append(qid)
             else:
@@ -591,6 +596,18 @@ class SqlUnitOfWork:
             )
             await self.s.flush()
         return SyncReport(tuple(added), tuple(updated), tuple(unchanged))
+
+    async def _retire_on_import(self, question_id: str, is_new: bool, now: dt.datetime) -> None:
+        if is_new:
+            # Stored retired from its first version: it was never in rotation here.
+            self.s.add(QuestionModel(id=question_id, created_at=now, retired_at=now))
+            await self.s.flush()
+            return
+        await self.s.execute(
+            update(QuestionModel)
+            .where(QuestionModel.id == question_id, QuestionModel.retired_at.is_(None))
+            .values(retired_at=now)
+        )
 
     async def _had_content(self, question_id: str, digest: str) -> bool:
         found = await self.s.scalar(

@@ -15,10 +15,12 @@ from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
     code_block,
     fit_embed,
+    neutralise_mentions,
     plain,
     safe_text,
     truncate,
 )
+from bot.adapters.markup import to_discord
 from bot.core.cards import (
     ChallengeCard,
     Feedback,
@@ -98,7 +100,7 @@ def problem_embed(
         colour = GREEN if feedback.correct else (RED if feedback.over or feedback.letter else GREY)
     embed = discord.Embed(
         title=f"Problem {card.position} of {card.total} · {plain(card.topic)} · {card.difficulty}",
-        description=safe_text(card.prompt),
+        description=neutralise_mentions(to_discord(card.prompt)),
         colour=colour,
     )
     if card.code:
@@ -116,7 +118,7 @@ def problem_embed(
         if reveal is not None:
             text = f"Correct answer: **{reveal.correct_letter}**"
             if reveal.explanation:
-                text += "\n" + safe_text(reveal.explanation)
+                text += "\n" + neutralise_mentions(to_discord(reveal.explanation))
             embed.add_field(name="Explanation", value=text, inline=False)
         embed.add_field(name="Status", value="This problem is over.", inline=False)
     else:

@@ -13,6 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
+from bot.adapters.markup import to_slack_mrkdwn
 from bot.core import ids
 from bot.core.cards import (
     ChallengeCard,
@@ -312,7 +313,7 @@ def problem_view(card: ProblemCard, feedback: Feedback | None = None, note: str 
             f"*Problem {card.position} of {card.total}* · {esc(card.topic)} · {esc(card.difficulty)}"
             f" · `{esc(card.kind)}`"
         ),
-        section(esc(card.prompt)),
+        section(to_slack_mrkdwn(card.prompt)),
     ]
     if card.code:
         blocks.append(section(code_block(card.code)))
@@ -346,7 +347,7 @@ def problem_view(card: ProblemCard, feedback: Feedback | None = None, note: str 
         if reveal is not None:
             text = f"*Answer: {esc(reveal.correct_letter)}*"
             if reveal.explanation:
-                text += f"\n{esc(reveal.explanation)}"
+                text += f"\n{to_slack_mrkdwn(reveal.explanation)}"
             blocks.append(section(text))
         label = "Next" if card.position < card.total else "See my score"
         blocks += actions([button(label, ids.encode("next", card.challenge_id), style="primary")])
