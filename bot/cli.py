@@ -335,6 +335,9 @@ def _register_dispute_commands() -> None:
     from bot.dispute_cli import register
 
     register(main, questions)
+    from bot.family_cli import register as register_family_commands
+
+    register_family_commands(questions)
 
 
 _register_dispute_commands()
