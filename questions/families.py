@@ -63,6 +63,8 @@ def make_environment() -> ImmutableSandboxedEnvironment:
         undefined=jinja2.StrictUndefined, keep_trailing_newline=True, autoescape=False
     )
     env.filters["fmt"] = _fmt
+    for unused in ("lipsum", "cycler", "joiner"):  # nothing a question needs; less to reason about
+        env.globals.pop(unused, None)
     env.globals.update(formulas.FORMULAS)
     env.globals.update({"min": min, "max": max, "abs": abs, "round": round, "sum": sum, "len": len})
     return env
@@ -78,11 +80,15 @@ class TemplateError(ValueError):
 def evaluate(expr: str, context: Mapping[str, Any]) -> Any:
     """Evaluate a sandboxed Jinja2 expression (``batch % world_size == 0``)."""
     try:
-        return ENV.compile_expression(expr, undefined_to_none=False)(**context)
+        value = ENV.compile_expression(expr, undefined_to_none=False)(**context)
     except jinja2.TemplateError as exc:
         raise TemplateError(f"expression {expr!r}: {exc}") from None
     except (ArithmeticError, TypeError, ValueError) as exc:
         raise TemplateError(f"expression {expr!r}: {type(exc).__name__}: {exc}") from None
+    if isinstance(value, jinja2.Undefined):
+        # The sandbox answers an unsafe attribute or a misspelt name with Undefined: both are errors here.
+        raise TemplateError(f"expression {expr!r}: undefined (a misspelt name, or an attribute the sandbox refuses)")
+    return value
 
 
 def render(template: str, context: Mapping[str, Any]) -> str:

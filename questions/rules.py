@@ -84,9 +84,15 @@ class Answer:
         lines = [line for line in text.strip().splitlines() if line.strip()]
         parsed = [_RANK_LINE.match(line.strip()) for line in lines]
         ranks = None
+        value = None
         if lines and all(parsed):
             ranks = tuple((int(m.group(1)), parse_value(m.group(2))) for m in parsed if m)
-        return cls(text.strip(), ranks, None, number_format)
+        elif len(lines) == 1:
+            # A single printed number: numeric rules (scale, offset) work on it like on a formula value.
+            single = parse_value(lines[0])
+            if isinstance(single, (int, float)) and not isinstance(single, bool):
+                value = single
+        return cls(text.strip(), ranks, value, number_format)
 
     @classmethod
     def from_value(cls, value: float, number_format: str | None, unit: str = "") -> Answer:
@@ -199,7 +205,7 @@ def _numeric(value: Value, fn: Callable[[float], float]) -> Value:
 
 def _map_answer(ctx: RuleContext, fn: Callable[[float], float]) -> str | None:
     if ctx.answer.value is not None:
-        new = fn(ctx.answer.value)
+        new = _numeric(ctx.answer.value, fn)
         if math.isclose(new, ctx.answer.value, rel_tol=1e-12, abs_tol=0.0):
             return None
         return _differs(ctx, ctx.answer.render_scalar(new))
