@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import hashlib
 import itertools
+import math
 import json
 import random
 import re
@@ -66,7 +67,13 @@ def make_environment() -> ImmutableSandboxedEnvironment:
     for unused in ("lipsum", "cycler", "joiner"):  # nothing a question needs; less to reason about
         env.globals.pop(unused, None)
     env.globals.update(formulas.FORMULAS)
-    env.globals.update({"min": min, "max": max, "abs": abs, "round": round, "sum": sum, "len": len})
+    env.globals.update(
+        {
+            "min": min, "max": max, "abs": abs, "round": round, "sum": sum, "len": len, "list": list,
+            "int": int, "float": float, "sorted": sorted, "ceil": math.ceil, "floor": math.floor,
+            "sqrt": math.sqrt, "log2": math.log2,
+        }
+    )
     return env
 
 
@@ -99,6 +106,37 @@ def render(template: str, context: Mapping[str, Any]) -> str:
         raise TemplateError(f"template: {exc}") from None
     except (ArithmeticError, TypeError, ValueError) as exc:
         raise TemplateError(f"template: {type(exc).__name__}: {exc}") from None
+
+
+_LIST_ITEM = re.compile(r"^\s*(?:[-*+] |\d+[.)] |\|)")
+
+
+def reflow(text: str) -> str:
+    """Join the hard-wrapped lines of each paragraph: Discord and Slack turn every newline into a break.
+
+    Code fences, list items, table rows and indented lines keep their own lines; blank lines stay.
+    """
+    out: list[str] = []
+    fenced = False
+    for line in text.splitlines():
+        if line.lstrip().startswith("```"):
+            fenced = not fenced
+            out.append(line)
+            continue
+        joinable = (
+            not fenced
+            and out
+            and line.strip()
+            and out[-1].strip()
+            and not out[-1].lstrip().startswith("```")
+            and not _LIST_ITEM.match(line)
+            and not line.startswith(("    ", "\t"))
+        )
+        if joinable:
+            out[-1] = out[-1].rstrip() + " " + line.strip()
+        else:
+            out.append(line.rstrip())
+    return "\n".join(out)
 
 
 # ------------------------------------------------------------------------------------------- the spec
@@ -368,7 +406,7 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
         choice: dict[str, Any] = {"text": text}
         feedback = d.feedback or (RULES[d.rule].teaches.capitalize() + "." if d.rule else None)
         if feedback:
-            choice["feedback"] = render(feedback, ctx).strip()
+            choice["feedback"] = reflow(render(feedback, ctx).strip())
         choices.append(choice)
         if len(choices) == fam.max_choices:
             break
@@ -383,7 +421,7 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
         "kind": fam.kind,
         "topic": fam.topic,
         "difficulty": fam.difficulty,
-        "prompt": inst.prompt.strip() + "\n",
+        "prompt": reflow(inst.prompt.strip()) + "\n",
     }
     if inst.code is not None:
         spec["code"] = inst.code.rstrip() + "\n"
@@ -391,9 +429,9 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
         spec["runner"] = inst.runner
     spec["choices"] = choices
     if fam.hint:
-        spec["hint"] = render(fam.hint, ctx).strip()
+        spec["hint"] = reflow(render(fam.hint, ctx).strip())
     if fam.explanation:
-        spec["explanation"] = render(fam.explanation, ctx).strip() + "\n"
+        spec["explanation"] = reflow(render(fam.explanation, ctx).strip()) + "\n"
     spec["time_limit_s"] = fam.time_limit_s
     spec["attempts"] = fam.attempts
     spec["tags"] = [*fam.tags, "family"]

@@ -109,6 +109,22 @@ def fsdp_param_bytes_per_rank(params: float, bytes_per_param: int, world_size: i
     return params * bytes_per_param / world_size
 
 
+def model_flops_utilization(params: float, tokens_per_s: float, gpus: int, peak_tflops: float) -> float:
+    """MFU (PaLM paper, appendix B): 6 x N FLOPs per token for a dense transformer's forward and backward,
+    divided by the hardware's peak; attention FLOPs are left out as in the usual estimate."""
+    return 6.0 * params * tokens_per_s / (gpus * peak_tflops * 1e12)
+
+
+def accumulation_steps(global_batch: int, per_gpu: int, world_size: int) -> int:
+    """Micro-batches to accumulate so that per_gpu x world_size x steps == global_batch."""
+    return global_batch // (per_gpu * world_size)
+
+
+def checkpoint_gb(params_billion: float, weight_bytes: int, with_adam: bool) -> float:
+    """Checkpoint size in GB: the weights, plus two fp32 Adam moments (8 bytes/param) when saved."""
+    return params_billion * (weight_bytes + (8 if with_adam else 0))
+
+
 #: Everything a family template or expression may call.
 FORMULAS: dict[str, Callable[..., float | int]] = {
     f.__name__: f
@@ -129,5 +145,8 @@ FORMULAS: dict[str, Callable[..., float | int]] = {
         steps_per_epoch,
         amdahl_speedup,
         fsdp_param_bytes_per_rank,
+        model_flops_utilization,
+        accumulation_steps,
+        checkpoint_gb,
     )
 }

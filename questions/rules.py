@@ -335,10 +335,15 @@ def formula(ctx: RuleContext, args: Mapping[str, Any]) -> str | None:
     """A formula answer computed by the wrong expression ``expr``."""
     if ctx.answer.value is None:
         raise RuleError("the formula rule needs a family whose answer is a 'value' expression")
-    new = float(ctx.expr(args, "expr"))
+    raw = ctx.expr(args, "expr")
+    if isinstance(raw, bool) or not isinstance(raw, (int, float)):
+        raise RuleError(f"formula expr gave {raw!r}, not a number")
+    new: float = float(raw)
     if math.isclose(new, ctx.answer.value, rel_tol=1e-12, abs_tol=0.0):
         return None
-    return _differs(ctx, ctx.answer.render_scalar(new))
+    # An integer answer (a batch size, a step count) keeps integer distractors: "64", never "64.0".
+    shown = int(new) if isinstance(ctx.answer.value, int) and new.is_integer() else new
+    return _differs(ctx, ctx.answer.render_scalar(shown))
 
 
 # ------------------------------------------------------------------------------------ text rules

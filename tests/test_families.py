@@ -74,10 +74,16 @@ def test_zero_memory_matches_the_paper(stage: int, gb: float) -> None:
         (formulas.steps_per_epoch, (1000, 8, 32), 4),
         (formulas.amdahl_speedup, (0.95, 8), 1 / (0.05 + 0.95 / 8)),
         (formulas.weak_scaling_efficiency, (100.0, 720.0, 8), 0.9),
+        # PaLM 540B (Chowdhery et al. 2022, table 3): 238.3K tokens/s on 6144 TPU v4 chips (275 TFLOP/s)
+        # is 46.2 % MFU counting attention; the 6N term alone is 45.7 %.
+        (formulas.model_flops_utilization, (540e9, 238.3e3, 6144, 275.0), 0.457),
+        (formulas.accumulation_steps, (1024, 16, 8), 8),
+        (formulas.checkpoint_gb, (7.0, 2, False), 14.0),
+        (formulas.checkpoint_gb, (7.0, 4, True), 84.0),
     ],
 )
 def test_formulas_against_known_values(fn: Any, args: tuple[Any, ...], want: float) -> None:
-    assert fn(*args) == pytest.approx(want)
+    assert fn(*args) == pytest.approx(want, rel=1e-3)
 
 
 def test_zero_stage_out_of_range_is_refused() -> None:
