@@ -77,7 +77,16 @@ def make_environment() -> ImmutableSandboxedEnvironment:
     return env
 
 
+def _each(expr: str, world_size: int) -> list[Any]:
+    """``each('rank * rank', 4)`` -> ``[0, 1, 4, 9]``: an expression of ``rank`` (and ``world``) for every
+    rank, evaluated in the same sandbox (what a gather collects, for templates and rule arguments)."""
+    if not 1 <= world_size <= 64:
+        raise TemplateError(f"each(): world size {world_size} out of 1..64")
+    return [evaluate(expr, {"rank": r, "world": world_size, "world_size": world_size}) for r in range(world_size)]
+
+
 ENV = make_environment()
+ENV.globals["each"] = _each
 
 
 class TemplateError(ValueError):
