@@ -14,7 +14,7 @@ from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.runner_client import HttpRunnerClient, LocalRunner
 from questions.build import BuildReport, build
-from questions.families import default_families_dir, default_generated_dir
+from questions.families import default_families_dir, default_generated_dir, load_families
 from questions.loader import BankValidationError, default_bank_dir, load_paths
 from questions.stats import bank_stats, verified_ids
 
@@ -28,6 +28,8 @@ async def _build(
         console.print(f"[dim]{msg}[/dim]", soft_wrap=True)
 
     paths = families or (str(default_families_dir()),)
+    if not any(f.spec.runs for f in load_families(paths)):
+        return await build(paths, out, None, check=check, force=force, on_progress=say)  # formulas only
     if settings.runner_url:
         token = settings.runner_token.get_secret_value() if settings.runner_token else None
         async with HttpRunnerClient(settings.runner_url, token) as client:

@@ -155,10 +155,14 @@ def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def dump_generated(source: str, torch: str, records: dict[str, Any], questions: list[dict[str, Any]]) -> str:
+def dump_generated(source: str, torch: str | None, records: dict[str, Any], questions: list[dict[str, Any]]) -> str:
     """The text of a generated bank file."""
+    gen: dict[str, Any] = {"source": source}
+    if torch:
+        gen["torch"] = torch
+    gen["instances"] = records
     body = {
-        "generated": {"source": source, "torch": torch, "instances": records},
+        "generated": gen,
         "questions": questions,
     }
     return HEADER.format(source=source) + yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
@@ -200,7 +204,7 @@ def _finish(inst: Instance, verdict: RunVerdict) -> dict[str, Any]:
 async def build(
     families_paths: Sequence[str | Path],
     out_dir: Path,
-    runner: RunnerClient,
+    runner: RunnerClient | None,
     *,
     concurrency: int = 2,
     check: bool = False,
@@ -211,9 +215,12 @@ async def build(
     report = BuildReport()
     say = on_progress or (lambda _msg: None)
     families = load_families(families_paths)
-    health = await runner.health()
-    torch = health.hardware.torch
-    report.torch = torch
+    torch = ""
+    if any(f.spec.runs for f in families):
+        if runner is None:
+            raise ValueError("these families run code: a runner is needed")
+        torch = (await runner.health()).hardware.torch
+    report.torch = torch or "not needed"
     by_file: dict[str, list[LoadedFamily]] = {}
     for fam in families:
         by_file.setdefault(fam.file, []).append(fam)
@@ -221,7 +228,7 @@ async def build(
     gate = asyncio.Semaphore(max(1, concurrency))
 
     async def run(inst: Instance) -> RunVerdict:
-        assert inst.code is not None
+        assert inst.code is not None and runner is not None
         async with gate:
             verdict = await runner.run(RunSpec.from_question(inst.code, inst.runner, inst.timeout_s))
         say(f"ran {inst.id}: {verdict.status}")
@@ -276,7 +283,7 @@ async def build(
             except (InstanceError, TemplateError) as exc:
                 report.errors.append(f"{where}: {exc}")
         report.written += len(questions)
-        text = dump_generated(_source_name(file), torch, records, questions)
+        text = dump_generated(_source_name(file), torch or None, records, questions)
         current = out_path.read_text(encoding="utf-8") if out_path.exists() else None
         if check:
             if current != text:
