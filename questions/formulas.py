@@ -125,8 +125,37 @@ def checkpoint_gb(params_billion: float, weight_bytes: int, with_adam: bool) -> 
     return params_billion * (weight_bytes + (8 if with_adam else 0))
 
 
+def activation_bytes_per_layer(s: int, b: int, h: int, a: int, t: int = 1, sp: bool = False) -> float:
+    """Activation memory of one transformer layer in bytes, 16-bit activations, no recomputation
+    (Korthikanti et al. 2022, "Reducing Activation Recomputation in Large Transformer Models", eq. 1-4).
+
+    ``t``: tensor-parallel size; ``sp``: sequence parallelism on top of it.
+    """
+    if t == 1:
+        return s * b * h * (34 + 5 * a * s / h)
+    if sp:
+        return s * b * h / t * (34 + 5 * a * s / h)
+    return s * b * h * (10 + 24 / t + 5 * a * s / (h * t))
+
+
+def allreduce_seconds(size_gb: float, world_size: int, bus_gbps: float) -> float:
+    """Time of a bandwidth-bound ring all-reduce: 2 (n - 1) / n x size / link bandwidth (GB/s)."""
+    return ring_allreduce_bytes(size_gb, world_size) / bus_gbps
+
+
+def chunk_sizes(n: int, parts: int) -> list[int]:
+    """Sizes ``torch.chunk`` (and DTensor Shard, DataParallel scatter) gives: ceil-sized pieces first."""
+    size = -(-n // parts)
+    out = []
+    left = n
+    while left > 0 and len(out) < parts:
+        out.append(min(size, left))
+        left -= size
+    return out
+
+
 #: Everything a family template or expression may call.
-FORMULAS: dict[str, Callable[..., float | int]] = {
+FORMULAS: dict[str, Callable[..., float | int | list[int]]] = {
     f.__name__: f
     for f in (
         speedup,
@@ -148,5 +177,8 @@ FORMULAS: dict[str, Callable[..., float | int]] = {
         model_flops_utilization,
         accumulation_steps,
         checkpoint_gb,
+        activation_bytes_per_layer,
+        allreduce_seconds,
+        chunk_sizes,
     )
 }

@@ -79,11 +79,22 @@ def test_zero_memory_matches_the_paper(stage: int, gb: float) -> None:
         (formulas.model_flops_utilization, (540e9, 238.3e3, 6144, 275.0), 0.457),
         (formulas.accumulation_steps, (1024, 16, 8), 8),
         (formulas.checkpoint_gb, (7.0, 2, False), 14.0),
+        # Korthikanti et al. 2022, table 2 terms for GPT-3 175B (s=2048, h=12288, a=96, b=1): 34sbh + 5as^2b
+        (formulas.activation_bytes_per_layer, (2048, 1, 12288, 96), 2048 * 12288 * (34 + 5 * 96 * 2048 / 12288)),
+        (formulas.activation_bytes_per_layer, (2048, 1, 12288, 96, 8, True), 2048 * 12288 / 8 * (34 + 80)),
+        (formulas.activation_bytes_per_layer, (2048, 1, 12288, 96, 8), 2048 * 12288 * (10 + 3 + 10)),
+        (formulas.allreduce_seconds, (10.0, 8, 100.0), 0.175),
         (formulas.checkpoint_gb, (7.0, 4, True), 84.0),
     ],
 )
 def test_formulas_against_known_values(fn: Any, args: tuple[Any, ...], want: float) -> None:
     assert fn(*args) == pytest.approx(want, rel=1e-3)
+
+
+@pytest.mark.parametrize(("n", "parts"), [(7, 3), (10, 4), (5, 4), (8, 2), (1, 3), (13, 5)])
+def test_chunk_sizes_match_torch_chunk(n: int, parts: int) -> None:
+    torch = pytest.importorskip("torch")
+    assert formulas.chunk_sizes(n, parts) == [len(c) for c in torch.arange(n).chunk(parts)]
 
 
 def test_zero_stage_out_of_range_is_refused() -> None:
