@@ -333,10 +333,11 @@ def expand(family: FamilySpec, file: str = "", line: int = 0) -> list[Instance]:
     for combo in itertools.product(*(_param_values(family.params[n]) for n in names)):
         params = dict(zip(names, combo, strict=True))
         context: dict[str, Any] = dict(params)
-        if family.constraints and not evaluate(family.constraints, context):
-            continue
+        # `let` values first, so constraints can use them (e.g. `params_b * nbytes > mem`).
         for name, expr in family.let.items():
             context[name] = evaluate(expr, context)
+        if family.constraints and not evaluate(family.constraints, context):
+            continue
         iid = f"{family.id}/" + ",".join(f"{n}={param_text(v)}" for n, v in params.items())
         if len(iid) > 64:
             raise TemplateError(f"instance id {iid!r} is longer than 64 characters: shorten names")
