@@ -28,17 +28,22 @@ async def _build(
         console.print(f"[dim]{msg}[/dim]", soft_wrap=True)
 
     paths = families or (str(default_families_dir()),)
+    prune = not families  # the whole shipped set: a generated file without its family file is stale
     if not any(f.spec.runs for f in load_families(paths)):
-        return await build(paths, out, None, check=check, force=force, on_progress=say)  # formulas only
+        return await build(paths, out, None, check=check, force=force, prune=prune, on_progress=say)
     if settings.runner_url:
         token = settings.runner_token.get_secret_value() if settings.runner_token else None
         async with HttpRunnerClient(settings.runner_url, token) as client:
-            return await build(paths, out, client, concurrency=concurrency, check=check, force=force, on_progress=say)
+            return await build(
+                paths, out, client, concurrency=concurrency, check=check, force=force, prune=prune, on_progress=say
+            )
     say("no RANKZERO_RUNNER_URL: starting a local runner…")
     # A warm pool for 2-, 3- and 4-rank jobs (the shapes families use), refilled in the background.
     local = LocalRunner(pool="1:1,2:2,3:1,4:1", max_concurrent=max(2, concurrency))
     async with local as (url, token), HttpRunnerClient(url, token) as client:
-        return await build(paths, out, client, concurrency=concurrency, check=check, force=force, on_progress=say)
+        return await build(
+            paths, out, client, concurrency=concurrency, check=check, force=force, prune=prune, on_progress=say
+        )
 
 
 @click.command("build")

@@ -209,9 +209,14 @@ async def build(
     concurrency: int = 2,
     check: bool = False,
     force: bool = False,
+    prune: bool = False,
     on_progress: Callable[[str], None] | None = None,
 ) -> BuildReport:
-    """Build (or with ``check``, verify without writing) the generated files of every family."""
+    """Build (or with ``check``, verify without writing) the generated files of every family.
+
+    ``prune``: the paths are the whole family set, so a generated file whose family file is gone is stale
+    (removed, or reported under ``check``).
+    """
     report = BuildReport()
     say = on_progress or (lambda _msg: None)
     families = load_families(families_paths)
@@ -292,4 +297,13 @@ async def build(
             out_dir.mkdir(parents=True, exist_ok=True)
             out_path.write_text(text, encoding="utf-8")
             report.files.append(str(out_path))
+    if prune and out_dir.is_dir():
+        wanted = {generated_path(f, out_dir).name for f in by_file}
+        for orphan in sorted(out_dir.glob("*.yaml")):
+            if orphan.name not in wanted:
+                if check:
+                    report.out_of_date.append(f"{orphan} (its family file is gone)")
+                else:
+                    orphan.unlink()
+                    report.files.append(f"{orphan} (removed)")
     return report
