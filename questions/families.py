@@ -71,7 +71,7 @@ def make_environment() -> ImmutableSandboxedEnvironment:
         {
             "min": min, "max": max, "abs": abs, "round": round, "sum": sum, "len": len, "list": list,
             "int": int, "float": float, "sorted": sorted, "ceil": math.ceil, "floor": math.floor,
-            "sqrt": math.sqrt, "log2": math.log2,
+            "sqrt": math.sqrt, "log2": math.log2, "cos": math.cos, "pi": math.pi,
         }
     )
     return env
