@@ -35,22 +35,43 @@ async def _build(
         token = settings.runner_token.get_secret_value() if settings.runner_token else None
         async with HttpRunnerClient(settings.runner_url, token) as client:
             return await build(
-                paths, out, client, concurrency=concurrency, check=check, force=force, prune=prune, on_progress=say
+                paths,
+                out,
+                client,
+                concurrency=concurrency,
+                check=check,
+                force=force,
+                prune=prune,
+                on_progress=say,
             )
     say("no RANKZERO_RUNNER_URL: starting a local runner…")
     # A warm pool for 2-, 3- and 4-rank jobs (the shapes families use), refilled in the background.
     local = LocalRunner(pool="1:1,2:2,3:1,4:1", max_concurrent=max(2, concurrency))
     async with local as (url, token), HttpRunnerClient(url, token) as client:
         return await build(
-            paths, out, client, concurrency=concurrency, check=check, force=force, prune=prune, on_progress=say
+            paths,
+            out,
+            client,
+            concurrency=concurrency,
+            check=check,
+            force=force,
+            prune=prune,
+            on_progress=say,
         )
 
 
 @click.command("build")
 @click.argument("families", nargs=-1, type=click.Path(exists=True))
-@click.option("--out", type=click.Path(file_okay=False), default=None, help="Generated files (default: questions/bank/generated).")
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Generated files (default: questions/bank/generated).",
+)
 @click.option("--concurrency", default=2, show_default=True, help="Snippets run at once.")
-@click.option("--check", is_flag=True, help="Write nothing; exit 1 when a generated file is out of date (CI).")
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 when a generated file is out of date (CI)."
+)
 @click.option("--force", is_flag=True, help="Run every instance again, even unchanged ones.")
 @click.pass_obj
 def questions_build(

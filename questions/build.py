@@ -59,9 +59,17 @@ def record_of(verdict: RunVerdict, run_hash: str) -> dict[str, Any]:
         if r.signal is not None:
             rank["signal"] = r.signal
         if r.exception is not None:
-            rank["exception"] = {"type": r.exception.type, "message": r.exception.message, "line": r.exception.line}
+            rank["exception"] = {
+                "type": r.exception.type,
+                "message": r.exception.message,
+                "line": r.exception.line,
+            }
         if r.stuck_at is not None:
-            rank["stuck_at"] = {"function": r.stuck_at.function, "line": r.stuck_at.line, "call": r.stuck_at.call}
+            rank["stuck_at"] = {
+                "function": r.stuck_at.function,
+                "line": r.stuck_at.line,
+                "call": r.stuck_at.call,
+            }
         ranks.append(rank)
     return {
         "hash": run_hash,
@@ -155,7 +163,9 @@ def _str(dumper: yaml.SafeDumper, data: str) -> yaml.ScalarNode:
 _Dumper.add_representer(str, _str)
 
 
-def dump_generated(source: str, torch: str | None, records: dict[str, Any], questions: list[dict[str, Any]]) -> str:
+def dump_generated(
+    source: str, torch: str | None, records: dict[str, Any], questions: list[dict[str, Any]]
+) -> str:
     """The text of a generated bank file."""
     gen: dict[str, Any] = {"source": source}
     if torch:
@@ -165,7 +175,9 @@ def dump_generated(source: str, torch: str | None, records: dict[str, Any], ques
         "generated": gen,
         "questions": questions,
     }
-    return HEADER.format(source=source) + yaml.dump(body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110)
+    return HEADER.format(source=source) + yaml.dump(
+        body, Dumper=_Dumper, sort_keys=False, allow_unicode=True, width=110
+    )
 
 
 # ------------------------------------------------------------------------------------------- build
@@ -177,6 +189,7 @@ def _source_name(file: str) -> str:
     except ValueError:
         return Path(file).name
 
+
 def _outcome_answer(inst: Instance, verdict: RunVerdict) -> Answer:
     want = _EXPECTED_STATUS[inst.family.expect]
     if verdict.status != want:
@@ -184,8 +197,8 @@ def _outcome_answer(inst: Instance, verdict: RunVerdict) -> Answer:
         detail = root.ending() if root is not None else verdict.status
         out = normalise(verdict.stdout)[-300:]
         raise InstanceError(
-            f"expected the run to end {want!r} (expect: {inst.family.expect}) but it ended {verdict.status!r}: "
-            f"{detail}; output {out!r}"
+            f"expected the run to end {want!r} (expect: {inst.family.expect}) but it ended "
+            f"{verdict.status!r}: {detail}; output {out!r}"
         )
     if inst.family.expect == "output":
         return Answer.from_output(verdict.stdout, inst.family.number_format)
@@ -253,9 +266,15 @@ async def build(
             i
             for i in instances
             if i.family.runs
-            and (force or old.get(i.id, {}).get("hash") != i.run_hash or old.get(i.id, {}).get("torch") != torch)
+            and (
+                force
+                or old.get(i.id, {}).get("hash") != i.run_hash
+                or old.get(i.id, {}).get("torch") != torch
+            )
         ]
-        fresh = dict(zip((i.id for i in to_run), await asyncio.gather(*(run(i) for i in to_run)), strict=True))
+        fresh = dict(
+            zip((i.id for i in to_run), await asyncio.gather(*(run(i) for i in to_run)), strict=True)
+        )
         report.ran += len(to_run)
         records: dict[str, Any] = {}
         questions: list[dict[str, Any]] = []
@@ -272,7 +291,10 @@ async def build(
                     prev = old.get(inst.id)
                     if prev and prev.get("hash") == inst.run_hash and prev.get("torch") != torch:
                         before = verdict_of(prev)
-                        if (before.status, normalise(before.stdout)) != (verdict.status, normalise(verdict.stdout)):
+                        if (before.status, normalise(before.stdout)) != (
+                            verdict.status,
+                            normalise(verdict.stdout),
+                        ):
                             report.torch_changes.append(
                                 f"{inst.id}: torch {prev.get('torch')} -> {torch}: "
                                 f"{before.status} {normalise(before.stdout)!r} -> "
@@ -289,21 +311,35 @@ async def build(
                 report.errors.append(f"{where}: {exc}")
         report.written += len(questions)
         text = dump_generated(_source_name(file), torch or None, records, questions)
-        current = out_path.read_text(encoding="utf-8") if out_path.exists() else None
-        if check:
-            if current != text:
-                report.out_of_date.append(str(out_path))
-        elif current != text:
-            out_dir.mkdir(parents=True, exist_ok=True)
-            out_path.write_text(text, encoding="utf-8")
-            report.files.append(str(out_path))
-    if prune and out_dir.is_dir():
+        await asyncio.to_thread(_sync_file, out_path, text, check, report)
+    if prune:
         wanted = {generated_path(f, out_dir).name for f in by_file}
-        for orphan in sorted(out_dir.glob("*.yaml")):
-            if orphan.name not in wanted:
-                if check:
-                    report.out_of_date.append(f"{orphan} (its family file is gone)")
-                else:
-                    orphan.unlink()
-                    report.files.append(f"{orphan} (removed)")
+        await asyncio.to_thread(_prune, out_dir, wanted, check, report)
     return report
+
+
+def _sync_file(out_path: Path, text: str, check: bool, report: BuildReport) -> None:
+    """Write a generated file when its text changed (or, checking, report it as out of date)."""
+    current = out_path.read_text(encoding="utf-8") if out_path.exists() else None
+    if current == text:
+        return
+    if check:
+        report.out_of_date.append(str(out_path))
+        return
+    out_path.parent.mkdir(parents=True, exist_ok=True)
+    out_path.write_text(text, encoding="utf-8")
+    report.files.append(str(out_path))
+
+
+def _prune(out_dir: Path, wanted: set[str], check: bool, report: BuildReport) -> None:
+    """Remove (or report) generated files whose family file is gone."""
+    if not out_dir.is_dir():
+        return
+    for orphan in sorted(out_dir.glob("*.yaml")):
+        if orphan.name in wanted:
+            continue
+        if check:
+            report.out_of_date.append(f"{orphan} (its family file is gone)")
+        else:
+            orphan.unlink()
+            report.files.append(f"{orphan} (removed)")

@@ -18,8 +18,8 @@ from __future__ import annotations
 
 import hashlib
 import itertools
-import math
 import json
+import math
 import random
 import re
 from collections.abc import Iterable, Mapping, Sequence
@@ -69,9 +69,22 @@ def make_environment() -> ImmutableSandboxedEnvironment:
     env.globals.update(formulas.FORMULAS)
     env.globals.update(
         {
-            "min": min, "max": max, "abs": abs, "round": round, "sum": sum, "len": len, "list": list,
-            "int": int, "float": float, "sorted": sorted, "ceil": math.ceil, "floor": math.floor,
-            "sqrt": math.sqrt, "log2": math.log2, "cos": math.cos, "pi": math.pi,
+            "min": min,
+            "max": max,
+            "abs": abs,
+            "round": round,
+            "sum": sum,
+            "len": len,
+            "list": list,
+            "int": int,
+            "float": float,
+            "sorted": sorted,
+            "ceil": math.ceil,
+            "floor": math.floor,
+            "sqrt": math.sqrt,
+            "log2": math.log2,
+            "cos": math.cos,
+            "pi": math.pi,
         }
     )
     return env
@@ -79,10 +92,13 @@ def make_environment() -> ImmutableSandboxedEnvironment:
 
 def _each(expr: str, world_size: int) -> list[Any]:
     """``each('rank * rank', 4)`` -> ``[0, 1, 4, 9]``: an expression of ``rank`` (and ``world``) for every
-    rank, evaluated in the same sandbox (what a gather collects, for templates and rule arguments)."""
+    rank, evaluated in the same sandbox (what a gather collects, for templates and rule arguments).
+    """
     if not 1 <= world_size <= 64:
         raise TemplateError(f"each(): world size {world_size} out of 1..64")
-    return [evaluate(expr, {"rank": r, "world": world_size, "world_size": world_size}) for r in range(world_size)]
+    return [
+        evaluate(expr, {"rank": r, "world": world_size, "world_size": world_size}) for r in range(world_size)
+    ]
 
 
 ENV = make_environment()
@@ -103,7 +119,9 @@ def evaluate(expr: str, context: Mapping[str, Any]) -> Any:
         raise TemplateError(f"expression {expr!r}: {type(exc).__name__}: {exc}") from None
     if isinstance(value, jinja2.Undefined):
         # The sandbox answers an unsafe attribute or a misspelt name with Undefined: both are errors here.
-        raise TemplateError(f"expression {expr!r}: undefined (a misspelt name, or an attribute the sandbox refuses)")
+        raise TemplateError(
+            f"expression {expr!r}: undefined (a misspelt name, or an attribute the sandbox refuses)"
+        )
     return value
 
 
@@ -175,7 +193,8 @@ class FamilyRunner(_Strict):
 
 class DistractorSpec(BaseModel):
     """A wrong choice: ``rule`` (a name from questions.rules, its arguments as extra keys) or ``text``
-    (a template). ``when`` (an expression) limits it to some instances; ``feedback`` is a template."""
+    (a template). ``when`` (an expression) limits it to some instances; ``feedback`` is a template.
+    """
 
     model_config = ConfigDict(extra="allow", frozen=True)
 
@@ -270,7 +289,9 @@ class FamilySpec(_Strict):
                 raise ValueError(f"expect: {self.expect} needs 'answer': the verdict text, e.g. 'hangs: ...'")
         else:
             if (self.answer is None) == (self.value is None):
-                raise ValueError("a family that is not run needs exactly one of 'value' (a formula) or 'answer'")
+                raise ValueError(
+                    "a family that is not run needs exactly one of 'value' (a formula) or 'answer'"
+                )
             if self.expect != "output":
                 raise ValueError("'expect' is only for predict_output families with code")
         if self.min_choices > self.max_choices:
@@ -346,14 +367,20 @@ def expand(family: FamilySpec, file: str = "", line: int = 0) -> list[Instance]:
         if family.runner is not None:
             r = family.runner
             nproc = r.nproc if isinstance(r.nproc, int) else int(evaluate(r.nproc, context))
-            runner = {"mode": r.mode, "nproc": nproc, "gpus": r.gpus, "init_process_group": r.init_process_group}
+            runner = {
+                "mode": r.mode,
+                "nproc": nproc,
+                "gpus": r.gpus,
+                "init_process_group": r.init_process_group,
+            }
             timeout = r.timeout_s
         code = render(family.code, context) if family.code is not None else None
         prompt = render(family.prompt, context)
         out.append(Instance(family, params, context, iid, prompt, code, runner, timeout, file, line))
     if len(out) > MAX_INSTANCES_PER_FAMILY:
         raise TemplateError(
-            f"{len(out)} instances; a family may have at most {MAX_INSTANCES_PER_FAMILY} (split it or constrain it)"
+            f"{len(out)} instances; a family may have at most {MAX_INSTANCES_PER_FAMILY} "
+            "(split it or constrain it)"
         )
     if not out:
         raise TemplateError("no instance satisfies the constraints")
@@ -422,7 +449,8 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
             break
     if len(choices) < fam.min_choices:
         raise InstanceError(
-            f"only {len(choices)} distinct choices (min_choices {fam.min_choices}); dropped: {'; '.join(dropped)}"
+            f"only {len(choices)} distinct choices (min_choices {fam.min_choices}); "
+            f"dropped: {'; '.join(dropped)}"
         )
     # Stable shuffle: the correct letter varies between instances but never between builds.
     random.Random(hashlib.sha256(inst.id.encode()).hexdigest()).shuffle(choices)
@@ -512,7 +540,14 @@ def load_families(paths: Sequence[str | Path]) -> list[LoadedFamily]:
     for fam in loaded:
         first = seen.setdefault(fam.spec.id, fam)
         if first is not fam:
-            errors.append(BankError(fam.file, fam.line, f"id ({fam.spec.id})", f"duplicate family id (first at {first.file}:{first.line})"))
+            errors.append(
+                BankError(
+                    fam.file,
+                    fam.line,
+                    f"id ({fam.spec.id})",
+                    f"duplicate family id (first at {first.file}:{first.line})",
+                )
+            )
     if errors:
         raise BankValidationError(errors)
     return loaded

@@ -37,7 +37,7 @@ def linear_scaled_lr(base_lr: float, base_batch: int, new_batch: int) -> float:
 
 def sqrt_scaled_lr(base_lr: float, base_batch: int, new_batch: int) -> float:
     """The square-root scaling rule (often used with Adam): lr x sqrt(new / base)."""
-    return base_lr * (new_batch / base_batch) ** 0.5
+    return float(base_lr * (new_batch / base_batch) ** 0.5)
 
 
 def zero_memory_bytes(params: float, stage: int, world_size: int, k: int = 12) -> float:
@@ -81,7 +81,8 @@ def pipeline_bubble_fraction(stages: int, microbatches: int) -> float:
 
 def interleaved_bubble_fraction(stages: int, microbatches: int, chunks: int) -> float:
     """Bubble of the interleaved 1F1B schedule (Narayanan et al. 2021): the bubble time shrinks by
-    the number of model chunks per stage, (p - 1) / v relative to m micro-batches of ideal time."""
+    the number of model chunks per stage, (p - 1) / v relative to m micro-batches of ideal time.
+    """
     bubble = (stages - 1) / chunks
     return bubble / (microbatches + bubble)
 
@@ -111,7 +112,8 @@ def fsdp_param_bytes_per_rank(params: float, bytes_per_param: int, world_size: i
 
 def model_flops_utilization(params: float, tokens_per_s: float, gpus: int, peak_tflops: float) -> float:
     """MFU (PaLM paper, appendix B): 6 x N FLOPs per token for a dense transformer's forward and backward,
-    divided by the hardware's peak; attention FLOPs are left out as in the usual estimate."""
+    divided by the hardware's peak; attention FLOPs are left out as in the usual estimate.
+    """
     return 6.0 * params * tokens_per_s / (gpus * peak_tflops * 1e12)
 
 
@@ -146,7 +148,7 @@ def allreduce_seconds(size_gb: float, world_size: int, bus_gbps: float) -> float
 def chunk_sizes(n: int, parts: int) -> list[int]:
     """Sizes ``torch.chunk`` (and DTensor Shard, DataParallel scatter) gives: ceil-sized pieces first."""
     size = -(-n // parts)
-    out = []
+    out: list[int] = []
     left = n
     while left > 0 and len(out) < parts:
         out.append(min(size, left))

@@ -43,8 +43,9 @@ def parse_value(text: str) -> Value:
 
 def render_value(value: Value, number_format: str | None = None) -> str:
     """Print a value the way the snippets do: ``format(x, number_format)`` for floats when given, else
-    Python's own ``str`` (``3.0``, ``[1, 2]``); ints always as ``str``."""
-    if isinstance(value, bool) or isinstance(value, str):
+    Python's own ``str`` (``3.0``, ``[1, 2]``); ints always as ``str``.
+    """
+    if isinstance(value, (bool, str)):
         return str(value)
     if isinstance(value, int):
         return str(value)
@@ -238,7 +239,11 @@ def reduce_values(op: str, values: Sequence[Value]) -> Value:
 
 
 # ---------------------------------------------------------------------------------------- per-rank rules
-@rule("no_reduction", "forgets that the collective changed the tensor: each rank keeps its own value", exprs=("before",))
+@rule(
+    "no_reduction",
+    "forgets that the collective changed the tensor: each rank keeps its own value",
+    exprs=("before",),
+)
 def no_reduction(ctx: RuleContext, args: Mapping[str, Any]) -> str | None:
     """Every rank prints its value before the collective. ``before``: that value, with ``rank`` bound."""
     values = [(r, ctx.expr(args, "before", rank=r)) for r, _ in ctx.ranks()]
@@ -312,7 +317,11 @@ def reverse_order(ctx: RuleContext, args: Mapping[str, Any]) -> str | None:
 
 
 # ------------------------------------------------------------------------------------ numeric rules
-@rule("scale", "is off by a factor, typically the world size (a sum taken for a mean, or the reverse)", exprs=("factor",))
+@rule(
+    "scale",
+    "is off by a factor, typically the world size (a sum taken for a mean, or the reverse)",
+    exprs=("factor",),
+)
 def scale(ctx: RuleContext, args: Mapping[str, Any]) -> str | None:
     """Every number multiplied by ``factor`` (e.g. ``world_size`` or ``1 / world_size``)."""
     factor = float(ctx.expr(args, "factor"))

@@ -33,7 +33,9 @@ DIFFICULTIES: tuple[str, ...] = ("beginner", "intermediate", "advanced", "expert
 LETTERS = "ABCDEF"
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
 #: A family instance: ``family-id/param=value,...`` (written by ``rankzero questions build``).
-INSTANCE_ID_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,39}/[a-z0-9_]+=[A-Za-z0-9_.:+-]+(?:,[a-z0-9_]+=[A-Za-z0-9_.:+-]+)*$")
+INSTANCE_ID_RE = re.compile(
+    r"^[a-z0-9][a-z0-9-]{2,39}/[a-z0-9_]+=[A-Za-z0-9_.:+-]+(?:,[a-z0-9_]+=[A-Za-z0-9_.:+-]+)*$"
+)
 
 
 class _Strict(BaseModel):

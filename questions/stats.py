@@ -61,9 +61,7 @@ def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str
     mc = [q.spec for q in loaded if q.spec.kind in MULTIPLE_CHOICE_KINDS]
     instances = [s for s in mc if "/" in s.id]
     families = {family_of(s.id) for s in instances}
-    candidates = [
-        QuestionCandidate(i, s.id, s.topic, s.difficulty, s.kind, 0) for i, s in enumerate(mc)
-    ]
+    candidates = [QuestionCandidate(i, s.id, s.topic, s.difficulty, s.kind, 0) for i, s in enumerate(mc)]
     return {
         "questions": len(loaded),
         "multiple_choice": len(mc),

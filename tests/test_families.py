@@ -80,7 +80,11 @@ def test_zero_memory_matches_the_paper(stage: int, gb: float) -> None:
         (formulas.accumulation_steps, (1024, 16, 8), 8),
         (formulas.checkpoint_gb, (7.0, 2, False), 14.0),
         # Korthikanti et al. 2022, table 2 terms for GPT-3 175B (s=2048, h=12288, a=96, b=1): 34sbh + 5as^2b
-        (formulas.activation_bytes_per_layer, (2048, 1, 12288, 96), 2048 * 12288 * (34 + 5 * 96 * 2048 / 12288)),
+        (
+            formulas.activation_bytes_per_layer,
+            (2048, 1, 12288, 96),
+            2048 * 12288 * (34 + 5 * 96 * 2048 / 12288),
+        ),
         (formulas.activation_bytes_per_layer, (2048, 1, 12288, 96, 8, True), 2048 * 12288 / 8 * (34 + 80)),
         (formulas.activation_bytes_per_layer, (2048, 1, 12288, 96, 8), 2048 * 12288 * (10 + 3 + 10)),
         (formulas.allreduce_seconds, (10.0, 8, 100.0), 0.175),
@@ -133,13 +137,24 @@ def test_constraints_filter_instances_and_ids_are_stable() -> None:
         "fam-test/per_gpu=16,world_size=4",
     ]
     for iid in ids:
-        QuestionSpec.model_validate({"id": iid, "kind": "flashcard", "topic": "x", "difficulty": "beginner",
-                                     "front": "f", "back": "b"})
+        QuestionSpec.model_validate(
+            {
+                "id": iid,
+                "kind": "flashcard",
+                "topic": "x",
+                "difficulty": "beginner",
+                "front": "f",
+                "back": "b",
+            }
+        )
 
 
 def test_ranges_and_let_values() -> None:
-    fam = family(params={"world_size": {"range": [2, 9, 2]}}, let={"per_gpu": "64 // world_size"},
-                 value="effective_batch(per_gpu, world_size)")
+    fam = family(
+        params={"world_size": {"range": [2, 9, 2]}},
+        let={"per_gpu": "64 // world_size"},
+        value="effective_batch(per_gpu, world_size)",
+    )
     insts = expand(fam)
     assert [i.params["world_size"] for i in insts] == [2, 4, 6, 8]
     assert [i.context["per_gpu"] for i in insts] == [32, 16, 10, 8]
@@ -181,7 +196,9 @@ def test_correct_letter_varies_between_instances_but_not_between_builds() -> Non
 
 
 def test_family_file_errors_name_file_line_and_field() -> None:
-    text = yaml.safe_dump({"families": [{**family().model_dump(exclude_none=True), "distractors": [{"rule": "nope"}]}]})
+    text = yaml.safe_dump(
+        {"families": [{**family().model_dump(exclude_none=True), "distractors": [{"rule": "nope"}]}]}
+    )
     with pytest.raises(BankValidationError) as exc:
         load_family_text(text, "fam.yaml")
     err = exc.value.errors[0]

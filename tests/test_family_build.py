@@ -1,4 +1,4 @@
-"""``rankzero questions build`` against a real runner: incremental, verdict-checked, torch changes reported."""
+"""``rankzero questions build`` on a real runner: incremental, verdict-checked, torch changes reported."""
 
 from __future__ import annotations
 
@@ -91,7 +91,11 @@ async def test_build_is_incremental_and_proven(tmp_path: Path, client: HttpRunne
 
     first = await build([fams], out, client)
     assert first.ran == 4 and first.written == 3, first
-    assert len(first.errors) == 1 and "fam-unexpected-hang/k=1" in first.errors[0] and "timeout" in first.errors[0]
+    assert (
+        len(first.errors) == 1
+        and "fam-unexpected-hang/k=1" in first.errors[0]
+        and "timeout" in first.errors[0]
+    )
     loaded = {q.spec.id: q.spec for q in load_paths([out])}
     assert set(loaded) == {"fam-sum/n=4", "fam-sum/n=5", "fam-barrier-hang/who=1"}
     sum4 = loaded["fam-sum/n=4"]
@@ -99,7 +103,7 @@ async def test_build_is_incremental_and_proven(tmp_path: Path, client: HttpRunne
     assert [c.text for c in sum4.choices if c.correct] == ["6"]
     assert sorted(c.text for c in sum4.choices) == ["10", "12", "6"]
     hang = loaded["fam-barrier-hang/who=1"]
-    assert hang.choices is not None and [c.text for c in hang.choices if c.correct][0].startswith("hangs")
+    assert hang.choices is not None and next(c.text for c in hang.choices if c.correct).startswith("hangs")
     assert all(r["verified"] for r in read_records(out / "demo.yaml").values())
 
     # Nothing changed: nothing runs, nothing is rewritten, and --check agrees.
@@ -109,8 +113,12 @@ async def test_build_is_incremental_and_proven(tmp_path: Path, client: HttpRunne
     assert check.out_of_date == []
 
     # One instance's code changes: only it runs; --check first reports the stale file.
-    src.write_text(FAMILIES.replace("print(sum(range({{ n }})))", "print(sum(range({{ n }} + 1)))" if False else
-                                    "print(sum(range({{ n }})) + ({{ n }} == 5))"))
+    src.write_text(
+        FAMILIES.replace(
+            "print(sum(range({{ n }})))",
+            "print(sum(range({{ n }} + 1)))" if False else "print(sum(range({{ n }})) + ({{ n }} == 5))",
+        )
+    )
     stale = await build([fams], out, client, check=True)
     assert stale.out_of_date == [str(out / "demo.yaml")]
     third = await build([fams], out, client)

@@ -18,7 +18,9 @@ def _family_bank() -> list[QuestionCandidate]:
     cands = []
     for f in range(3):
         for i in range(12):
-            cands.append(QuestionCandidate(len(cands), f"fam{f}/n={i}", f"t{f}", LEVELS[i % 3], "conceptual", 0))
+            cands.append(
+                QuestionCandidate(len(cands), f"fam{f}/n={i}", f"t{f}", LEVELS[i % 3], "conceptual", 0)
+            )
     for i in range(6):
         cands.append(QuestionCandidate(len(cands), f"base-{i}", "tb", LEVELS[i % 3], "conceptual", 0))
     return cands

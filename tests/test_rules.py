@@ -71,7 +71,10 @@ def test_per_rank_rules_never_give_the_real_output(
 
 
 @settings(max_examples=200, deadline=None)
-@given(st.integers(min_value=1, max_value=6), st.lists(st.lists(small, min_size=1, max_size=5), min_size=1, max_size=6))
+@given(
+    st.integers(min_value=1, max_value=6),
+    st.lists(st.lists(small, min_size=1, max_size=5), min_size=1, max_size=6),
+)
 def test_reverse_order_never_gives_the_real_output(world: int, lists: list[list[int]]) -> None:
     text = "\n".join(f"rank {r}: {lists[r % len(lists)]}" for r in range(world))
     never_the_answer("reverse_order", ctx_for(Answer.from_output(text), {}), {})
@@ -79,7 +82,9 @@ def test_reverse_order_never_gives_the_real_output(world: int, lists: list[list[
 
 @settings(max_examples=300, deadline=None)
 @given(floats, floats, st.sampled_from([None, ".1f", ".2f", ".3g", "g"]), st.sampled_from(["", " GB", " %"]))
-def test_numeric_rules_never_give_the_real_value(value: float, other: float, fmt: str | None, unit: str) -> None:
+def test_numeric_rules_never_give_the_real_value(
+    value: float, other: float, fmt: str | None, unit: str
+) -> None:
     answer = Answer.from_value(value, fmt, unit)
     ctx = ctx_for(answer, {"x": other, "world_size": 4})
     never_the_answer("scale", ctx, {"factor": "x"})
@@ -88,7 +93,9 @@ def test_numeric_rules_never_give_the_real_value(value: float, other: float, fmt
     never_the_answer("formula", ctx, {"expr": "x * world_size"})
 
 
-keys = st.lists(st.from_regex(r"(module\.)?[a-z]{1,5}(\.[a-z0-9]{1,3}){0,2}", fullmatch=True), min_size=0, max_size=4)
+keys = st.lists(
+    st.from_regex(r"(module\.)?[a-z]{1,5}(\.[a-z0-9]{1,3}){0,2}", fullmatch=True), min_size=0, max_size=4
+)
 
 
 @settings(max_examples=200, deadline=None)
@@ -104,7 +111,9 @@ def test_verdict_rules_never_give_the_real_verdict(where: str) -> None:
     answer = Answer(f"hangs: {where}")
     ctx = ctx_for(answer, {"where": where})
     never_the_answer("hang", ctx, {"where": "{{ where }}"})
-    never_the_answer("error", ctx_for(Answer("RuntimeError: boom"), {}), {"type": "RuntimeError", "message": "boom"})
+    never_the_answer(
+        "error", ctx_for(Answer("RuntimeError: boom"), {}), {"type": "RuntimeError", "message": "boom"}
+    )
 
 
 def test_apply_rule_refuses_a_rule_that_returns_the_answer() -> None:
