@@ -18,7 +18,7 @@ from typing import Any
 import yaml
 
 from bot.core.models import QuestionCandidate
-from bot.core.scoring import pick_problems
+from bot.core.scoring import FAMILY_REST_DAYS, pick_problems
 from questions.families import family_of
 from questions.loader import LoadedQuestion, iter_yaml_files
 from questions.schema import MULTIPLE_CHOICE_KINDS
@@ -30,15 +30,23 @@ MAX_SIMULATED_DAYS = 3650
 def days_without_repeat(
     candidates: Sequence[QuestionCandidate], per_day: int = 5, start: dt.date = dt.date(2027, 1, 4)
 ) -> int:
-    """Days the picker fills with ``per_day`` never-seen questions before its first repeat."""
+    """Days the picker fills with ``per_day`` never-seen questions before its first repeat, honouring the
+    family rules (one instance of a family per challenge, a family rests 7 days): a day on which the picker
+    has to bend either rule also ends the count.
+    """
     state = {c.question_id: c for c in candidates}
+    family_last: dict[str, dt.date] = {}
     day = start
     for served in range(MAX_SIMULATED_DAYS):
         picks = pick_problems(list(state.values()), per_day, random.Random(f"stats:{day.isoformat()}"), day)
-        if len(picks) < per_day or any(p.uses for p in picks):
+        families = [p.family for p in picks]
+        rested = all((day - family_last[f]).days >= FAMILY_REST_DAYS for f in families if f in family_last)
+        repeat = any(p.uses for p in picks)
+        if len(picks) < per_day or repeat or len(set(families)) < len(families) or not rested:
             return served
         for p in picks:
             state[p.question_id] = replace(p, uses=p.uses + 1, last_used=day)
+            family_last[p.family] = day
         day += dt.timedelta(days=1)
     return MAX_SIMULATED_DAYS
 
