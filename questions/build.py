@@ -168,7 +168,7 @@ def dump_generated(
 ) -> str:
     """The text of a generated bank file."""
     gen: dict[str, Any] = {"source": source}
-    if torch:
+    if torch and records:  # only files with run records depend on the torch version
         gen["torch"] = torch
     gen["instances"] = records
     body = {
@@ -280,6 +280,7 @@ async def build(
         questions: list[dict[str, Any]] = []
         for inst in instances:
             where = f"{inst.file}:{inst.line}: {inst.id}"
+            record: dict[str, Any] | None = None
             try:
                 if not inst.family.runs:
                     questions.append(assemble(inst, computed_answer(inst)).spec)
@@ -309,6 +310,9 @@ async def build(
                 questions.append(spec)
             except (InstanceError, TemplateError) as exc:
                 report.errors.append(f"{where}: {exc}")
+                if record is not None:
+                    # The run itself is valid: keep it, so fixing the family does not cost another run.
+                    records[inst.id] = {**record, "verified": False}
         report.written += len(questions)
         text = dump_generated(_source_name(file), torch or None, records, questions)
         await asyncio.to_thread(_sync_file, out_path, text, check, report)

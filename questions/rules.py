@@ -362,7 +362,7 @@ _QUOTED_KEY = re.compile(r"'([A-Za-z_][\w.]*)'")
 @rule("module_prefix", "forgets that DataParallel/DDP register the model as `module`, prefixing every key")
 def module_prefix(ctx: RuleContext, args: Mapping[str, Any]) -> str | None:
     """``mode: add`` prefixes every quoted key with ``module.``; ``mode: strip`` removes the prefix."""
-    mode = str(args.get("mode", "add"))
+    mode = ctx.text(args, "mode") if "mode" in args else "add"
     if mode == "add":
         text = _QUOTED_KEY.sub(lambda m: f"'module.{m.group(1)}'", ctx.answer.text)
     elif mode == "strip":
