@@ -162,7 +162,8 @@ class QuestionCandidate:
     @property
     def family(self) -> str:
         """The question's family: instances ``family-id/param=value,...`` share one; a base question is
-        its own family of one."""
+        its own family of one.
+        """
         return self.question_id.split("/", 1)[0]
 
 
