@@ -52,11 +52,16 @@ def render_value(value: Value, number_format: str | None = None) -> str:
     if isinstance(value, float):
         return format(value, number_format) if number_format else repr(value)
     if isinstance(value, list):
-        return "[" + ", ".join(render_value(v, number_format) for v in value) + "]"
+        return "[" + ", ".join(_render_item(v, number_format) for v in value) + "]"
     if isinstance(value, tuple):
-        inner = ", ".join(render_value(v, number_format) for v in value)
+        inner = ", ".join(_render_item(v, number_format) for v in value)
         return f"({inner},)" if len(value) == 1 else f"({inner})"
     return str(value)
+
+
+def _render_item(value: Value, number_format: str | None) -> str:
+    # Inside a container Python prints strings with quotes: ['module.weight'], not [module.weight].
+    return repr(value) if isinstance(value, str) else render_value(value, number_format)
 
 
 def normalise(text: str) -> str:

@@ -210,6 +210,15 @@ def test_predict_output_family_needs_a_runner() -> None:
         family(kind="predict_output", code="print(1)", value=None, answer=None)
 
 
+def test_rank_lines_render_back_as_python_prints_them() -> None:
+    # A rule that re-renders a value must print it exactly as the snippet did, or the distractor gives
+    # itself away (a list of strings loses its quotes).
+    for line in ("['module.weight', 'module.bias']", "[1, 2.5]", "(3,)", "[[2, 6], [2]]", "7", "2.5"):
+        a = Answer.from_output(f"rank 0: {line}\nrank 1: {line}\n")
+        assert a.ranks is not None
+        assert a.render_ranks(a.ranks) == f"rank 0: {line}\nrank 1: {line}"
+
+
 def test_rank_output_answers_parse() -> None:
     a = Answer.from_output("rank 0: 3\nrank 1: [1.5, 2.0]\n", "g")
     assert a.ranks == ((0, 3), (1, [1.5, 2.0]))
