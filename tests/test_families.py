@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import math
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -223,3 +224,18 @@ def test_rank_output_answers_parse() -> None:
     a = Answer.from_output("rank 0: 3\nrank 1: [1.5, 2.0]\n", "g")
     assert a.ranks == ((0, 3), (1, [1.5, 2.0]))
     assert math.isclose(formulas.pipeline_bubble_fraction(2, 1), 0.5)
+
+
+def test_validating_the_questions_folder_checks_family_files_too(tmp_path: Path) -> None:
+    from questions.loader import load_paths
+
+    (tmp_path / "families").mkdir()
+    good = {"families": [family().model_dump(exclude_none=True)]}
+    (tmp_path / "families" / "f.yaml").write_text(yaml.safe_dump(good))
+    (tmp_path / "bank.yaml").write_text(yaml.safe_dump({"questions": []}))
+    assert load_paths([tmp_path]) == []  # a family file is valid and holds no questions itself
+    bad = {"families": [{**family().model_dump(exclude_none=True), "kind": "flashcard"}]}
+    (tmp_path / "families" / "f.yaml").write_text(yaml.safe_dump(bad))
+    with pytest.raises(BankValidationError) as exc:
+        load_paths([tmp_path])
+    assert "families are multiple choice" in str(exc.value)
