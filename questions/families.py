@@ -241,7 +241,7 @@ class FamilySpec(_Strict):
     number_format: str | None = None
     distractors: Annotated[list[DistractorSpec], Field(min_length=1)]
     correct_feedback: str | None = None
-    hint: str | None = None
+    hint: Annotated[str, Field(min_length=1, description="Every bank question has a hint (H in play)")]
     explanation: str | None = None
     min_choices: Annotated[int, Field(ge=2, le=6)] = 3
     max_choices: Annotated[int, Field(ge=2, le=6)] = 4
@@ -466,8 +466,7 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
     if inst.runner is not None:
         spec["runner"] = inst.runner
     spec["choices"] = choices
-    if fam.hint:
-        spec["hint"] = reflow(render(fam.hint, ctx).strip())
+    spec["hint"] = reflow(render(fam.hint, ctx).strip())
     if fam.explanation:
         spec["explanation"] = reflow(render(fam.explanation, ctx).strip()) + "\n"
     spec["time_limit_s"] = fam.time_limit_s

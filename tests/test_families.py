@@ -34,6 +34,7 @@ def family(**over: Any) -> FamilySpec:
         "difficulty": "intermediate",
         "params": {"per_gpu": [8, 16], "world_size": [2, 4, 8]},
         "prompt": "Per-GPU batch {{ per_gpu }} on {{ world_size }} GPUs: global batch?",
+        "hint": "Multiply per-GPU batch by the ranks.",
         "value": "effective_batch(per_gpu, world_size)",
         "distractors": [
             {"rule": "scale", "factor": "1 / world_size", "feedback": "That is the per-GPU batch."},

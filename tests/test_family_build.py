@@ -23,6 +23,7 @@ families:
       n: [4, 5]
     runner: {mode: python}
     prompt: "What does this print for n = {{ n }}?"
+    hint: range(n) stops before n.
     code: |
       print(sum(range({{ n }})))
     distractors:
@@ -41,6 +42,7 @@ families:
     expect: hang
     answer: "hangs: rank {{ who }} waits in barrier while the other rank is still busy"
     prompt: "Two ranks. What happens?"
+    hint: Who is still busy?
     code: |
       import time
       import torch.distributed as dist
@@ -60,6 +62,7 @@ families:
       k: [1]
     runner: {mode: python, timeout_s: 3}
     prompt: "What is printed?"
+    hint: How long does it sleep?
     code: |
       import time
       time.sleep(30)
