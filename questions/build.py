@@ -310,8 +310,10 @@ async def build(
                 questions.append(spec)
             except (InstanceError, TemplateError) as exc:
                 report.errors.append(f"{where}: {exc}")
-                if record is not None:
-                    # The run itself is valid: keep it, so fixing the family does not cost another run.
+                if record is not None and record.get("status") == _EXPECTED_STATUS[inst.family.expect]:
+                    # The run ended as the family expects and only the assembly failed (a distractor, a
+                    # template): keep the run, so fixing the family costs no new run. A run that ended
+                    # otherwise (a timeout on a busy machine...) is not kept: the next build runs it again.
                     records[inst.id] = {**record, "verified": False}
         report.written += len(questions)
         text = dump_generated(_source_name(file), torch or None, records, questions)

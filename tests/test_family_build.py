@@ -108,6 +108,7 @@ async def test_build_is_incremental_and_proven(tmp_path: Path, client: HttpRunne
     hang = loaded["fam-barrier-hang/who=1"]
     assert hang.choices is not None and next(c.text for c in hang.choices if c.correct).startswith("hangs")
     assert all(r["verified"] for r in read_records(out / "demo.yaml").values())
+    assert "fam-unexpected-hang/k=1" not in read_records(out / "demo.yaml"), "a failed run is run again"
 
     # Nothing changed: nothing runs, nothing is rewritten, and --check agrees.
     again = await build([fams], out, client)
@@ -152,3 +153,22 @@ async def test_a_torch_version_change_that_changes_an_answer_is_reported(
     assert len(report.torch_changes) == 1, report.torch_changes
     assert report.torch_changes[0].startswith("fam-sum/n=4: torch 2.4.0 -> ")
     assert "'7' -> ok '6'" in report.torch_changes[0]
+
+
+async def test_a_run_whose_assembly_fails_is_kept_and_not_run_again(
+    tmp_path: Path, client: HttpRunnerClient
+) -> None:
+    fams = tmp_path / "families"
+    fams.mkdir()
+    # offset by 0 and scale by 1 predict the answer itself: too few choices, though the run is fine.
+    broken = FAMILIES.replace('delta: "n"', 'delta: "0"').replace("factor: 2", "factor: 1")
+    (fams / "demo.yaml").write_text(broken)
+    out = tmp_path / "generated"
+    first = await build([fams], out, client)
+    assert any("fam-sum/n=4" in e and "distinct choices" in e for e in first.errors), first.errors
+    kept = read_records(out / "demo.yaml")["fam-sum/n=4"]
+    assert kept["verified"] is False and kept["status"] == "ok"
+    (fams / "demo.yaml").write_text(FAMILIES)  # the family is fixed: no new run for fam-sum
+    second = await build([fams], out, client)
+    assert "fam-sum/n=4" in {q.spec.id for q in load_paths([out])}
+    assert second.ran == 1  # only the unexpected hang, whose failed run was not kept
