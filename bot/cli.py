@@ -72,6 +72,16 @@ _LAZY_QUESTIONS: dict[str, tuple[str, str, str]] = {
         "questions_flags",
         "Questions whose official answer a dispute contradicted (admin).",
     ),
+    "build": (
+        "bot.family_cli",
+        "questions_build",
+        "Instantiate every family; run each predict_output instance whose code, params or torch changed.",
+    ),
+    "stats": (
+        "bot.family_cli",
+        "questions_stats",
+        "Figures of the bank: multiple-choice questions, families, verified answers, days before a repeat.",
+    ),
 }
 
 

@@ -7,7 +7,7 @@ Schema in ``questions/schema.json`` (regenerate with ``rankzero questions schema
 from __future__ import annotations
 
 import re
-from typing import Annotated, Literal
+from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
@@ -49,6 +49,10 @@ TOPICS: tuple[str, ...] = (
 )
 LETTERS = "ABCDEF"
 SLUG_RE = re.compile(r"^[a-z0-9][a-z0-9-]{2,63}$")
+#: A family instance: ``family-id/param=value,...`` (written by ``rankzero questions build``).
+INSTANCE_ID_RE = re.compile(
+    r"^[a-z0-9][a-z0-9-]{2,39}/[a-z0-9_]+=[A-Za-z0-9_.:+-]+(?:,[a-z0-9_]+=[A-Za-z0-9_.:+-]+)*$"
+)
 
 
 class _Strict(BaseModel):
@@ -133,7 +137,7 @@ class QuestionSpec(_Strict):
     @field_validator("id")
     @classmethod
     def _slug(cls, value: str) -> str:
-        if not SLUG_RE.match(value):
+        if not SLUG_RE.match(value) and not (len(value) <= 64 and INSTANCE_ID_RE.match(value)):
             raise ValueError(
                 f"{value!r} is not a slug: use 3-64 lowercase letters, digits and '-', starting with a "
                 "letter or digit (e.g. 'ddp-bucket-order')"
@@ -227,6 +231,10 @@ class BankFile(_Strict):
 
     collection: Collection | None = None
     questions: list[QuestionSpec]
+    generated: Annotated[
+        dict[str, Any] | None,
+        Field(description="Build records of a generated file (rankzero questions build); never edit by hand"),
+    ] = None
 
 
 def json_schema() -> dict[str, object]:

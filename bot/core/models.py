@@ -156,6 +156,15 @@ class QuestionCandidate:
     difficulty: str
     kind: str
     uses: int
+    #: The last day this question was asked in the channel (None: never).
+    last_used: dt.date | None = None
+
+    @property
+    def family(self) -> str:
+        """The question's family: instances ``family-id/param=value,...`` share one; a base question is
+        its own family of one.
+        """
+        return self.question_id.split("/", 1)[0]
 
 
 @dataclass(frozen=True)

@@ -141,26 +141,56 @@ def difficulty_ramp(n: int) -> list[str]:
     return [levels[min(2, (i * 3) // n)] if i < n - 1 else "expert" for i in range(n)]
 
 
+#: Days a family rests in a channel after one of its instances was asked there.
+FAMILY_REST_DAYS = 7
+
+
 def pick_problems(
-    candidates: Sequence[QuestionCandidate], n: int, rng: random.Random
+    candidates: Sequence[QuestionCandidate],
+    n: int,
+    rng: random.Random,
+    day: dt.date | None = None,
+    *,
+    family_rest_days: int = FAMILY_REST_DAYS,
 ) -> list[QuestionCandidate]:
     """Choose n questions for a challenge.
 
-    Rules: no question repeats in a channel until every candidate has been used as often (least-used
-    first); difficulty follows :func:`difficulty_ramp`, falling back to the nearest level; topics are mixed
-    (a topic already in the challenge is avoided while others remain). Returned in ramp order.
+    Rules: instances of one family count as one question for spreading: never two of a family in one
+    challenge, and a family asked in this channel less than ``family_rest_days`` before ``day`` is not
+    picked while other families can fill the slot (a base question is its own family). Then no question
+    repeats in a channel until every eligible candidate has been used as often (least-used first);
+    difficulty follows :func:`difficulty_ramp`, falling back to the nearest level; topics are mixed (a
+    topic already in the challenge is avoided while others remain); among equals, the family with the
+    smallest share of its instances used goes first, so families drain evenly. Returned in ramp order.
     """
     remaining = list(candidates)
     rng.shuffle(remaining)
+    size: dict[str, int] = {}
+    used: dict[str, int] = {}
+    last: dict[str, dt.date] = {}
+    for c in candidates:
+        size[c.family] = size.get(c.family, 0) + 1
+        used[c.family] = used.get(c.family, 0) + (1 if c.uses else 0)
+        if c.last_used is not None and (c.family not in last or c.last_used > last[c.family]):
+            last[c.family] = c.last_used
+    resting = set()
+    if day is not None:
+        resting = {f for f, d in last.items() if (day - d).days < family_rest_days}
     chosen: list[QuestionCandidate] = []
     for target in difficulty_ramp(min(n, len(candidates))):
-        least = min(c.uses for c in remaining)
-        pool = [c for c in remaining if c.uses == least]
+        in_challenge = {c.family for c in chosen}
+        fresh = [c for c in remaining if c.family not in in_challenge]
+        # Fall back step by step rather than fail: a bank too small for the rules still gets a challenge.
+        eligible = [c for c in fresh if c.family not in resting] or fresh or remaining
+        least = min(c.uses for c in eligible)
+        pool = [c for c in eligible if c.uses == least]
         topics = {c.topic for c in chosen}
 
-        def rank(c: QuestionCandidate, target: str = target, topics: set[str] = topics) -> tuple[int, int]:
+        def rank(
+            c: QuestionCandidate, target: str = target, topics: set[str] = topics
+        ) -> tuple[int, int, float]:
             distance = abs(DIFFICULTY_ORDER[c.difficulty] - DIFFICULTY_ORDER[target])
-            return (distance, 1 if c.topic in topics else 0)
+            return (distance, 1 if c.topic in topics else 0, used[c.family] / size[c.family])
 
         best = min(pool, key=rank)
         chosen.append(best)

@@ -184,7 +184,7 @@ class QuizService:
                     "(rankzero questions import questions/)"
                 )
             rng = random.Random(f"{self._seed}:{channel_pk}:{day.isoformat()}")
-            picks = scoring.pick_problems(candidates, problems or self._n, rng)
+            picks = scoring.pick_problems(candidates, problems or self._n, rng, day)
             title = f"Multi-GPU challenge · {day.isoformat()}"
             try:
                 challenge = await uow.create_challenge(

@@ -665,7 +665,11 @@ class SqlUnitOfWork:
             .subquery()
         )
         used = (
-            select(QuestionVersionRow.question_id.label("qid"), func.count(ProblemRow.id).label("n"))
+            select(
+                QuestionVersionRow.question_id.label("qid"),
+                func.count(ProblemRow.id).label("n"),
+                func.max(ChallengeRow.day).label("last"),
+            )
             .join(ProblemRow, ProblemRow.question_version_id == QuestionVersionRow.id)
             .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
             .where(ChallengeRow.channel_pk == channel_pk)
@@ -673,7 +677,7 @@ class SqlUnitOfWork:
             .subquery()
         )
         stmt = (
-            select(QuestionVersionRow, func.coalesce(used.c.n, 0))
+            select(QuestionVersionRow, func.coalesce(used.c.n, 0), used.c.last)
             .join(
                 latest,
                 and_(
@@ -687,8 +691,8 @@ class SqlUnitOfWork:
             .order_by(QuestionVersionRow.question_id)
         )
         return [
-            QuestionCandidate(v.id, v.question_id, v.topic, v.difficulty, v.kind, int(n))
-            for v, n in (await self.s.execute(stmt)).tuples()
+            QuestionCandidate(v.id, v.question_id, v.topic, v.difficulty, v.kind, int(n), last)
+            for v, n, last in (await self.s.execute(stmt)).tuples()
         ]
 
     # ---------------------------------------------------------------- challenges

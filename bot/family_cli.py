@@ -1,0 +1,137 @@
+"""``rankzero questions build`` and ``rankzero questions stats``: question families and bank figures."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import time
+from pathlib import Path
+
+import click
+from rich.console import Console
+
+from bot.config import Settings
+from bot.core.errors import RankZeroError
+from bot.runner_client import HttpRunnerClient, LocalRunner
+from questions.build import BuildReport, build
+from questions.families import default_families_dir, default_generated_dir, load_families
+from questions.loader import BankValidationError, default_bank_dir, load_paths
+from questions.stats import bank_stats, verified_ids
+
+
+async def _build(
+    settings: Settings, families: tuple[str, ...], out: Path, concurrency: int, check: bool, force: bool
+) -> BuildReport:
+    console = Console(stderr=True)
+
+    def say(msg: str) -> None:
+        console.print(f"[dim]{msg}[/dim]", soft_wrap=True)
+
+    paths = families or (str(default_families_dir()),)
+    prune = not families  # the whole shipped set: a generated file without its family file is stale
+    if not any(f.spec.runs for f in load_families(paths)):
+        return await build(paths, out, None, check=check, force=force, prune=prune, on_progress=say)
+    if settings.runner_url:
+        token = settings.runner_token.get_secret_value() if settings.runner_token else None
+        async with HttpRunnerClient(settings.runner_url, token) as client:
+            return await build(
+                paths,
+                out,
+                client,
+                concurrency=concurrency,
+                check=check,
+                force=force,
+                prune=prune,
+                on_progress=say,
+            )
+    say("no RANKZERO_RUNNER_URL: starting a local runner…")
+    # A warm pool for 2-, 3- and 4-rank jobs (the shapes families use), refilled in the background.
+    local = LocalRunner(pool="1:1,2:2,3:1,4:1", max_concurrent=max(2, concurrency))
+    async with local as (url, token), HttpRunnerClient(url, token) as client:
+        return await build(
+            paths,
+            out,
+            client,
+            concurrency=concurrency,
+            check=check,
+            force=force,
+            prune=prune,
+            on_progress=say,
+        )
+
+
+@click.command("build")
+@click.argument("families", nargs=-1, type=click.Path(exists=True))
+@click.option(
+    "--out",
+    type=click.Path(file_okay=False),
+    default=None,
+    help="Generated files (default: questions/bank/generated).",
+)
+@click.option("--concurrency", default=2, show_default=True, help="Snippets run at once.")
+@click.option(
+    "--check", is_flag=True, help="Write nothing; exit 1 when a generated file is out of date (CI)."
+)
+@click.option("--force", is_flag=True, help="Run every instance again, even unchanged ones.")
+@click.pass_obj
+def questions_build(
+    settings: Settings, families: tuple[str, ...], out: str | None, concurrency: int, check: bool, force: bool
+) -> None:
+    """Instantiate every family; run each predict_output instance whose code, params or torch changed.
+
+    FAMILIES are family files or folders (default: questions/families). Exit 1 on an instance error, a
+    stale generated file (--check) or an answer that changed with the torch version; 2 when the runner
+    cannot be reached.
+    """
+    started = time.monotonic()
+    out_dir = Path(out) if out else default_generated_dir()
+    try:
+        report = asyncio.run(_build(settings, families, out_dir, concurrency, check, force))
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(str(err), err=True)
+        raise SystemExit(1) from None
+    except RankZeroError as exc:
+        click.echo(f"error: {exc}", err=True)
+        raise SystemExit(2) from None
+    for line in report.errors:
+        click.echo(f"error: {line}", err=True)
+    for line in report.torch_changes:
+        click.echo(f"torch changed the answer: {line}", err=True)
+    for path in report.out_of_date:
+        click.echo(f"out of date: {path} (run `rankzero questions build` and commit it)", err=True)
+    click.echo(
+        f"{report.instances} instances (torch {report.torch}) in {time.monotonic() - started:.1f} s: "
+        f"{report.ran} run, {report.reused} unchanged (not re-run), {report.computed} computed, "
+        f"{report.written} written; {len(report.errors)} errors, {len(report.torch_changes)} changed by torch"
+        + (f"; wrote {', '.join(report.files)}" if report.files else "")
+    )
+    if report.errors or report.out_of_date or report.torch_changes:
+        raise SystemExit(1)
+
+
+@click.command("stats")
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
+@click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
+def questions_stats(paths: tuple[str, ...], as_json: bool) -> None:
+    """Figures of the bank: multiple-choice questions, families, verified answers, days before a repeat."""
+    bank = paths or (str(default_bank_dir()),)
+    try:
+        loaded = load_paths(bank)
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(str(err), err=True)
+        raise SystemExit(1) from None
+    stats = bank_stats(loaded, verified_ids(bank))
+    if as_json:
+        click.echo(json.dumps(stats, indent=2))
+        return
+    for key, value in stats.items():
+        if isinstance(value, dict):
+            click.echo(f"{key}:")
+            for k, v in value.items():
+                click.echo(f"  {k:44} {v}")
+        else:
+            click.echo(f"{key:24} {value}")
+
+

@@ -1,0 +1,86 @@
+"""``rankzero questions stats``: how much the bank can serve, and how long before a channel sees a repeat.
+
+``days_without_repeat`` runs the real daily picker (:func:`bot.core.scoring.pick_problems`, with the
+family rest rule) over an empty channel history, 5 problems a day, until a day would have to show a
+question the channel has already seen.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import random
+from collections import Counter
+from collections.abc import Sequence
+from dataclasses import replace
+from pathlib import Path
+from typing import Any
+
+import yaml
+
+from bot.core.models import QuestionCandidate
+from bot.core.scoring import FAMILY_REST_DAYS, pick_problems
+from questions.families import family_of
+from questions.loader import LoadedQuestion, iter_yaml_files
+from questions.schema import MULTIPLE_CHOICE_KINDS
+
+#: Stop simulating after this many days (a bank that lasts longer is reported as at least this).
+MAX_SIMULATED_DAYS = 3650
+
+
+def days_without_repeat(
+    candidates: Sequence[QuestionCandidate], per_day: int = 5, start: dt.date = dt.date(2027, 1, 4)
+) -> int:
+    """Days the picker fills with ``per_day`` never-seen questions before its first repeat, honouring the
+    family rules (one instance of a family per challenge, a family rests 7 days): a day on which the picker
+    has to bend either rule also ends the count.
+    """
+    state = {c.question_id: c for c in candidates}
+    family_last: dict[str, dt.date] = {}
+    day = start
+    for served in range(MAX_SIMULATED_DAYS):
+        picks = pick_problems(list(state.values()), per_day, random.Random(f"stats:{day.isoformat()}"), day)
+        families = [p.family for p in picks]
+        rested = all((day - family_last[f]).days >= FAMILY_REST_DAYS for f in families if f in family_last)
+        repeat = any(p.uses for p in picks)
+        if len(picks) < per_day or repeat or len(set(families)) < len(families) or not rested:
+            return served
+        for p in picks:
+            state[p.question_id] = replace(p, uses=p.uses + 1, last_used=day)
+            family_last[p.family] = day
+        day += dt.timedelta(days=1)
+    return MAX_SIMULATED_DAYS
+
+
+def verified_ids(bank_paths: Sequence[str | Path]) -> set[str]:
+    """Question ids whose answer a build confirmed on the runner (the ``generated:`` run records)."""
+    out: set[str] = set()
+    for path in iter_yaml_files(bank_paths):
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        gen = data.get("generated") if isinstance(data, dict) else None
+        if isinstance(gen, dict):
+            for qid, rec in (gen.get("instances") or {}).items():
+                if isinstance(rec, dict) and rec.get("verified"):
+                    out.add(str(qid))
+    return out
+
+
+def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str, Any]:
+    """The figures of ``rankzero questions stats --json``."""
+    mc = [q.spec for q in loaded if q.spec.kind in MULTIPLE_CHOICE_KINDS]
+    instances = [s for s in mc if "/" in s.id]
+    families = {family_of(s.id) for s in instances}
+    candidates = [QuestionCandidate(i, s.id, s.topic, s.difficulty, s.kind, 0) for i, s in enumerate(mc)]
+    return {
+        "questions": len(loaded),
+        "multiple_choice": len(mc),
+        "families": len(families),
+        "instances": len(instances),
+        "base_questions": len(mc) - len(instances),
+        "verified": len({s.id for s in mc} & verified),
+        "computed": sum(1 for s in instances if s.id not in verified),
+        "by_kind": dict(sorted(Counter(q.spec.kind for q in loaded).items())),
+        "by_topic": dict(sorted(Counter(s.topic for s in mc).items())),
+        "by_difficulty": dict(sorted(Counter(s.difficulty for s in mc).items())),
+        "family_sizes": dict(sorted(Counter(family_of(s.id) for s in instances).items())),
+        "days_without_repeat": days_without_repeat(candidates),
+    }
