@@ -166,8 +166,12 @@ class HealthServer:
                 await writer.wait_closed()
 
 
-async def health_report(engine: AsyncEngine, scheduler: RankZeroScheduler) -> dict[str, Any]:
-    """The /healthz body: ``ok`` is false when the database does not answer or the scheduler stopped."""
+async def health_report(
+    engine: AsyncEngine, scheduler: RankZeroScheduler, adapters: Sequence[Adapter] = ()
+) -> dict[str, Any]:
+    """The /healthz body: ``ok`` is false when the database does not answer, the scheduler stopped, or
+    an adapter that reports its connection (``health()``: the Discord gateway) is not connected.
+    """
     database: dict[str, Any] = {"ok": True}
     try:
         async with engine.connect() as conn:
@@ -175,7 +179,12 @@ async def health_report(engine: AsyncEngine, scheduler: RankZeroScheduler) -> di
     except Exception as exc:  # any failure means unreachable; the message says which
         database = {"ok": False, "error": f"{type(exc).__name__}: {exc}"}
     state = scheduler.state()
-    return {"ok": database["ok"] and state["state"] == "running", "database": database, "scheduler": state}
+    report = {"ok": database["ok"] and state["state"] == "running", "database": database, "scheduler": state}
+    platforms = {a.name: a.health() for a in adapters if callable(getattr(a, "health", None))}  # type: ignore[attr-defined]
+    if platforms:
+        report["adapters"] = platforms
+        report["ok"] = report["ok"] and all(p.get("ok") for p in platforms.values())
+    return report
 
 
 # ---------------------------------------------------------------------- main loop
@@ -244,7 +253,7 @@ async def serve(
         await services.scheduler.start()
         if settings.health_port:
             health = HealthServer(
-                lambda: health_report(services.app.engine, services.scheduler), settings.health_port
+                lambda: health_report(services.app.engine, services.scheduler, started), settings.health_port
             )
             await health.start()
             log.info("health endpoint on http://127.0.0.1:%d/healthz", health.port)

@@ -327,6 +327,7 @@ class FakeDiscord:
         self.channel_limit = (5, 5.0)
         self._buckets: dict[int, list[float]] = {}
         self._forced: list[list[Any]] = []
+        self._failures: list[tuple[str, str, int, dict[str, Any]]] = []
         #: "" (global) or "/guilds/<id>" -> the commands last PUT there
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self._skew = 0.0
@@ -359,6 +360,11 @@ class FakeDiscord:
     ) -> None:
         """Answer the next ``times`` requests matching (method, path regex) with a 429."""
         self._forced.append([method, pattern, times, retry_after, is_global])
+
+    def fail_next(self, method: str, pattern: str, status: int, body: dict[str, Any]) -> None:
+        """Answer the next request matching (method, path regex) with ``status`` and Discord's ``body``
+        (an outage or a refusal the permission table cannot express)."""
+        self._failures.append((method, pattern, status, body))
 
     def register_interaction(self, interaction_id: int, token: str) -> None:
         """An interaction Discord has just sent (its token's clocks start now)."""
@@ -440,6 +446,10 @@ class FakeDiscord:
         forced = self._forced_limit(m, path)
         if forced is not None:
             return forced
+        for i, (method, pattern, status, error) in enumerate(self._failures):
+            if method == m and re.fullmatch(pattern, path):
+                del self._failures[i]
+                return _json(error, status=status)
         if path in self.files:
             return web.Response(body=self.files[path])
         if m == "GET" and path == "/users/@me":

@@ -229,12 +229,25 @@ class QuizService:
             attempts=attempts,
         )
         card = self.challenge_card(challenge)
-        if created and self._platform is not None:
+        if self._platform is not None and await self._claim_post(challenge, created):
+            # A platform refusal (missing permission, unknown channel) propagates: the challenge stays
+            # without a message reference, so the next post of the day (post-now, a retried job) posts it.
             ref = await self._platform.post_challenge(channel, card)
             if ref is not None:
                 async with self._uow() as uow:
                     await uow.set_message_ref(challenge.id, ref)
         return card
+
+    async def _claim_post(self, challenge: Challenge, created: bool) -> bool:
+        """Whether this call posts ``challenge``: the call that created it, or a later one when it was
+        never posted (the platform refused it) and is still open. One caller per challenge and minute
+        (a database claim), so a retry racing the first post or another retry cannot post twice.
+        """
+        if not created and (challenge.message_ref is not None or challenge.status != "open"):
+            return False
+        now = self._clock.now()
+        async with self._uow() as uow:
+            return await uow.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
 
     @staticmethod
     def challenge_card(challenge: Challenge) -> ChallengeCard:
