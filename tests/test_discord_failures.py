@@ -341,3 +341,11 @@ def test_the_adapter_uses_no_private_discord_py_names() -> None:
                 if isinstance(name, ast.Constant) and str(name.value).startswith("_"):
                     found.append(f"{path.name}:{node.lineno} getattr {name.value!r}")
     assert found == []
+
+
+async def test_a_rate_limited_daily_post_is_retried_not_lost(bot: Bot) -> None:
+    bot.fake.rate_limit_next("POST", rf"/channels/{CHANNEL_ID}/messages", retry_after=0.2)
+    card = await bot.quiz.post_daily(CHANNEL)
+    assert [r[0] for r in bot.fake.take_rejections()] == [429]
+    assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 2  # the 429, then the post
+    assert (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None

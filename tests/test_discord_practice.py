@@ -442,3 +442,17 @@ def test_practice_messages_fit_discords_limits() -> None:
     assert sum(len(e) for e in embeds) <= sanitize.EMBED_TOTAL
     assert all(len(f.value or "") <= sanitize.FIELD_VALUE for e in embeds for f in e.fields)
     assert sanitize.MARKER in (embeds[0].description or "")
+
+
+async def test_a_practice_button_that_fails_still_answers(bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = bot.act.command(bot.client, "quiz")
+    await bot.fake.wait_for(lambda: bot.edits(token))
+    msg = bot.fake.originals[token]
+
+    async def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("practice database gone")
+
+    monkeypatch.setattr(bot.practice, "answer_quiz", broken)
+    t = await bot.click(msg, "A")
+    said = _content(bot, t)
+    assert "Something went wrong on my side" in said and "practice database gone" not in said
