@@ -18,7 +18,8 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   401 ``50027 Invalid Webhook Token`` for a follow-up or @original edit after the token's 15 minutes
   (what the API answers then: discord/discord-api-docs#6851).
 - 403 ``50001 Missing Access`` (no View Channel) / ``50013 Missing Permissions`` (no Send Messages, or
-  embeds without Embed Links) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
+  embeds without Embed Links) / ``160002`` (a reply without Read Message History, or a thread without
+  Create Public Threads: 50013) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
   interaction responses and follow-ups are webhooks and need no channel permission.
 - 429 with ``retry_after`` / ``global`` in the body and ``Retry-After``, ``X-RateLimit-*`` headers: a
   per-channel bucket for creating messages (5 per 5 s, the limit Discord's headers report) and forced
@@ -63,6 +64,7 @@ class Recorded:
 VIEW_CHANNEL = 1 << 10
 SEND_MESSAGES = 1 << 11
 EMBED_LINKS = 1 << 14
+READ_MESSAGE_HISTORY = 1 << 16
 SEND_MESSAGES_IN_THREADS = 1 << 38
 CREATE_PUBLIC_THREADS = 1 << 35
 ALL_PERMISSIONS = (1 << 41) - 1
@@ -523,6 +525,9 @@ class FakeDiscord:
             return _json({"message": "Missing Permissions", "code": 50013}, status=403)
         if body.get("embeds") and not allow & EMBED_LINKS:
             return _json({"message": "Missing Permissions", "code": 50013}, status=403)
+        if create and body.get("message_reference") and not allow & READ_MESSAGE_HISTORY:
+            message = "Cannot reply without permission to read message history"
+            return _json({"message": message, "code": 160002}, status=403)
         refused = self._check_body(body, create=create)
         if refused is not None or not create:
             return refused

@@ -32,6 +32,7 @@ from tests.discord_fake import (
     EMBED_LINKS,
     GUILD_ID,
     MANAGE_GUILD,
+    READ_MESSAGE_HISTORY,
     SEND_MESSAGES,
     VIEW_CHANNEL,
     FakeDiscord,
@@ -349,3 +350,17 @@ async def test_a_rate_limited_daily_post_is_retried_not_lost(bot: Bot) -> None:
     assert [r[0] for r in bot.fake.take_rejections()] == [429]
     assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 2  # the 429, then the post
     assert (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None
+
+
+async def test_a_reminder_without_read_message_history_is_posted_without_the_reply(bot: Bot) -> None:
+    from bot.core.cards import ReminderCard
+
+    card = await bot.quiz.post_daily(CHANNEL, closes_at=bot.clock.now().replace(hour=17))
+    post = max(bot.fake.messages)
+    bot.fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~READ_MESSAGE_HISTORY)
+    assert card.closes_at is not None
+    reminder = ReminderCard(card.challenge_id, card.title, card.day, card.closes_at)
+    await bot.adapter.platform.post_reminder(CHANNEL, reminder, str(post))
+    assert [(r[0], r[3]["code"]) for r in bot.fake.take_rejections()] == [(403, 160002)]
+    sent = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")[-1].body
+    assert "closes" in sent["content"] and "message_reference" not in sent

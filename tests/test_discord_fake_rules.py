@@ -17,7 +17,9 @@ from tests.discord_fake import (
     ALL_PERMISSIONS,
     APP_ID,
     CHANNEL_ID,
+    CREATE_PUBLIC_THREADS,
     EMBED_LINKS,
+    READ_MESSAGE_HISTORY,
     SEND_MESSAGES,
     VIEW_CHANNEL,
     FakeDiscord,
@@ -137,6 +139,29 @@ async def test_empty_message_is_refused(fake: FakeDiscord) -> None:
             "BASE_TYPE_MAX_LENGTH",
         ),
         (
+            [{"type": 1, "components": [{"type": 2, "style": 1, "custom_id": "no-label"}]}],
+            "components.0.components.0.label",
+            "BASE_TYPE_REQUIRED",
+        ),
+        (
+            [{"type": 1, "components": [{"type": 2, "style": 5, "label": "link"}]}],
+            "components.0.components.0.url",
+            "BASE_TYPE_REQUIRED",
+        ),
+        (
+            [
+                {
+                    "type": 1,
+                    "components": [
+                        _button("b"),
+                        {"type": 3, "custom_id": "s", "options": [{"label": "o", "value": "v"}]},
+                    ],
+                }
+            ],
+            "components.0.components",
+            "COMPONENT_LAYOUT_WIDTH_EXCEEDED",
+        ),
+        (
             [{"type": 1, "components": [_button("same"), _button("same")]}],
             "components.0.components.1.custom_id",
             "COMPONENT_CUSTOM_ID_DUPLICATED",
@@ -175,6 +200,10 @@ def _interaction(fake: FakeDiscord, token: str = "tok-x") -> int:
     return iid
 
 
+def _text_input(**changes: Any) -> dict[str, Any]:
+    return {"type": 4, "custom_id": "t", "style": 1, "label": "L", **changes}
+
+
 def _modal(**changes: Any) -> dict[str, Any]:
     text = {"type": 4, "custom_id": "t", "style": 1, "label": "Label"}
     data = {"custom_id": "m", "title": "Title", "components": [{"type": 1, "components": [text]}]}
@@ -194,6 +223,14 @@ def _modal(**changes: Any) -> dict[str, Any]:
                 ]
             ),
             "data.components",
+        ),
+        (
+            _modal(components=[{"type": 1, "components": [_text_input(max_length=4001)]}]),
+            "data.components.0.components.0.max_length",
+        ),
+        (
+            _modal(components=[{"type": 1, "components": [_text_input(placeholder="p" * 101)]}]),
+            "data.components.0.components.0.placeholder",
         ),
         (
             _modal(
@@ -277,6 +314,24 @@ async def test_channel_permissions(fake: FakeDiscord, client: discord.Client) ->
     with pytest.raises(discord.Forbidden) as info:
         await channel.send(embed=discord.Embed(title="an embed does"))
     assert info.value.code == 50013
+    fake.take_rejections()
+
+
+async def test_replies_need_read_message_history_and_threads_create_public_threads(fake: FakeDiscord) -> None:
+    fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~READ_MESSAGE_HISTORY & ~CREATE_PUBLIC_THREADS)
+    reply = {"content": "x", "message_reference": {"message_id": "1", "channel_id": str(CHANNEL_ID)}}
+    status, body, _ = await raw(fake, "POST", MESSAGES, reply)
+    assert (status, body["code"]) == (403, 160002)
+    assert body["message"] == "Cannot reply without permission to read message history"
+    assert (await raw(fake, "POST", MESSAGES, {"content": "not a reply"}))[0] == 200
+    status, body, _ = await raw(fake, "POST", f"/channels/{CHANNEL_ID}/threads", {"name": "t", "type": 11})
+    assert (status, body["code"]) == (403, 50013)
+    fake.take_rejections()
+
+
+async def test_editing_an_unknown_message_is_unknown_message(fake: FakeDiscord) -> None:
+    status, body, _ = await raw(fake, "PATCH", f"{MESSAGES}/123", {"content": "x"})
+    assert (status, body) == (404, {"message": "Unknown Message", "code": 10008})
     fake.take_rejections()
 
 

@@ -14,6 +14,9 @@ from bot.core.models import ChannelRef
 
 log = logging.getLogger(__name__)
 
+#: Discord's error code for a reply without Read Message History in the channel.
+CANNOT_REPLY_WITHOUT_HISTORY = 160002
+
 
 def refused_post_text(channel: ChannelRef, card: ChallengeCard, exc: discord.HTTPException) -> str:
     """The admins' notice of a daily post Discord refused: what, where, why, and how to fix it."""
@@ -91,9 +94,15 @@ class DiscordPlatform:
             reference = discord.MessageReference(
                 message_id=int(message_ref), channel_id=int(channel.channel_id), fail_if_not_exists=False
             )
-            await target.send(text, reference=reference, allowed_mentions=no_mentions())
-        else:
-            await target.send(text, allowed_mentions=no_mentions())
+            try:
+                await target.send(text, reference=reference, allowed_mentions=no_mentions())
+                return
+            except discord.Forbidden as exc:
+                if exc.code != CANNOT_REPLY_WITHOUT_HISTORY:
+                    raise
+                # A reply needs Read Message History; the reminder still matters without the link.
+                log.warning("reminder in %s posted without reply: %s", channel.channel_id, exc)
+        await target.send(text, allowed_mentions=no_mentions())
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""
