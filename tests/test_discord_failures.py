@@ -364,3 +364,22 @@ async def test_a_reminder_without_read_message_history_is_posted_without_the_rep
     assert [(r[0], r[3]["code"]) for r in bot.fake.take_rejections()] == [(403, 160002)]
     sent = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")[-1].body
     assert "closes" in sent["content"] and "message_reference" not in sent
+
+
+async def test_a_countdown_that_fails_logs_the_cause(
+    bot: Bot, monkeypatch: pytest.MonkeyPatch, caplog: pytest.LogCaptureFixture
+) -> None:
+    post = await bot.post()
+    await bot.start(post)
+
+    async def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("time_up exploded")
+
+    monkeypatch.setattr(bot.quiz, "time_up", broken)
+    assert bot.adapter.play is not None
+    with caplog.at_level(logging.ERROR, logger="bot.adapters.discord.play"):
+        bot.clock.advance(121)
+        await bot.fake.wait_for(lambda: any("failed" in r.getMessage() for r in caplog.records), timeout=5)
+    [record] = [r for r in caplog.records if r.name == "bot.adapters.discord.play"]
+    assert record.exc_info is not None and "time_up exploded" in str(record.exc_info[1])
+    await bot.fake.wait_for(lambda: bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 0)
