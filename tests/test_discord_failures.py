@@ -193,8 +193,12 @@ async def test_post_now_refused_by_discord_says_so_and_the_next_post_now_posts_i
     [notice] = bot.fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")
     assert "could not post challenge" in notice.body["content"] and "Embed Links" in notice.body["content"]
     assert [r[0] for r in bot.fake.take_rejections()] == [403]
+    # Fixed at once: within the same minute the retry is not made (one try a minute), and it says so.
+    again = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
+    said = await _answered(bot, again, "NOT posted yet")
+    assert "is posted" not in said and "in a minute" in said
 
-    bot.fake.advance(60)  # a minute later, the permission granted
+    bot.fake.advance(60)  # a minute later
     bot.clock.advance(60)
     second = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
     said = await _answered(bot, second, "is posted")

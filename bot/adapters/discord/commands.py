@@ -374,6 +374,16 @@ class CommandHandler:
                 ),
             )
             return
+        if (await self.quiz.get_challenge(card.challenge_id)).message_ref is None:
+            # Another post of it is under way or was refused less than a minute ago (one try a minute).
+            await self._send(
+                interaction,
+                render.error_text(
+                    f"challenge #{card.challenge_id} is NOT posted yet: a post of it was tried less than a "
+                    "minute ago. Run `/rankzero post-now` again in a minute."
+                ),
+            )
+            return
         text = f"Challenge #{card.challenge_id} of {card.day.isoformat()} is posted."
         if card.closes_at is not None:
             text += f" It closes {render.relative(card.closes_at)} ({render.absolute(card.closes_at)})."
