@@ -387,3 +387,9 @@ async def test_a_countdown_that_fails_logs_the_cause(
     [record] = [r for r in caplog.records if r.name == "bot.adapters.discord.play"]
     assert record.exc_info is not None and "time_up exploded" in str(record.exc_info[1])
     await bot.fake.wait_for(lambda: bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 0)
+
+
+async def test_a_stale_command_from_an_old_client_is_answered(bot: Bot) -> None:
+    token = bot.act.command(bot.client, "renamed-long-ago")  # not in the tree any more
+    said = await _answered(bot, token, "reload Discord")
+    assert "changed since your Discord app loaded it" in said

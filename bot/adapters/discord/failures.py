@@ -31,6 +31,11 @@ def failure_text(exc: BaseException, reference: int | str) -> str:
     if isinstance(exc, app_commands.BotMissingPermissions):
         missing = ", ".join(p.replace("_", " ").title() for p in exc.missing_permissions)
         return f"⚠️ I lack the permission(s) {missing} in this channel: ask a server admin to grant them."
+    if isinstance(exc, (app_commands.CommandNotFound, app_commands.CommandSignatureMismatch)):
+        return (
+            "⚠️ This command changed since your Discord app loaded it: reload Discord (Ctrl+R, or reopen the "
+            "app) and try again."
+        )
     if isinstance(exc, app_commands.NoPrivateMessage):
         return "⚠️ This command works in a server channel, not in direct messages."
     if isinstance(exc, app_commands.CheckFailure):
