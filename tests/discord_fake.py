@@ -47,6 +47,8 @@ BOT_ID = 900000000000000002
 GUILD_ID = 800000000000000001
 CHANNEL_ID = 700000000000000001
 MANAGE_GUILD = 1 << 5
+#: The bot's own managed role in the guild (it holds the bot's permissions).
+BOT_ROLE = 555000000000000099
 
 
 @dataclass
@@ -61,6 +63,7 @@ class Recorded:
 
 # ---------------------------------------------------------------------- Discord's rules, as data
 #: Permission bits (docs: Permissions, "Bitwise Permission Flags").
+ADMINISTRATOR = 1 << 3  # bypasses channel overwrites: a bot is not given it
 VIEW_CHANNEL = 1 << 10
 SEND_MESSAGES = 1 << 11
 EMBED_LINKS = 1 << 14
@@ -736,12 +739,14 @@ class Interactions:
                 "color": 0,
                 "hoist": False,
                 "position": 0 if rid == GUILD_ID else 1,
-                "permissions": "0",
-                "managed": False,
+                # The bot's role grants what the permission table allows by default; channels narrow it
+                # with overwrites (channel_payload).
+                "permissions": str(ALL_PERMISSIONS & ~ADMINISTRATOR if rid == BOT_ROLE else 0),
+                "managed": rid == BOT_ROLE,
                 "mentionable": False,
                 "flags": 0,
             }
-            for rid in [GUILD_ID, *role_ids]
+            for rid in [GUILD_ID, BOT_ROLE, *role_ids]
         ]
         payload = {
             "id": str(GUILD_ID),
@@ -761,23 +766,42 @@ class Interactions:
             "preferred_locale": "en-US",
             "nsfw_level": 0,
             "member_count": 2,
-            "members": [],
-            "channels": [
+            # The bot's own member always comes with GUILD_CREATE (discord.py: "always cached").
+            "members": [
                 {
-                    "id": str(CHANNEL_ID),
-                    "type": 0,
-                    "guild_id": str(GUILD_ID),
-                    "name": "general",
-                    "position": 0,
-                    "permission_overwrites": [],
-                    "nsfw": False,
-                    "parent_id": None,
+                    "user": user_payload(BOT_ID, "RankZero", bot=True),
+                    "roles": [str(BOT_ROLE)],
+                    "joined_at": "2026-01-01T00:00:00+00:00",
+                    "deaf": False,
+                    "mute": False,
+                    "flags": 0,
                 }
             ],
+            "channels": [self.channel_payload(CHANNEL_ID)],
             "threads": [],
             "unavailable": False,
         }
         client._connection.parse_guild_create(payload)  # type: ignore[arg-type]
+
+    def channel_payload(self, channel_id: int) -> dict[str, Any]:
+        """A guild text channel whose overwrites deny the bot's role what the permission table denies."""
+        allow = self.fake.permissions_in(channel_id)
+        denied = ALL_PERMISSIONS & ~allow
+        overwrites = [{"id": str(BOT_ROLE), "type": 0, "allow": "0", "deny": str(denied)}] if denied else []
+        return {
+            "id": str(channel_id),
+            "type": 0,
+            "guild_id": str(GUILD_ID),
+            "name": "general",
+            "position": 0,
+            "permission_overwrites": overwrites,
+            "nsfw": False,
+            "parent_id": None,
+        }
+
+    def channel_update(self, client: discord.Client, channel_id: int = CHANNEL_ID) -> None:
+        """CHANNEL_UPDATE as the gateway sends it when an admin edits a channel's permissions."""
+        client._connection.parse_channel_update(self.channel_payload(channel_id))  # type: ignore[arg-type]
 
     def click(
         self,

@@ -9,6 +9,7 @@ sync removes stale global commands and publishes only a changed tree; /healthz s
 from __future__ import annotations
 
 import ast
+import asyncio
 import logging
 from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
@@ -393,3 +394,40 @@ async def test_a_stale_command_from_an_old_client_is_answered(bot: Bot) -> None:
     token = bot.act.command(bot.client, "renamed-long-ago")  # not in the tree any more
     said = await _answered(bot, token, "reload Discord")
     assert "changed since your Discord app loaded it" in said
+
+
+async def test_a_refused_scheduled_post_is_posted_when_the_permission_is_fixed(bot: Bot) -> None:
+    opts = [{"type": 3, "name": "time", "value": "09:00"}]
+    token = bot.act.command(bot.client, "rankzero schedule set", opts, permissions=MANAGE_GUILD)
+    await _answered(bot, token, "Schedule saved")
+    bot.fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~EMBED_LINKS)  # an admin removed Embed Links
+    with pytest.raises(discord.Forbidden):
+        await bot.quiz.post_daily(CHANNEL)  # the scheduled post of the day
+    [notice] = bot.fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")
+    assert "could not post challenge" in notice.body["content"]
+    assert [r[0] for r in bot.fake.take_rejections()] == [403]
+    card = await bot.quiz.find_challenge(CHANNEL)
+    assert card is not None and (await bot.quiz.get_challenge(card.challenge_id)).message_ref is None
+
+    bot.clock.advance(60)
+    bot.act.channel_update(bot.client)  # an edit that fixes nothing: no new try, no new report
+    await asyncio.sleep(0.2)
+    assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 1
+    bot.fake.permissions.pop(CHANNEL_ID)  # the admin grants it back: Discord tells the bot
+    bot.act.channel_update(bot.client)
+    posts = rf"/channels/{CHANNEL_ID}/messages"
+    await bot.fake.wait_for(lambda: len(bot.fake.calls("POST", posts)) == 2)
+    for _ in range(100):  # the message id is saved right after the post
+        if (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None:
+            break
+        await asyncio.sleep(0.05)
+    assert (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None
+    assert (
+        bot.fake.calls("POST", posts)[-1]
+        .body["embeds"][0]["footer"]["text"]
+        .startswith(f"Challenge #{card.challenge_id}")
+    )
+    bot.clock.advance(60)
+    bot.act.channel_update(bot.client)  # posted already: another edit posts nothing
+    await asyncio.sleep(0.2)
+    assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 2

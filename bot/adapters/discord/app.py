@@ -25,6 +25,7 @@ from bot.adapters.discord.platform import DiscordPlatform
 from bot.adapters.discord.play import PLATFORM, PlayHandler
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
 from bot.adapters.discord.practice_components import PracticeButton
+from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
 from bot.core.ports import Clock, SystemClock
@@ -46,7 +47,33 @@ def _equip(client: discord.Client) -> app_commands.CommandTree[Any]:
     return RankZeroTree(client)
 
 
-class RankZeroClient(discord.Client):
+class _PermissionEvents:
+    """Gateway events that may fix a refused daily post (reposting.py): a channel's permission
+    overwrites or a role changed. Mixed into both clients.
+    """
+
+    rankzero_reposter: Reposter | None
+
+    async def on_guild_channel_update(self, before: Any, after: discord.abc.GuildChannel) -> None:
+        """Retry the channel's refused post once the bot can post there."""
+        if self.rankzero_reposter is None:
+            return
+        me = after.guild.me
+        if me is not None and not _can_post(after.permissions_for(me)):
+            return  # not fixed yet: do not report the refusal again for every edit
+        await self.rankzero_reposter.on_permissions_changed(after.guild.id, {after.id})
+
+    async def on_guild_role_update(self, before: discord.Role, after: discord.Role) -> None:
+        """A role changed (perhaps the bot's): retry the guild's refused posts."""
+        if self.rankzero_reposter is not None:
+            await self.rankzero_reposter.on_permissions_changed(after.guild.id)
+
+
+def _can_post(permissions: discord.Permissions) -> bool:
+    return permissions.view_channel and permissions.send_messages and permissions.embed_links
+
+
+class RankZeroClient(_PermissionEvents, discord.Client):
     """A client with a command tree and a ``rankzero`` button handler (set when the adapter starts)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -54,10 +81,11 @@ class RankZeroClient(discord.Client):
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
+        self.rankzero_reposter: Reposter | None = None
         self.tree = _equip(self)
 
 
-class RankZeroShardedClient(discord.AutoShardedClient):
+class RankZeroShardedClient(_PermissionEvents, discord.AutoShardedClient):
     """The same, sharded (RANKZERO_DISCORD_SHARDED=true), for bots in many servers."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -65,6 +93,7 @@ class RankZeroShardedClient(discord.AutoShardedClient):
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
+        self.rankzero_reposter: Reposter | None = None
         self.tree = _equip(self)
 
 
@@ -122,6 +151,7 @@ class DiscordAdapter:
             practice=getattr(services.app, "practice", None),
         )
         register_commands(self.client.tree, self.commands)
+        self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)
         self.client.rankzero_drafts = self.commands.disputes_ui
         if self.commands.practice is not None:
             self.practice = PracticeHandler(self.commands.practice, admin_roles=self.admin_roles)
