@@ -9,6 +9,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import datetime as dt
+import inspect
 import json
 import logging
 import signal
@@ -210,8 +211,10 @@ async def health_report(
     platforms: dict[str, Any] = {}
     for adapter in adapters:
         health = getattr(adapter, "health", None)
-        if health is not None:
-            platforms[adapter.name] = await health()
+        if callable(health):
+            # Slack reports through a coroutine (it may ask its socket), Discord synchronously.
+            found = health()
+            platforms[adapter.name] = await found if inspect.isawaitable(found) else found
     if platforms:
         report["adapters"] = platforms
     up = all(p.get("ok") for p in platforms.values())

@@ -1,8 +1,29 @@
-"""A local fake of the Discord REST API (aiohttp on loopback) that records every request.
+"""A local fake of the Discord REST API (aiohttp on loopback) that records every request and is strict.
 
 discord.py's real HTTP client talks to it once ``discord.http.Route.BASE`` points here; interactions are fed
 to the real ConnectionState as the gateway would (``parse_interaction_create``) with payloads shaped like
 Discord's, and the buttons clicked are the components of messages the bot really posted.
+
+Strict as the real API (each rule with its source; the JSON bodies are Discord's own shapes):
+
+- 400 ``50035 Invalid Form Body`` with nested ``errors`` for a message over its limits (content 2000;
+  10 embeds; embed title 256, description 4096, 25 fields, field name 256 / value 1024, footer 2048,
+  author 256, 6000 characters over all embeds: ``MAX_EMBED_SIZE_EXCEEDED``) -- docs: Message resource,
+  "Embed Limits"; components (5 action rows, 5 buttons a row or one select, custom_id 1..100, label 80,
+  25 select options, unique custom ids) -- docs: "Component Reference"; modals (title 45, 1..5 inputs,
+  label 45, value/max_length 4000, placeholder 100) -- docs: "Interaction Response Object / Modal".
+- 400 ``50006 Cannot send an empty message``.
+- 400 ``40060 Interaction has already been acknowledged`` for a second callback of one interaction;
+  404 ``10062 Unknown interaction`` for a callback later than 3 s (and so after 15 minutes);
+  401 ``50027 Invalid Webhook Token`` for a follow-up or @original edit after the token's 15 minutes
+  (what the API answers then: discord/discord-api-docs#6851).
+- 403 ``50001 Missing Access`` (no View Channel) / ``50013 Missing Permissions`` (no Send Messages, or
+  embeds without Embed Links) / ``160002`` (a reply without Read Message History, or a thread without
+  Create Public Threads: 50013) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
+  interaction responses and follow-ups are webhooks and need no channel permission.
+- 429 with ``retry_after`` / ``global`` in the body and ``Retry-After``, ``X-RateLimit-*`` headers: a
+  per-channel bucket for creating messages (5 per 5 s, the limit Discord's headers report) and forced
+  limits for tests (:meth:`FakeDiscord.rate_limit_next`).
 """
 
 from __future__ import annotations
@@ -11,7 +32,9 @@ import asyncio
 import datetime as dt
 import itertools
 import json
+import math
 import re
+import time
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -24,6 +47,8 @@ BOT_ID = 900000000000000002
 GUILD_ID = 800000000000000001
 CHANNEL_ID = 700000000000000001
 MANAGE_GUILD = 1 << 5
+#: The bot's own managed role in the guild (it holds the bot's permissions).
+BOT_ROLE = 555000000000000099
 
 
 @dataclass
@@ -34,6 +59,212 @@ class Recorded:
     path: str
     query: dict[str, str]
     body: Any
+
+
+# ---------------------------------------------------------------------- Discord's rules, as data
+#: Permission bits (docs: Permissions, "Bitwise Permission Flags").
+ADMINISTRATOR = 1 << 3  # bypasses channel overwrites: a bot is not given it
+VIEW_CHANNEL = 1 << 10
+SEND_MESSAGES = 1 << 11
+EMBED_LINKS = 1 << 14
+READ_MESSAGE_HISTORY = 1 << 16
+SEND_MESSAGES_IN_THREADS = 1 << 38
+CREATE_PUBLIC_THREADS = 1 << 35
+ALL_PERMISSIONS = (1 << 41) - 1
+
+#: How long Discord accepts the first response and the token's webhook calls.
+FIRST_RESPONSE_S = 3.0
+TOKEN_LIFETIME_S = 15 * 60.0
+
+Problem = tuple[str, str, str]  # (path "embeds.0.title", code, message)
+
+
+def _max_len(problems: list[Problem], path: str, value: Any, limit: int) -> None:
+    if isinstance(value, (str, list)) and len(value) > limit:
+        problems.append((path, "BASE_TYPE_MAX_LENGTH", f"Must be {limit} or fewer in length."))
+
+
+def _bad_len(problems: list[Problem], path: str, value: Any, low: int, high: int) -> None:
+    if not isinstance(value, str) or not low <= len(value) <= high:
+        problems.append((path, "BASE_TYPE_BAD_LENGTH", f"Must be between {low} and {high} in length."))
+
+
+def _required(problems: list[Problem], path: str, value: Any) -> bool:
+    if value is None or value == "":
+        problems.append((path, "BASE_TYPE_REQUIRED", "This field is required"))
+        return False
+    return True
+
+
+def embed_problems(embeds: list[dict[str, Any]], path: str = "embeds") -> list[Problem]:
+    """What Discord rejects in a message's embeds (docs: Message resource, "Embed Limits")."""
+    problems: list[Problem] = []
+    _max_len(problems, path, embeds, 10)
+    total = 0
+    for i, embed in enumerate(embeds):
+        at = f"{path}.{i}"
+        title, desc = embed.get("title") or "", embed.get("description") or ""
+        _max_len(problems, f"{at}.title", title, 256)
+        _max_len(problems, f"{at}.description", desc, 4096)
+        footer = (embed.get("footer") or {}).get("text") or ""
+        author = (embed.get("author") or {}).get("name") or ""
+        _max_len(problems, f"{at}.footer.text", footer, 2048)
+        _max_len(problems, f"{at}.author.name", author, 256)
+        fields = embed.get("fields") or []
+        _max_len(problems, f"{at}.fields", fields, 25)
+        total += len(title) + len(desc) + len(footer) + len(author)
+        for j, field in enumerate(fields):
+            name, value = field.get("name"), field.get("value")
+            if _required(problems, f"{at}.fields.{j}.name", name):
+                _max_len(problems, f"{at}.fields.{j}.name", name, 256)
+            if _required(problems, f"{at}.fields.{j}.value", value):
+                _max_len(problems, f"{at}.fields.{j}.value", value, 1024)
+            total += len(name or "") + len(value or "")
+    if total > 6000:
+        problems.append((path, "MAX_EMBED_SIZE_EXCEEDED", "Embed size exceeds maximum size of 6000"))
+    return problems
+
+
+def component_problems(rows: list[dict[str, Any]], path: str = "components") -> list[Problem]:
+    """What Discord rejects in a message's components (docs: "Component Reference")."""
+    problems: list[Problem] = []
+    _max_len(problems, path, rows, 5)
+    seen: set[str] = set()
+    for i, row in enumerate(rows):
+        at = f"{path}.{i}"
+        if row.get("type") != 1:
+            problems.append(
+                (f"{at}.type", "UNION_TYPE_CHOICES", 'Value of field "type" must be one of (1,).')
+            )
+            continue
+        children = row.get("components") or []
+        if not children:
+            problems.append(
+                (f"{at}.components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length.")
+            )
+        _max_len(problems, f"{at}.components", children, 5)
+        selects = [c for c in children if c.get("type") in (3, 5, 6, 7, 8)]
+        if selects and len(children) > 1:
+            problems.append(
+                (
+                    f"{at}.components",
+                    "COMPONENT_LAYOUT_WIDTH_EXCEEDED",
+                    "The specified component exceeds the maximum width",
+                )
+            )
+        for j, comp in enumerate(children):
+            cat = f"{at}.components.{j}"
+            if comp.get("type") == 2 and comp.get("style") == 5:  # link button: a url, no custom_id
+                _required(problems, f"{cat}.url", comp.get("url"))
+            elif "custom_id" in comp or comp.get("type") in (2, 3, 5, 6, 7, 8):
+                cid = comp.get("custom_id")
+                _bad_len(problems, f"{cat}.custom_id", cid, 1, 100)
+                if isinstance(cid, str):
+                    if cid in seen:
+                        problems.append(
+                            (
+                                f"{cat}.custom_id",
+                                "COMPONENT_CUSTOM_ID_DUPLICATED",
+                                "Component custom id cannot be duplicated",
+                            )
+                        )
+                    seen.add(cid)
+            if comp.get("type") == 2:
+                if not comp.get("label") and not comp.get("emoji"):
+                    problems.append((f"{cat}.label", "BASE_TYPE_REQUIRED", "This field is required"))
+                _max_len(problems, f"{cat}.label", comp.get("label"), 80)
+            if comp.get("type") == 3:
+                options = comp.get("options") or []
+                if not options:
+                    problems.append(
+                        (f"{cat}.options", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 25 in length.")
+                    )
+                _max_len(problems, f"{cat}.options", options, 25)
+                for k, opt in enumerate(options):
+                    _bad_len(problems, f"{cat}.options.{k}.label", opt.get("label"), 1, 100)
+                    _bad_len(problems, f"{cat}.options.{k}.value", opt.get("value"), 1, 100)
+                _max_len(problems, f"{cat}.placeholder", comp.get("placeholder"), 150)
+    return problems
+
+
+def message_problems(body: dict[str, Any], *, create: bool) -> list[Problem]:
+    """What Discord rejects in a message create/edit body."""
+    problems: list[Problem] = []
+    content = body.get("content")
+    _max_len(problems, "content", content, 2000)
+    problems += embed_problems(body.get("embeds") or [])
+    problems += component_problems(body.get("components") or [])
+    empty = (
+        not content and not body.get("embeds") and not body.get("components") and not body.get("sticker_ids")
+    )
+    if create and empty and not body.get("attachments"):
+        problems.append(("", "50006", "Cannot send an empty message"))
+    return problems
+
+
+def modal_problems(data: dict[str, Any]) -> list[Problem]:
+    """What Discord rejects in a modal (docs: Interaction response, "Modal", and "Text Input")."""
+    problems: list[Problem] = []
+    if _required(problems, "data.title", data.get("title")):
+        _max_len(problems, "data.title", data.get("title"), 45)
+    _bad_len(problems, "data.custom_id", data.get("custom_id"), 1, 100)
+    rows = data.get("components") or []
+    if not 1 <= len(rows) <= 5:
+        problems.append(("data.components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 5 in length."))
+    for i, row in enumerate(rows):
+        at = f"data.components.{i}"
+        # An action row holding one text input, or a Label (type 18) with its component.
+        if row.get("type") == 18:
+            inputs = [row.get("component") or {}]
+            _bad_len(problems, f"{at}.label", row.get("label"), 1, 45)
+        else:
+            inputs = row.get("components") or []
+            if len(inputs) != 1:
+                problems.append(
+                    (f"{at}.components", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 1 in length.")
+                )
+        for j, comp in enumerate(inputs):
+            cat = f"{at}.components.{j}"
+            _bad_len(problems, f"{cat}.custom_id", comp.get("custom_id"), 1, 100)
+            if comp.get("type") == 4:
+                if row.get("type") != 18:
+                    _bad_len(problems, f"{cat}.label", comp.get("label"), 1, 45)
+                _max_len(problems, f"{cat}.value", comp.get("value"), 4000)
+                _max_len(problems, f"{cat}.placeholder", comp.get("placeholder"), 100)
+                for key in ("min_length", "max_length"):
+                    n = comp.get(key)
+                    low = 0 if key == "min_length" else 1
+                    if n is not None and not low <= int(n) <= 4000:
+                        problems.append(
+                            (
+                                f"{cat}.{key}",
+                                "NUMBER_TYPE_MAX",
+                                "int value should be less than or equal to 4000.",
+                            )
+                        )
+    return problems
+
+
+def form_error(problems: list[Problem]) -> dict[str, Any]:
+    """Discord's error body: 50006 for an empty message, else 50035 with errors nested by path."""
+    if any(code == "50006" for _, code, _ in problems):
+        return {"message": "Cannot send an empty message", "code": 50006}
+    errors: dict[str, Any] = {}
+    for path, code, message in problems:
+        node = errors
+        for part in path.split("."):
+            node = node.setdefault(part, {})
+        node.setdefault("_errors", []).append({"code": code, "message": message})
+    return {"message": "Invalid Form Body", "code": 50035, "errors": errors}
+
+
+@dataclass
+class _Bucket:
+    """A rate-limit bucket: ``limit`` requests per ``per`` seconds."""
+
+    limit: int
+    per: float
+    hits: list[float]
 
 
 def user_payload(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
@@ -49,11 +280,35 @@ def user_payload(uid: int, name: str, *, bot: bool = False) -> dict[str, Any]:
     }
 
 
-def _json(data: Any, status: int = 200) -> web.Response:
+def _json(data: Any, status: int = 200, headers: dict[str, str] | None = None) -> web.Response:
     # Exactly "application/json", as Discord sends it (discord.py compares the header verbatim).
     return web.Response(
-        body=json.dumps(data).encode(), status=status, headers={"Content-Type": "application/json"}
+        body=json.dumps(data).encode(),
+        status=status,
+        # Discord answers through Google's front end ("Via: 1.1 google"); discord.py takes a 429 without
+        # it for a Cloudflare ban and does not retry.
+        headers={"Content-Type": "application/json", "Via": "1.1 google", **(headers or {})},
     )
+
+
+def _rate_limited(
+    retry_after: float, *, limit: int = 5, bucket: str, is_global: bool = False
+) -> web.Response:
+    """A 429 as Discord sends it (docs: Rate Limits, "Exceeding A Rate Limit"): body and headers."""
+    retry_after = max(0.001, round(retry_after, 3))
+    headers = {
+        "Retry-After": str(math.ceil(retry_after)),
+        "X-RateLimit-Limit": str(limit),
+        "X-RateLimit-Remaining": "0",
+        "X-RateLimit-Reset": f"{time.time() + retry_after:.3f}",
+        "X-RateLimit-Reset-After": f"{retry_after:.3f}",
+        "X-RateLimit-Bucket": bucket,
+        "X-RateLimit-Scope": "global" if is_global else "user",
+    }
+    if is_global:
+        headers["X-RateLimit-Global"] = "true"
+    body = {"message": "You are being rate limited.", "retry_after": retry_after, "global": is_global}
+    return _json(body, status=429, headers=headers)
 
 
 class FakeDiscord:
@@ -66,9 +321,59 @@ class FakeDiscord:
         self.originals: dict[str, int] = {}
         self.files: dict[str, bytes] = {}
         self.threads: dict[int, dict[str, Any]] = {}
+        #: channel id -> the bot's permission bits there (absent: every permission)
+        self.permissions: dict[int, int] = {}
+        #: interaction token -> (interaction id, when it was created on :meth:`now`'s clock)
+        self.interactions: dict[str, tuple[int, float]] = {}
+        self.acknowledged: set[int] = set()
+        #: Requests answered with an error status: (status, method, path, body)
+        self.rejected: list[tuple[int, str, str, Any]] = []
+        #: Message creation per channel: 5 per 5 s, as the API's X-RateLimit headers report it.
+        self.channel_limit = (5, 5.0)
+        self._buckets: dict[int, list[float]] = {}
+        self._forced: list[list[Any]] = []
+        self._failures: list[tuple[str, str, int, dict[str, Any]]] = []
+        #: "" (global) or "/guilds/<id>" -> the commands last PUT there
+        self.commands: dict[str, list[dict[str, Any]]] = {}
+        self._skew = 0.0
         self._ids = itertools.count(600000000000000001)
         self._runner: web.AppRunner | None = None
         self.base = ""
+
+    # ------------------------------------------------------------------ configuring the strictness
+    def now(self) -> float:
+        """The fake's clock (monotonic; :meth:`advance` moves it, to age interaction tokens)."""
+        return time.monotonic() + self._skew
+
+    def advance(self, seconds: float) -> None:
+        """Move the fake's clock on (tokens expire, rate-limit windows pass)."""
+        self._skew += seconds
+
+    def set_permissions(self, channel_id: int, allow: int) -> None:
+        """The bot's permissions in a channel (bits as in :data:`VIEW_CHANNEL` ...)."""
+        self.permissions[channel_id] = allow
+
+    def permissions_in(self, channel_id: int) -> int:
+        """The bot's permissions in a channel (a thread inherits its parent's)."""
+        thread = self.threads.get(channel_id)
+        if thread is not None:
+            channel_id = int(thread["parent_id"])
+        return self.permissions.get(channel_id, ALL_PERMISSIONS)
+
+    def rate_limit_next(
+        self, method: str, pattern: str, *, times: int = 1, retry_after: float = 0.3, is_global: bool = False
+    ) -> None:
+        """Answer the next ``times`` requests matching (method, path regex) with a 429."""
+        self._forced.append([method, pattern, times, retry_after, is_global])
+
+    def fail_next(self, method: str, pattern: str, status: int, body: dict[str, Any]) -> None:
+        """Answer the next request matching (method, path regex) with ``status`` and Discord's ``body``
+        (an outage or a refusal the permission table cannot express)."""
+        self._failures.append((method, pattern, status, body))
+
+    def register_interaction(self, interaction_id: int, token: str) -> None:
+        """An interaction Discord has just sent (its token's clocks start now)."""
+        self.interactions[token] = (interaction_id, self.now())
 
     def next_id(self) -> int:
         """A fresh snowflake."""
@@ -137,7 +442,19 @@ class FakeDiscord:
                 body = raw.decode(errors="replace")
         path = request.path.removeprefix("/api/v10")
         self.requests.append(Recorded(request.method, path, dict(request.query), body))
-        m = request.method
+        response = self._route(request.method, path, body)
+        if response.status >= 400:
+            self.rejected.append((response.status, request.method, path, json.loads(response.body or b"{}")))  # type: ignore[arg-type]
+        return response
+
+    def _route(self, m: str, path: str, body: Any) -> web.Response:
+        forced = self._forced_limit(m, path)
+        if forced is not None:
+            return forced
+        for i, (method, pattern, status, error) in enumerate(self._failures):
+            if method == m and re.fullmatch(pattern, path):
+                del self._failures[i]
+                return _json(error, status=status)
         if path in self.files:
             return web.Response(body=self.files[path])
         if m == "GET" and path == "/users/@me":
@@ -157,23 +474,114 @@ class FakeDiscord:
                 }
             )
         if (hit := re.fullmatch(r"/channels/(\d+)/messages", path)) and m == "POST":
-            return _json(self._store(self.next_id(), int(hit[1]), body or {}))
+            channel = int(hit[1])
+            return self._check_channel(channel, body or {}, create=True) or self._create_in(
+                channel, body or {}
+            )
         if (hit := re.fullmatch(r"/channels/(\d+)/messages/(\d+)", path)) and m == "PATCH":
-            return _json(self._store(int(hit[2]), int(hit[1]), body or {}))
+            channel = int(hit[1])
+            if int(hit[2]) not in self.messages:
+                return _json({"message": "Unknown Message", "code": 10008}, status=404)
+            return self._check_channel(channel, body or {}, create=False) or _json(
+                self._store(int(hit[2]), channel, body or {})
+            )
         if (hit := re.fullmatch(r"/channels/(\d+)/threads", path)) and m == "POST":
+            allow = self.permissions_in(int(hit[1]))
+            if not allow & VIEW_CHANNEL:
+                return _json({"message": "Missing Access", "code": 50001}, status=403)
+            if not allow & CREATE_PUBLIC_THREADS:
+                return _json({"message": "Missing Permissions", "code": 50013}, status=403)
             return _json(self._thread(int(hit[1]), body or {}))
         if (hit := re.fullmatch(r"/interactions/(\d+)/([^/]+)/callback", path)) and m == "POST":
-            return _json(self._callback(int(hit[1]), hit[2], body or {}))
+            return self._callback(int(hit[1]), hit[2], body or {})
         if (hit := re.fullmatch(r"/webhooks/(\d+)/([^/]+)/messages/@original", path)) and m == "PATCH":
+            refused = self._check_token(hit[2]) or self._check_body(body or {}, create=False)
+            if refused is not None:
+                return refused
             mid = self.originals.get(hit[2])
             if mid is None:
                 return _json({"code": 10008, "message": "Unknown Message"}, status=404)
             return _json(self._store(mid, CHANNEL_ID, body or {}))
         if (hit := re.fullmatch(r"/webhooks/(\d+)/([^/]+)", path)) and m == "POST":
+            refused = self._check_token(hit[2]) or self._check_body(body or {}, create=True)
+            if refused is not None:
+                return refused
             return _json(self._store(self.next_id(), CHANNEL_ID, body or {}))
-        if re.fullmatch(r"/applications/\d+(/guilds/\d+)?/commands", path) and m == "PUT":
-            return _json([])
+        if (hit := re.fullmatch(r"/applications/\d+(/guilds/\d+)?/commands", path)) and m == "PUT":
+            return _json(self._put_commands(hit[1], body or []))
+        if (hit := re.fullmatch(r"/applications/\d+(/guilds/\d+)?/commands", path)) and m == "GET":
+            return _json(self.commands.get(hit[1] or "", []))
         return _json({"code": 0, "message": f"fake has no route {m} {path}"}, status=404)
+
+    # ------------------------------------------------------------------ the rules
+    def _check_body(self, body: dict[str, Any], *, create: bool) -> web.Response | None:
+        problems = message_problems(body, create=create)
+        return _json(form_error(problems), status=400) if problems else None
+
+    def _check_channel(self, channel: int, body: dict[str, Any], *, create: bool) -> web.Response | None:
+        """403 without View Channel / Send Messages / Embed Links, 400 for a bad body, 429 over the bucket."""
+        allow = self.permissions_in(channel)
+        if not allow & VIEW_CHANNEL:
+            return _json({"message": "Missing Access", "code": 50001}, status=403)
+        send = SEND_MESSAGES_IN_THREADS if channel in self.threads else SEND_MESSAGES
+        if create and not allow & send:
+            return _json({"message": "Missing Permissions", "code": 50013}, status=403)
+        if body.get("embeds") and not allow & EMBED_LINKS:
+            return _json({"message": "Missing Permissions", "code": 50013}, status=403)
+        if create and body.get("message_reference") and not allow & READ_MESSAGE_HISTORY:
+            message = "Cannot reply without permission to read message history"
+            return _json({"message": message, "code": 160002}, status=403)
+        refused = self._check_body(body, create=create)
+        if refused is not None or not create:
+            return refused
+        return self._bucket(channel)
+
+    def _bucket(self, channel: int) -> web.Response | None:
+        limit, per = self.channel_limit
+        now = self.now()
+        hits = [t for t in self._buckets.get(channel, []) if now - t < per]
+        self._buckets[channel] = hits
+        if len(hits) >= limit:
+            return _rate_limited(per - (now - hits[0]), limit=limit, bucket=f"channel-{channel}")
+        hits.append(now)
+        return None
+
+    def _create_in(self, channel: int, body: dict[str, Any]) -> web.Response:
+        limit, per = self.channel_limit
+        hits = self._buckets.get(channel, [])
+        reset_after = per - (self.now() - hits[0]) if hits else per
+        headers = {
+            "X-RateLimit-Limit": str(limit),
+            "X-RateLimit-Remaining": str(max(0, limit - len(hits))),
+            "X-RateLimit-Reset": f"{time.time() + reset_after:.3f}",
+            "X-RateLimit-Reset-After": f"{reset_after:.3f}",
+            "X-RateLimit-Bucket": f"channel-{channel}",
+        }
+        return _json(self._store(self.next_id(), channel, body), headers=headers)
+
+    def _forced_limit(self, m: str, path: str) -> web.Response | None:
+        for entry in self._forced:
+            method, pattern, times, retry_after, is_global = entry
+            if times > 0 and method == m and re.fullmatch(pattern, path):
+                entry[2] -= 1
+                return _rate_limited(retry_after, is_global=is_global, bucket="forced")
+        return None
+
+    def _check_token(self, token: str) -> web.Response | None:
+        """Webhook calls with an interaction token: only after the first response, for 15 minutes."""
+        known = self.interactions.get(token)
+        if known is None or known[0] not in self.acknowledged:
+            return _json({"message": "Unknown Webhook", "code": 10015}, status=404)
+        if self.now() - known[1] > TOKEN_LIFETIME_S:
+            return _json({"message": "Invalid Webhook Token", "code": 50027}, status=401)
+        return None
+
+    def _put_commands(self, guild_part: str | None, body: list[dict[str, Any]]) -> list[dict[str, Any]]:
+        stored = []
+        for cmd in body:
+            stored.append({**cmd, "id": str(self.next_id()), "application_id": str(APP_ID), "version": "1"})
+        self.commands[guild_part or ""] = stored
+        return stored
 
     def _thread(self, parent_id: int, body: dict[str, Any]) -> dict[str, Any]:
         tid = self.next_id()
@@ -199,9 +607,23 @@ class FakeDiscord:
         self.threads[tid] = thread
         return thread
 
-    def _callback(self, interaction_id: int, token: str, body: dict[str, Any]) -> dict[str, Any]:
+    def _callback(self, interaction_id: int, token: str, body: dict[str, Any]) -> web.Response:
+        known = self.interactions.get(token)
+        if known is None or known[0] != interaction_id or self.now() - known[1] > FIRST_RESPONSE_S:
+            return _json({"message": "Unknown interaction", "code": 10062}, status=404)
+        if interaction_id in self.acknowledged:
+            return _json({"message": "Interaction has already been acknowledged.", "code": 40060}, status=400)
         kind = body.get("type")
         data = body.get("data") or {}
+        if kind == 9:
+            problems = modal_problems(data)
+        elif kind in (4, 7):
+            problems = message_problems(data, create=kind == 4)
+        else:
+            problems = []
+        if problems:
+            return _json(form_error(problems), status=400)
+        self.acknowledged.add(interaction_id)
         message_id: int | None = None
         if kind in (4, 5):  # a new (maybe ephemeral, maybe "thinking") response message
             message_id = self.next_id()
@@ -209,17 +631,24 @@ class FakeDiscord:
             self.originals[token] = message_id
         elif kind == 7 and token in self.originals:  # update the component's message
             self._store(self.originals[token], CHANNEL_ID, data)
-        return {
-            "interaction": {
-                "id": str(interaction_id),
-                "type": 3,
-                "response_message_id": str(message_id) if message_id else None,
-                "response_message_loading": kind == 5,
-                "response_message_ephemeral": bool(int(data.get("flags") or 0) & 64),
+        return _json(
+            {
+                "interaction": {
+                    "id": str(interaction_id),
+                    "type": 3,
+                    "response_message_id": str(message_id) if message_id else None,
+                    "response_message_loading": kind == 5,
+                    "response_message_ephemeral": bool(int(data.get("flags") or 0) & 64),
+                }
             }
-        }
+        )
 
     # ------------------------------------------------------------------ what tests look at
+    def take_rejections(self) -> list[tuple[int, str, str, Any]]:
+        """The error answers so far (and forget them: :func:`no_unexpected_rejections` checks the rest)."""
+        out, self.rejected = self.rejected, []
+        return out
+
     def calls(self, method: str, pattern: str) -> list[Recorded]:
         """Recorded requests whose path matches ``pattern``."""
         return [r for r in self.requests if r.method == method and re.fullmatch(pattern, r.path)]
@@ -244,18 +673,30 @@ class Interactions:
         self.fake = fake
         self._n = itertools.count(1)
 
-    def _base(self, kind: int, user_id: int, name: str, permissions: int, roles: list[int]) -> dict[str, Any]:
+    def _base(
+        self,
+        kind: int,
+        user_id: int,
+        name: str,
+        permissions: int,
+        roles: list[int],
+        channel_id: int = CHANNEL_ID,
+    ) -> dict[str, Any]:
         n = next(self._n)
+        interaction_id = self.fake.next_id()
+        self.fake.register_interaction(interaction_id, f"tok-{n}")
+        # What Discord computes for the bot in this channel (its permission table).
+        app_permissions = str(self.fake.permissions_in(channel_id))
         return {
-            "id": str(self.fake.next_id()),
+            "id": str(interaction_id),
             "application_id": str(APP_ID),
             "type": kind,
             "token": f"tok-{n}",
             "version": 1,
             "guild_id": str(GUILD_ID),
-            "channel_id": str(CHANNEL_ID),
+            "channel_id": str(channel_id),
             "channel": {
-                "id": str(CHANNEL_ID),
+                "id": str(channel_id),
                 "type": 0,
                 "guild_id": str(GUILD_ID),
                 "name": "general",
@@ -267,7 +708,7 @@ class Interactions:
                 "last_message_id": None,
                 "rate_limit_per_user": 0,
                 "flags": 0,
-                "permissions": str((1 << 41) - 1),
+                "permissions": app_permissions,
             },
             "member": {
                 "user": user_payload(user_id, name),
@@ -278,7 +719,7 @@ class Interactions:
                 "mute": False,
                 "flags": 0,
             },
-            "app_permissions": str((1 << 41) - 1),
+            "app_permissions": app_permissions,
             "locale": "en-US",
             "guild_locale": "en-US",
             "entitlements": [],
@@ -286,6 +727,81 @@ class Interactions:
             "context": 0,
             "attachment_size_limit": 10 * 1024 * 1024,
         }
+
+    def join_guild(self, client: discord.Client, role_ids: list[int] = ()) -> None:  # type: ignore[assignment]
+        """GUILD_CREATE as the gateway sends it on connect (guilds intent): the guild, its roles, the
+        channel; member roles of later interactions resolve through this cache.
+        """
+        roles = [
+            {
+                "id": str(rid),
+                "name": "@everyone" if rid == GUILD_ID else f"role-{rid}",
+                "color": 0,
+                "hoist": False,
+                "position": 0 if rid == GUILD_ID else 1,
+                # The bot's role grants what the permission table allows by default; channels narrow it
+                # with overwrites (channel_payload).
+                "permissions": str(ALL_PERMISSIONS & ~ADMINISTRATOR if rid == BOT_ROLE else 0),
+                "managed": rid == BOT_ROLE,
+                "mentionable": False,
+                "flags": 0,
+            }
+            for rid in [GUILD_ID, BOT_ROLE, *role_ids]
+        ]
+        payload = {
+            "id": str(GUILD_ID),
+            "name": "RankZero test server",
+            "icon": None,
+            "owner_id": "1",
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "roles": roles,
+            "emojis": [],
+            "features": [],
+            "mfa_level": 0,
+            "system_channel_flags": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+            "member_count": 2,
+            # The bot's own member always comes with GUILD_CREATE (discord.py: "always cached").
+            "members": [
+                {
+                    "user": user_payload(BOT_ID, "RankZero", bot=True),
+                    "roles": [str(BOT_ROLE)],
+                    "joined_at": "2026-01-01T00:00:00+00:00",
+                    "deaf": False,
+                    "mute": False,
+                    "flags": 0,
+                }
+            ],
+            "channels": [self.channel_payload(CHANNEL_ID)],
+            "threads": [],
+            "unavailable": False,
+        }
+        client._connection.parse_guild_create(payload)  # type: ignore[arg-type]
+
+    def channel_payload(self, channel_id: int) -> dict[str, Any]:
+        """A guild text channel whose overwrites deny the bot's role what the permission table denies."""
+        allow = self.fake.permissions_in(channel_id)
+        denied = ALL_PERMISSIONS & ~allow
+        overwrites = [{"id": str(BOT_ROLE), "type": 0, "allow": "0", "deny": str(denied)}] if denied else []
+        return {
+            "id": str(channel_id),
+            "type": 0,
+            "guild_id": str(GUILD_ID),
+            "name": "general",
+            "position": 0,
+            "permission_overwrites": overwrites,
+            "nsfw": False,
+            "parent_id": None,
+        }
+
+    def channel_update(self, client: discord.Client, channel_id: int = CHANNEL_ID) -> None:
+        """CHANNEL_UPDATE as the gateway sends it when an admin edits a channel's permissions."""
+        client._connection.parse_channel_update(self.channel_payload(channel_id))  # type: ignore[arg-type]
 
     def click(
         self,
@@ -316,9 +832,10 @@ class Interactions:
         permissions: int = 0,
         roles: list[int] | None = None,
         resolved: dict[str, Any] | None = None,
+        channel_id: int = CHANNEL_ID,
     ) -> str:
         """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub')."""
-        payload = self._base(2, user_id, user, permissions, roles or [])
+        payload = self._base(2, user_id, user, permissions, roles or [], channel_id)
         parts = name.split()
         opts: list[dict[str, Any]] = options or []
         for sub in reversed(parts[1:]):
@@ -355,3 +872,12 @@ class Interactions:
         }
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])
+
+
+def no_unexpected_rejections(request: Any) -> None:
+    """Fail a test whose bot made a request the strict fake refused, unless the test took it
+    (:meth:`FakeDiscord.take_rejections`): a rejected message is a lost message.
+    """
+    fake = request.node.funcargs.get("fake")
+    if isinstance(fake, FakeDiscord) and fake.rejected:
+        raise AssertionError(f"Discord (the strict fake) refused requests: {fake.rejected}")

@@ -5,7 +5,7 @@ Discord REST API (tests/discord_fake.py) and interactions enter through the real
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -21,8 +21,23 @@ from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, make_spec, test_bank
-from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
+from tests.discord_fake import (
+    CHANNEL_ID,
+    GUILD_ID,
+    MANAGE_GUILD,
+    FakeDiscord,
+    Interactions,
+    no_unexpected_rejections,
+)
 from tests.fakes import FrozenClock
+
+
+@pytest.fixture(autouse=True)
+def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every request the bot makes must be one Discord accepts (unless the test takes the refusal)."""
+    yield
+    no_unexpected_rejections(request)
+
 
 CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
 ADMIN_ROLE = 555000000000000001
@@ -87,7 +102,9 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: 
     services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None))
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
-    return Bot(adapter, quiz, fake, Interactions(fake), clock), engine
+    act = Interactions(fake)
+    act.join_guild(adapter.client, [ADMIN_ROLE])
+    return Bot(adapter, quiz, fake, act, clock), engine
 
 
 @pytest.fixture
@@ -139,7 +156,9 @@ async def test_start_opens_ephemeral_problem_with_choices_attempts_and_deadline(
     deadline = int((bot.clock.now().timestamp()) + 120)
     assert f"<t:{deadline}:R>" in _field(embed, "Time")
     assert _labels(body) == [["A", "B", "C", "D"], ["Hint"]]
-    assert bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 1
+    assert bot.adapter.play is not None
+    # armed right after the edit returns: wait for it rather than race the bot's task
+    await bot.fake.wait_for(lambda: bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 1)
 
 
 async def test_answer_wrong_then_right_then_next(bot: Bot) -> None:

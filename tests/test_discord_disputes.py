@@ -44,9 +44,24 @@ from bot.runner_client import HttpRunnerClient
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
-from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
+from tests.discord_fake import (
+    CHANNEL_ID,
+    GUILD_ID,
+    MANAGE_GUILD,
+    FakeDiscord,
+    Interactions,
+    no_unexpected_rejections,
+)
 from tests.fakes import FrozenClock
 from tests.runner_server import RunnerServer, runner_server
+
+
+@pytest.fixture(autouse=True)
+def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every request the bot makes must be one Discord accepts (unless the test takes the refusal)."""
+    yield
+    no_unexpected_rejections(request)
+
 
 CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
 ADMIN_CHANNEL = 700000000000000099
@@ -211,7 +226,9 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: Scripted
     services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=disputes))
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
-    return Bot(adapter, quiz, runner, fake, Interactions(fake), engine)
+    act = Interactions(fake)
+    act.join_guild(adapter.client)
+    return Bot(adapter, quiz, runner, fake, act, engine)
 
 
 @pytest.fixture

@@ -5,7 +5,7 @@ through discord.py's real client against the local fake of the Discord REST API 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator
+from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
 from types import SimpleNamespace
 from typing import Any
@@ -26,8 +26,23 @@ from bot.storage.models import ChallengeRow
 from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, test_bank
-from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
+from tests.discord_fake import (
+    CHANNEL_ID,
+    GUILD_ID,
+    MANAGE_GUILD,
+    FakeDiscord,
+    Interactions,
+    no_unexpected_rejections,
+)
 from tests.fakes import FrozenClock
+
+
+@pytest.fixture(autouse=True)
+def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Every request the bot makes must be one Discord accepts (unless the test takes the refusal)."""
+    yield
+    no_unexpected_rejections(request)
+
 
 CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
 ALICE = PlayerRef("discord", "111", "alice")
@@ -133,7 +148,9 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: 
     )
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
-    return Bot(adapter, quiz, practice, schedules, fake, Interactions(fake), clock, engine)
+    act = Interactions(fake)
+    act.join_guild(adapter.client)
+    return Bot(adapter, quiz, practice, schedules, fake, act, clock, engine)
 
 
 async def _close(bot: Bot) -> None:
@@ -425,3 +442,17 @@ def test_practice_messages_fit_discords_limits() -> None:
     assert sum(len(e) for e in embeds) <= sanitize.EMBED_TOTAL
     assert all(len(f.value or "") <= sanitize.FIELD_VALUE for e in embeds for f in e.fields)
     assert sanitize.MARKER in (embeds[0].description or "")
+
+
+async def test_a_practice_button_that_fails_still_answers(bot: Bot, monkeypatch: pytest.MonkeyPatch) -> None:
+    token = bot.act.command(bot.client, "quiz")
+    await bot.fake.wait_for(lambda: bot.edits(token))
+    msg = bot.fake.originals[token]
+
+    async def broken(*_: Any, **__: Any) -> Any:
+        raise RuntimeError("practice database gone")
+
+    monkeypatch.setattr(bot.practice, "answer_quiz", broken)
+    t = await bot.click(msg, "A")
+    said = _content(bot, t)
+    assert "Something went wrong on my side" in said and "practice database gone" not in said

@@ -230,13 +230,14 @@ class QuizService:
             attempts=attempts,
         )
         card = self.challenge_card(challenge)
-        if created and self._platform is not None:
+        if self._platform is not None and await self._claim_post(challenge, created):
             try:
                 ref = await self._platform.post_challenge(channel, card)
             except Exception:
-                # The platform refused (or the post failed): nobody can see this challenge, so remove it.
-                # The next post (the admin's post-now once the bot may post, or tomorrow's slot) creates
-                # and posts it again instead of finding a challenge that nobody saw.
+                # The platform refused (or the post failed): nobody can see this challenge. Remove it when it
+                # was never posted nor played, so the next post (a retried job, the admin's post-now once
+                # the bot may post, a Discord permission fix) creates and posts it again; a challenge
+                # already played stays and is posted again through the claim above.
                 async with self._uow() as uow:
                     removed = await uow.delete_unposted_challenge(challenge.id)
                 log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
@@ -245,6 +246,17 @@ class QuizService:
                 async with self._uow() as uow:
                     await uow.set_message_ref(challenge.id, ref)
         return card
+
+    async def _claim_post(self, challenge: Challenge, created: bool) -> bool:
+        """Whether this call posts ``challenge``: the call that created it, or a later one when it was
+        never posted (the platform refused it) and is still open. One caller per challenge and minute
+        (a database claim), so a retry racing the first post or another retry cannot post twice.
+        """
+        if not created and (challenge.message_ref is not None or challenge.status != "open"):
+            return False
+        now = self._clock.now()
+        async with self._uow() as uow:
+            return await uow.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
 
     @staticmethod
     def challenge_card(challenge: Challenge) -> ChallengeCard:

@@ -6,8 +6,12 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import hashlib
+import json
 import logging
+import math
 from collections.abc import Sequence
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import discord
@@ -16,10 +20,12 @@ from discord import app_commands
 from bot.adapters.discord.commands import CommandHandler, register_commands
 from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.disputes import DisputeHandler, DraftButton
+from bot.adapters.discord.failures import RankZeroTree
 from bot.adapters.discord.platform import DiscordPlatform
 from bot.adapters.discord.play import PLATFORM, PlayHandler
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
 from bot.adapters.discord.practice_components import PracticeButton
+from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
 from bot.core.ports import Clock, SystemClock
@@ -38,10 +44,36 @@ def intents() -> discord.Intents:
 def _equip(client: discord.Client) -> app_commands.CommandTree[Any]:
     # DynamicItems are routed by custom_id: a click on a message from any earlier process works.
     client.add_dynamic_items(RankZeroButton, PracticeButton, DraftButton)
-    return app_commands.CommandTree(client)
+    return RankZeroTree(client)
 
 
-class RankZeroClient(discord.Client):
+class _PermissionEvents:
+    """Gateway events that may fix a refused daily post (reposting.py): a channel's permission
+    overwrites or a role changed. Mixed into both clients.
+    """
+
+    rankzero_reposter: Reposter | None
+
+    async def on_guild_channel_update(self, before: Any, after: discord.abc.GuildChannel) -> None:
+        """Retry the channel's refused post once the bot can post there."""
+        if self.rankzero_reposter is None:
+            return
+        me = after.guild.me
+        if me is not None and not _can_post(after.permissions_for(me)):
+            return  # not fixed yet: do not report the refusal again for every edit
+        await self.rankzero_reposter.on_permissions_changed(after.guild.id, {after.id})
+
+    async def on_guild_role_update(self, before: discord.Role, after: discord.Role) -> None:
+        """A role changed (perhaps the bot's): retry the guild's refused posts."""
+        if self.rankzero_reposter is not None:
+            await self.rankzero_reposter.on_permissions_changed(after.guild.id)
+
+
+def _can_post(permissions: discord.Permissions) -> bool:
+    return permissions.view_channel and permissions.send_messages and permissions.embed_links
+
+
+class RankZeroClient(_PermissionEvents, discord.Client):
     """A client with a command tree and a ``rankzero`` button handler (set when the adapter starts)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -49,10 +81,11 @@ class RankZeroClient(discord.Client):
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
+        self.rankzero_reposter: Reposter | None = None
         self.tree = _equip(self)
 
 
-class RankZeroShardedClient(discord.AutoShardedClient):
+class RankZeroShardedClient(_PermissionEvents, discord.AutoShardedClient):
     """The same, sharded (RANKZERO_DISCORD_SHARDED=true), for bots in many servers."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -60,6 +93,7 @@ class RankZeroShardedClient(discord.AutoShardedClient):
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
+        self.rankzero_reposter: Reposter | None = None
         self.tree = _equip(self)
 
 
@@ -79,8 +113,11 @@ class DiscordAdapter:
         timezone: str = "UTC",
         clock: Clock | None = None,
         tick_s: float = 5.0,
+        sync_state: Path | None = None,
     ) -> None:
         self._token = token
+        #: Where the hash of the last published command tree is kept (None: sync at every start).
+        self.sync_state = sync_state
         self.admin_roles = tuple(admin_roles)
         self.guild_id = guild_id
         self.timezone = timezone
@@ -114,20 +151,89 @@ class DiscordAdapter:
             practice=getattr(services.app, "practice", None),
         )
         register_commands(self.client.tree, self.commands)
+        self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)
         self.client.rankzero_drafts = self.commands.disputes_ui
         if self.commands.practice is not None:
             self.practice = PracticeHandler(self.commands.practice, admin_roles=self.admin_roles)
             self.client.rankzero_practice = self.practice
             register_practice_commands(self.client.tree, self.practice)
 
-    async def sync_commands(self) -> None:
-        """Publish the slash commands (to one guild when configured: instant)."""
+    def commands_fingerprint(self) -> str:
+        """A hash of what a sync would publish (application, guild, every command's payload)."""
+        tree = self.client.tree
+        guild = discord.Object(id=self.guild_id) if self.guild_id is not None else None
+        published = {
+            "application": self.client.application_id,
+            "guild": self.guild_id,
+            "global": [c.to_dict(tree) for c in tree.get_commands()],
+            "guild_commands": [c.to_dict(tree) for c in tree.get_commands(guild=guild)] if guild else [],
+        }
+        return hashlib.sha256(json.dumps(published, sort_keys=True, default=str).encode()).hexdigest()
+
+    async def sync_commands(self) -> bool:
+        """Publish the slash commands if they changed since the last sync; True when it synced.
+
+        With a guild configured the commands go to that guild (instant) and the global set is emptied,
+        so commands once synced globally do not show twice. The hash of what was published is kept in
+        ``sync_state`` (a file in the data directory): a restart with the same commands syncs nothing,
+        which keeps Discord's tight limit on command updates for real changes.
+        """
+        tree = self.client.tree
         if self.guild_id is not None:
             guild = discord.Object(id=self.guild_id)
-            self.client.tree.copy_global_to(guild=guild)
-            await self.client.tree.sync(guild=guild)
+            tree.copy_global_to(guild=guild)
+            tree.clear_commands(guild=None)
+        fingerprint = self.commands_fingerprint()
+        if self._synced_fingerprint() == fingerprint:
+            log.info("slash commands unchanged since the last sync: nothing to publish")
+            return False
+        if self.guild_id is not None:
+            await tree.sync()  # an empty global set: removes stale global commands
+            await tree.sync(guild=discord.Object(id=self.guild_id))
         else:
-            await self.client.tree.sync()
+            await tree.sync()
+        self._remember_fingerprint(fingerprint)
+        log.info("slash commands synced (%s)", f"guild {self.guild_id}" if self.guild_id else "global")
+        return True
+
+    def _synced_fingerprint(self) -> str | None:
+        if self.sync_state is None:
+            return None
+        try:
+            return self.sync_state.read_text(encoding="utf-8").strip() or None
+        except OSError:  # first start, or unreadable: sync
+            return None
+
+    def _remember_fingerprint(self, fingerprint: str) -> None:
+        if self.sync_state is None:
+            return
+        try:
+            self.sync_state.parent.mkdir(parents=True, exist_ok=True)
+            self.sync_state.write_text(fingerprint + "\n", encoding="utf-8")
+        except OSError as exc:  # the next start syncs again: harmless
+            log.warning("could not remember the command sync in %s: %s", self.sync_state, exc)
+
+    def health(self) -> dict[str, Any]:
+        """The gateway's state for /healthz: ``ok`` only while connected and ready."""
+        client = self.client
+        if self._runner is not None and self._runner.done() and not self._runner.cancelled():
+            failure = self._runner.exception()
+            gateway = f"stopped: {type(failure).__name__}: {failure}" if failure else "stopped"
+        elif client.is_closed():
+            gateway = "closed"
+        elif client.is_ready():
+            gateway = "connected"
+        elif self._runner is None:
+            gateway = "not started"
+        else:
+            gateway = "connecting"
+        latency = client.latency  # nan/inf until the first heartbeat is acknowledged
+        return {
+            "ok": gateway == "connected",
+            "gateway": gateway,
+            "latency_ms": round(latency * 1000, 1) if math.isfinite(latency) else None,
+            "guilds": len(client.guilds),
+        }
 
     async def start(self, services: Services) -> None:
         """Log in, sync commands and connect to the gateway in the background."""
@@ -157,4 +263,5 @@ def build_adapter(settings: Settings) -> DiscordAdapter:
         admin_channel_id=settings.discord_admin_channel_id,
         sharded=settings.discord_sharded,
         timezone=settings.default_timezone,
+        sync_state=settings.data_dir / "discord-commands.sha256",
     )

@@ -25,6 +25,7 @@ from bot.adapters.discord.disputes import (
     runner_hint,
     split_runner_line,
 )
+from bot.adapters.discord.failures import SafeModal
 from bot.adapters.discord.play import PLATFORM, actor_of, channel_of
 from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
@@ -41,6 +42,7 @@ from bot.core.errors import NotAdminError, RankZeroError
 from bot.core.models import PlayerRef
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
+from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
 from questions.loader import BankValidationError, validate_text_async
 from questions.schema import QuestionSpec
@@ -48,6 +50,16 @@ from questions.schema import QuestionSpec
 log = logging.getLogger(__name__)
 
 LETTERS = "ABCDEFGHIJ"
+#: What the daily post needs in its channel (the embed is refused without Embed Links).
+POST_PERMISSIONS = {
+    "view_channel": "View Channel",
+    "send_messages": "Send Messages",
+    "embed_links": "Embed Links",
+}
+GRANT_HINT = (
+    "A server admin can grant RankZero View Channel, Send Messages and Embed Links in this channel "
+    "(channel settings → Permissions → add the RankZero role or app)."
+)
 REFUSAL = "only admins can do that (Manage Server permission or a RankZero admin role): ask a server admin"
 #: Largest YAML attachment /question import reads.
 MAX_IMPORT_BYTES = 512 * 1024
@@ -99,6 +111,11 @@ def spec_from_form(
     return spec
 
 
+def missing_post_permissions(permissions: discord.Permissions) -> list[str]:
+    """The names of the post permissions ``permissions`` lacks (the interaction's ``app_permissions``)."""
+    return [label for name, label in POST_PERMISSIONS.items() if not getattr(permissions, name)]
+
+
 def validation_errors(exc: ValidationError) -> list[str]:
     """``field: message`` for each problem of a spec, as an admin can act on them."""
     out = []
@@ -108,7 +125,7 @@ def validation_errors(exc: ValidationError) -> list[str]:
     return out
 
 
-class QuestionModal(discord.ui.Modal, title="Add a question"):
+class QuestionModal(SafeModal, title="Add a question"):
     """Prompt, code, choices, correct letter, hint/explanation; validated with QuestionSpec on submit."""
 
     prompt: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
@@ -296,13 +313,29 @@ class CommandHandler:
             return None
 
     # ------------------------------------------------------------------ admins
+    async def _can_post_here(self, interaction: discord.Interaction[Any]) -> bool:
+        """Whether the bot may post the daily challenge in this channel; otherwise say what to grant."""
+        missing = missing_post_permissions(interaction.app_permissions)
+        if not missing:
+            return True
+        await self._send(
+            interaction,
+            render.error_text(
+                f"I cannot post in this channel: I lack {', '.join(missing)} here. {GRANT_HINT} "
+                "Then run this command again."
+            ),
+        )
+        return False
+
     async def schedule_set(self, interaction: discord.Interaction[Any], **options: Any) -> None:
         """Set the channel's schedule."""
+        if not await self._can_post_here(interaction):
+            return
         given = {k: v for k, v in options.items() if v is not None}
         saved = await self.schedules.set_schedule(
             actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone), **given
         )
-        await self._send(interaction, f"Schedule saved: {safe_text(str(saved.config))}")
+        await self._send(interaction, f"Schedule saved: {plain(describe_schedule(saved))}.")
 
     async def schedule_show(self, interaction: discord.Interaction[Any]) -> None:
         """Show the channel's schedule and next posts."""
@@ -311,7 +344,7 @@ class CommandHandler:
             await self._send(interaction, "This channel has no schedule: `/rankzero schedule set`.")
             return
         nexts = ", ".join(render.absolute(at) for at in view.next_posts) or "none (paused)"
-        await self._send(interaction, f"{safe_text(str(view.schedule.config))}\nNext posts: {nexts}")
+        await self._send(interaction, f"{plain(describe_schedule(view.schedule))}.\nNext posts: {nexts}")
 
     async def schedule_pause(self, interaction: discord.Interaction[Any], resume: bool) -> None:
         """Pause (or resume) the channel's schedule."""
@@ -324,9 +357,33 @@ class CommandHandler:
         """Post today's challenge in this channel now (once per day and channel), with the channel's
         schedule settings (closing time, problems, overrides) when it has a schedule.
         """
-        card = await self.schedules.post_now(
-            actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone)
-        )
+        if not await self._can_post_here(interaction):
+            return
+        try:
+            card = await self.schedules.post_now(
+                actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone)
+            )
+        except discord.HTTPException as exc:
+            # Created but refused by Discord: it stays unposted, and the next post-now posts it.
+            log.warning("post-now in %s refused by Discord: %s", interaction.channel_id, exc)
+            await self._send(
+                interaction,
+                render.error_text(
+                    f"today's challenge is NOT posted: Discord refused it ({exc.status}: {exc.text}). "
+                    f"{GRANT_HINT} Then run `/rankzero post-now` again: it posts the same challenge."
+                ),
+            )
+            return
+        if (await self.quiz.get_challenge(card.challenge_id)).message_ref is None:
+            # Another post of it is under way or was refused less than a minute ago (one try a minute).
+            await self._send(
+                interaction,
+                render.error_text(
+                    f"challenge #{card.challenge_id} is NOT posted yet: a post of it was tried less than a "
+                    "minute ago. Run `/rankzero post-now` again in a minute."
+                ),
+            )
+            return
         text = f"Challenge #{card.challenge_id} of {card.day.isoformat()} is posted."
         if card.closes_at is not None:
             text += f" It closes {render.relative(card.closes_at)} ({render.absolute(card.closes_at)})."
@@ -440,7 +497,15 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
             return
         await h.run(interaction, lambda: h.dispute(interaction, problem, None))
 
-    rankzero = app_commands.Group(name="rankzero", description="RankZero administration")
+    # Admin groups: hidden from members without Manage Server (admins may allow a role in the server's
+    # Integrations settings) and absent from DMs; the handlers still check (actor_of / NotAdminError).
+    manage_guild = discord.Permissions(manage_guild=True)
+    rankzero = app_commands.Group(
+        name="rankzero",
+        description="RankZero administration",
+        default_permissions=manage_guild,
+        guild_only=True,
+    )
     schedule = app_commands.Group(name="schedule", description="This channel's schedule", parent=rankzero)
 
     @schedule.command(name="set", description="Set this channel's daily schedule")
@@ -492,7 +557,12 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     async def close_now(interaction: discord.Interaction[Any], challenge: int) -> None:
         await h.run(interaction, lambda: h.close_now(interaction, challenge), admin=True)
 
-    question = app_commands.Group(name="question", description="The question bank (admins)")
+    question = app_commands.Group(
+        name="question",
+        description="The question bank (admins)",
+        default_permissions=manage_guild,
+        guild_only=True,
+    )
 
     @question.command(name="add", description="Add a multiple-choice question through a form")
     async def question_add(

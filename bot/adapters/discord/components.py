@@ -12,6 +12,7 @@ from typing import Any, Protocol
 
 import discord
 
+from bot.adapters.discord.failures import tell_failure
 from bot.adapters.discord.sanitize import BUTTON_LABEL, truncate
 from bot.core import ids
 
@@ -74,4 +75,7 @@ class RankZeroButton(
                 "RankZero is starting, try again in a moment", ephemeral=True
             )
             return
-        await handler.on_button(interaction, self.action, self.args)
+        try:
+            await handler.on_button(interaction, self.action, self.args)
+        except Exception as exc:  # discord.py would only log it: the player must get an answer
+            await tell_failure(interaction, exc, f"button {self.action}")

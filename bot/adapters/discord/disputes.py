@@ -26,6 +26,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import discord
 
 from bot.adapters.discord import dispute_render, render
+from bot.adapters.discord.failures import SafeModal, tell_failure
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.sanitize import no_mentions, safe_text
 from bot.adapters.drafts import DraftStore
@@ -136,7 +137,10 @@ class DraftButton(
                 "RankZero is starting, try again in a moment", ephemeral=True
             )
             return
-        await handler.on_draft(interaction, self.verb, self.key)
+        try:
+            await handler.on_draft(interaction, self.verb, self.key)
+        except Exception as exc:  # discord.py would only log it: the admin must get an answer
+            await tell_failure(interaction, exc, f"draft button {self.verb}")
 
 
 def draft_view(key: str, *, verified: bool) -> discord.ui.View:
@@ -155,7 +159,7 @@ def draft_view(key: str, *, verified: bool) -> discord.ui.View:
 
 
 # ---------------------------------------------------------------------- the variant form
-class VariantModal(discord.ui.Modal, title="Dispute with your variant"):
+class VariantModal(SafeModal, title="Dispute with your variant"):
     """``/dispute problem:<id> variant:True``: the variant's code in a paragraph input."""
 
     code: discord.ui.TextInput[VariantModal] = discord.ui.TextInput(

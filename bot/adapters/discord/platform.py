@@ -7,12 +7,31 @@ import logging
 import discord
 
 from bot.adapters.discord import dispute_render, render
-from bot.adapters.discord.sanitize import no_mentions, split_text
+from bot.adapters.discord.sanitize import no_mentions, safe_text, split_text
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef
 
 log = logging.getLogger(__name__)
+
+#: Discord's error code for a reply without Read Message History in the channel.
+CANNOT_REPLY_WITHOUT_HISTORY = 160002
+
+
+def refused_post_text(channel: ChannelRef, card: ChallengeCard, exc: discord.HTTPException) -> str:
+    """The admins' notice of a daily post Discord refused: what, where, why, and how to fix it."""
+    why = f"{exc.status} {safe_text(exc.text or 'error')} (code {exc.code})"
+    if exc.status in (403, 404):
+        fix = (
+            "Grant RankZero View Channel, Send Messages and Embed Links in that channel (or check that it "
+            "still exists), then run `/rankzero post-now` there: it posts this same challenge."
+        )
+    else:
+        fix = "Run `/rankzero post-now` in that channel to try again: it posts this same challenge."
+    return (
+        f"⚠️ RankZero could not post challenge #{card.challenge_id} of {card.day.isoformat()} in "
+        f"<#{channel.channel_id}>: Discord answered {why}. Nobody can play it until it is posted. {fix}"
+    )
 
 
 class DiscordPlatform:
@@ -27,13 +46,35 @@ class DiscordPlatform:
         return self.client.get_partial_messageable(int(channel.channel_id), guild_id=guild_id)
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
-        """Post the embed with its Start button; the message id is the reference."""
-        message = await self._channel(channel).send(
-            embed=render.challenge_embed(card),
-            view=render.challenge_view(card),
-            allowed_mentions=no_mentions(),
-        )
+        """Post the embed with its Start button; the message id is the reference.
+
+        When Discord refuses the post (a missing permission, a deleted channel), the admins hear of it
+        (the admin channel, else an error in the log) and the refusal propagates: the challenge stays
+        unposted, and ``/rankzero post-now`` in that channel posts it once the cause is fixed.
+        """
+        try:
+            message = await self._channel(channel).send(
+                embed=render.challenge_embed(card),
+                view=render.challenge_view(card),
+                allowed_mentions=no_mentions(),
+            )
+        except discord.HTTPException as exc:
+            await self._report_refused_post(channel, card, exc)
+            raise
         return str(message.id)
+
+    async def _report_refused_post(
+        self, channel: ChannelRef, card: ChallengeCard, exc: discord.HTTPException
+    ) -> None:
+        text = refused_post_text(channel, card, exc)
+        log.error("%s", text)
+        if self.admin_channel_id is None or str(self.admin_channel_id) == channel.channel_id:
+            return  # the log is the report (set RANKZERO_DISCORD_ADMIN_CHANNEL_ID to be told in Discord)
+        try:
+            target = self.client.get_partial_messageable(self.admin_channel_id)
+            await target.send(text, allowed_mentions=no_mentions())
+        except discord.HTTPException as failed:
+            log.error("the admin channel %s refused the report too: %s", self.admin_channel_id, failed)
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Post the results and disable the original post's Start button (best effort)."""
@@ -53,9 +94,15 @@ class DiscordPlatform:
             reference = discord.MessageReference(
                 message_id=int(message_ref), channel_id=int(channel.channel_id), fail_if_not_exists=False
             )
-            await target.send(text, reference=reference, allowed_mentions=no_mentions())
-        else:
-            await target.send(text, allowed_mentions=no_mentions())
+            try:
+                await target.send(text, reference=reference, allowed_mentions=no_mentions())
+                return
+            except discord.Forbidden as exc:
+                if exc.code != CANNOT_REPLY_WITHOUT_HISTORY:
+                    raise
+                # A reply needs Read Message History; the reminder still matters without the link.
+                log.warning("reminder in %s posted without reply: %s", channel.channel_id, exc)
+        await target.send(text, allowed_mentions=no_mentions())
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""

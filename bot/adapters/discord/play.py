@@ -31,8 +31,9 @@ def actor_of(interaction: discord.Interaction[Any], admin_roles: Sequence[int] =
     """The player behind an interaction; admin = Manage Server permission or one of ``admin_roles``."""
     user = interaction.user
     perms = interaction.permissions
-    # Role ids come with the interaction's member payload: no member cache or privileged intent needed.
-    role_ids = {int(r) for r in getattr(user, "_roles", ())}
+    # A Member's roles resolve through the guild cache the (non-privileged) guilds intent keeps; a user
+    # outside a guild (a DM) has none.
+    role_ids = {role.id for role in getattr(user, "roles", ())}
     is_admin = bool(perms.manage_guild or perms.administrator) or bool(role_ids & set(admin_roles))
     return Actor(PlayerRef(PLATFORM, str(user.id), user.display_name), is_admin)
 
@@ -101,6 +102,8 @@ class Countdowns:
             log.debug("countdown %s ended without edit: %s", key, exc)
         except discord.HTTPException as exc:  # token expired, message gone: the deadline still counts
             log.info("countdown %s could not edit the message: %s", key, exc)
+        except Exception:  # a database error: the stored deadline still counts, the next click shows it
+            log.exception("countdown %s failed", key)
         finally:
             self._tasks.pop(key, None)
             self._latest.pop(key, None)

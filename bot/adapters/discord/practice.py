@@ -17,6 +17,7 @@ import discord
 from discord import app_commands
 
 from bot.adapters.discord import practice_render as render
+from bot.adapters.discord.failures import SafeModal
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.render import error_text
 from bot.adapters.discord.sanitize import no_mentions
@@ -39,7 +40,7 @@ class Screen:
     view: discord.ui.View | None = None
 
 
-class ExplainModal(discord.ui.Modal, title="Your explanation"):
+class ExplainModal(SafeModal, title="Your explanation"):
     """A paragraph answer to an explain prompt; graded on submit.
 
     The form lives in this process only (discord.py keeps modals in memory): a form opened before a

@@ -21,6 +21,7 @@ from typing import Any, Protocol
 import discord
 
 from bot.adapters.discord.components import RankZeroButton
+from bot.adapters.discord.failures import tell_failure
 from bot.core import ids
 
 ACTION = "practice"
@@ -78,4 +79,7 @@ class PracticeButton(
                 "RankZero is starting, try again in a moment", ephemeral=True
             )
             return
-        await handler.on_practice(interaction, self.verb, self.args)
+        try:
+            await handler.on_practice(interaction, self.verb, self.args)
+        except Exception as exc:  # discord.py would only log it: the player must get an answer
+            await tell_failure(interaction, exc, f"practice button {self.verb}")

@@ -1,0 +1,97 @@
+"""No silent failures: whatever goes wrong in a handler, the user gets a short private answer and the cause
+is logged.
+
+discord.py swallows a DynamicItem callback's exception (it only logs it), leaves a deferred slash command
+on "thinking…" when its body raises, and a modal's ``on_error`` only logs. Every entry point of the
+adapter therefore ends in :func:`tell_failure`: the command tree's ``on_error`` (:class:`RankZeroTree`),
+the button wrappers (components.py, practice_components.py, disputes.py) and :class:`SafeModal`.
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+import discord
+from discord import app_commands
+
+from bot.adapters.discord.sanitize import no_mentions, safe_text
+from bot.core.errors import RankZeroError
+from bot.core.ports import TransientConflictError
+
+log = logging.getLogger(__name__)
+
+
+def failure_text(exc: BaseException, reference: int | str) -> str:
+    """What the user reads: a domain error as is, otherwise what happened in one line, never a trace."""
+    if isinstance(exc, RankZeroError):
+        return f"⚠️ {safe_text(str(exc))}"
+    if isinstance(exc, TransientConflictError):
+        return "⚠️ The database was busy with other players just now; nothing was recorded. Please try again."
+    if isinstance(exc, app_commands.BotMissingPermissions):
+        missing = ", ".join(p.replace("_", " ").title() for p in exc.missing_permissions)
+        return f"⚠️ I lack the permission(s) {missing} in this channel: ask a server admin to grant them."
+    if isinstance(exc, (app_commands.CommandNotFound, app_commands.CommandSignatureMismatch)):
+        return (
+            "⚠️ This command changed since your Discord app loaded it: reload Discord (Ctrl+R, or reopen the "
+            "app) and try again."
+        )
+    if isinstance(exc, app_commands.NoPrivateMessage):
+        return "⚠️ This command works in a server channel, not in direct messages."
+    if isinstance(exc, app_commands.CheckFailure):
+        return "⚠️ You cannot use this command here."
+    if isinstance(exc, discord.Forbidden):
+        return (
+            "⚠️ Discord refused what I tried to do here (Missing Permissions or Missing Access): a server "
+            "admin should check that I can View Channel, Send Messages and Embed Links in this channel."
+        )
+    if isinstance(exc, discord.HTTPException):
+        return (
+            f"⚠️ Discord rejected my reply (HTTP {exc.status}, code {exc.code}); it is logged as {reference}. "
+            "Please try again."
+        )
+    return f"⚠️ Something went wrong on my side; it is logged as {reference}. Please try again in a moment."
+
+
+async def tell_failure(interaction: discord.Interaction[Any], exc: BaseException, where: str) -> None:
+    """Log ``exc`` with its cause and answer ``interaction`` privately (a first response or a follow-up)."""
+    if isinstance(exc, app_commands.CommandInvokeError):
+        exc = exc.original
+    expected = isinstance(exc, (RankZeroError, app_commands.CheckFailure))
+    log.log(
+        logging.INFO if expected else logging.ERROR,
+        "%s failed (interaction %s, user %s, channel %s)",
+        where,
+        interaction.id,
+        interaction.user.id,
+        interaction.channel_id,
+        exc_info=None if expected else exc,
+    )
+    text = failure_text(exc, interaction.id)
+    try:
+        if interaction.response.is_done():
+            await interaction.followup.send(text, ephemeral=True, allowed_mentions=no_mentions())
+        else:
+            await interaction.response.send_message(text, ephemeral=True, allowed_mentions=no_mentions())
+    except discord.HTTPException as http:  # the token expired, or Discord is down: the log is all we have
+        log.warning("could not tell the user that %s failed: %s", where, http)
+
+
+class RankZeroTree(app_commands.CommandTree[Any]):
+    """The command tree; a command that raises still answers (``on_error``)."""
+
+    async def on_error(
+        self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
+    ) -> None:
+        """Tell the user briefly and log the cause."""
+        name = interaction.command.qualified_name if interaction.command is not None else "a command"
+        await tell_failure(interaction, error, f"/{name}")
+
+
+class SafeModal(discord.ui.Modal):
+    """A modal whose submit handler, if it raises, still answers the user."""
+
+    # discord.py's Modal narrows BaseView.on_error the same way (no item): mypy flags that override.
+    async def on_error(self, interaction: discord.Interaction[Any], error: Exception, /) -> None:  # type: ignore[override]
+        """Tell the user briefly and log the cause."""
+        await tell_failure(interaction, error, f"form {type(self).__name__}")
