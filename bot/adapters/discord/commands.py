@@ -364,13 +364,13 @@ class CommandHandler:
                 actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone)
             )
         except discord.HTTPException as exc:
-            # Created but refused by Discord: it stays unposted, and the next post-now posts it.
+            # Refused by Discord: the service removed the unposted challenge; the next post-now posts it.
             log.warning("post-now in %s refused by Discord: %s", interaction.channel_id, exc)
             await self._send(
                 interaction,
                 render.error_text(
                     f"today's challenge is NOT posted: Discord refused it ({exc.status}: {exc.text}). "
-                    f"{GRANT_HINT} Then run `/rankzero post-now` again: it posts the same challenge."
+                    f"{GRANT_HINT} Then run `/rankzero post-now` again: it posts today's challenge."
                 ),
             )
             return

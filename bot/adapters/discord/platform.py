@@ -8,6 +8,7 @@ import discord
 
 from bot.adapters.discord import dispute_render, render
 from bot.adapters.discord.sanitize import no_mentions, safe_text, split_text
+from bot.adapters.notices import NoticeThrottle
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef
@@ -24,12 +25,12 @@ def refused_post_text(channel: ChannelRef, card: ChallengeCard, exc: discord.HTT
     if exc.status in (403, 404):
         fix = (
             "Grant RankZero View Channel, Send Messages and Embed Links in that channel (or check that it "
-            "still exists), then run `/rankzero post-now` there: it posts this same challenge."
+            "still exists), then run `/rankzero post-now` there (RankZero also retries for a while)."
         )
     else:
-        fix = "Run `/rankzero post-now` in that channel to try again: it posts this same challenge."
+        fix = "Run `/rankzero post-now` in that channel to try again (RankZero also retries for a while)."
     return (
-        f"⚠️ RankZero could not post challenge #{card.challenge_id} of {card.day.isoformat()} in "
+        f"⚠️ RankZero could not post the challenge of {card.day.isoformat()} in "
         f"<#{channel.channel_id}>: Discord answered {why}. Nobody can play it until it is posted. {fix}"
     )
 
@@ -40,6 +41,8 @@ class DiscordPlatform:
     def __init__(self, client: discord.Client, *, admin_channel_id: int | None = None) -> None:
         self.client = client
         self.admin_channel_id = admin_channel_id
+        #: Repeats of the same refusal (a retried post) are logged, not told again.
+        self.notices = NoticeThrottle()
 
     def _channel(self, channel: ChannelRef) -> discord.PartialMessageable:
         guild_id = int(channel.workspace_id) if channel.workspace_id.isdigit() else None
@@ -68,6 +71,9 @@ class DiscordPlatform:
     ) -> None:
         text = refused_post_text(channel, card, exc)
         log.error("%s", text)
+        # A refused post is retried until it works; the admins hear of each cause once per period.
+        if not self.notices.first(f"{channel.channel_id}:{card.day}:{exc.status}:{exc.code}"):
+            return
         if self.admin_channel_id is None or str(self.admin_channel_id) == channel.channel_id:
             return  # the log is the report (set RANKZERO_DISCORD_ADMIN_CHANNEL_ID to be told in Discord)
         try:

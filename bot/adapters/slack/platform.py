@@ -12,6 +12,7 @@ from typing import Any
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.notices import NoticeThrottle
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import permissions
@@ -40,6 +41,8 @@ class SlackPlatform:
         self.client = client
         #: Where admin notices go (RANKZERO_SLACK_ADMIN_CHANNEL_ID); None: they are only logged.
         self.admin_channel = admin_channel
+        #: Repeats of the same refusal (a retried post) are logged, not told again.
+        self.notices = NoticeThrottle()
 
     async def _post(
         self, channel: str, blocks: list[bk.Block], text: str, thread_ts: str | None = None
@@ -63,9 +66,13 @@ class SlackPlatform:
             ts = await self._post(channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title))
         except SlackApiError as exc:
             refused = permissions.refusal(exc, channel.channel_id)
-            await self._tell_admins(
-                f":warning: Could not post *{bk.esc(card.title)}*: {bk.esc(str(refused))}"
-            )
+            # A refused post is retried until it works; the admins hear of each cause once per period.
+            if self.notices.first(f"{channel.channel_id}:{card.day}:{refused}"):
+                await self._tell_admins(
+                    f":warning: Could not post *{bk.esc(card.title)}*: {bk.esc(str(refused))}"
+                )
+            else:
+                log.warning("still cannot post in %s: %s", channel.channel_id, refused)
             raise refused from exc
         return f"{channel.channel_id}:{ts}" if ts else None
 
