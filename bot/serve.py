@@ -218,7 +218,7 @@ async def health_report(
     if platforms:
         report["adapters"] = platforms
     up = all(p.get("ok") for p in platforms.values())
-    ok = database["ok"] and state["state"] == "running" and not state["failing"] and up
+    ok = database["ok"] and state["state"] == "running" and not state.get("failing") and up
     return {"ok": ok, **report}
 
 

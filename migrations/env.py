@@ -2,15 +2,20 @@
 
 On PostgreSQL the whole upgrade holds a transaction-level advisory lock, so processes starting together on
 a fresh database (two ``rankzero serve``) migrate one after the other: the second finds the schema at head
-instead of failing on ``CREATE TABLE alembic_version``. SQLite needs none: the first DDL statement takes the
-database's write lock and the second process waits for it (busy timeout).
+instead of failing on ``CREATE TABLE alembic_version``. A SQLite file gets the same from an exclusive
+``flock`` on a lock file beside it: its write lock comes only with the first DDL statement, after every
+process has already read "no version yet" and planned the whole upgrade.
 """
 
 import asyncio
+import contextlib
+import fcntl
+from collections.abc import Iterator
+from pathlib import Path
 
 from alembic import context
 from sqlalchemy import text
-from sqlalchemy.engine import Connection
+from sqlalchemy.engine import Connection, make_url
 
 from bot.storage.db import is_sqlite, make_engine
 from bot.storage.models import Base, UtcDateTime
@@ -65,13 +70,27 @@ def _run_sync(connection: Connection) -> None:
         context.run_migrations()
 
 
+@contextlib.contextmanager
+def _sqlite_file_lock(url: str) -> Iterator[None]:
+    """Hold an exclusive lock on ``<database file>.migrate.lock`` (SQLite files only; else nothing)."""
+    database = make_url(url).database if is_sqlite(url) else None
+    if not database or database == ":memory:" or database.startswith("file:"):
+        yield
+        return
+    with open(Path(database).with_name(Path(database).name + ".migrate.lock"), "a") as lock:
+        fcntl.flock(lock, fcntl.LOCK_EX)  # released when the file closes, also if the process dies
+        yield
+
+
 async def run_online() -> None:
     """Run against the database."""
-    engine = make_engine(_url())
-    async with engine.connect() as connection:
-        await connection.run_sync(_run_sync)
-        await connection.commit()
-    await engine.dispose()
+    url = _url()
+    with _sqlite_file_lock(url):
+        engine = make_engine(url)
+        async with engine.connect() as connection:
+            await connection.run_sync(_run_sync)
+            await connection.commit()
+        await engine.dispose()
 
 
 if context.is_offline_mode():

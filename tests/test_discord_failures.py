@@ -192,15 +192,10 @@ async def test_post_now_refused_by_discord_says_so_and_the_next_post_now_posts_i
     assert "is posted" not in said and "post-now" in said
     # the admins were told in their channel
     [notice] = bot.fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")
-    assert "could not post challenge" in notice.body["content"] and "Embed Links" in notice.body["content"]
+    assert "could not post the challenge" in notice.body["content"] and "Embed Links" in notice.body["content"]
     assert [r[0] for r in bot.fake.take_rejections()] == [403]
-    # Fixed at once: within the same minute the retry is not made (one try a minute), and it says so.
-    again = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
-    said = await _answered(bot, again, "NOT posted yet")
-    assert "is posted" not in said and "in a minute" in said
-
-    bot.fake.advance(60)  # a minute later
-    bot.clock.advance(60)
+    assert await bot.quiz.find_challenge(CHANNEL) is None  # nobody saw it: removed
+    # Fixed: the next post-now posts the day's challenge.
     second = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
     said = await _answered(bot, second, "is posted")
     posted = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
@@ -218,14 +213,11 @@ async def test_a_refused_scheduled_post_is_reported_and_posted_after_the_fix(
         fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~EMBED_LINKS)
         with caplog.at_level(logging.ERROR), pytest.raises(discord.Forbidden):
             await bot.quiz.post_daily(CHANNEL)  # what the scheduled job runs
-        assert any("could not post challenge" in r.getMessage() for r in caplog.records)
+        assert any("could not post the challenge" in r.getMessage() for r in caplog.records)
         assert [r[0] for r in fake.take_rejections()] == [403]
-        # the same minute: a racing retry does not post (one caller per minute)
+        assert await bot.quiz.find_challenge(CHANNEL) is None  # removed: nobody saw it
         fake.permissions.pop(CHANNEL_ID)
-        await bot.quiz.post_daily(CHANNEL)
-        assert len(fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 1
-        clock.advance(60)
-        card = await bot.quiz.post_daily(CHANNEL)  # the retry after the fix posts the same challenge
+        card = await bot.quiz.post_daily(CHANNEL)  # the scheduler's retry after the fix posts the day
         assert len(fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 2
         assert (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None
         clock.advance(60)
@@ -400,34 +392,37 @@ async def test_a_refused_scheduled_post_is_posted_when_the_permission_is_fixed(b
     opts = [{"type": 3, "name": "time", "value": "09:00"}]
     token = bot.act.command(bot.client, "rankzero schedule set", opts, permissions=MANAGE_GUILD)
     await _answered(bot, token, "Schedule saved")
+    schedules = bot.adapter.client.rankzero_reposter.schedules
+    [schedule] = await schedules.schedules()
     bot.fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~EMBED_LINKS)  # an admin removed Embed Links
+    bot.clock.advance(2 * 86400 + 30)  # Monday's slot, 09:00:30
     with pytest.raises(discord.Forbidden):
-        await bot.quiz.post_daily(CHANNEL)  # the scheduled post of the day
+        await schedules.post_scheduled(schedule.channel_pk)  # the scheduled post of the day
     [notice] = bot.fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")
-    assert "could not post challenge" in notice.body["content"]
+    assert "could not post the challenge" in notice.body["content"]
     assert [r[0] for r in bot.fake.take_rejections()] == [403]
-    card = await bot.quiz.find_challenge(CHANNEL)
-    assert card is not None and (await bot.quiz.get_challenge(card.challenge_id)).message_ref is None
+    assert await bot.quiz.find_challenge(CHANNEL) is None  # nobody saw it: removed
 
+    posts = rf"/channels/{CHANNEL_ID}/messages"
     bot.clock.advance(60)
     bot.act.channel_update(bot.client)  # an edit that fixes nothing: no new try, no new report
     await asyncio.sleep(0.2)
-    assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 1
+    assert len(bot.fake.calls("POST", posts)) == 1
+    assert len(bot.fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")) == 1
     bot.fake.permissions.pop(CHANNEL_ID)  # the admin grants it back: Discord tells the bot
     bot.act.channel_update(bot.client)
-    posts = rf"/channels/{CHANNEL_ID}/messages"
     await bot.fake.wait_for(lambda: len(bot.fake.calls("POST", posts)) == 2)
+    card = None
     for _ in range(100):  # the message id is saved right after the post
-        if (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None:
+        card = await bot.quiz.find_challenge(CHANNEL)
+        if card is not None and (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None:
             break
         await asyncio.sleep(0.05)
-    assert (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None
-    assert (
-        bot.fake.calls("POST", posts)[-1]
-        .body["embeds"][0]["footer"]["text"]
-        .startswith(f"Challenge #{card.challenge_id}")
+    assert card is not None and (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None
+    assert bot.fake.calls("POST", posts)[-1].body["embeds"][0]["footer"]["text"].startswith(
+        f"Challenge #{card.challenge_id}"
     )
     bot.clock.advance(60)
     bot.act.channel_update(bot.client)  # posted already: another edit posts nothing
     await asyncio.sleep(0.2)
-    assert len(bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 2
+    assert len(bot.fake.calls("POST", posts)) == 2

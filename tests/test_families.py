@@ -143,7 +143,7 @@ def test_constraints_filter_instances_and_ids_are_stable() -> None:
             {
                 "id": iid,
                 "kind": "flashcard",
-                "topic": "x",
+                "topic": "Collectives",
                 "difficulty": "beginner",
                 "front": "f",
                 "back": "b",

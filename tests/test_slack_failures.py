@@ -182,7 +182,7 @@ async def test_a_stalled_explain_grading_answers_in_time(
 ) -> None:
     explains = [s for s in shipped_bank_specs() if s["kind"] == "explain"]
     async for h in _harness(tmp_path, sqlite_template, test_bank() + explains):
-        _, view = await _command_modal(h, PLAYER, "explain devices")
+        _, view = await _command_modal(h, PLAYER, "explain basics")
         practice = h.services.app.practice
         monkeypatch.setattr(practice, "submit_explanation", stalled(practice.submit_explanation, 4.0))
         updates = len(h.api.of("views.update"))

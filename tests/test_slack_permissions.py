@@ -94,3 +94,16 @@ async def test_a_missing_scope_is_named(slack: Harness) -> None:
     reply = (await slack.api.wait_for("response"))[0].dump()
     assert "lacks the `channels:read` scope" in reply and "reinstall" in reply
     assert await count(slack, ScheduleRow) == 0
+
+
+async def test_a_refusal_retried_by_the_scheduler_is_told_to_the_admins_once(slack: Harness) -> None:
+    # The scheduler retries a refused post every minute or so; the admin channel hears of it once.
+    without_public_posting(slack)
+    slack.api.channels["C1"] = Channel("general", member=False)
+    slack.expected_refusals.extend([("chat.postMessage", "not_in_channel")] * 3)
+    for _ in range(3):
+        with pytest.raises(PostRefusedError):
+            await slack.services.quiz.post_daily(slack.adapter.ctx.channel(TEAM, "C1"))
+    notices = [c for c in slack.api.of("chat.postMessage") if c.args["channel"] == "CADMIN"]
+    assert len(notices) == 1 and "Could not post" in notices[0].dump()
+    assert await count(slack, ChallengeRow) == 0

@@ -256,7 +256,10 @@ class QuizService:
             return False
         now = self._clock.now()
         async with self._uow() as uow:
-            return await uow.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
+            claimed = await uow.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
+        # The creator always posts: its claim only keeps re-posters off during its first minute. A claim it
+        # finds taken belongs to a refused challenge removed this minute whose id SQLite gave out again.
+        return claimed or created
 
     @staticmethod
     def challenge_card(challenge: Challenge) -> ChallengeCard:
