@@ -21,7 +21,8 @@ def test_stats_json_counts_families_verified_and_days(tmp_path: Path) -> None:
     bank = tmp_path / "bank"
     (bank / "generated").mkdir(parents=True)
     base = [make_spec(f"base-{i}", LEVELS[i % 3], "DDP") for i in range(10)]
-    (bank / "base.yaml").write_text(yaml.safe_dump({"questions": base}))
+    retired = {**make_spec("base-old", "advanced", "DDP"), "retired": True}  # out of rotation: not counted
+    (bank / "base.yaml").write_text(yaml.safe_dump({"questions": [*base, retired]}))
     inst = [make_spec(f"fam-a/n={i}", "advanced", "Collectives") for i in range(6)]
     records = {q["id"]: {"hash": "x", "torch": "2.13.0", "status": "ok", "verified": True} for q in inst[:4]}
     (bank / "generated" / "a.yaml").write_text(
