@@ -65,7 +65,7 @@ def verified_ids(bank_paths: Sequence[str | Path]) -> set[str]:
 
 
 def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str, Any]:
-    """The figures of ``rankzero questions stats --json`` (retired questions are out of rotation: left out)."""
+    """The figures of ``rankzero questions stats --json`` (retired questions, out of rotation, left out)."""
     loaded = [q for q in loaded if not q.spec.retired]
     mc = [q.spec for q in loaded if q.spec.kind in MULTIPLE_CHOICE_KINDS]
     instances = [s for s in mc if "/" in s.id]

@@ -192,7 +192,8 @@ async def test_post_now_refused_by_discord_says_so_and_the_next_post_now_posts_i
     assert "is posted" not in said and "post-now" in said
     # the admins were told in their channel
     [notice] = bot.fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages")
-    assert "could not post the challenge" in notice.body["content"] and "Embed Links" in notice.body["content"]
+    content = notice.body["content"]
+    assert "could not post the challenge" in content and "Embed Links" in content
     assert [r[0] for r in bot.fake.take_rejections()] == [403]
     assert await bot.quiz.find_challenge(CHANNEL) is None  # nobody saw it: removed
     # Fixed: the next post-now posts the day's challenge.
