@@ -4,9 +4,12 @@ from __future__ import annotations
 
 import datetime as dt
 
+from bot.adapters.discord.practice_render import quiz_question_embed
 from bot.adapters.discord.render import problem_embed
 from bot.adapters.slack.blocks import problem_view
+from bot.adapters.slack.practice_blocks import quiz_question_view
 from bot.core.cards import Feedback, ProblemCard, Reveal
+from bot.core.practice_models import QuizQuestionCard
 
 NOW = dt.datetime(2026, 11, 25, 12, 0, tzinfo=dt.UTC)
 PROMPT = (
@@ -67,3 +70,17 @@ def test_slack_gets_mrkdwn_without_language_tags() -> None:
     texts = [b["text"]["text"] for b in over["blocks"] if b.get("type") == "section"]
     explanation = next(t for t in texts if "all-gather" in t)
     assert "*all-gather*" in explanation and "```sd = model.state_dict()" in explanation
+
+
+def _quiz() -> QuizQuestionCard:
+    choices = (("A", "one"), ("B", "two"))
+    return QuizQuestionCard(1, 1, 5, "q1", "FSDP & ZeRO", "expert", PROMPT, None, choices)
+
+
+def test_practice_quiz_uses_each_platforms_markdown_too() -> None:
+    embed = quiz_question_embed(_quiz())
+    assert embed.description is not None and "```python\nif dist.get_rank() == 0:" in embed.description
+    assert "<@123>" not in embed.description
+    view = quiz_question_view(_quiz())
+    prompt = next(b["text"]["text"] for b in view["blocks"] if "FSDP1" in b.get("text", {}).get("text", ""))
+    assert "*FSDP1*" in prompt and "**" not in prompt and "```python" not in prompt

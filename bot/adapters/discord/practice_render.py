@@ -13,7 +13,7 @@ from typing import Any
 import discord
 
 from bot.adapters.discord.practice_components import PracticeButton
-from bot.adapters.discord.render import BLUE, GREEN, GREY, RED, relative
+from bot.adapters.discord.render import BLUE, GREEN, GREY, RED, bank_text, relative
 from bot.adapters.discord.sanitize import (
     BUTTONS_PER_ROW,
     EMBED_TOTAL,
@@ -88,7 +88,7 @@ def quiz_question_embed(card: QuizQuestionCard) -> discord.Embed:
     icon = _DIFFICULTY.get(card.difficulty, "")
     embed = discord.Embed(
         title=f"Quiz {card.position}/{card.total} · {icon} {card.difficulty} · {plain(card.topic)}",
-        description=safe_text(card.prompt),
+        description=bank_text(card.prompt),
         colour=BLUE,
     )
     if card.code:
@@ -119,7 +119,7 @@ def quiz_feedback_embed(fb: QuizFeedback) -> discord.Embed:
         title = f"❌ Wrong: the answer was {fb.correct_letter} ({fb.score}/{fb.answered} so far)"
     embed = discord.Embed(
         title=title,
-        description=safe_text(fb.explanation) if fb.explanation else None,
+        description=bank_text(fb.explanation) if fb.explanation else None,
         colour=GREEN if fb.correct else RED,
     )
     lines = []
@@ -204,7 +204,7 @@ def flashcard_back_embed(card: FlashcardCard) -> discord.Embed:
     embed.colour = GREEN
     embed.add_field(name="Answer", value=truncate(safe_text(card.back) or "—", FIELD_VALUE), inline=False)
     if card.explanation:
-        embed.add_field(name="Why", value=truncate(safe_text(card.explanation), FIELD_VALUE), inline=False)
+        embed.add_field(name="Why", value=bank_text(card.explanation, FIELD_VALUE), inline=False)
     embed.add_field(
         name="How well did you recall it?",
         value="Each button shows when the card would come back.",
@@ -262,7 +262,7 @@ def explain_prompt_embed(card: ExplainPromptCard) -> discord.Embed:
     icon = _DIFFICULTY.get(card.difficulty, "")
     embed = discord.Embed(
         title=f"✍ Explain · {icon} {card.difficulty} · {plain(card.topic)}",
-        description=safe_text(card.prompt),
+        description=bank_text(card.prompt),
         colour=BLUE,
     )
     embed.add_field(
@@ -301,7 +301,7 @@ def explain_result_embed(card: ExplainResultCard) -> discord.Embed:
         missed = "\n".join(f"❌ {plain(name)}" for name in card.missed)
         embed.add_field(name="Missed", value=truncate(missed, FIELD_VALUE), inline=False)
     if card.explanation:
-        embed.add_field(name="Why", value=truncate(safe_text(card.explanation), FIELD_VALUE), inline=False)
+        embed.add_field(name="Why", value=bank_text(card.explanation, FIELD_VALUE), inline=False)
     embed.set_footer(text=f"{card.question_id} · /explain for another prompt")
     return fit_embed(embed)
 

@@ -12,6 +12,7 @@ import discord
 
 from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.sanitize import (
+    EMBED_DESCRIPTION,
     FIELD_VALUE,
     code_block,
     fit_embed,
@@ -49,6 +50,13 @@ def relative(at: dt.datetime) -> str:
 def absolute(at: dt.datetime) -> str:
     """A date and time in the reader's timezone: ``<t:UNIX:f>``."""
     return f"<t:{int(at.timestamp())}:f>"
+
+
+def bank_text(md: str, limit: int = EMBED_DESCRIPTION) -> str:
+    """Bank Markdown (a prompt, an explanation) as Discord shows it: fences kept as code blocks, mentions
+    broken, at most ``limit`` characters (cut before converting, so a cut fence is still closed).
+    """
+    return truncate(neutralise_mentions(to_discord(truncate(md, limit - 8))), limit)
 
 
 def _view(*items: discord.ui.Item[Any]) -> discord.ui.View:
@@ -100,7 +108,7 @@ def problem_embed(
         colour = GREEN if feedback.correct else (RED if feedback.over or feedback.letter else GREY)
     embed = discord.Embed(
         title=f"Problem {card.position} of {card.total} · {plain(card.topic)} · {card.difficulty}",
-        description=neutralise_mentions(to_discord(card.prompt)),
+        description=bank_text(card.prompt),
         colour=colour,
     )
     if card.code:
@@ -118,7 +126,7 @@ def problem_embed(
         if reveal is not None:
             text = f"Correct answer: **{reveal.correct_letter}**"
             if reveal.explanation:
-                text += "\n" + neutralise_mentions(to_discord(reveal.explanation))
+                text += "\n" + bank_text(reveal.explanation)
             embed.add_field(name="Explanation", value=text, inline=False)
         embed.add_field(name="Status", value="This problem is over.", inline=False)
     else:

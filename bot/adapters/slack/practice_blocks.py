@@ -13,6 +13,7 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
+from bot.adapters.markup import to_slack_mrkdwn
 from bot.adapters.slack.blocks import (
     Block,
     actions,
@@ -105,7 +106,7 @@ def quiz_question_view(card: QuizQuestionCard) -> Block:
             f"*Quiz {card.position} of {card.total}* · {esc(card.topic)} · {esc(card.difficulty)}"
             " · untimed, not ranked"
         ),
-        section(esc(card.prompt)),
+        section(to_slack_mrkdwn(card.prompt)),
     ]
     if card.code:
         blocks.append(section(code_block(card.code)))
@@ -136,7 +137,7 @@ def quiz_feedback_view(fb: QuizFeedback) -> Block:
         lines.append(line)
     blocks = [section(f"*Quiz {fb.position} of {fb.total}*\n{head}"), section("\n".join(lines))]
     if fb.explanation:
-        blocks.append(section(f"*Why:* {esc(fb.explanation)}"))
+        blocks.append(section(f"*Why:* {to_slack_mrkdwn(fb.explanation)}"))
     label = "See my score" if fb.finished else "Next question"
     blocks += actions([button(label, action_id("quiznext", fb.quiz_id), style="primary")])
     return _modal(QUIZ_TITLE, blocks, metadata=f"quiz:{fb.quiz_id}")
@@ -198,7 +199,7 @@ def flashcard_back_view(card: FlashcardCard) -> Block:
     blocks = _card_head(card, None)
     blocks.append(section(f"*Answer*\n{esc(card.back) or '_(no answer text)_'}"))
     if card.explanation:
-        blocks.append(context(esc(card.explanation)))
+        blocks.append(context(to_slack_mrkdwn(card.explanation)))
     blocks += actions(
         [
             button(
@@ -234,7 +235,7 @@ def explain_modal(card: ExplainPromptCard) -> Block:
         section(
             f"*Explain* · {esc(card.topic)} · {esc(card.difficulty)} · graded on {card.concepts} concepts"
         ),
-        section(esc(card.prompt)),
+        section(to_slack_mrkdwn(card.prompt)),
     ]
     if card.hint:
         blocks.append(context(f":bulb: {esc(card.hint)}"))
@@ -277,7 +278,7 @@ def explain_result_view(card: ExplainResultCard) -> Block:
     if card.model_answer:
         blocks.append(section(f"*Model answer*\n{esc(card.model_answer)}"))
     if card.explanation:
-        blocks.append(context(esc(card.explanation)))
+        blocks.append(context(to_slack_mrkdwn(card.explanation)))
     blocks.append(context("Not ranked. Another prompt: `/rankzero explain [topic]`."))
     return _modal(EXPLAIN_TITLE, blocks, metadata=f"explain:{card.attempt_id}")
 
