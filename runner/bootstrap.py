@@ -249,7 +249,7 @@ def _pass_dump_fd_to_spawned_children(dump_fd: int) -> None:
         "del _rz_f, _rz_s; "
     )
 
-    def spawnv_passfds(path: str, args: list[str], passfds: Any) -> int:
+    def spawnv_passfds(path: Any, args: Any, passfds: Any) -> int:
         args = list(args)
         if "-c" in args[:-1]:
             index = args.index("-c") + 1
@@ -446,9 +446,10 @@ def _handles_sigusr1(pid: int) -> bool:
 def _agent_store(port: int) -> Any:
     """The store torchrun's agent hosts for its workers (``TORCHELASTIC_USE_AGENT_STORE``)."""
     try:
-        from torch.distributed import TCPStore
+        import torch.distributed as dist
 
-        return TCPStore("localhost", port, is_master=True, wait_for_workers=False, multi_tenant=True)
+        # torch.distributed.TCPStore is public (documented) but not re-exported for type checkers.
+        return dist.TCPStore("localhost", port, is_master=True, wait_for_workers=False, multi_tenant=True)  # type: ignore[attr-defined]
     except Exception as exc:  # the ranks then fail to connect, and the verdict shows it
         print(f"rankzero: could not start the agent store on port {port}: {exc}", file=sys.stderr)
         return None

@@ -355,7 +355,8 @@ def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
 
 def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
     """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
-    own, children = [], []
+    own: list[tuple[int, str]] = []
+    children: list[tuple[int, str]] = []
     last = 0
     role, pid = "rank", 0
     for match in DUMP_MARKER.finditer(dump):
