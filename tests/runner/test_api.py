@@ -231,7 +231,7 @@ def test_cli_run_readable_report_for_ddp(tmp_path):
     assert "exception: KeyError: 'two' (line 3)" in result.stdout
 
 
-# --- the service under abuse (issue 18, section 3) ----------------------------------------------------------
+# --- the service under abuse (issue 18, section 3) ---
 
 
 async def test_deeply_nested_json_is_400_not_500(client):

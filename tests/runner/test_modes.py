@@ -338,7 +338,7 @@ def test_refuses_to_run_unsandboxed_without_the_explicit_flag(monkeypatch):
         RunnerService(RunnerConfig(pool={}))
 
 
-# --- torchrun parity (issue 18, section 4) ------------------------------------------------------------------
+# --- torchrun parity (issue 18, section 4) ---
 
 ENV_SNIPPET = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 # Values that differ between two launches by nature: a free port (torchrun picks one), a fresh run id,
@@ -473,7 +473,7 @@ def test_torch_rank_prefix_on_tracebacks_as_under_torchrun(service, tmp_path):
     )
 
 
-# --- notes for the usual user errors ----------------------------------------------------------------------
+# --- notes for the usual user errors ---
 
 
 def test_required_argparse_argument_gets_a_note(service):
