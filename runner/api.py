@@ -330,6 +330,7 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
             **refused,
             400: {"model": ErrorModel, "description": "the body is not a JSON object"},
             413: {"model": ErrorModel, "description": "code over 64 KiB, or a body over 512 KiB"},
+            503: {"model": ErrorModel, "description": "no sandbox can be started now; nothing ran"},
             422: {"model": ValidationErrorModel, "description": "a field is missing, wrong or unknown"},
         },
     )
@@ -340,16 +341,25 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
                 {"detail": f"code is over {MAX_CODE_BYTES} bytes ({MAX_CODE_BYTES // 1024} KiB)"},
                 status_code=413,
             )
-        verdict = await service.run_async(
-            RunRequest(
-                code=body.code,
-                mode=Mode(body.mode),
-                nproc=body.nproc,
-                backend=body.backend,
-                timeout_s=body.timeout_s,
-                init_process_group=body.init_process_group,
-            )
+        request = RunRequest(
+            code=body.code,
+            mode=Mode(body.mode),
+            nproc=body.nproc,
+            backend=body.backend,
+            timeout_s=body.timeout_s,
+            init_process_group=body.init_process_group,
         )
+        try:
+            verdict = await service.run_async(request)
+        except (OSError, RuntimeError) as exc:
+            # No sandbox could be started (descriptors or memory exhausted, bwrap failing): nothing ran,
+            # so this is no verdict; the client may retry later.
+            log.error("run refused, no sandbox: %s", exc)
+            return JSONResponse(
+                {"detail": f"the runner cannot start a sandbox now ({type(exc).__name__}: {str(exc)[:300]})"},
+                status_code=503,
+                headers={"Retry-After": "5"},
+            )
         log.info("run mode=%s nproc=%d -> %s", body.mode, body.nproc, verdict.status.value)
         return verdict.to_dict()
 

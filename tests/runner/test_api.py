@@ -429,3 +429,20 @@ def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health():
     finally:
         svc.launcher.bwrap = real_bwrap
         svc.close()
+
+
+async def test_a_run_that_cannot_get_a_sandbox_is_503_not_500():
+    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={}))
+    svc.launcher.check()
+    svc.launcher.bwrap = "/bin/false"  # as a broken bubblewrap, or one that cannot get descriptors
+    app = create_app(svc, TOKEN, manage_service=False)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://runner"
+        ) as http:
+            response = await http.post("/v1/runs", headers=AUTH, json={"code": "import torch\nprint(1)\n"})
+        assert response.status_code == 503, response.text
+        assert response.json()["detail"].startswith("the runner cannot start a sandbox now (RuntimeError")
+        assert response.headers["retry-after"] == "5"
+    finally:
+        svc.close()
