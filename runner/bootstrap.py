@@ -316,8 +316,8 @@ def _run_rank(
         if torch is not None:
             torch.set_num_threads(1)
     if go_fd is not None:
-        # Wait until the supervisor's agent store listens (see Supervisor.start): a rank that connected
-        # before would sit in c10d's one-second connect back-off.
+        # Wait until the supervisor's agent store listens (see Supervisor.start): a rank that tried to
+        # connect before would be refused and wait out c10d's retry back-off.
         with contextlib.suppress(OSError):
             os.read(go_fd, 1)
         os.close(go_fd)
