@@ -276,16 +276,19 @@ def _etc_folders(pid: int) -> list[Path]:
 def test_cli_run_leaves_no_etc_folder(tmp_path):
     snippet = tmp_path / "hello.py"
     snippet.write_text("print('hi')\n")
+    private_tmp = tmp_path / "tmp"  # the runner's temporary files go here, away from other runners'
+    private_tmp.mkdir()
     proc = subprocess.Popen(
         [sys.executable, "-m", "runner.cli", "run", str(snippet), "--json", "--log-level", "WARNING"],
         stdout=subprocess.PIPE,
         stderr=subprocess.PIPE,
         text=True,
+        env={**os.environ, "TMPDIR": str(private_tmp)},
     )
     stdout, stderr = proc.communicate(timeout=120)
     assert proc.returncode == 0, stderr
     assert json.loads(stdout)["status"] == "ok"
-    assert _etc_folders(proc.pid) == []
+    assert list(private_tmp.iterdir()) == []
 
 
 def test_etc_folders_of_dead_runners_are_removed_and_live_ones_kept():
