@@ -291,6 +291,10 @@ def _run_rank(
         )
     os.environ.clear()
     os.environ.update(env)
+    if "TORCHELASTIC_ERROR_FILE" in env:
+        # torchrun makes the folder of each worker's error file; made by the rank itself, it is the rank's.
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(env["TORCHELASTIC_ERROR_FILE"]), exist_ok=True)
     _pass_dump_fd_to_spawned_children(fds["dump"])
 
     limits = job.get("limits", {})
@@ -498,8 +502,6 @@ class Supervisor:
         ddp = job["mode"] == "ddp"
         if ddp:
             job["run_id"] = str(uuid.uuid4())
-            for rank in range(nproc):
-                os.makedirs(os.path.dirname(error_file(job["run_id"], rank)), exist_ok=True)
         report_pipes = [os.pipe() for _ in range(nproc)]
         go_r, go_w = os.pipe() if ddp else (-1, -1)
         all_fds = {fd for fds in self.rank_fds for fd in fds.values()}
