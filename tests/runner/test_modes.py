@@ -536,3 +536,25 @@ def test_unsupported_verdict_names_the_backend_the_snippet_asked_for(service):
     verdict = run(service, code, mode="ddp", nproc=2)
     assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
     assert verdict.backend == "nccl"
+
+
+def test_record_decorator_writes_its_error_file_as_under_torchrun(service):
+    # torchrun scripts decorate main() with @record: it writes the failure to TORCHELASTIC_ERROR_FILE.
+    code = """
+    import json, os
+    from torch.distributed.elastic.multiprocessing.errors import record
+
+    @record
+    def main():
+        raise ValueError("bad batch")
+
+    try:
+        main()
+    except ValueError:
+        pass
+    with open(os.environ["TORCHELASTIC_ERROR_FILE"]) as fh:
+        print(json.load(fh)["message"]["message"])
+    """
+    verdict = run(service, code, mode="ddp", nproc=2)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert [r.stdout for r in verdict.ranks] == ["ValueError: bad batch\n"] * 2
