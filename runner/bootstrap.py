@@ -30,12 +30,15 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import getpass
 import io
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
 import types
@@ -134,7 +137,16 @@ def _preload(level: str = "full") -> None:
 
     # The public way to import the compiler stack (torch.compiler.reset imports it); the caches it resets
     # are empty here.  DistributedDataParallel's constructor would import it on first use otherwise.
+    # Resetting makes inductor's cache folder in the temporary directory: a job must find /tmp as empty
+    # as without the warm-up, so a folder made here is removed again.
+    try:
+        cache = os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+    except (KeyError, OSError):  # no passwd entry for the job's uid
+        cache = os.path.join(tempfile.gettempdir(), f"torchinductor_uid_{os.getuid()}")
+    existed = os.path.lexists(cache)
     torch.compiler.reset()
+    if not existed and os.path.isdir(cache) and not os.path.islink(cache):
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def clamp_limits(soft: int, hard: int, inherited_hard: int) -> tuple[int, int]:
@@ -366,7 +378,8 @@ def _run_rank(
         with contextlib.suppress(Exception):  # the snippet may have closed its stderr
             # Through sys.excepthook, as the interpreter would: init_process_group installs one that
             # prefixes every line with "[rankN]: ", and a snippet may have installed its own.
-            sys.excepthook(type(exc), exc, tb)
+            # The hook prints from the exception's own traceback: cut the runner's frame there too.
+            sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         code = 1
         _run_exit_hooks()
     for stream in (sys.stdout, sys.stderr):
