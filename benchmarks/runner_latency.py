@@ -126,6 +126,8 @@ def main() -> int:
     torchrun = str(Path(sys.executable).with_name("torchrun"))
     bare_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "LANG": "C.UTF-8"}
 
+    failures: list[str] = []
+
     def body(shape: str) -> dict[str, object]:
         if shape == "spawn":
             return {"code": SPAWN, "mode": "python", "timeout_s": 120}
@@ -136,7 +138,14 @@ def main() -> int:
             argv = [sys.executable, str(workdir / "spawn.py")]
         else:
             argv = [torchrun, f"--nproc_per_node={shape}", str(workdir / "ddp.py")]
-        return lambda: subprocess.run(argv, check=True, capture_output=True, env=bare_env, cwd=workdir)
+
+        def once() -> None:
+            result = subprocess.run(argv, check=False, capture_output=True, env=bare_env, cwd=workdir)
+            if result.returncode != 0:
+                tail = result.stderr.decode(errors="replace").strip().splitlines()[-1:]
+                failures.append(f"bare {shape}: exit {result.returncode} {tail}")
+
+        return once
 
     token = secrets.token_hex(16)
     port = free_port()
@@ -145,7 +154,6 @@ def main() -> int:
         env={**os.environ, "RANKZERO_RUNNER_TOKEN": token},
     )
     spaced: dict[str, list[float]] = {}
-    failures: list[str] = []
     burst: dict[str, list[float]] = {}
     pool_targets = ""
     try:
@@ -205,7 +213,7 @@ def main() -> int:
             f"{burst_median / bare_median:7.3f}   {max(burst[shape]) * 1000:6.0f}ms"
         )
     print("targets: spaced <= 0.10 for every nproc, <= 0.05 for 2 ranks; back to back <= 0.5")
-    print(f"runner verdicts that were not ok: {len(failures)}")
+    print(f"runs that failed (runner verdict not ok, or bare exit != 0): {len(failures)}")
     for failure in failures:
         print(f"  {failure[:300]}")
     return 0
