@@ -437,15 +437,7 @@ class SandboxLauncher:
         if self.cgroups is None or not self.cgroups.available:
             return None
         self._serial += 1
-        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor, or
-        # the job's fair share of the host when that is less (see MemoryPlan).
-        note = None
-        if self.memory is not None:
-            budget, note = self.memory.job_limit(nproc, self.config.memory_mb, self.config.tmp_mb)
-        else:
-            budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * 1024 * 1024
-        # At most one core per rank, and never more than the host has: a job's spinners compete as one.
-        cpus = float(min(nproc, os.cpu_count() or 1))
+        budget, note, cpus = self._job_limits(nproc)
         cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes, cpus)
         if cgroup is None:
             return None
@@ -467,6 +459,34 @@ class SandboxLauncher:
             time.sleep(0.002)
         self.cgroups.discard(cgroup)
         return None
+
+    def _job_limits(self, nproc: int) -> tuple[int, str | None, float]:
+        """``(memory bytes, note, cores)`` of the cgroup of a sandbox running ``nproc`` ranks."""
+        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor, or
+        # the job's fair share of the host when that is less (see MemoryPlan).
+        note = None
+        if self.memory is not None:
+            budget, note = self.memory.job_limit(nproc, self.config.memory_mb, self.config.tmp_mb)
+        else:
+            budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * 1024 * 1024
+        # At most one core per rank, and never more than the host has: a job's spinners compete as one.
+        return budget, note, float(min(nproc, os.cpu_count() or 1))
+
+    def fit(self, sandbox: Sandbox, nproc: int) -> None:
+        """Size a sandbox's cgroup for the job it is about to run (``nproc`` ranks).
+
+        A warm sandbox was started for its capacity: its memory limit (the capacity's, clamped to the
+        fair share with a note about the capacity's ranks) and its CPU quota (min(capacity, cores)) are
+        those of its largest job, not of this one.  When the cgroup refuses the change, the sandbox is
+        no use for this job's fairness guarantees, so the caller gets an error, not a silent wrong limit.
+        """
+        cgroup = sandbox.cgroup
+        if cgroup is None or sandbox.nproc == nproc:
+            return
+        budget, note, cpus = self._job_limits(nproc)
+        if not cgroup.resize(budget, cpus):
+            raise RuntimeError(f"the sandbox's cgroup could not be sized for {nproc} ranks")
+        cgroup.memory_note = note
 
     def _namespace_args(self) -> list[str]:
         args = [

@@ -189,6 +189,8 @@ class RunnerService:
         needs_torch = "torch" in str(job["code"]) or job["mode"] == Mode.DDP.value
         sandbox = self.pool.acquire(nproc, needs_torch=needs_torch)
         try:
+            # A warm sandbox's cgroup was sized for its capacity; the job gets its own rank count's limits.
+            self.launcher.fit(sandbox, nproc)
             if not sandbox.isolated:
                 job["env"].update(HOME=sandbox.workdir, TMPDIR=sandbox.workdir)
             memory_rlimit = memory_rlimit_for(hw.gpus, sandbox.cgroup is not None)
