@@ -232,6 +232,12 @@ def render(verdict: Verdict) -> str:
             lines.append(
                 f"  stuck in {safe(stuck['call'])} at line {stuck['line']} ({safe(stuck['function'])})"
             )
+            for child in stuck.get("children") or ():
+                # Processes the rank started (mp.spawn workers), from dumps the job wrote: escaped too.
+                lines.append(
+                    f"    child pid {child['pid']}: stuck in {safe(child['call'])} at line {child['line']} "
+                    f"({safe(child['function'])})"
+                )
         for stream in ("stdout", "stderr"):
             if rank[stream]:
                 lines.append(f"  {stream}:")

@@ -215,3 +215,33 @@ def test_the_cli_report_shows_terminal_escapes_inert(tmp_path: Path) -> None:
     assert not any(line.startswith("status: ok") for line in out.splitlines()), out
     assert "\\x1b[2J\\x1b[Hcleared" in out and "\\x1b]52;c;cHduZWQ=\\x07clipboard" in out
     assert "exception: RuntimeError: boom\\nstatus: ok\\x1b[1A (line 6)" in out
+
+
+def test_the_cli_report_shows_each_spawned_childs_stuck_at_escaped() -> None:
+    # stuck_at.children (mp.spawn workers) comes from dumps a job writes: shown, and inert like the rest.
+    from runner.cli import render
+    from runner.verdict import (
+        ChildStuckAt,
+        Hardware,
+        Mode,
+        RankResult,
+        SandboxInfo,
+        StuckAt,
+        Verdict,
+    )
+
+    child = ChildStuckAt(pid=12, function="setup\x1b[2J", line=9, call="init_process_group")
+    verdict = Verdict(
+        status=Status.TIMEOUT,
+        mode=Mode.PYTHON,
+        nproc=1,
+        backend=None,
+        elapsed_s=3.2,
+        hardware=Hardware(gpus=0, names=[], torch="2.13.0+cpu", cuda=None),
+        sandbox=SandboxInfo(engine="bubblewrap", isolated=True),
+        ranks=[RankResult(rank=0, stuck_at=StuckAt("<module>", 20, "join", children=(child,)))],
+    )
+    out = render(verdict)
+    assert "  stuck in join at line 20 (<module>)" in out, out
+    assert "    child pid 12: stuck in init_process_group at line 9 (setup\\x1b[2J)" in out, out
+    assert "\x1b" not in out
