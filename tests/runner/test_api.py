@@ -20,6 +20,7 @@ import pytest
 import uvicorn
 
 from runner.api import create_app
+from runner.cgroups import MemoryPlan, host_memory_bytes
 from runner.cli import main as cli_main
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.sandbox import remove_stale_etc_folders
@@ -449,3 +450,48 @@ async def test_a_run_that_cannot_get_a_sandbox_is_503_not_500():
         assert response.headers["retry-after"] == "5"
     finally:
         svc.close()
+
+
+def test_the_default_configuration_serves_on_this_host():
+    # Defaults only (pool 8:2, 4 concurrent jobs, 4096 MiB per rank): the memory plan must accept them on
+    # the development and CI machines (24 GiB), the capacity-8 sandboxes must warm under the syscall
+    # filters and the per-job identity, and a job served by one of them gets the limits of its own size.
+    port = _free_port()
+    env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "serve", "--port", str(port), "--log-level", "ERROR"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
+            deadline = time.monotonic() + 180
+            while True:
+                assert server.poll() is None, server.communicate()[1]
+                try:
+                    health = http.get("/v1/health").json()
+                    if health["pool"]["ready"]["8"] >= 1:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "the default pool did not warm"
+                time.sleep(0.2)
+            assert health["status"] == "ok" and health["pool"]["targets"] == {"8": 2}, health
+            verdict = http.post(
+                "/v1/runs",
+                json={"code": "import torch\nprint(torch.ones(3).sum().item())\n", "mode": "ddp", "nproc": 2},
+            ).json()
+            assert verdict["status"] == "ok", verdict
+            assert [r["stdout"] for r in verdict["ranks"]] == ["3.0\n", "3.0\n"]
+            # Clamped to the fair share where that is less, and the note is about this job's 2 ranks, not
+            # about the sandbox's capacity of 8.
+            expected = None
+            if health["sandbox"]["cgroup"]:
+                plan = MemoryPlan.for_host(host_memory_bytes(), 4, 2 + 1, 4096, 256)
+                expected = plan.job_limit(2, 4096, 256)[1]
+            memory = [n for n in verdict["notes"] if n.startswith("memory:")]
+            assert memory == ([expected] if expected else []), verdict["notes"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)
