@@ -245,3 +245,31 @@ def test_the_cli_report_shows_each_spawned_childs_stuck_at_escaped() -> None:
     assert "  stuck in join at line 20 (<module>)" in out, out
     assert "    child pid 12: stuck in init_process_group at line 9 (setup\\x1b[2J)" in out, out
     assert "\x1b" not in out
+
+
+def test_a_rank_cannot_write_into_another_ranks_dump_pipe(service: RunnerService) -> None:
+    # The supervisor keeps a copy of every rank's dump pipe (for the markers naming each dumped process).
+    # No rank may inherit those copies: the last rank forked keeps writing a fake child's dump (marker and
+    # all) into every pipe it holds, before and after the host's request; the other ranks' stuck_at must
+    # still be where they are, with no child they did not start.
+    fake = (
+        "\n### rankzero-dump child pid=999\n"
+        "Current thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/tmp/main.py", line 1 in <module>\n'
+    )
+    code = _snippet(
+        f"""
+        if os.environ["RANK"] == "2":
+            while True:
+                write_all(DUMP, {fake!r}.encode())
+                time.sleep(0.005)
+        time.sleep(60)
+        """
+    )
+    sleep_line = code.splitlines().index("time.sleep(60)") + 1
+    verdict = run(service, code, "ddp", nproc=3, timeout_s=4)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    for rank in verdict.ranks[:2]:
+        assert rank.stuck_at is not None, verdict.to_dict()
+        assert (rank.stuck_at.line, rank.stuck_at.call) == (sleep_line, "sleep"), verdict.to_dict()
+        assert rank.stuck_at.children == (), verdict.to_dict()
