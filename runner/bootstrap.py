@@ -33,16 +33,19 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import faulthandler
+import getpass
 import io
 import json
 import os
 import resource
+import shutil
 import signal
 import sys
+import tempfile
 import threading
 import time
-import traceback
 import types
+import uuid
 from typing import Any
 
 # Names of the files and markers shared with the host side (runner/executor.py mirrors them).
@@ -261,7 +264,8 @@ def _become_rank_user() -> None:
 
 def _make_undumpable() -> None:
     # A non-dumpable process's /proc/PID/fd and memory are root's, and a same-uid process cannot ptrace
-    # it: the ranks share the supervisor's uid, and this is what keeps them off its status pipe.
+    # it: a second guard on the status pipe, for a runner without a per-job user namespace (not root),
+    # where the ranks keep the supervisor's uid.
     try:
         libc = ctypes.CDLL(None, use_errno=True)
         pr_set_dumpable = 4
@@ -279,16 +283,44 @@ def _die_with_parent() -> None:
         pass
 
 
-def _preload() -> None:
-    """Import what snippets use, so that a job only pays for its own work."""
+def _preload(level: str = "full") -> None:
+    """Import what snippets use, so that a job only pays for its own work.
+
+    ``full`` (the warm pool) also imports what real snippets reach for next: the DistributedDataParallel
+    constructor imports the compiler stack (dynamo) on first use, which alone costs more than a second,
+    plus FSDP, DTensor, the DDP communication hooks, optimizers and data loaders.  ``torch`` (a sandbox
+    started for a job that is already waiting) imports torch only: the snippet then pays for the rest
+    exactly as it would under a bare ``torchrun``.  None of this initialises CUDA: a forked child could not
+    use it afterwards.
+    """
     import torch
     import torch.distributed
     import torch.multiprocessing
     import torch.nn
     import torch.nn.parallel
 
-    # A warm interpreter must not have touched CUDA: a forked child could not use it afterwards.
-    del torch
+    if level != "full":
+        return
+    import torch.compiler
+    import torch.distributed.algorithms.ddp_comm_hooks
+    import torch.distributed.elastic.multiprocessing.errors
+    import torch.distributed.fsdp
+    import torch.distributed.tensor
+    import torch.optim
+    import torch.utils.data
+
+    # The public way to import the compiler stack (torch.compiler.reset imports it); the caches it resets
+    # are empty here.  DistributedDataParallel's constructor would import it on first use otherwise.
+    # Resetting makes inductor's cache folder in the temporary directory: a job must find /tmp as empty
+    # as without the warm-up, so a folder made here is removed again.
+    try:
+        cache = os.path.join(tempfile.gettempdir(), f"torchinductor_{getpass.getuser()}")
+    except (KeyError, OSError):  # no passwd entry for the job's uid
+        cache = os.path.join(tempfile.gettempdir(), f"torchinductor_uid_{os.getuid()}")
+    existed = os.path.lexists(cache)
+    torch.compiler.reset()
+    if not existed and os.path.isdir(cache) and not os.path.islink(cache):
+        shutil.rmtree(cache, ignore_errors=True)
 
 
 def clamp_limits(soft: int, hard: int, inherited_hard: int) -> tuple[int, int]:
@@ -345,7 +377,83 @@ def _report_exception(report_fd: int, description: dict[str, Any]) -> None:
         os.write(report_fd, data)
 
 
-def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], report_fd: int, path: str) -> int:
+TORCHRUN_SIGNALS = "SIGTERM,SIGINT,SIGHUP,SIGQUIT"
+
+
+def torchrun_env(rank: int, nproc: int, master_port: int, run_id: str) -> dict[str, str]:
+    """The variables ``torchrun --nproc_per_node=N`` sets for one worker, variable for variable.
+
+    Checked against a real torchrun by tests/runner/test_modes.py.  Like torchrun, the ranks use the
+    launcher's store (``TORCHELASTIC_USE_AGENT_STORE``): the supervisor hosts it on ``MASTER_PORT``, so a
+    script that starts a store of its own on another port hangs, as it does under torchrun, instead of
+    failing with EADDRINUSE.
+    """
+    env = {
+        "RANK": str(rank),
+        "LOCAL_RANK": str(rank),
+        "WORLD_SIZE": str(nproc),
+        "LOCAL_WORLD_SIZE": str(nproc),
+        "GROUP_RANK": "0",
+        "GROUP_WORLD_SIZE": "1",
+        "ROLE_NAME": "default",
+        "ROLE_RANK": str(rank),
+        "ROLE_WORLD_SIZE": str(nproc),
+        "MASTER_ADDR": "localhost",
+        "MASTER_PORT": str(master_port),
+        "TORCHELASTIC_RUN_ID": run_id,
+        "TORCHELASTIC_USE_AGENT_STORE": "True",
+        "TORCHELASTIC_RESTART_COUNT": "0",
+        "TORCHELASTIC_MAX_RESTARTS": "0",
+        "TORCHELASTIC_ERROR_FILE": error_file(run_id, rank),
+        "TORCHELASTIC_SIGNALS_TO_HANDLE": TORCHRUN_SIGNALS,
+        "TORCH_NCCL_ASYNC_ERROR_HANDLING": "1",
+    }
+    if nproc > 1:
+        env["OMP_NUM_THREADS"] = "1"  # torchrun sets it only for more than one worker per node
+    return env
+
+
+def error_file(run_id: str, rank: int) -> str:
+    """Where ``@record`` writes a worker's error, laid out as torchrun's (attempt_0/<rank>/error.json)."""
+    return f"/tmp/torchelastic/{run_id}/attempt_0/{rank}/error.json"  # noqa: S108 - sandbox-private tmpfs
+
+
+def _pass_dump_fd_to_spawned_children(dump_fd: int) -> None:
+    """Let processes that multiprocessing starts with a fresh interpreter dump their stacks too.
+
+    ``spawn`` and ``forkserver`` children (``mp.spawn``, DataLoader workers) exec a new interpreter that
+    closes every descriptor but the ones it is handed: this hands it the rank's dump pipe and registers
+    faulthandler on SIGUSR1 there before multiprocessing's own code runs, so that a hang inside an
+    ``mp.spawn`` child can be located.  Forked children inherit both already.
+    """
+    import multiprocessing.util as mp_util
+
+    original = mp_util.spawnv_passfds
+    prologue = (
+        "import faulthandler as _rz_f, signal as _rz_s; "
+        f"_rz_f.register(_rz_s.SIGUSR1, file={dump_fd}, all_threads=True, chain=False); "
+        "del _rz_f, _rz_s; "
+    )
+
+    def spawnv_passfds(path: Any, args: Any, passfds: Any) -> int:
+        args = list(args)
+        if "-c" in args[:-1]:
+            index = args.index("-c") + 1
+            args[index] = prologue + args[index]
+            passfds = (*passfds, dump_fd)
+        return int(original(path, args, passfds))
+
+    mp_util.spawnv_passfds = spawnv_passfds
+
+
+def _run_rank(
+    job: dict[str, Any],
+    rank: int,
+    fds: dict[str, int],
+    report_fd: int,
+    path: str,
+    go_fd: int | None = None,
+) -> int:
     """Body of one forked rank process; returns its exit code."""
     nproc = int(job["nproc"])
     os.setpgid(0, 0)
@@ -365,16 +473,15 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], report_fd: in
     env = {str(k): str(v) for k, v in job.get("env", {}).items()}
     if job["mode"] == "ddp":
         env.update(
-            RANK=str(rank),
-            LOCAL_RANK=str(rank),
-            WORLD_SIZE=str(nproc),
-            LOCAL_WORLD_SIZE=str(nproc),
-            GROUP_RANK="0",
-            MASTER_ADDR="127.0.0.1",
-            MASTER_PORT=str(job.get("master_port", 29500)),
+            torchrun_env(rank, nproc, int(job.get("master_port", 29500)), str(job.get("run_id", "none")))
         )
     os.environ.clear()
     os.environ.update(env)
+    if "TORCHELASTIC_ERROR_FILE" in env:
+        # torchrun makes the folder of each worker's error file; made by the rank itself, it is the rank's.
+        with contextlib.suppress(OSError):
+            os.makedirs(os.path.dirname(env["TORCHELASTIC_ERROR_FILE"]), exist_ok=True)
+    _pass_dump_fd_to_spawned_children(fds["dump"])
 
     limits = job.get("limits", {})
     # "as" on CPU-only runners; "data" on GPU runners without a memory cgroup (CUDA reserves huge address
@@ -392,11 +499,18 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], report_fd: in
         _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
     if job["mode"] == "ddp" and nproc > 1:
-        # Like torchrun: N ranks on a shared machine should not each start a full thread pool.
-        os.environ["OMP_NUM_THREADS"] = "1"
+        # Like torchrun (OMP_NUM_THREADS=1 is in the environment): N ranks on a shared machine should not
+        # each start a full thread pool.  The variable is read when torch is imported, which already
+        # happened here, so the thread count is set too.
         torch = sys.modules.get("torch")
         if torch is not None:
             torch.set_num_threads(1)
+    if go_fd is not None:
+        # Wait until the supervisor's agent store listens (see Supervisor.start): a rank that tried to
+        # connect before would be refused and wait out c10d's retry back-off.
+        with contextlib.suppress(OSError):
+            os.read(go_fd, 1)
+        os.close(go_fd)
 
     module = types.ModuleType("__main__")
     module.__file__ = path
@@ -436,7 +550,10 @@ def _run_rank(job: dict[str, Any], rank: int, fds: dict[str, int], report_fd: in
         if tb is not None and tb.tb_frame.f_code.co_filename != path and tb.tb_next is not None:
             tb = tb.tb_next
         with contextlib.suppress(Exception):  # the snippet may have closed its stderr
-            traceback.print_exception(type(exc), exc, tb)
+            # Through sys.excepthook, as the interpreter would: init_process_group installs one that
+            # prefixes every line with "[rankN]: ", and a snippet may have installed its own.
+            # The hook prints from the exception's own traceback: cut the runner's frame there too.
+            sys.excepthook(type(exc), exc.with_traceback(tb), tb)
         code = 1
         _run_exit_hooks()
     for stream in (sys.stdout, sys.stderr):
@@ -478,6 +595,57 @@ def _destroy_group() -> None:
         pass
 
 
+DUMP_MARKER = "### rankzero-dump"  # mirrored in runner/service.py
+MAX_DUMPED_CHILDREN = 16
+
+
+def _descendants(pid: int) -> list[int]:
+    """Every live descendant of ``pid`` (in this PID namespace), parents before children."""
+    parents: dict[int, list[int]] = {}
+    for entry in os.listdir("/proc"):
+        if not entry.isdigit():
+            continue
+        try:
+            with open(f"/proc/{entry}/stat", "rb") as fh:
+                stat = fh.read()
+        except OSError:
+            continue
+        # The command name is in parentheses and may contain anything: the fields follow the last ")".
+        fields = stat[stat.rfind(b")") + 2 :].split()
+        if len(fields) > 1 and fields[1].isdigit():
+            parents.setdefault(int(fields[1]), []).append(int(entry))
+    found: list[int] = []
+    queue = [pid]
+    while queue and len(found) < 1000:
+        children = sorted(parents.get(queue.pop(0), []))
+        found += children
+        queue += children
+    return found
+
+
+def _handles_sigusr1(pid: int) -> bool:
+    try:
+        with open(f"/proc/{pid}/status", encoding="ascii", errors="replace") as fh:
+            for line in fh:
+                if line.startswith("SigCgt:"):
+                    return bool(int(line.split()[1], 16) & (1 << (signal.SIGUSR1 - 1)))
+    except (OSError, ValueError, IndexError):
+        pass
+    return False
+
+
+def _agent_store(port: int) -> Any:
+    """The store torchrun's agent hosts for its workers (``TORCHELASTIC_USE_AGENT_STORE``)."""
+    try:
+        import torch.distributed as dist
+
+        # torch.distributed.TCPStore is public (documented) but not re-exported for type checkers.
+        return dist.TCPStore("localhost", port, is_master=True, wait_for_workers=False, multi_tenant=True)  # type: ignore[attr-defined]
+    except Exception as exc:  # the ranks then fail to connect, and the verdict shows it
+        print(f"rankzero: could not start the agent store on port {port}: {exc}", file=sys.stderr)
+        return None
+
+
 class Supervisor:
     """Forks the ranks of one job and reports on them."""
 
@@ -491,6 +659,10 @@ class Supervisor:
         self.reports: dict[int, int] = {}  # rank -> read end of its exception report pipe
         self.lock = threading.Lock()
         self.live: set[int] = set()  # rank pids not reaped yet
+        # rank -> the supervisor's own copy of the rank's dump pipe, for the markers that tell the host
+        # which process each stack dump comes from; closed when the rank is reaped.
+        self.dump_fds: dict[int, int] = {}
+        self.store: Any = None  # the agent store of a ddp job (kept alive until the supervisor exits)
 
     def wait_job(self) -> dict[str, Any] | None:
         """Block until the host sends the job (one JSON line); None if the host went away."""
@@ -514,7 +686,11 @@ class Supervisor:
         sys.stdout.flush()
         sys.stderr.flush()
         nproc = int(job["nproc"])
+        ddp = job["mode"] == "ddp"
+        if ddp:
+            job["run_id"] = str(uuid.uuid4())
         report_pipes = [os.pipe() for _ in range(nproc)]
+        go_r, go_w = os.pipe() if ddp else (-1, -1)
         all_fds = {fd for fds in self.rank_fds for fd in fds.values()}
         all_fds |= {fd for pair in report_pipes for fd in pair}
         for rank in range(nproc):
@@ -529,18 +705,32 @@ class Supervisor:
                     # The status and control pipes are the supervisor's alone (see the module docstring).
                     os.close(self.control_fd)
                     os.close(self.status_fd)
+                    if ddp:
+                        os.close(go_w)
                     os.set_blocking(report_w, False)
+                    # Every rank, whatever the count the job asked of this sandbox, leaves the
+                    # supervisor's uid before it runs a line of the snippet.
                     if isinstance(self.spec.get("userns"), dict):
                         _become_rank_user()
-                    code = _run_rank(job, rank, mine, report_w, path)
+                    code = _run_rank(job, rank, mine, report_w, path, go_r if ddp else None)
                 finally:
                     os._exit(code)
             self.pids[pid] = rank
             with self.lock:
                 self.live.add(pid)
-        # The supervisor keeps no rank pipe open: the host sees EOF once the ranks (and their children) exit.
+        # Copied only once every rank is forked: a copy made earlier would be inherited by the ranks forked
+        # after it, and one rank could then write into another's dump pipe.  Nothing is reaped before
+        # start() returns, so every rank still has its pipe here.
+        for rank in range(nproc):
+            self.dump_fds[rank] = os.dup(self.rank_fds[rank]["dump"])
+        # The supervisor keeps no rank output pipe open: the host sees EOF once the ranks (and their
+        # children) exit.  Its dump copies are closed as each rank is reaped.
         for fd in {fd for fds in self.rank_fds for fd in fds.values()}:
             os.close(fd)
+        if ddp:
+            os.close(go_r)
+            self.store = _agent_store(int(job.get("master_port", 29500)))
+            os.close(go_w)  # the ranks start now
         for rank, (report_r, report_w) in enumerate(report_pipes):
             os.close(report_w)
             os.set_blocking(report_r, False)
@@ -559,6 +749,10 @@ class Supervisor:
                 continue
             live.discard(pid)
             rank = self.pids[pid]
+            with self.lock:
+                dump_fd = self.dump_fds.pop(rank, None)
+            if dump_fd is not None:
+                os.close(dump_fd)
             exit_code = os.waitstatus_to_exitcode(status)
             event: dict[str, Any] = {
                 "event": "exit",
@@ -609,10 +803,33 @@ class Supervisor:
         return parse_report(lines[-1])
 
     def dump(self, pids: set[int]) -> None:
-        """Ask ranks to write their Python stacks to their dump pipes."""
+        """Ask ranks, and the processes they started, to write their Python stacks to their dump pipes.
+
+        Each dump is preceded by a marker line naming the process (``DUMP_MARKER``), and the processes of
+        one rank are signalled one after the other, so that their dumps do not interleave.  Only processes
+        that handle SIGUSR1 are signalled (the ranks, and the children the runner taught to dump): for any
+        other the signal's default action would kill it.
+        """
+        groups = []
         for pid in pids:
-            with contextlib.suppress(ProcessLookupError):
-                os.kill(pid, signal.SIGUSR1)
+            rank = self.pids.get(pid)
+            if rank is not None:
+                groups.append((rank, [pid, *_descendants(pid)[:MAX_DUMPED_CHILDREN]]))
+        for wave in range(max((len(g) for _, g in groups), default=0)):
+            for rank, members in groups:
+                if wave >= len(members) or not _handles_sigusr1(members[wave]):
+                    continue
+                with self.lock:
+                    fd = self.dump_fds.get(rank)
+                if fd is None:
+                    continue
+                role = "rank" if wave == 0 else "child"
+                with contextlib.suppress(OSError):
+                    os.write(fd, f"\n{DUMP_MARKER} {role} pid={members[wave]}\n".encode())
+                with contextlib.suppress(ProcessLookupError):
+                    os.kill(members[wave], signal.SIGUSR1)
+            if wave + 1 < max(len(g) for _, g in groups):
+                time.sleep(0.03)
         # faulthandler writes from inside the signal handler; give it a moment before anything is killed.
         time.sleep(0.3)
 
@@ -643,8 +860,9 @@ def main(argv: list[str]) -> int:
     _setup_identity(spec)
     _make_undumpable()
     sup = Supervisor(spec)
-    if spec.get("preload", True):
-        _preload()
+    preload = spec.get("preload", "full")
+    if preload:
+        _preload("full" if preload is True else str(preload))
     _emit(sup.status_fd, {"event": "ready", "pid": os.getpid()})
     job = sup.wait_job()
     if job is None:

@@ -63,6 +63,38 @@ class JobCgroup:
                 return folder
         return None
 
+    def resize(self, memory_bytes: int, cpus: float) -> bool:
+        """Set the memory limit and CPU quota for the job a warm sandbox was handed; False if refused.
+
+        A warm sandbox is started for its capacity (the most ranks it can fork), before its job's rank
+        count is known; its limits are those of the job that arrives.  The memory limit only ever holds the
+        idle supervisor (about 0.5 GB) when lowered, which every limit a job can get is above.
+        """
+        try:
+            for folder in self.dirs:
+                controller = "" if self.version == 2 else folder.relative_to(ROOT).parts[0]
+                if self.version == 2:
+                    (folder / "memory.max").write_text(str(memory_bytes))
+                    if (folder / "cpu.max").exists() and cpus > 0:
+                        (folder / "cpu.max").write_text(f"{int(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+                elif controller == "memory":
+                    (folder / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                elif controller == "cpu" and cpus > 0 and (folder / "cpu.cfs_quota_us").exists():
+                    (folder / "cpu.cfs_quota_us").write_text(str(int(cpus * CPU_PERIOD_US)))
+        except OSError as exc:
+            log.warning("could not resize the job cgroup %s: %s", self.dirs, exc)
+            return False
+        self.cpus = cpus
+        return True
+
+    def memory_limit(self) -> int | None:
+        """The memory limit now in force, in bytes (None where it cannot be read)."""
+        for folder in self.dirs:
+            for name in ("memory.max", "memory.limit_in_bytes"):
+                with contextlib.suppress(OSError, ValueError):
+                    return int((folder / name).read_text().strip())
+        return None
+
     def cpu_usage_s(self) -> float | None:
         """CPU time used by every process of the sandbox so far, or None where not measured."""
         try:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.config import MAX_CODE_BYTES, RunnerConfig
+from runner.config import DEFAULT_MAX_NPROC, MAX_CODE_BYTES, RunnerConfig
 from runner.sandbox import SandboxUnavailableError
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode, Status, Verdict
@@ -49,8 +49,24 @@ def build_parser() -> argparse.ArgumentParser:
     serve.add_argument("--host", default="127.0.0.1")
     serve.add_argument("--port", type=int, default=8765)
     serve.add_argument("--token-file", type=Path, help=f"bearer token file (else ${TOKEN_ENV})")
-    serve.add_argument("--pool", default="1:1,2:1", help="warm sandboxes per rank count, e.g. 1:1,2:1")
+    serve.add_argument(
+        "--pool",
+        default=f"{DEFAULT_MAX_NPROC}:2",
+        help="warm sandboxes by capacity (the most ranks each can fork), e.g. 8:2 (default) or 1:1,2:1",
+    )
     serve.add_argument("--max-concurrent", type=int, default=RunnerConfig.max_concurrent_jobs)
+    serve.add_argument(
+        "--max-connections",
+        type=int,
+        default=256,
+        help="open HTTP connections at most (clamped to what the descriptor limit leaves after the jobs)",
+    )
+    serve.add_argument(
+        "--request-timeout",
+        type=float,
+        default=10.0,
+        help="seconds a client has to send a whole request (headers and body) before it is disconnected",
+    )
     _add_common(serve)
 
     run = sub.add_parser("run", help="run one file locally and print its verdict")
@@ -88,7 +104,7 @@ def serve(args: argparse.Namespace) -> int:
     """Start the HTTP server (blocks)."""
     import uvicorn
 
-    from runner.api import create_app
+    from runner.api import create_app, descriptor_budget, server_config
 
     token = _read_token(args.token_file)
     if token is None and not _is_loopback(args.host):
@@ -112,7 +128,23 @@ def serve(args: argparse.Namespace) -> int:
     if args.unsafe_no_sandbox:
         log.warning("running WITHOUT a sandbox: every verdict says isolated: false")
     app = create_app(service, token)
-    uvicorn.run(app, host=args.host, port=args.port, log_level=args.log_level.lower())
+    try:
+        uv_config = server_config(
+            app,
+            args.host,
+            args.port,
+            max_connections=args.max_connections,
+            request_timeout_s=args.request_timeout,
+            reserved_fds=descriptor_budget(
+                config.max_concurrent_jobs, config.max_nproc, sum(config.pool.values())
+            ),
+            log_level=args.log_level.lower(),
+        )
+    except ValueError as exc:
+        service.close()
+        print(f"rankzero-runner: {exc}", file=sys.stderr)
+        return 2
+    uvicorn.Server(uv_config).run()
     return 0
 
 
@@ -200,6 +232,12 @@ def render(verdict: Verdict) -> str:
             lines.append(
                 f"  stuck in {safe(stuck['call'])} at line {stuck['line']} ({safe(stuck['function'])})"
             )
+            for child in stuck.get("children") or ():
+                # Processes the rank started (mp.spawn workers), from dumps the job wrote: escaped too.
+                lines.append(
+                    f"    child pid {child['pid']}: stuck in {safe(child['call'])} at line {child['line']} "
+                    f"({safe(child['function'])})"
+                )
         for stream in ("stdout", "stderr"):
             if rank[stream]:
                 lines.append(f"  {stream}:")

@@ -7,10 +7,14 @@ from dataclasses import dataclass, field
 MAX_CODE_BYTES = 64 * 1024
 
 
+DEFAULT_MAX_NPROC = 8
+
+
 def _default_pool() -> dict[int, int]:
-    # One warm 1-rank sandbox (serves python, dp and 1-rank ddp) and one warm 2-rank sandbox: each holds
-    # an imported torch (~300 MB), and on a 2-core machine more would only compete with the jobs.
-    return {1: 1, 2: 1}
+    # Two warm sandboxes that can each fork up to max_nproc ranks: every shape (python, dp, ddp with 1..8
+    # ranks) is served warm.  Each holds an imported torch and its distributed stack (~500 MB); on a
+    # 2-core machine more would only compete with the jobs for the CPU while they refill.
+    return {DEFAULT_MAX_NPROC: 2}
 
 
 @dataclass(frozen=True)
@@ -31,12 +35,13 @@ class RunnerConfig:
     """Captured bytes per rank and stream; the rest is dropped and the rank marked truncated."""
     flood_bytes: int = 8 * 1024 * 1024
     """Total output of a job after which it is stopped with status output_limit."""
-    max_nproc: int = 8
+    max_nproc: int = DEFAULT_MAX_NPROC
     default_timeout_s: float = 30.0
     max_timeout_s: float = 300.0
     max_concurrent_jobs: int = 4
     uid_base: int = 200_000
     uid_count: int = 10_000
     pool: dict[int, int] = field(default_factory=_default_pool)
+    """Warm sandboxes to keep, by capacity (the most ranks one can fork): {8: 2} serves 1..8 ranks."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""

@@ -1,8 +1,15 @@
-"""A small pool of warm, single-use sandboxes per rank count, refilled in the background.
+"""A pool of warm, single-use sandboxes, each able to run any rank count up to its capacity.
 
-Each sandbox has torch imported and serves exactly one job, then dies with everything the job left behind;
-warming ahead of time only moves the import out of the request's critical path.  Python, dp and 1-rank
-ddp jobs all need the same shape (one rank), so the pool is keyed by rank count.
+A sandbox's supervisor imports torch (and what snippets use next) once, then forks as many ranks as the job
+asks for, up to the capacity it was started with: a zygote per job.  The default pool keeps sandboxes of
+the runner's largest rank count, so every shape, from a plain python job to an 8-rank DDP job, is served
+warm.  Each sandbox serves exactly one job, then dies with everything the job left behind; warming ahead of
+time only moves the imports out of the request's critical path.
+
+A job that finds no ready sandbox takes the one being warmed, if any (it is further along than a new one
+would be, and starting another would compete with it for the CPU), else starts one that imports torch only.
+The refill thread never dies: a failure (a sandbox that does not start, descriptors or memory running out)
+is retried with exponential back-off and shown in ``/v1/health``.
 """
 
 from __future__ import annotations
@@ -11,6 +18,8 @@ import logging
 import threading
 import time
 from collections import deque
+from dataclasses import dataclass
+from datetime import UTC, datetime
 from typing import Any
 
 from runner.sandbox import Sandbox, SandboxLauncher
@@ -18,21 +27,37 @@ from runner.sandbox import Sandbox, SandboxLauncher
 log = logging.getLogger(__name__)
 
 READY_TIMEOUT_S = 120.0
+BACKOFF_FIRST_S = 1.0
+BACKOFF_MAX_S = 30.0
+
+
+@dataclass
+class _Warming:
+    sandbox: Sandbox
+    capacity: int
+    claimed: bool = False
+    result: bool | None = None
 
 
 class WarmPool:
-    """Keeps ``targets[nproc]`` ready sandboxes for each rank count."""
+    """Keeps ``targets[capacity]`` ready sandboxes of each capacity (the most ranks one can fork)."""
 
     def __init__(self, launcher: SandboxLauncher, targets: dict[int, int]) -> None:
         self.launcher = launcher
-        self.targets = {n: c for n, c in targets.items() if c > 0}
+        self.targets = {n: c for n, c in sorted(targets.items()) if c > 0}
         self._ready: dict[int, deque[Sandbox]] = {n: deque() for n in self.targets}
+        self._warming: list[_Warming] = []
         self._cond = threading.Condition()
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.served_warm = 0
         self.served_cold = 0
         self.served_light = 0
+        self.failures = 0
+        """Consecutive refill failures (0 once a sandbox warmed up again)."""
+        self.last_error: str | None = None
+        self.last_error_at: str | None = None
+        self._retry_at: float | None = None
 
     def start(self) -> None:
         """Start refilling in the background."""
@@ -54,8 +79,12 @@ class WarmPool:
         for sandbox in leftovers:
             self._discard(sandbox)
 
+    def capacity_for(self, nproc: int) -> int | None:
+        """The smallest pooled capacity that fits ``nproc`` ranks, or None if no pooled one does."""
+        return next((n for n in self.targets if n >= nproc), None)
+
     def acquire(self, nproc: int, needs_torch: bool = True) -> Sandbox:
-        """A ready sandbox for ``nproc`` ranks: a warm one if available, else one started now.
+        """A ready sandbox for ``nproc`` ranks: a warm one if available, else the one being warmed, else new.
 
         A snippet that never mentions torch gets a fresh sandbox that skips the import (a cold start of a
         plain interpreter is about as fast as a warm one) and leaves the warm ones to torch jobs.
@@ -64,19 +93,31 @@ class WarmPool:
             with self._cond:
                 self.served_light += 1
             return self._cold(nproc, preload=False)
+        claimed: _Warming | None = None
         with self._cond:
-            queue = self._ready.get(nproc)
-            while queue:
-                sandbox = queue.popleft()
-                self._cond.notify_all()
-                if sandbox.alive():
+            for capacity in (n for n in self.targets if n >= nproc):
+                queue = self._ready[capacity]
+                while queue:
+                    sandbox = queue.popleft()
+                    self._cond.notify_all()
+                    if sandbox.alive():
+                        self.served_warm += 1
+                        return sandbox
+                    self._discard(sandbox)
+            claimed = next((w for w in self._warming if not w.claimed and w.capacity >= nproc), None)
+            if claimed is not None:
+                claimed.claimed = True
+                while claimed.result is None:
+                    self._cond.wait(1.0)
+                if claimed.result:
                     self.served_warm += 1
-                    return sandbox
-                self._discard(sandbox)
+                    return claimed.sandbox
             self.served_cold += 1
-        return self._cold(nproc, preload=True)
+        if claimed is not None:
+            self._discard(claimed.sandbox)
+        return self._cold(nproc, preload="torch")
 
-    def _cold(self, nproc: int, preload: bool) -> Sandbox:
+    def _cold(self, nproc: int, preload: bool | str) -> Sandbox:
         sandbox = self.launcher.spawn(nproc, preload=preload)
         if not sandbox.wait_ready(READY_TIMEOUT_S):
             detail = sandbox.diagnostics()
@@ -89,14 +130,25 @@ class WarmPool:
         self._discard(sandbox)
 
     def state(self) -> dict[str, Any]:
-        """Pool figures for /v1/health."""
+        """Pool figures for /v1/health: per capacity, what is ready and warming; the refill's last error."""
         with self._cond:
+            retry_in = None
+            if self._retry_at is not None:
+                retry_in = round(max(0.0, self._retry_at - time.monotonic()), 1)
             return {
                 "targets": {str(n): c for n, c in self.targets.items()},
                 "ready": {str(n): len(q) for n, q in self._ready.items()},
+                "warming": {str(n): sum(w.capacity == n for w in self._warming) for n in self.targets},
                 "served_warm": self.served_warm,
                 "served_cold": self.served_cold,
                 "served_light": self.served_light,
+                "refill": {
+                    "ok": self.failures == 0,
+                    "consecutive_failures": self.failures,
+                    "last_error": self.last_error,
+                    "last_error_at": self.last_error_at,
+                    "retry_in_s": retry_in,
+                },
             }
 
     def wait_full(self, timeout_s: float) -> bool:
@@ -111,11 +163,12 @@ class WarmPool:
         return True
 
     def _discard(self, sandbox: Sandbox) -> None:
-        sandbox.close()
-        self.launcher.uids.release(sandbox.uid)
+        try:
+            sandbox.close()
+        finally:
+            self.launcher.uids.release(sandbox.uid)
 
     def _refill_forever(self) -> None:
-        failures = 0
         while True:
             with self._cond:
                 while not self._stopping and not self._missing():
@@ -123,19 +176,52 @@ class WarmPool:
                     self._drop_dead()
                 if self._stopping:
                     return
-                nproc = self._missing()[0]
+                capacity = self._missing()[0]
             # One sandbox at a time: warming is CPU-heavy and must not starve the jobs being served.
-            sandbox = self.launcher.spawn(nproc)
-            if sandbox.wait_ready(READY_TIMEOUT_S):
-                failures = 0
-                with self._cond:
-                    self._ready[nproc].append(sandbox)
-                    self._cond.notify_all()
-            else:
-                failures += 1
-                log.error("warm sandbox failed to start: %s", sandbox.diagnostics())
+            try:
+                self._warm_one(capacity)
+            except Exception as exc:
+                self._failed(f"{type(exc).__name__}: {exc}")
+
+    def _warm_one(self, capacity: int) -> None:
+        sandbox = self.launcher.spawn(capacity)
+        entry = _Warming(sandbox, capacity)
+        with self._cond:
+            self._warming.append(entry)
+        ok = False
+        detail = ""
+        try:
+            ok = sandbox.wait_ready(READY_TIMEOUT_S)
+        finally:
+            with self._cond:
+                self._warming.remove(entry)
+                entry.result = ok
+                if ok:
+                    self.failures = 0
+                    self._retry_at = None
+                    if not entry.claimed:
+                        self._ready[capacity].append(sandbox)
+                self._cond.notify_all()
+            if not ok and not entry.claimed:
+                detail = sandbox.diagnostics()
                 self._discard(sandbox)
-                time.sleep(min(30.0, 2.0**failures))
+        if not ok:
+            self._failed(f"a warm sandbox did not start: {detail or 'no output'}")
+
+    def _failed(self, message: str) -> None:
+        """Record a refill failure and wait (interruptibly) before the next try."""
+        with self._cond:
+            self.failures += 1
+            self.last_error = message[:2000]
+            self.last_error_at = datetime.now(UTC).isoformat(timespec="seconds")
+            delay = min(BACKOFF_MAX_S, BACKOFF_FIRST_S * 2.0 ** (self.failures - 1))
+            self._retry_at = time.monotonic() + delay
+            log.error(
+                "warm pool refill failed (%d in a row, retry in %.0f s): %s", self.failures, delay, message
+            )
+            deadline = self._retry_at
+            while not self._stopping and time.monotonic() < deadline:
+                self._cond.wait(deadline - time.monotonic())
 
     def _missing(self) -> list[int]:
         return [n for n, c in self.targets.items() if len(self._ready[n]) < c]

@@ -59,6 +59,11 @@ _ETC_FILES = (
 )
 HOSTNAME = "rankzero"
 STATUS_LINE_MAX = 64 * 1024
+# Not -I: multiprocessing hands the interpreter's flags to the children it spawns, and -I would make them
+# ignore PYTHONUNBUFFERED (their output then arrives late, grouped per process, and is lost when they are
+# killed).  The environment is the runner's own (job_env), so -I protected nothing -s does not.
+INTERPRETER_FLAGS = ("-s",)
+ETC_PREFIX = "rankzero-etc-"
 
 
 class SandboxUnavailableError(RuntimeError):
@@ -307,9 +312,17 @@ class SandboxLauncher:
                 log.warning("%s (for a %d-rank job; smaller jobs may fit whole)", widest, config.max_nproc)
         self._serial = 0
 
+    def close(self) -> None:
+        """Remove the host-side files this launcher made (its /etc/hosts folder)."""
+        if self._hosts is not None:
+            shutil.rmtree(self._hosts.parent, ignore_errors=True)
+            self._hosts = None
+
     def _hosts_file(self) -> Path:
         if self._hosts is None:
-            folder = Path(tempfile.mkdtemp(prefix="rankzero-etc-"))
+            remove_stale_etc_folders()
+            # The pid in the name lets a later runner remove the folder of one that was killed.
+            folder = Path(tempfile.mkdtemp(prefix=f"{ETC_PREFIX}{os.getpid()}-"))
             folder.chmod(0o755)
             hosts = folder / "hosts"
             hosts.write_text(f"127.0.0.1 localhost {HOSTNAME}\n::1 localhost\n::ffff:127.0.0.1 localhost\n")
@@ -338,8 +351,11 @@ class SandboxLauncher:
                 f"bubblewrap cannot start a sandbox here: {result.stderr.decode(errors='replace').strip()}"
             )
 
-    def spawn(self, nproc: int, preload: bool = True) -> Sandbox:
-        """Start a sandbox for ``nproc`` ranks; it becomes ready once torch is imported."""
+    def spawn(self, nproc: int, preload: bool | str = True) -> Sandbox:
+        """Start a sandbox for up to ``nproc`` ranks; it becomes ready once torch is imported.
+
+        ``preload``: True or ``"full"`` (torch and what snippets use next), ``"torch"`` (torch only), False.
+        """
         keep: list[int] = []  # sandbox-side pipe ends, closed here once the child has them
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
@@ -379,12 +395,12 @@ class SandboxLauncher:
                 *seccomp_args,
                 "--",
                 sys.executable,
-                "-I",
+                *INTERPRETER_FLAGS,
                 SANDBOX_BOOTSTRAP,
                 json.dumps(spec),
             ]
         else:
-            argv = [sys.executable, "-I", str(BOOTSTRAP), json.dumps(spec)]
+            argv = [sys.executable, *INTERPRETER_FLAGS, str(BOOTSTRAP), json.dumps(spec)]
         log_file = tempfile.TemporaryFile(prefix="rankzero-sandbox-")  # noqa: SIM115 - owned by Sandbox
         try:
             proc = subprocess.Popen(
@@ -421,15 +437,7 @@ class SandboxLauncher:
         if self.cgroups is None or not self.cgroups.available:
             return None
         self._serial += 1
-        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor, or
-        # the job's fair share of the host when that is less (see MemoryPlan).
-        note = None
-        if self.memory is not None:
-            budget, note = self.memory.job_limit(nproc, self.config.memory_mb, self.config.tmp_mb)
-        else:
-            budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * 1024 * 1024
-        # At most one core per rank, and never more than the host has: a job's spinners compete as one.
-        cpus = float(min(nproc, os.cpu_count() or 1))
+        budget, note, cpus = self._job_limits(nproc)
         cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes, cpus)
         if cgroup is None:
             return None
@@ -451,6 +459,34 @@ class SandboxLauncher:
             time.sleep(0.002)
         self.cgroups.discard(cgroup)
         return None
+
+    def _job_limits(self, nproc: int) -> tuple[int, str | None, float]:
+        """``(memory bytes, note, cores)`` of the cgroup of a sandbox running ``nproc`` ranks."""
+        # The ranks' own limits plus the two tmpfs (their pages are charged here) and the supervisor, or
+        # the job's fair share of the host when that is less (see MemoryPlan).
+        note = None
+        if self.memory is not None:
+            budget, note = self.memory.job_limit(nproc, self.config.memory_mb, self.config.tmp_mb)
+        else:
+            budget = (nproc * self.config.memory_mb + 2 * self.config.tmp_mb + 512) * 1024 * 1024
+        # At most one core per rank, and never more than the host has: a job's spinners compete as one.
+        return budget, note, float(min(nproc, os.cpu_count() or 1))
+
+    def fit(self, sandbox: Sandbox, nproc: int) -> None:
+        """Size a sandbox's cgroup for the job it is about to run (``nproc`` ranks).
+
+        A warm sandbox was started for its capacity: its memory limit (the capacity's, clamped to the
+        fair share with a note about the capacity's ranks) and its CPU quota (min(capacity, cores)) are
+        those of its largest job, not of this one.  When the cgroup refuses the change, the sandbox is
+        no use for this job's fairness guarantees, so the caller gets an error, not a silent wrong limit.
+        """
+        cgroup = sandbox.cgroup
+        if cgroup is None or sandbox.nproc == nproc:
+            return
+        budget, note, cpus = self._job_limits(nproc)
+        if not cgroup.resize(budget, cpus):
+            raise RuntimeError(f"the sandbox's cgroup could not be sized for {nproc} ranks")
+        cgroup.memory_note = note
 
     def _namespace_args(self) -> list[str]:
         args = [
@@ -510,6 +546,25 @@ class SandboxLauncher:
         for key, value in job_env().items():
             args += ["--setenv", key, value]
         return args
+
+
+def remove_stale_etc_folders(tmp: str | None = None) -> list[str]:
+    """Remove the /etc folders of runner processes that are gone (killed before they could clean up)."""
+    removed = []
+    for folder in Path(tmp or tempfile.gettempdir()).glob(f"{ETC_PREFIX}*"):
+        owner = folder.name[len(ETC_PREFIX) :].split("-", 1)[0]
+        if not owner.isdigit() or not folder.is_dir() or folder.is_symlink():
+            continue
+        try:
+            os.kill(int(owner), 0)
+            continue  # still running
+        except ProcessLookupError:
+            pass
+        except PermissionError:
+            continue
+        shutil.rmtree(folder, ignore_errors=True)
+        removed.append(str(folder))
+    return removed
 
 
 def _gpu_args(made: set[str]) -> list[str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import logging
+import re
 import threading
 from dataclasses import dataclass
 from typing import Any
@@ -17,18 +18,21 @@ from runner.pool import WarmPool
 from runner.sandbox import SandboxLauncher, job_env
 from runner.stacks import stuck_at
 from runner.verdict import (
+    ChildStuckAt,
     ExceptionInfo,
     Hardware,
     Mode,
     RankResult,
     SandboxInfo,
     Status,
+    StuckAt,
     Verdict,
 )
 
 log = logging.getLogger(__name__)
 
 SNIPPET_NAME = "main.py"  # mirrors runner/bootstrap.py
+DUMP_MARKER = re.compile(r"^### rankzero-dump (rank|child) pid=(\d{1,9})$", re.MULTILINE)  # bootstrap.py
 MASTER_PORT = 29500
 
 # How a snippet that needs CUDA fails on a machine without it, across torch versions and call sites.
@@ -76,10 +80,11 @@ class RunnerService:
         self.pool.start()
 
     def close(self) -> None:
-        """Kill warm sandboxes and remove the runner's cgroups."""
+        """Kill warm sandboxes; remove the runner's cgroups and its /etc folder."""
         self.pool.stop()
         if self.launcher.cgroups is not None:
             self.launcher.cgroups.close()
+        self.launcher.close()
 
     @property
     def sandbox_info(self) -> SandboxInfo:
@@ -91,8 +96,10 @@ class RunnerService:
         hw = hardware.probe()
         with self._lock:
             running = self._running
+        pool = self.pool.state()
         return {
-            "status": "ok",
+            # "degraded": jobs still run (cold), but the warm pool cannot refill; pool.refill says why.
+            "status": "ok" if pool["refill"]["ok"] else "degraded",
             "hardware": {"gpus": hw.gpus, "names": hw.names, "torch": hw.torch, "cuda": hw.cuda},
             "backends": hardware.backends(),
             "modes": [m.value for m in Mode],
@@ -101,7 +108,7 @@ class RunnerService:
                 "isolated": self.launcher.isolated,
                 "cgroup": self.launcher.cgroups.version if self.launcher.cgroups else 0,
             },
-            "pool": self.pool.state(),
+            "pool": pool,
             "limits": {
                 "max_nproc": self.config.max_nproc,
                 "max_timeout_s": self.config.max_timeout_s,
@@ -178,8 +185,12 @@ class RunnerService:
     ) -> tuple[JobRaw, str, str | None]:
         # A plain substring test is enough: a snippet that hides its torch import still works, it only
         # pays for the import itself.
-        sandbox = self.pool.acquire(nproc, needs_torch="torch" in str(job["code"]))
+        # A ddp job's supervisor hosts torchrun's agent store, which needs torch.
+        needs_torch = "torch" in str(job["code"]) or job["mode"] == Mode.DDP.value
+        sandbox = self.pool.acquire(nproc, needs_torch=needs_torch)
         try:
+            # A warm sandbox's cgroup was sized for its capacity; the job gets its own rank count's limits.
+            self.launcher.fit(sandbox, nproc)
             if not sandbox.isolated:
                 job["env"].update(HOME=sandbox.workdir, TMPDIR=sandbox.workdir)
             memory_rlimit = memory_rlimit_for(hw.gpus, sandbox.cgroup is not None)
@@ -277,6 +288,7 @@ class RunnerService:
         for rank in raw.ranks:
             if rank.report_problem:
                 notes.append(f"rank {rank.rank}'s exception report was unreadable ({rank.report_problem})")
+        _explain(verdict, raw, root, code, hw)
         if any(r.truncated for r in verdict.ranks):
             notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
         if not verdict.sandbox.isolated:
@@ -365,8 +377,31 @@ def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
         stderr=_show(raw.stderr.data),
         truncated=raw.stdout.truncated or raw.stderr.truncated,
         exception=exception,
-        stuck_at=stuck_at(dump, path, code) if dump else None,
+        stuck_at=_stuck_at_with_children(dump, path, code) if dump else None,
     )
+
+
+def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
+    """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
+    own: list[tuple[int, str]] = []
+    children: list[tuple[int, str]] = []
+    last = 0
+    role, pid = "rank", 0
+    for match in DUMP_MARKER.finditer(dump):
+        (own if role == "rank" else children).append((pid, dump[last : match.start()]))
+        role, pid, last = match[1], int(match[2]), match.end()
+    (own if role == "rank" else children).append((pid, dump[last:]))
+    main = stuck_at("".join(text for _, text in own), path, code)
+    found = []
+    for child_pid, text in children:
+        where = stuck_at(text, path, code)
+        if where is not None:
+            found.append(
+                ChildStuckAt(pid=child_pid, function=where.function, line=where.line, call=where.call)
+            )
+    if main is None or not found:
+        return main
+    return StuckAt(function=main.function, line=main.line, call=main.call, children=tuple(found))
 
 
 def _static_notes(code: str, mode: Mode, nproc: int, hw: Hardware) -> list[str]:
@@ -398,3 +433,61 @@ def _literal_world_sizes(code: str) -> list[int]:
                 ):
                     sizes.append(keyword.value.value)
     return sorted(set(sizes))
+
+
+_REQUIRED_ARGS = re.compile(r"error: the following arguments are required: ([^\n]{1,200})")
+_NO_MODULE = re.compile(r"No module named '([A-Za-z0-9_.]{1,100})'")
+_NO_NETWORK = (
+    "Temporary failure in name resolution",
+    "Name or service not known",
+    "No address associated with hostname",
+    "Network is unreachable",
+    "nodename nor servname",
+    "urlopen error",
+)
+_GPU_CHECK = re.compile(r"cuda\s*\.\s*(device_count|is_available)\s*\(|\bdevice_count\s*\(")
+_ASKS_NCCL = re.compile(r"""(?:init_process_group\s*\(\s*|backend\s*=\s*)["'](?:cpu:gloo,cuda:)?nccl["']""")
+
+
+def _explain(verdict: Verdict, raw: JobRaw, root: RankRaw | None, code: str, hw: Hardware) -> None:
+    """Notes for the usual ways a snippet written for a workstation fails here, and what it asked for.
+
+    A required argparse argument (snippets run without arguments), a download (there is no network), a
+    package this runner lacks, and a GPU check on a runner without enough GPUs (``unsupported``, since the
+    snippet would pass it on the hardware it was written for).
+    """
+    if root is None:
+        if verdict.status == Status.UNSUPPORTED and _ASKS_NCCL.search(code):
+            verdict.backend = "nccl"
+        return
+    exception = root.exception or {}
+    text = f"{exception.get('type', '')}: {exception.get('message', '')}"
+    tail = bytes(root.stderr.data[-4000:]).decode(errors="replace")
+    notes = verdict.notes
+    required = _REQUIRED_ARGS.search(tail)
+    if root.exit_code == 2 and required:
+        notes.append(
+            "snippets run without command-line arguments: argparse needs "
+            f"{required[1].strip()}; give those arguments defaults"
+        )
+    missing = (
+        _NO_MODULE.search(text) if exception.get("type") in ("ModuleNotFoundError", "ImportError") else None
+    )
+    if missing:
+        package = missing[1].split(".")[0]
+        notes.append(f"package {package} is not installed on this runner (it has torch {hw.torch})")
+    if any(p in text or p in tail for p in _NO_NETWORK):
+        notes.append(
+            "the sandbox has no network: downloads (datasets, pretrained weights) fail; use synthetic data "
+            "such as torch.randn"
+        )
+    line = exception.get("line")
+    if isinstance(line, int) and verdict.status == Status.ERROR and hw.gpus < max(verdict.nproc, 2):
+        lines = code.splitlines()
+        source = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+        if _GPU_CHECK.search(source):
+            verdict.status = Status.UNSUPPORTED
+            notes.append(f"line {line} checks for GPUs ({source}): this runner has {hw.gpus} GPUs")
+    if verdict.status == Status.UNSUPPORTED and (_ASKS_NCCL.search(code) or "NCCL" in text):
+        # Name what the snippet asked for, not the backend the runner would have picked.
+        verdict.backend = "nccl"

@@ -39,12 +39,26 @@ class ExceptionInfo:
 
 
 @dataclass(frozen=True)
+class ChildStuckAt:
+    """Where a process the rank started (an ``mp.spawn`` child, a DataLoader worker) was when stopped."""
+
+    pid: int
+    function: str
+    line: int
+    call: str | None
+
+
+@dataclass(frozen=True)
 class StuckAt:
-    """Where a rank was when it was stopped: the user function and line, and the call it was blocked in."""
+    """Where a rank was when it was stopped: the user function and line, and the call it was blocked in.
+
+    ``children``: the same for each process the rank started that was inside the snippet's code.
+    """
 
     function: str
     line: int
     call: str | None
+    children: tuple[ChildStuckAt, ...] = ()
 
 
 @dataclass

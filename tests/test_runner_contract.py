@@ -6,8 +6,10 @@ added on either side, a changed status code or auth scheme fails here.
 
 from __future__ import annotations
 
+import json
 import textwrap
 from collections.abc import AsyncIterator, Iterator
+from typing import Any
 
 import httpx
 import pytest
@@ -154,3 +156,87 @@ async def test_a_server_error_is_not_retried() -> None:
 def test_a_bad_url_says_which_setting_to_fix() -> None:
     with pytest.raises(RunnerUnavailableError, match="RANKZERO_RUNNER_URL"):
         HttpRunnerClient("127.0.0.1:8765")
+
+
+# --- the OpenAPI schema is the contract (issue 18, section 3) ---
+
+
+async def _schema(runner_service: RunnerService) -> dict[str, Any]:
+    app = create_app(runner_service, TOKEN, manage_service=False)
+    async with httpx.AsyncClient(
+        transport=httpx.ASGITransport(app=app), base_url="http://runner.test"
+    ) as http:
+        assert (await http.get("/openapi.json")).status_code == 401
+        response = await http.get("/openapi.json", headers={"Authorization": f"Bearer {TOKEN}"})
+    assert response.status_code == 200
+    schema: dict[str, Any] = response.json()
+    return schema
+
+
+def _resolve(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    """Follow a $ref, and the non-null branch of an ``anyOf [X, null]``."""
+    if "anyOf" in node:
+        node = next(n for n in node["anyOf"] if n.get("type") != "null")
+    if "$ref" in node:
+        name = node["$ref"].rsplit("/", 1)[1]
+        node = schema["components"]["schemas"][name]
+    return node
+
+
+def _properties(schema: dict[str, Any], node: dict[str, Any]) -> dict[str, Any]:
+    return dict(_resolve(schema, node)["properties"])
+
+
+async def test_the_openapi_schema_has_exactly_the_keys_the_client_reads(
+    runner_service: RunnerService,
+) -> None:
+    schema = await _schema(runner_service)
+    runs = schema["paths"]["/v1/runs"]["post"]
+    verdict = _resolve(schema, runs["responses"]["200"]["content"]["application/json"]["schema"])
+    assert set(verdict["properties"]) == VERDICT_KEYS
+    assert set(verdict["required"]) == VERDICT_KEYS  # the client indexes them without a default
+    assert set(_properties(schema, verdict["properties"]["hardware"])) == HARDWARE_KEYS
+    rank = _resolve(schema, verdict["properties"]["ranks"]["items"])
+    assert set(rank["properties"]) == RANK_KEYS
+    stuck = _properties(schema, rank["properties"]["stuck_at"])
+    assert {"function", "line", "call"} <= set(stuck)  # what bot.core.verdicts.StuckAt reads
+    exception = _properties(schema, rank["properties"]["exception"])
+    assert set(exception) == {"type", "message", "line"}
+    statuses = set(verdict["properties"]["status"]["enum"])
+    assert statuses == {"ok", "error", "timeout", "crashed", "oom", "output_limit", "unsupported", "rejected"}
+    health = schema["paths"]["/v1/health"]["get"]["responses"]["200"]["content"]["application/json"]["schema"]
+    health_props = _properties(schema, health)
+    assert set(health_props) == HEALTH_KEYS
+    assert {"max_nproc", "max_timeout_s"} <= set(_properties(schema, health_props["limits"]))
+    # Answers the client turns into a clear error are documented.
+    assert {"200", "401", "413", "422"} <= set(runs["responses"])
+    assert runs["security"] == [{"HTTPBearer": []}]
+    assert schema["components"]["securitySchemes"]["HTTPBearer"]["scheme"] == "bearer"
+
+
+async def test_the_clients_request_body_fits_the_schema(runner_service: RunnerService) -> None:
+    schema = await _schema(runner_service)
+    body_schema = _resolve(
+        schema, schema["paths"]["/v1/runs"]["post"]["requestBody"]["content"]["application/json"]["schema"]
+    )
+    assert body_schema["additionalProperties"] is False
+    sent: list[dict[str, Any]] = []
+    app = create_app(runner_service, TOKEN, manage_service=False)
+    inner = httpx.ASGITransport(app=app)
+
+    async def record(request: httpx.Request) -> httpx.Response:
+        if request.method == "POST":
+            sent.append(json.loads(request.content))
+        return await inner.handle_async_request(request)
+
+    transport = httpx.MockTransport(record)
+    async with HttpRunnerClient("http://runner.test", TOKEN, transport=transport) as c:
+        for spec in (RunSpec("print(1)"), RunSpec("print(2)", mode="ddp", nproc=2, init_process_group=True)):
+            await c.run(spec)
+    assert len(sent) == 2
+    properties = body_schema["properties"]
+    for body in sent:
+        assert set(body) <= set(properties), set(body) - set(properties)
+        assert set(body_schema["required"]) <= set(body)
+        assert body["mode"] in _resolve(schema, properties["mode"])["enum"]
+        assert properties["nproc"]["minimum"] <= body["nproc"] <= properties["nproc"]["maximum"]

@@ -3,9 +3,13 @@
 from __future__ import annotations
 
 import json
+import os
+import resource
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import threading
 import time
 from collections.abc import Iterator
@@ -16,8 +20,12 @@ import pytest
 import uvicorn
 
 from runner.api import create_app
+from runner.cgroups import MemoryPlan, host_memory_bytes
 from runner.cli import main as cli_main
-from runner.config import MAX_CODE_BYTES
+from runner.config import MAX_CODE_BYTES, RunnerConfig
+from runner.sandbox import remove_stale_etc_folders
+from runner.service import RunnerService, RunRequest
+from runner.verdict import Status
 from tests.runner.conftest import RUNNER_GPUS
 
 pytestmark = pytest.mark.slow
@@ -222,3 +230,268 @@ def test_cli_run_readable_report_for_ddp(tmp_path):
     assert "status: error" in result.stdout
     assert "root cause: rank 1" in result.stdout
     assert "exception: KeyError: 'two' (line 3)" in result.stdout
+
+
+# --- the service under abuse (issue 18, section 3) ---
+
+
+async def test_deeply_nested_json_is_400_not_500(client):
+    deep = b'{"code": "print(1)", "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
+    response = await client.post(
+        "/v1/runs", headers={**AUTH, "Content-Type": "application/json"}, content=deep
+    )
+    assert response.status_code == 400, response.text
+    # Nested just below the parser's limit, it parses: the unknown field is refused, its value not echoed.
+    shallow = {"code": "print(1)", "extra": json.loads("[" * 500 + "]" * 500)}
+    response = await client.post("/v1/runs", headers=AUTH, json=shallow)
+    assert response.status_code == 422
+    assert response.json() == {
+        "detail": [{"loc": ["extra"], "msg": "Extra inputs are not permitted", "type": "extra_forbidden"}]
+    }
+
+
+async def test_docs_are_off_and_the_schema_needs_the_token(client):
+    for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
+        assert (await client.get(path, headers=AUTH)).status_code == 404
+        assert (await client.get(path)).status_code == 401
+    assert (await client.get("/openapi.json")).status_code == 401
+    assert (await client.get("/openapi.json", headers={"Authorization": "Bearer nope"})).status_code == 401
+    schema = (await client.get("/openapi.json", headers=AUTH)).json()
+    assert set(schema["paths"]) == {"/v1/runs", "/v1/health"}
+    assert schema["components"]["securitySchemes"]["HTTPBearer"] == {
+        "type": "http",
+        "scheme": "bearer",
+        "description": "The runner's token (RANKZERO_RUNNER_TOKEN).",
+    }
+
+
+async def test_unauthenticated_bodies_are_not_even_parsed(client):
+    response = await client.post("/v1/runs", content=b"[" * 100_000)
+    assert response.status_code == 401
+
+
+def _etc_folders(pid: int) -> list[Path]:
+    return list(Path(tempfile.gettempdir()).glob(f"rankzero-etc-{pid}-*"))
+
+
+def test_cli_run_leaves_no_etc_folder(tmp_path):
+    snippet = tmp_path / "hello.py"
+    snippet.write_text("print('hi')\n")
+    private_tmp = tmp_path / "tmp"  # the runner's temporary files go here, away from other runners'
+    private_tmp.mkdir()
+    proc = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "run", str(snippet), "--json", "--log-level", "WARNING"],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
+        text=True,
+        env={**os.environ, "TMPDIR": str(private_tmp)},
+    )
+    stdout, stderr = proc.communicate(timeout=120)
+    assert proc.returncode == 0, stderr
+    assert json.loads(stdout)["status"] == "ok"
+    assert list(private_tmp.iterdir()) == []
+
+
+def test_etc_folders_of_dead_runners_are_removed_and_live_ones_kept():
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    stale = Path(tempfile.mkdtemp(prefix=f"rankzero-etc-{gone.pid}-"))
+    (stale / "hosts").write_text("127.0.0.1 localhost\n")
+    live = Path(tempfile.mkdtemp(prefix=f"rankzero-etc-{os.getpid()}-"))
+    try:
+        removed = remove_stale_etc_folders()
+        assert str(stale) in removed and not stale.exists()
+        assert live.exists()
+    finally:
+        shutil.rmtree(live, ignore_errors=True)
+        shutil.rmtree(stale, ignore_errors=True)
+
+
+def test_service_close_removes_its_etc_folder():
+    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={}))
+    verdict = svc.run(RunRequest(code="print(1)\n"))
+    assert verdict.status == Status.OK
+    assert len(_etc_folders(os.getpid())) >= 1
+    hosts = svc.launcher._hosts
+    assert hosts is not None and hosts.parent.exists()
+    svc.close()
+    assert not hosts.parent.exists()
+
+
+def _fd_count(pid: int) -> int:
+    return len(os.listdir(f"/proc/{pid}/fd"))
+
+
+def _limit_fds(limit: int) -> None:
+    resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
+
+
+def test_idle_half_open_connections_cannot_exhaust_descriptors():
+    # The finding: ~1,000 connections that never finish their headers took every descriptor; runs got
+    # 500 and the pool refill died. Reproduced at a smaller scale: the server may hold 700 descriptors
+    # and 900 idle connections arrive (raw sockets to 127.0.0.1 only).
+    port = _free_port()
+    env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
+    server = subprocess.Popen(
+        [
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--pool",
+            "2:1",
+            "--max-concurrent",
+            "2",
+            "--max-connections",
+            "100",
+            "--request-timeout",
+            "3",
+            "--memory-mb",
+            "2048",
+            "--log-level",
+            "ERROR",
+        ],
+        env=env,
+        preexec_fn=lambda: _limit_fds(700),
+    )
+    idle: list[socket.socket] = []
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
+            deadline = time.monotonic() + 120
+            while True:
+                try:
+                    if http.get("/v1/health").json()["pool"]["ready"]["2"] == 1:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "the server did not start"
+                time.sleep(0.2)
+            for _ in range(900):
+                sock = socket.create_connection(("127.0.0.1", port), timeout=5)
+                sock.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: runner\r\nContent-Type: applic")
+                idle.append(sock)
+            # The server holds at most --max-connections of them (plus its own descriptors).
+            assert _fd_count(server.pid) < 700 - 50
+            # An authenticated run gets its verdict during the flood: the oldest idle connection makes room.
+            verdict = http.post(
+                "/v1/runs",
+                json={"code": "import torch\nprint(torch.ones(2).sum().item())\n", "mode": "ddp", "nproc": 2},
+            ).json()
+            assert verdict["status"] == "ok", verdict
+            assert [r["stdout"] for r in verdict["ranks"]] == ["2.0\n", "2.0\n"]
+            # The connections that never finished their request are cut after --request-timeout.
+            time.sleep(4)
+            cut = 0
+            for sock in idle:
+                sock.settimeout(0.5)
+                try:
+                    cut += sock.recv(1) == b""
+                except ConnectionResetError:
+                    cut += 1
+                except TimeoutError:
+                    pass
+            assert cut == len(idle)
+            health = http.get("/v1/health").json()
+            assert health["status"] == "ok" and health["pool"]["refill"]["ok"] is True, health
+            deadline = time.monotonic() + 60
+            while http.get("/v1/health").json()["pool"]["ready"]["2"] < 1:
+                assert time.monotonic() < deadline, "the pool did not refill after the flood"
+                time.sleep(0.2)
+    finally:
+        for sock in idle:
+            sock.close()
+        server.terminate()
+        server.wait(timeout=30)
+
+
+def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health():
+    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={1: 1}))
+    real_bwrap = svc.launcher.bwrap
+    # A sandbox that cannot start (bwrap replaced by a program that exits at once, as a broken
+    # bubblewrap would): the refill must record it, keep retrying, and recover.
+    svc.launcher.check()
+    svc.launcher.bwrap = "/bin/false"
+    svc.pool.start()
+    try:
+        deadline = time.monotonic() + 30
+        while svc.health()["pool"]["refill"]["consecutive_failures"] < 2:
+            assert time.monotonic() < deadline, svc.health()["pool"]
+            time.sleep(0.1)
+        health = svc.health()
+        assert health["status"] == "degraded"
+        refill = health["pool"]["refill"]
+        assert refill["ok"] is False and refill["last_error"].startswith("a warm sandbox did not start")
+        assert refill["last_error_at"] is not None and refill["retry_in_s"] is not None
+        # Jobs still run (cold) meanwhile; then the refill recovers by itself.
+        svc.launcher.bwrap = real_bwrap
+        assert svc.pool.wait_full(90)
+        health = svc.health()
+        assert health["status"] == "ok" and health["pool"]["refill"]["consecutive_failures"] == 0
+        assert health["pool"]["refill"]["last_error"] is not None  # kept for the operator
+    finally:
+        svc.launcher.bwrap = real_bwrap
+        svc.close()
+
+
+async def test_a_run_that_cannot_get_a_sandbox_is_503_not_500():
+    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={}))
+    svc.launcher.check()
+    svc.launcher.bwrap = "/bin/false"  # as a broken bubblewrap, or one that cannot get descriptors
+    app = create_app(svc, TOKEN, manage_service=False)
+    try:
+        async with httpx.AsyncClient(
+            transport=httpx.ASGITransport(app=app), base_url="http://runner"
+        ) as http:
+            response = await http.post("/v1/runs", headers=AUTH, json={"code": "import torch\nprint(1)\n"})
+        assert response.status_code == 503, response.text
+        assert response.json()["detail"].startswith("the runner cannot start a sandbox now (RuntimeError")
+        assert response.headers["retry-after"] == "5"
+    finally:
+        svc.close()
+
+
+def test_the_default_configuration_serves_on_this_host():
+    # Defaults only (pool 8:2, 4 concurrent jobs, 4096 MiB per rank): the memory plan must accept them on
+    # the development and CI machines (24 GiB), the capacity-8 sandboxes must warm under the syscall
+    # filters and the per-job identity, and a job served by one of them gets the limits of its own size.
+    port = _free_port()
+    env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
+    server = subprocess.Popen(
+        [sys.executable, "-m", "runner.cli", "serve", "--port", str(port), "--log-level", "ERROR"],
+        env=env,
+        stderr=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
+            deadline = time.monotonic() + 180
+            while True:
+                assert server.poll() is None, server.communicate()[1]
+                try:
+                    health = http.get("/v1/health").json()
+                    if health["pool"]["ready"]["8"] >= 1:
+                        break
+                except httpx.HTTPError:
+                    pass
+                assert time.monotonic() < deadline, "the default pool did not warm"
+                time.sleep(0.2)
+            assert health["status"] == "ok" and health["pool"]["targets"] == {"8": 2}, health
+            verdict = http.post(
+                "/v1/runs",
+                json={"code": "import torch\nprint(torch.ones(3).sum().item())\n", "mode": "ddp", "nproc": 2},
+            ).json()
+            assert verdict["status"] == "ok", verdict
+            assert [r["stdout"] for r in verdict["ranks"]] == ["3.0\n", "3.0\n"]
+            # Clamped to the fair share where that is less, and the note is about this job's 2 ranks, not
+            # about the sandbox's capacity of 8.
+            expected = None
+            if health["sandbox"]["cgroup"]:
+                plan = MemoryPlan.for_host(host_memory_bytes(), 4, 2 + 1, 4096, 256)
+                expected = plan.job_limit(2, 4096, 256)[1]
+            memory = [n for n in verdict["notes"] if n.startswith("memory:")]
+            assert memory == ([expected] if expected else []), verdict["notes"]
+    finally:
+        server.terminate()
+        server.wait(timeout=30)

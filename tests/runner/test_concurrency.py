@@ -4,10 +4,12 @@ from __future__ import annotations
 
 import asyncio
 import textwrap
+from collections.abc import Iterator
 
 import pytest
 
-from runner.service import RunRequest
+from runner.config import RunnerConfig
+from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode, Status
 from tests.runner.conftest import TEST_MEMORY_MB
 
@@ -80,3 +82,82 @@ async def test_processes_together_over_the_sandbox_budget_are_oom(service):
     )
     verdict = await service.run_async(RunRequest(code=hog, timeout_s=60))
     assert verdict.status == Status.OOM, verdict.to_dict()
+
+
+# --- warm for every shape (issue 18, section 5) ---
+
+# The shape of the bank's and the tutorials' DDP snippets: a model wrapped in DistributedDataParallel
+# (whose constructor imports the compiler stack on first use) and one training step.
+DDP_TRAINING_STEP = """
+import torch
+import torch.distributed as dist
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+dist.init_process_group("gloo")
+rank = dist.get_rank()
+torch.manual_seed(0)
+model = DDP(nn.Linear(10, 5))
+optimizer = torch.optim.SGD(model.parameters(), lr=0.001)
+loss = nn.MSELoss()(model(torch.randn(20, 10)), torch.randn(20, 5))
+loss.backward()
+optimizer.step()
+print(f"rank {rank}: {dist.get_world_size()} ranks, step done")
+dist.destroy_process_group()
+"""
+
+
+@pytest.fixture(scope="module")
+def zygote_service() -> Iterator[RunnerService]:
+    svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={8: 1}, max_concurrent_jobs=2))
+    svc.start()
+    yield svc
+    svc.close()
+
+
+def test_every_rank_count_up_to_the_limit_is_served_warm(zygote_service):
+    pool = zygote_service.pool
+    for nproc in (1, 3, 5, 8):
+        assert pool.wait_full(120)
+        before = pool.served_warm, pool.served_cold
+        verdict = zygote_service.run(
+            RunRequest(code=DDP_TRAINING_STEP, mode=Mode.DDP, nproc=nproc, timeout_s=120)
+        )
+        assert verdict.status == Status.OK, verdict.to_dict()
+        assert [r.stdout for r in verdict.ranks] == [
+            f"rank {r}: {nproc} ranks, step done\n" for r in range(nproc)
+        ]
+        assert (pool.served_warm, pool.served_cold) == (before[0] + 1, before[1]), nproc
+
+
+def test_warm_sandboxes_have_imported_what_ddp_snippets_use(zygote_service):
+    # In a warm sandbox the DDP constructor, FSDP, DTensor and DataParallel import nothing new.
+    code = """
+    import sys
+    before = set(sys.modules)
+    import torch, torch.nn as nn
+    import torch.distributed as dist
+    from torch.nn.parallel import DistributedDataParallel as DDP, DataParallel
+    from torch.distributed.fsdp import FullyShardedDataParallel
+    from torch.distributed.tensor import DTensor
+    dist.init_process_group("gloo")
+    DDP(nn.Linear(4, 4))
+    new = sorted(m for m in set(sys.modules) - before if m.startswith("torch"))
+    print(len(new), new[:5])
+    """
+    assert zygote_service.pool.wait_full(120)
+    verdict = zygote_service.run(RunRequest(code=textwrap.dedent(code), mode=Mode.DDP, nproc=2, timeout_s=60))
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert [r.stdout for r in verdict.ranks] == ["0 []\n", "0 []\n"]
+
+
+def test_back_to_back_jobs_take_the_sandbox_being_warmed_instead_of_a_cold_one(zygote_service):
+    pool = zygote_service.pool
+    assert pool.wait_full(120)
+    cold = pool.served_cold
+    for _ in range(3):  # no wait for the refill in between
+        verdict = zygote_service.run(
+            RunRequest(code=DDP_TRAINING_STEP, mode=Mode.DDP, nproc=2, timeout_s=120)
+        )
+        assert verdict.status == Status.OK, verdict.to_dict()
+    assert pool.served_cold == cold

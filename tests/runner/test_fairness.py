@@ -136,3 +136,47 @@ def test_the_cli_refuses_an_oversubscribing_configuration() -> None:
     )
     assert result.returncode == 2, result.stderr
     assert "refusing to start: 10000 concurrent jobs do not fit in this host's memory" in result.stderr
+
+
+def test_a_warm_sandbox_of_a_larger_capacity_gets_the_limits_of_the_job_it_runs() -> None:
+    # The pool keeps sandboxes of capacity 2 (the default keeps 8): a 1-rank job served by one must get a
+    # 1-rank job's memory limit and CPU quota, not those of two ranks, and no note about two ranks.
+    host = host_memory_bytes()
+    share = MemoryPlan.for_host(host, 4, 2, 1, 256).share_bytes // MIB
+    memory_mb = share - 1024 - 64  # one rank fits in its fair share, two ranks do not
+    config = RunnerConfig(memory_mb=memory_mb, pool={2: 1}, max_concurrent_jobs=4)
+    svc = RunnerService(config)
+    svc.start()
+    try:
+        if svc.launcher.cgroups is None or not svc.launcher.cgroups.available:
+            pytest.skip("no job cgroups on this host")
+        plan = svc.launcher.memory
+        assert plan is not None
+        one, one_note = plan.job_limit(1, memory_mb, config.tmp_mb)
+        _, two_note = plan.job_limit(2, memory_mb, config.tmp_mb)
+        assert one_note is None and two_note is not None
+        assert svc.pool.wait_full(120)
+        verdict = run(svc, "import torch\nprint('one rank', torch.ones(1).item())\n")
+        assert verdict.status == Status.OK, verdict.to_dict()
+        assert svc.pool.served_warm == 1
+        assert not any(n.startswith("memory:") for n in verdict.notes), verdict.notes
+        # And the cgroup itself, on a sandbox taken from the pool as the service takes it.
+        assert svc.pool.wait_full(120)
+        sandbox = svc.pool.acquire(1)
+        try:
+            assert sandbox.nproc == 2 and sandbox.cgroup is not None
+            svc.launcher.fit(sandbox, 1)
+            assert sandbox.cgroup.memory_limit() == one
+            if svc.launcher.cgroups.cpu:
+                assert sandbox.cgroup.cpus == 1.0
+                quota = [
+                    d / name
+                    for d in sandbox.cgroup.dirs
+                    for name in ("cpu.max", "cpu.cfs_quota_us")
+                    if (d / name).exists()
+                ]
+                assert quota and quota[0].read_text().split()[0] == "100000"
+        finally:
+            svc.pool.release(sandbox)
+    finally:
+        svc.close()

@@ -215,3 +215,61 @@ def test_the_cli_report_shows_terminal_escapes_inert(tmp_path: Path) -> None:
     assert not any(line.startswith("status: ok") for line in out.splitlines()), out
     assert "\\x1b[2J\\x1b[Hcleared" in out and "\\x1b]52;c;cHduZWQ=\\x07clipboard" in out
     assert "exception: RuntimeError: boom\\nstatus: ok\\x1b[1A (line 6)" in out
+
+
+def test_the_cli_report_shows_each_spawned_childs_stuck_at_escaped() -> None:
+    # stuck_at.children (mp.spawn workers) comes from dumps a job writes: shown, and inert like the rest.
+    from runner.cli import render
+    from runner.verdict import (
+        ChildStuckAt,
+        Hardware,
+        Mode,
+        RankResult,
+        SandboxInfo,
+        StuckAt,
+        Verdict,
+    )
+
+    child = ChildStuckAt(pid=12, function="setup\x1b[2J", line=9, call="init_process_group")
+    verdict = Verdict(
+        status=Status.TIMEOUT,
+        mode=Mode.PYTHON,
+        nproc=1,
+        backend=None,
+        elapsed_s=3.2,
+        hardware=Hardware(gpus=0, names=[], torch="2.13.0+cpu", cuda=None),
+        sandbox=SandboxInfo(engine="bubblewrap", isolated=True),
+        ranks=[RankResult(rank=0, stuck_at=StuckAt("<module>", 20, "join", children=(child,)))],
+    )
+    out = render(verdict)
+    assert "  stuck in join at line 20 (<module>)" in out, out
+    assert "    child pid 12: stuck in init_process_group at line 9 (setup\\x1b[2J)" in out, out
+    assert "\x1b" not in out
+
+
+def test_a_rank_cannot_write_into_another_ranks_dump_pipe(service: RunnerService) -> None:
+    # The supervisor keeps a copy of every rank's dump pipe (for the markers naming each dumped process).
+    # No rank may inherit those copies: the last rank forked keeps writing a fake child's dump (marker and
+    # all) into every pipe it holds, before and after the host's request; the other ranks' stuck_at must
+    # still be where they are, with no child they did not start.
+    fake = (
+        "\n### rankzero-dump child pid=999\n"
+        "Current thread 0x00007f0000000001 (most recent call first):\n"
+        '  File "/tmp/main.py", line 1 in <module>\n'
+    )
+    code = _snippet(
+        f"""
+        if os.environ["RANK"] == "2":
+            while True:
+                write_all(DUMP, {fake!r}.encode())
+                time.sleep(0.005)
+        time.sleep(60)
+        """
+    )
+    sleep_line = code.splitlines().index("time.sleep(60)") + 1
+    verdict = run(service, code, "ddp", nproc=3, timeout_s=4)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    for rank in verdict.ranks[:2]:
+        assert rank.stuck_at is not None, verdict.to_dict()
+        assert (rank.stuck_at.line, rank.stuck_at.call) == (sleep_line, "sleep"), verdict.to_dict()
+        assert rank.stuck_at.children == (), verdict.to_dict()

@@ -3,6 +3,10 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+from pathlib import Path
 
 import pytest
 
@@ -178,7 +182,8 @@ def test_ddp_gets_the_torchrun_environment(service):
     """
     verdict = run(service, code, mode="ddp", nproc=3)
     assert verdict.status == Status.OK, verdict.to_dict()
-    assert [r.stdout for r in verdict.ranks] == [f"{r} {r} 3 3 127.0.0.1 29500\n" for r in range(3)]
+    # MASTER_ADDR=localhost as torchrun sets it; the sandbox's /etc/hosts maps it to its own loopback.
+    assert [r.stdout for r in verdict.ranks] == [f"{r} {r} 3 3 localhost 29500\n" for r in range(3)]
 
 
 def test_init_process_group_flag_initializes_before_the_snippet(service):
@@ -331,3 +336,225 @@ def test_refuses_to_run_unsandboxed_without_the_explicit_flag(monkeypatch):
     monkeypatch.setattr(sandbox, "bubblewrap_path", lambda: None)
     with pytest.raises(sandbox.SandboxUnavailableError, match="--unsafe-no-sandbox"):
         RunnerService(RunnerConfig(pool={}))
+
+
+# --- torchrun parity (issue 18, section 4) ---
+
+ENV_SNIPPET = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
+# Values that differ between two launches by nature: a free port (torchrun picks one), a fresh run id,
+# and the error file path that contains both.
+VARIES = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"}
+
+
+def _torchrun_env(tmp_path, nproc: int) -> tuple[dict[str, str], list[dict[str, str]]]:
+    """What a real `torchrun --nproc_per_node=N` adds to the environment of its workers."""
+    script = tmp_path / "env.py"
+    script.write_text(ENV_SNIPPET)
+    base = {"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"}
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    result = subprocess.run(
+        [torchrun, f"--nproc_per_node={nproc}", str(script)],
+        env=base,
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=True,
+    )
+    workers = [json.loads(line) for line in result.stdout.splitlines()]
+    return base, sorted(workers, key=lambda env: int(env["RANK"]))
+
+
+@pytest.mark.parametrize("nproc", [1, 2])
+def test_ddp_environment_matches_real_torchrun_variable_for_variable(service, tmp_path, nproc):
+    base, real = _torchrun_env(tmp_path, nproc)
+    plain = json.loads(run(service, ENV_SNIPPET).ranks[0].stdout)
+    verdict = run(service, ENV_SNIPPET, mode="ddp", nproc=nproc)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    ours = [json.loads(r.stdout) for r in verdict.ranks]
+    assert len(real) == len(ours) == nproc
+    for rank, (theirs, mine) in enumerate(zip(real, ours, strict=True)):
+        added_by_torchrun = {k: v for k, v in theirs.items() if k not in base}
+        added_by_runner = {k: v for k, v in mine.items() if k not in plain}
+        assert set(added_by_runner) == set(added_by_torchrun), (rank, added_by_runner, added_by_torchrun)
+        for key in set(added_by_torchrun) - VARIES:
+            assert added_by_runner[key] == added_by_torchrun[key], key
+        for env in (theirs, mine):
+            assert env["TORCHELASTIC_ERROR_FILE"].endswith(f"/attempt_0/{rank}/error.json")
+            assert env["TORCHELASTIC_RUN_ID"] in env["TORCHELASTIC_ERROR_FILE"]
+            assert env["TORCHELASTIC_RUN_ID"] == (real if env is theirs else ours)[0]["TORCHELASTIC_RUN_ID"]
+
+
+def test_pytorch_tutorial_mp_spawn_with_its_own_port_hangs_as_under_torchrun(service):
+    # The "Getting Started with DDP" setup() submitted in ddp mode: under torchrun the children inherit
+    # TORCHELASTIC_USE_AGENT_STORE=True, connect as clients to 12355 where nobody listens, and hang
+    # (checked by hand: `torchrun --nproc_per_node=2` runs into its own timeout). No EADDRINUSE.
+    code = """
+    import os
+    import torch.distributed as dist
+    import torch.multiprocessing as mp
+
+    def setup(rank, world_size):
+        os.environ["MASTER_ADDR"] = "localhost"
+        os.environ["MASTER_PORT"] = "12355"
+        dist.init_process_group("gloo", rank=rank, world_size=world_size)
+
+    def demo_basic(rank, world_size):
+        setup(rank, world_size)
+        print(f"rank {rank} joined", flush=True)
+        dist.destroy_process_group()
+
+    if __name__ == "__main__":
+        mp.spawn(demo_basic, args=(2,), nprocs=2, join=True)
+    """
+    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=25)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    for rank in verdict.ranks:
+        assert "Address already in use" not in rank.stderr and "joined" not in rank.stdout
+        stuck = rank.stuck_at
+        assert stuck is not None and stuck.call == "spawn", verdict.to_dict()
+        # Each child is named where it blocks: init_process_group in setup(), line 9.
+        assert [(c.function, c.line, c.call) for c in stuck.children] == [
+            ("setup", 9, "init_process_group")
+        ] * 2, stuck
+
+
+def test_mp_spawn_children_stream_unbuffered_in_time_order_even_when_killed(service):
+    code = """
+    import time
+    import torch.multiprocessing as mp
+
+    def work(i, barrier):
+        barrier.wait()
+        time.sleep(0.6 * i)
+        print(f"a{i}")
+        time.sleep(1.2)
+        print(f"b{i}")
+        time.sleep(600)  # killed at the deadline: what was printed must not be lost
+
+    if __name__ == "__main__":
+        barrier = mp.get_context("spawn").Barrier(2)
+        mp.spawn(work, args=(barrier,), nprocs=2, join=True)
+    """
+    verdict = run(service, code, timeout_s=20)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    assert verdict.ranks[0].stdout == "a0\na1\nb0\nb1\n"
+    children = verdict.ranks[0].stuck_at.children if verdict.ranks[0].stuck_at else ()
+    assert sorted((c.function, c.line, c.call) for c in children) == [("work", 11, "sleep")] * 2
+
+
+def test_torch_rank_prefix_on_tracebacks_as_under_torchrun(service, tmp_path):
+    code = (
+        "import torch.distributed as dist\n"
+        "dist.init_process_group('gloo')\n"
+        "if dist.get_rank() == 1:\n"
+        "    raise ValueError('rank one fails')\n"
+        "dist.barrier()\n"
+    )
+    script = tmp_path / "fail.py"
+    script.write_text(code)
+    torchrun = str(Path(sys.executable).with_name("torchrun"))
+    real = subprocess.run(
+        [torchrun, "--nproc_per_node=2", str(script)],
+        env={"PATH": os.environ["PATH"], "HOME": str(tmp_path), "LANG": "C.UTF-8"},
+        capture_output=True,
+        text=True,
+        timeout=180,
+        check=False,
+    )
+    assert "[rank1]: ValueError: rank one fails" in real.stderr
+    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=60)
+    assert verdict.status == Status.ERROR and verdict.root_cause_rank == 1, verdict.to_dict()
+    lines = verdict.ranks[1].stderr.splitlines()
+    assert lines[0] == "[rank1]: Traceback (most recent call last):"
+    assert "[rank1]: ValueError: rank one fails" in lines
+    # Without a process group torch adds nothing, and neither does the runner.
+    assert (
+        run(service, "raise KeyError(1)\n").ranks[0].stderr.startswith("Traceback (most recent call last):")
+    )
+
+
+# --- notes for the usual user errors ---
+
+
+def test_required_argparse_argument_gets_a_note(service):
+    code = """
+    import argparse
+    parser = argparse.ArgumentParser(description="simple distributed training job")
+    parser.add_argument("total_epochs", type=int, help="Total epochs to train the model")
+    parser.add_argument("save_every", type=int, help="How often to save a snapshot")
+    args = parser.parse_args()
+    """
+    verdict = run(service, code)
+    assert verdict.status == Status.ERROR and verdict.ranks[0].exit_code == 2
+    assert any(
+        n.startswith("snippets run without command-line arguments: argparse needs total_epochs, save_every")
+        for n in verdict.notes
+    ), verdict.notes
+
+
+def test_dataset_download_gets_a_no_network_note(service):
+    code = """
+    import urllib.request
+    urllib.request.urlretrieve("https://download.pytorch.org/tutorial/hymenoptera_data.zip", "data.zip")
+    """
+    verdict = run(service, code, timeout_s=30)
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    assert any(n.startswith("the sandbox has no network") for n in verdict.notes), verdict.notes
+
+
+def test_missing_package_gets_a_note(service):
+    code = """
+    import torch
+    import torchvision
+    import torchvision.transforms as transforms
+    """
+    verdict = run(service, code)
+    assert verdict.status == Status.ERROR
+    assert any(n.startswith("package torchvision is not installed on this runner") for n in verdict.notes)
+
+
+@cpu_only
+def test_gpu_count_assertion_on_a_cpu_runner_is_unsupported(service):
+    code = """
+    import torch
+    import torch.distributed as dist
+    assert torch.cuda.device_count() >= 2, "this example needs 2 GPUs"
+    """
+    verdict = run(service, code, mode="ddp", nproc=2)
+    assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
+    assert any(n.startswith("line 4 checks for GPUs") for n in verdict.notes), verdict.notes
+
+
+@cpu_only
+def test_unsupported_verdict_names_the_backend_the_snippet_asked_for(service):
+    code = """
+    import torch
+    import torch.distributed as dist
+    dist.init_process_group(backend="nccl")
+    torch.cuda.set_device(dist.get_rank())
+    """
+    verdict = run(service, code, mode="ddp", nproc=2)
+    assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
+    assert verdict.backend == "nccl"
+
+
+def test_record_decorator_writes_its_error_file_as_under_torchrun(service):
+    # torchrun scripts decorate main() with @record: it writes the failure to TORCHELASTIC_ERROR_FILE.
+    code = """
+    import json, os
+    from torch.distributed.elastic.multiprocessing.errors import record
+
+    @record
+    def main():
+        raise ValueError("bad batch")
+
+    try:
+        main()
+    except ValueError:
+        pass
+    with open(os.environ["TORCHELASTIC_ERROR_FILE"]) as fh:
+        print(json.load(fh)["message"]["message"])
+    """
+    verdict = run(service, code, mode="ddp", nproc=2)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    assert [r.stdout for r in verdict.ranks] == ["ValueError: bad batch\n"] * 2
