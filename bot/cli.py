@@ -193,18 +193,22 @@ def _run(
 @click.pass_context
 def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
     """RankZero: daily multi-GPU PyTorch training challenges."""
+    import tomllib
+
     from pydantic import ValidationError
 
-    from bot.config import Settings
+    from bot.config import Settings, toml_path
 
     logging.basicConfig(
         level=logging.INFO if verbose else logging.WARNING, format="%(levelname)s %(name)s: %(message)s"
     )
     try:
         ctx.obj = Settings(database_url=database_url) if database_url else Settings()
-    except (ValidationError, FileNotFoundError) as exc:
-        # A bad value in the environment, .env or rankzero.toml: name it instead of a traceback.
-        click.echo(f"error: bad RankZero settings: {exc}", err=True)
+    except (ValidationError, FileNotFoundError, tomllib.TOMLDecodeError) as exc:
+        # A bad value in the environment, .env or rankzero.toml (or a file that is not TOML at all): name it
+        # instead of a traceback.
+        where = f"{toml_path()} is not valid TOML: " if isinstance(exc, tomllib.TOMLDecodeError) else ""
+        click.echo(f"error: bad RankZero settings: {where}{exc}", err=True)
         raise SystemExit(2) from None
 
 

@@ -190,10 +190,10 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
 @click.pass_obj
 def questions_preview(settings: Settings, path: str) -> None:
     """Show what the runner really prints for each predict_output question of a file, before importing it."""
-    from bot.cli import _player, _run
+    from bot.cli import _load_or_exit, _player, _run
 
     console = Console()
-    specs = [q.spec.model_dump(mode="json", exclude_none=True) for q in load_paths([path])]
+    specs = _load_or_exit((path,), importing=False)  # a bad file: its errors with file:line, exit 1
 
     async def body(app: App) -> None:
         shown = 0

@@ -156,7 +156,14 @@ def _to_python(node: yaml.Node, loc: Loc, lines: dict[Loc, int], loader: _LineLo
 
 def parse_yaml_with_lines(text: str, file: str) -> tuple[Any, dict[Loc, int]]:
     """Parse YAML text, returning the data and a map from location path to 1-based line."""
-    loader = _LineLoader(text)
+    try:
+        # The reader checks every character as the loader is made: a raw control byte fails here already.
+        loader = _LineLoader(text)
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(0, exc.position)) + 1
+        code = exc.character if isinstance(exc.character, int) else ord(str(exc.character)[:1] or "?")
+        why = f"the control character U+{code:04X} is not allowed in YAML; remove it or write it as an escape"
+        raise BankValidationError([BankError(file, line, "(yaml)", why)]) from None
     try:
         node = loader.get_single_node()
         if node is None:

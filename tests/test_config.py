@@ -196,6 +196,9 @@ def test_cli_names_bad_settings_instead_of_a_traceback(workdir: Path) -> None:
         ({"RANKZERO_CONFIG": str(workdir / "missing.toml")}, "missing.toml"),
         ({"RANKZERO_PROBLEMS_PER_CHALLENGE": "99"}, "problems_per_challenge"),
     ]
+    broken = workdir / "broken.toml"
+    broken.write_text('database_url = "unterminated\n')  # not TOML at all: named, not a traceback
+    cases.append(({"RANKZERO_CONFIG": str(broken)}, "broken.toml is not valid TOML"))
     for extra, named in cases:
         env = {**os.environ, **extra}
         done = subprocess.run(

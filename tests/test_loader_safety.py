@@ -90,6 +90,13 @@ def test_an_alias_is_refused_where_it_is_written() -> None:
     ]
 
 
+def test_a_raw_control_byte_is_a_located_error_not_a_crash() -> None:
+    text = GOOD.format(prompt="clears \x1b[2J the screen")
+    [error] = _errors(text)
+    line = next(i for i, row in enumerate(text.splitlines(), 1) if "\x1b" in row)
+    assert error.startswith(f"bank.yaml:{line}: (yaml): the control character U+001B is not allowed")
+
+
 def test_deep_nesting_is_refused_not_recursed_into() -> None:
     errors = _errors("questions: " + "[" * 50_000 + "]" * 50_000 + "\n")
     assert len(errors) == 1 and errors[0].startswith("bank.yaml:1: (yaml): nested deeper than")
@@ -144,3 +151,16 @@ async def test_validate_text_async_parses_off_the_event_loop(monkeypatch: pytest
     assert [q.spec.id for q in loaded] == ["ddp-safe-1"]
     assert threads and threads[0] != threading.get_ident(), "parsed in a worker thread"
     await asyncio.sleep(0)
+
+
+def test_preview_of_a_bad_file_prints_its_errors_not_a_traceback(tmp_path: Path) -> None:
+    bad = tmp_path / "bomb.yaml"
+    bad.write_text('questions:\n  - &a {id: x}\n  - *a\n')
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "--db", str(tmp_path / "p.db"), "questions", "preview", str(bad)],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 1 and "Traceback" not in done.stderr
+    assert f"{bad}:2: (yaml): YAML anchors and aliases" in done.stderr

@@ -289,6 +289,20 @@ async def test_late_post_needs_one_problem_time_limit_left(
         await sched.shutdown()
 
 
+async def test_a_window_as_short_as_one_problem_posts_on_time(env: Env) -> None:
+    # A 2 min window with the default 120 s time limit: on time, the window is what the admin chose (it was
+    # skipped every day as "missed" because the job fired a few milliseconds after the slot).
+    env.clock.current = dt.datetime(2026, 11, 21, 8, 0, tzinfo=UTC)
+    await env.schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC", window="2m")
+    sched = await env.scheduler()
+    try:
+        await env.at(sched, dt.datetime(2026, 11, 21, 9, 0, 0, 62000, tzinfo=UTC))
+        assert len(env.platform.posts) == 1
+        assert env.platform.posts[0][1].closes_at == dt.datetime(2026, 11, 21, 9, 2, tzinfo=UTC)
+    finally:
+        await sched.shutdown()
+
+
 async def test_zero_grace_still_posts_a_job_that_fires_a_moment_late(env: Env) -> None:
     env.schedules.grace = dt.timedelta(0)  # RANKZERO_GRACE_MINUTES=0: never post missed slots
     env.clock.current = dt.datetime(2026, 11, 21, 8, 0, tzinfo=UTC)

@@ -220,7 +220,8 @@ class ScheduleService:
         needed = dt.timedelta(seconds=cfg.time_limit_s or QUESTION_TIME_LIMIT_S)
         if late > max(self.grace, ON_TIME):
             why = f"{late} late, beyond the {self.grace} grace period"
-        elif closes_at - now < needed:
+        elif late > ON_TIME and closes_at - now < needed:
+            # Only a late post can find its window nearly over: on time, the window is what the admin chose.
             why = f"{late} late, its window ends at {closes_at.isoformat()} (less than {needed} left)"
         else:
             why = ""
