@@ -32,7 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from questions import formulas
-from questions.loader import BankError, BankValidationError, parse_yaml_with_lines
+from questions.loader import BankError, BankValidationError, parse_yaml_with_lines, read_bank_file
 from questions.rules import RULES, Answer, RuleContext, RuleError, apply_rule, normalise
 from questions.schema import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, QuestionSpec
 
@@ -532,7 +532,8 @@ def load_families(paths: Sequence[str | Path]) -> list[LoadedFamily]:
     loaded: list[LoadedFamily] = []
     for path in family_files(paths):
         try:
-            loaded.extend(load_family_text(path.read_text(encoding="utf-8"), str(path)))
+            # The bank's own reader: the same size cap and UTF-8 errors with a line as question files.
+            loaded.extend(load_family_text(read_bank_file(path), str(path)))
         except BankValidationError as exc:
             errors.extend(exc.errors)
     seen: dict[str, LoadedFamily] = {}

@@ -18,6 +18,7 @@ from questions.families import (
     computed_answer,
     evaluate,
     expand,
+    load_families,
     load_family_text,
     render,
 )
@@ -240,3 +241,11 @@ def test_validating_the_questions_folder_checks_family_files_too(tmp_path: Path)
     with pytest.raises(BankValidationError) as exc:
         load_paths([tmp_path])
     assert "families are multiple choice" in str(exc.value)
+
+
+def test_a_family_file_that_is_not_utf8_is_a_located_error(tmp_path: Path) -> None:
+    bad = tmp_path / "bad.yaml"
+    bad.write_bytes(b'families:\n  - id: fam-x\n    prompt: "caf\xe9"\n')
+    with pytest.raises(BankValidationError) as caught:
+        load_families([bad])
+    assert [e.line for e in caught.value.errors] == [3] and "not UTF-8" in str(caught.value.errors[0])
