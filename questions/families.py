@@ -32,7 +32,13 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from questions import formulas
-from questions.loader import BankError, BankValidationError, parse_yaml_with_lines, read_bank_file
+from questions.loader import (
+    BankError,
+    BankValidationError,
+    parse_yaml_with_lines,
+    read_bank_file,
+    repeated_ids,
+)
 from questions.rules import RULES, Answer, RuleContext, RuleError, apply_rule, normalise
 from questions.schema import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, QuestionSpec
 
@@ -536,18 +542,9 @@ def load_families(paths: Sequence[str | Path]) -> list[LoadedFamily]:
             loaded.extend(load_family_text(read_bank_file(path), str(path)))
         except BankValidationError as exc:
             errors.extend(exc.errors)
-    seen: dict[str, LoadedFamily] = {}
-    for fam in loaded:
-        first = seen.setdefault(fam.spec.id, fam)
-        if first is not fam:
-            errors.append(
-                BankError(
-                    fam.file,
-                    fam.line,
-                    f"id ({fam.spec.id})",
-                    f"duplicate family id (first at {first.file}:{first.line})",
-                )
-            )
+    for fam, first in repeated_ids(loaded):
+        where = f"duplicate family id (first at {first.file}:{first.line})"
+        errors.append(BankError(fam.file, fam.line, f"id ({fam.spec.id})", where))
     if errors:
         raise BankValidationError(errors)
     return loaded

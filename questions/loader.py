@@ -11,7 +11,7 @@ import re
 from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol, TypeVar
 
 import yaml
 from pydantic import ValidationError
@@ -361,6 +361,28 @@ def iter_yaml_files(paths: Iterable[str | Path]) -> Iterator[Path]:
             raise BankValidationError([BankError(str(path), 0, "(path)", "no such file or directory")])
 
 
+class _Located(Protocol):
+    """Something loaded from a file at a line, with an id (a question or a family)."""
+
+    @property
+    def spec(self) -> Any: ...
+
+    @property
+    def file(self) -> str: ...
+
+    @property
+    def line(self) -> int: ...
+
+
+L = TypeVar("L", bound=_Located)
+
+
+def repeated_ids(loaded: Iterable[L]) -> list[tuple[L, L]]:
+    """Each entry whose ``spec.id`` was already loaded, paired with the first one of that id."""
+    seen: dict[str, L] = {}
+    return [(item, first) for item in loaded if (first := seen.setdefault(item.spec.id, item)) is not item]
+
+
 def load_paths(paths: Iterable[str | Path]) -> list[LoadedQuestion]:
     """Load every question under ``paths``; raise one BankValidationError listing all problems.
 
@@ -373,19 +395,16 @@ def load_paths(paths: Iterable[str | Path]) -> list[LoadedQuestion]:
             loaded.extend(validate_text(read_bank_file(path), str(path)))
         except BankValidationError as exc:
             errors.extend(exc.errors)
-    seen: dict[str, LoadedQuestion] = {}
-    for q in loaded:
-        first = seen.setdefault(q.spec.id, q)
-        if first is not q:
-            errors.append(
-                BankError(
-                    q.file,
-                    q.line,
-                    f"id ({q.spec.id})",
-                    f"duplicate id: already used at {first.file}:{first.line}; ids must be unique across "
-                    "the bank, so pick a new slug",
-                )
+    for q, first in repeated_ids(loaded):
+        errors.append(
+            BankError(
+                q.file,
+                q.line,
+                f"id ({q.spec.id})",
+                f"duplicate id: already used at {first.file}:{first.line}; ids must be unique across "
+                "the bank, so pick a new slug",
             )
+        )
     if errors:
         raise BankValidationError(errors)
     return loaded

@@ -249,3 +249,14 @@ def test_a_family_file_that_is_not_utf8_is_a_located_error(tmp_path: Path) -> No
     with pytest.raises(BankValidationError) as caught:
         load_families([bad])
     assert [e.line for e in caught.value.errors] == [3] and "not UTF-8" in str(caught.value.errors[0])
+
+
+def test_a_family_id_used_twice_names_both_places(tmp_path: Path) -> None:
+    good = yaml.safe_dump({"families": [family().model_dump(mode="json", exclude_none=True)]})
+    (tmp_path / "again.yaml").write_text(good)
+    (tmp_path / "ok.yaml").write_text(good)
+    with pytest.raises(BankValidationError) as caught:
+        load_families([tmp_path])
+    [error] = caught.value.errors  # files load in name order: again.yaml is the first
+    assert error.file.endswith("ok.yaml")
+    assert f"duplicate family id (first at {tmp_path}/again.yaml:" in str(error)
