@@ -217,7 +217,7 @@ class Bot:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner) -> Bot:
-    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02, admin_channel_id=ADMIN_CHANNEL)
+    adapter = DiscordAdapter("test-token", clock=clock, admin_channel_id=ADMIN_CHANNEL)
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)

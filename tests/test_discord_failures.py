@@ -57,7 +57,7 @@ async def _open(
     fake: FakeDiscord, db: str, clock: FrozenClock, *, admin_channel: int | None = ADMIN_CHANNEL, **kw: Any
 ) -> tuple[Bot, Any]:
     adapter = DiscordAdapter(
-        "test-token", clock=clock, tick_s=0.02, admin_roles=[ADMIN_ROLE], admin_channel_id=admin_channel, **kw
+        "test-token", clock=clock, admin_roles=[ADMIN_ROLE], admin_channel_id=admin_channel, **kw
     )
     engine = make_engine(db)
     factory = session_factory(engine)

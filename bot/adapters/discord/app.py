@@ -112,7 +112,6 @@ class DiscordAdapter:
         sharded: bool = False,
         timezone: str = "UTC",
         clock: Clock | None = None,
-        tick_s: float = 5.0,
         sync_state: Path | None = None,
     ) -> None:
         self._token = token
@@ -122,7 +121,6 @@ class DiscordAdapter:
         self.guild_id = guild_id
         self.timezone = timezone
         self.clock = clock or SystemClock()
-        self.tick_s = tick_s
         self.client: RankZeroClient | RankZeroShardedClient = (
             RankZeroShardedClient() if sharded else RankZeroClient()
         )
@@ -139,7 +137,6 @@ class DiscordAdapter:
             self.clock,
             admin_roles=self.admin_roles,
             timezone=self.timezone,
-            tick_s=self.tick_s,
         )
         self.client.rankzero = self.play
         self.commands = CommandHandler(

@@ -6,8 +6,6 @@ called and the message edited through the interaction's webhook. Game rules stay
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +14,7 @@ import discord
 
 from bot.adapters.discord import render
 from bot.adapters.discord.sanitize import no_mentions
+from bot.commands.timer import DeadlineTimers
 from bot.core.cards import Feedback, HintCard, ProblemCard
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
@@ -47,45 +46,34 @@ def channel_of(interaction: discord.Interaction[Any], timezone: str = "UTC") -> 
 
 
 class Countdowns:
-    """One asyncio timer per (player, problem): at the stored deadline it records the time-out and edits
-    the player's ephemeral message. Best effort (a restart loses timers); the stored deadline is what counts.
+    """The per-(player, problem) deadline timers (bot.commands.timer): at the stored deadline the time-out
+    is recorded and the player's ephemeral message edited. Best effort; the stored deadline is what counts.
     """
 
-    def __init__(self, quiz: QuizService, clock: Clock, *, tick_s: float = 5.0) -> None:
+    def __init__(self, quiz: QuizService, clock: Clock) -> None:
         self._quiz = quiz
-        self._clock = clock
-        #: The timer re-reads the clock at least this often (so it follows the clock, not its own sleep).
-        self.tick_s = tick_s
-        self._tasks: dict[tuple[str, int], asyncio.Task[None]] = {}
+        self._timers = DeadlineTimers(clock)
         self._latest: dict[tuple[str, int], discord.Interaction[Any]] = {}
 
     def arm(self, interaction: discord.Interaction[Any], actor: Actor, card: ProblemCard) -> None:
         """(Re)start the timer of this problem; later edits go through ``interaction``'s webhook."""
         key = (actor.player.user_id, card.problem_id)
         self._latest[key] = interaction
-        if key in self._tasks and not self._tasks[key].done():
-            return
-        self._tasks[key] = asyncio.create_task(self._run(key, actor, card))
+        self._timers.arm(key, card.deadline, lambda: self._due(key, actor, card))
 
     def disarm(self, user_id: str, problem_id: int) -> None:
         """Stop a timer (the problem ended some other way)."""
         key = (user_id, problem_id)
-        task = self._tasks.pop(key, None)
         self._latest.pop(key, None)
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
+        self._timers.disarm(key)
 
     @property
     def armed(self) -> int:
         """How many timers are running."""
-        return sum(1 for t in self._tasks.values() if not t.done())
+        return self._timers.armed
 
-    async def _run(self, key: tuple[str, int], actor: Actor, card: ProblemCard) -> None:
+    async def _due(self, key: tuple[str, int], actor: Actor, card: ProblemCard) -> None:
         try:
-            # Polling on purpose: the deadline is measured on the service's clock, which may not be
-            # the event loop's (tests move a frozen clock), so sleep in ticks and re-read it.
-            while (left := (card.deadline - self._clock.now()).total_seconds()) > 0:  # noqa: ASYNC110
-                await asyncio.sleep(min(left, self.tick_s))
             feedback = await self._quiz.time_up(actor, card.problem_id)
             view = await self._quiz.view_problem(actor, card.problem_id)
             interaction = self._latest.get(key)
@@ -96,8 +84,6 @@ class Countdowns:
                     view=render.problem_view(view, feedback),
                     allowed_mentions=no_mentions(),
                 )
-        except asyncio.CancelledError:
-            raise
         except RankZeroError as exc:  # e.g. answered meanwhile: nothing to announce
             log.debug("countdown %s ended without edit: %s", key, exc)
         except discord.HTTPException as exc:  # token expired, message gone: the deadline still counts
@@ -105,17 +91,12 @@ class Countdowns:
         except Exception:  # a database error: the stored deadline still counts, the next click shows it
             log.exception("countdown %s failed", key)
         finally:
-            self._tasks.pop(key, None)
             self._latest.pop(key, None)
 
     async def close(self) -> None:
         """Cancel every timer."""
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
+        await self._timers.close()
+        self._latest.clear()
 
 
 class PlayHandler:
@@ -128,12 +109,11 @@ class PlayHandler:
         *,
         admin_roles: Sequence[int] = (),
         timezone: str = "UTC",
-        tick_s: float = 5.0,
     ) -> None:
         self.quiz = quiz
         self.admin_roles = tuple(admin_roles)
         self.timezone = timezone
-        self.countdowns = Countdowns(quiz, clock, tick_s=tick_s)
+        self.countdowns = Countdowns(quiz, clock)
 
     async def on_button(
         self, interaction: discord.Interaction[Any], action: str, args: tuple[str, ...]

@@ -6,13 +6,10 @@ one service call and render the result with ``blocks``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import datetime as dt
 import logging
 import time
 from collections import OrderedDict
-from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
@@ -20,6 +17,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.platform import PLATFORM
+from bot.commands.timer import DeadlineTimers
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import Clock, SystemClock
@@ -45,23 +43,29 @@ class SlackContext:
         admins: frozenset[str] = frozenset(),
         timezone: str = "UTC",
         clock: Clock | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         self.client = client
         self.admins = admins
         self.timezone = timezone
-        self.clock: Clock = clock or SystemClock()
-        self._sleep = sleep
+        self.timers = DeadlineTimers(clock or SystemClock())
         self._services: Services | None = None
         self._user_cache: dict[str, tuple[float, bool, str | None]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
         #: view id -> problem id currently shown, so a late timer never overwrites the next problem.
         self.showing: dict[str, int] = {}
-        self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
         #: Delivered event ids in the database (bot/storage/deliveries.py), set at start.
         self.deliveries: Any = None
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
         self.scopes: frozenset[str] = frozenset()
+
+    @property
+    def clock(self) -> Clock:
+        """The services' clock (the time-up timers wait on it)."""
+        return self.timers.clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self.timers.clock = clock
 
     # ------------------------------------------------------------------ services
     @property
@@ -155,37 +159,22 @@ class SlackContext:
     # ------------------------------------------------------------------ time-up timers
     def arm_timer(self, view_id: str, actor: Actor, problem_id: int, deadline: dt.datetime) -> None:
         """At the problem's stored deadline, record the time-out and update the modal if still shown."""
-        key = (actor.player.user_id, problem_id)
-        if key in self._timers and not self._timers[key].done():
-            return
         self.showing[view_id] = problem_id
-        self._timers[key] = asyncio.create_task(self._expire(view_id, actor, problem_id, deadline))
+        key = (actor.player.user_id, problem_id)
+        self.timers.arm(key, deadline, lambda: self._expire(view_id, actor, problem_id))
 
-    async def _expire(self, view_id: str, actor: Actor, problem_id: int, deadline: dt.datetime) -> None:
+    async def _expire(self, view_id: str, actor: Actor, problem_id: int) -> None:
+        quiz = self.services.quiz
         try:
-            await self._sleep(max(0.0, (deadline - self.clock.now()).total_seconds()))
-            quiz = self.services.quiz
-            try:
-                feedback = await quiz.time_up(actor, problem_id)
-            except RankZeroError as exc:
-                log.info("time-up of problem %s for %s: %s", problem_id, actor.player.user_id, exc)
-                return
-            if feedback.outcome != "timeout" or self.showing.get(view_id) != problem_id:
-                return  # answered in time, or the modal moved on
-            card = await quiz.view_problem(actor, problem_id)
-            await self.update_view(
-                view_id, bk.problem_view(card, feedback, note="Time is up for this problem.")
-            )
-        except Exception:  # a timer must never take the process down; the DB stays the truth
-            log.exception("time-up timer for problem %s failed", problem_id)
-        finally:
-            self._timers.pop((actor.player.user_id, problem_id), None)
+            feedback = await quiz.time_up(actor, problem_id)
+        except RankZeroError as exc:
+            log.info("time-up of problem %s for %s: %s", problem_id, actor.player.user_id, exc)
+            return
+        if feedback.outcome != "timeout" or self.showing.get(view_id) != problem_id:
+            return  # answered in time, or the modal moved on
+        card = await quiz.view_problem(actor, problem_id)
+        await self.update_view(view_id, bk.problem_view(card, feedback, note="Time is up for this problem."))
 
     async def stop_timers(self) -> None:
         """Cancel pending timers (the next Start or answer records a time-out from the DB anyway)."""
-        for task in list(self._timers.values()):
-            task.cancel()
-        for task in list(self._timers.values()):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._timers.clear()
+        await self.timers.close()
