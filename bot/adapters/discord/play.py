@@ -14,6 +14,7 @@ import discord
 
 from bot.adapters.discord import render
 from bot.adapters.discord.sanitize import no_mentions
+from bot.commands.admin import AdminPolicy, PlatformRights
 from bot.commands.timer import DeadlineTimers
 from bot.core.cards import Feedback, HintCard, ProblemCard
 from bot.core.errors import RankZeroError
@@ -26,15 +27,33 @@ log = logging.getLogger(__name__)
 PLATFORM = "discord"
 
 
-def actor_of(interaction: discord.Interaction[Any], admin_roles: Sequence[int] = ()) -> Actor:
-    """The player behind an interaction; admin = Manage Server permission or one of ``admin_roles``."""
-    user = interaction.user
+#: What a member who is not an admin is told.
+REFUSAL = "only admins can do that (Manage Server permission or a RankZero admin role): ask a server admin"
+
+
+def admin_policy(admin_roles: Sequence[int] = ()) -> AdminPolicy:
+    """Discord's admins: Manage Server (or Administrator), or a member of one of ``admin_roles``."""
+    return AdminPolicy(refusal=REFUSAL, admin_roles=admin_roles)
+
+
+def rights_of(interaction: discord.Interaction[Any]) -> PlatformRights:
+    """What Discord reports about the user behind ``interaction`` (the layer decides from it)."""
     perms = interaction.permissions
     # A Member's roles resolve through the guild cache the (non-privileged) guilds intent keeps; a user
     # outside a guild (a DM) has none.
-    role_ids = {role.id for role in getattr(user, "roles", ())}
-    is_admin = bool(perms.manage_guild or perms.administrator) or bool(role_ids & set(admin_roles))
-    return Actor(PlayerRef(PLATFORM, str(user.id), user.display_name), is_admin)
+    role_ids = frozenset(str(role.id) for role in getattr(interaction.user, "roles", ()))
+    return PlatformRights(
+        manages_workspace=bool(perms.manage_guild or perms.administrator), role_ids=role_ids
+    )
+
+
+def actor_of(interaction: discord.Interaction[Any], admins: AdminPolicy | None = None) -> Actor:
+    """The player behind an interaction, admin or not according to ``admins`` (Manage Server only when
+    no policy is given).
+    """
+    user = interaction.user
+    player = PlayerRef(PLATFORM, str(user.id), user.display_name)
+    return (admins or admin_policy()).actor(player, rights_of(interaction))
 
 
 def channel_of(interaction: discord.Interaction[Any], timezone: str = "UTC") -> ChannelRef:
@@ -107,11 +126,11 @@ class PlayHandler:
         quiz: QuizService,
         clock: Clock,
         *,
-        admin_roles: Sequence[int] = (),
+        admins: AdminPolicy | None = None,
         timezone: str = "UTC",
     ) -> None:
         self.quiz = quiz
-        self.admin_roles = tuple(admin_roles)
+        self.admins = admins or admin_policy()
         self.timezone = timezone
         self.countdowns = Countdowns(quiz, clock)
 
@@ -125,7 +144,7 @@ class PlayHandler:
         else:
             # Buttons on the ephemeral message: update that message in place.
             await interaction.response.defer()
-        actor = actor_of(interaction, self.admin_roles)
+        actor = actor_of(interaction, self.admins)
         try:
             if action == "start" or action == "next":
                 await self._show_next(interaction, actor, int(args[0]))

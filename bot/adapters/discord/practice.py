@@ -9,7 +9,7 @@ acknowledging) response is the answer form itself. Buttons are persistent (pract
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -21,6 +21,7 @@ from bot.adapters.discord.failures import SafeModal
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.render import error_text
 from bot.adapters.discord.sanitize import no_mentions
+from bot.commands.admin import AdminPolicy
 from bot.core.errors import RankZeroError
 from bot.core.models import PlayerRef
 from bot.core.practice import MAX_ANSWER_CHARS, PracticeService, parse_grade
@@ -68,12 +69,12 @@ class ExplainModal(SafeModal, title="Your explanation"):
 class PracticeHandler:
     """The bodies of the practice commands and buttons."""
 
-    def __init__(self, practice: PracticeService, *, admin_roles: Sequence[int] = ()) -> None:
+    def __init__(self, practice: PracticeService, *, admins: AdminPolicy | None = None) -> None:
         self.practice = practice
-        self.admin_roles = tuple(admin_roles)
+        self.admins = admins
 
     def _player(self, interaction: discord.Interaction[Any]) -> PlayerRef:
-        return actor_of(interaction, self.admin_roles).player
+        return actor_of(interaction, self.admins).player
 
     @staticmethod
     async def _show(interaction: discord.Interaction[Any], screen: Screen) -> None:

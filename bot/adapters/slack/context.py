@@ -17,6 +17,8 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.platform import PLATFORM
+from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.handlers import Commands
 from bot.commands.timer import DeadlineTimers
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
@@ -27,6 +29,8 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What a non-admin is told when they try an admin command.
+REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
 #: How long a users.info admin answer is trusted.
 ADMIN_CACHE_S = 300.0
 #: How many delivered event/action keys are remembered to drop Slack's redeliveries.
@@ -45,7 +49,10 @@ class SlackContext:
         clock: Clock | None = None,
     ) -> None:
         self.client = client
-        self.admins = admins
+        #: Who is an admin: workspace admins/owners (users.info) and RANKZERO_ADMINS.
+        self.admin_policy = AdminPolicy(refusal=REFUSAL, admin_users=admins)
+        #: The platform-neutral command bodies, built when the services are attached.
+        self._commands: Commands | None = None
         self.timezone = timezone
         self.timers = DeadlineTimers(clock or SystemClock())
         self._services: Services | None = None
@@ -80,9 +87,23 @@ class SlackContext:
         """True once the adapter started (the services are attached)."""
         return self._services is not None
 
+    @property
+    def commands(self) -> Commands:
+        """The command layer over the services given at start."""
+        if self._commands is None:
+            raise RuntimeError("the Slack adapter has not been started")
+        return self._commands
+
     def bind(self, services: Services) -> None:
         """Attach the services (done by the adapter's start)."""
         self._services = services
+        self._commands = Commands(
+            services.quiz,
+            services.schedules,
+            self.admin_policy,
+            disputes=getattr(services.app, "disputes", None),
+            practice=getattr(services.app, "practice", None),
+        )
 
     # ------------------------------------------------------------------ refs
     @staticmethod
@@ -117,9 +138,10 @@ class SlackContext:
 
     async def is_admin(self, user_id: str) -> bool:
         """A configured admin (RANKZERO_ADMINS), or a workspace admin/owner according to users.info."""
-        if user_id in self.admins:
+        if user_id in self.admin_policy.admin_users:  # no users.info call needed
             return True
-        return (await self._user(user_id))[0]
+        admin, _ = await self._user(user_id)
+        return self.admin_policy.is_admin(user_id, PlatformRights(manages_workspace=admin))
 
     async def display_name(self, user_id: str) -> str:
         """The user's Slack display name (their id when users.info does not answer)."""
@@ -129,8 +151,9 @@ class SlackContext:
         """The Actor for a payload's user: Slack display name (users.info) and the admin decision."""
         uid = user if isinstance(user, str) else str(user.get("id"))
         admin, shown = await self._user(uid)
-        ref = self.player(user, shown or name)
-        return Actor(ref, admin or uid in self.admins)
+        return self.admin_policy.actor(
+            self.player(user, shown or name), PlatformRights(manages_workspace=admin)
+        )
 
     # ------------------------------------------------------------------ retries
     def first_delivery(self, key: str) -> bool:
