@@ -1,17 +1,21 @@
-"""The command layer at its boundary (bot/commands): admin decisions, parsing of what was typed, and the
-command bodies against a real database (SQLite and PostgreSQL through the conftest fixtures).
+"""The command layer at its boundary (bot/commands): admin decisions, parsing of what was typed, the
+command bodies and the problem flow with its deadline timer, against a real database (SQLite and
+PostgreSQL through the conftest fixtures).
 """
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
+import asyncio
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
 import pytest
 
 from bot.commands import parsing, questions
 from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands, NoChallenge
+from bot.core.cards import Feedback, ProblemCard
 from bot.core.errors import ConfigurationError, NotAdminError, NotFoundError, PostRefusedError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.schedule_service import ScheduleService
@@ -287,3 +291,93 @@ async def test_questions_retire_preview_and_stats(layer: Layer) -> None:
     assert board is not None
     with pytest.raises(ConfigurationError, match="disputes are not set up"):
         await c.flags(ADMIN, everything=False)
+
+
+# ---------------------------------------------------------------------- the problem flow and its timer
+class Surfaces:
+    """What the flow asked the 'adapter' to render on time-up: (surface, problem id, outcome)."""
+
+    def __init__(self) -> None:
+        self.timed_out: list[tuple[str, int, str | None]] = []
+
+    async def time_up(self, surface: str, card: ProblemCard, feedback: Feedback) -> None:
+        self.timed_out.append((surface, card.problem_id, feedback.outcome))
+
+
+async def _eventually(predicate: Callable[[], bool]) -> None:
+    async with asyncio.timeout(5):
+        while not predicate():
+            await asyncio.sleep(0.005)
+
+
+async def _flow(layer: Layer) -> tuple[ProblemFlow[str], Surfaces, int]:
+    surfaces = Surfaces()
+    flow: ProblemFlow[str] = ProblemFlow(layer.quiz, layer.clock, surfaces.time_up)
+    posted = await layer.commands.post_now(ADMIN, CHANNEL, _allowed)
+    return flow, surfaces, posted.challenge_id
+
+
+async def test_start_arms_one_timer_and_time_up_renders_on_the_surface(layer: Layer) -> None:
+    flow, surfaces, challenge_id = await _flow(layer)
+    shown = await flow.next(PLAYER, challenge_id, "view-1", "view-1")
+    assert shown.card is not None and shown.card.position == 1 and flow.timers.armed == 1
+    again = await flow.next(PLAYER, challenge_id, "view-1", "view-1")  # a second Start resumes it
+    assert again.card is not None and again.card.problem_id == shown.card.problem_id
+    assert flow.timers.armed == 1
+    layer.clock.advance(119)
+    await asyncio.sleep(0.05)
+    assert surfaces.timed_out == []
+    layer.clock.advance(2)
+    await _eventually(lambda: bool(surfaces.timed_out))
+    assert surfaces.timed_out == [("view-1", shown.card.problem_id, "timeout")]
+    assert (await flow.view(PLAYER, shown.card.problem_id)).over
+    await flow.close()
+
+
+async def test_a_wrong_answer_keeps_the_timer_a_final_answer_disarms_it(layer: Layer) -> None:
+    flow, surfaces, challenge_id = await _flow(layer)
+    shown = await flow.next(PLAYER, challenge_id, "s")
+    assert shown.card is not None
+    pid = shown.card.problem_id
+    wrong = await flow.answer(PLAYER, pid, "B", "click-1", "s")
+    assert wrong.feedback is not None and not wrong.feedback.correct and flow.timers.armed == 1
+    duplicate = await flow.answer(PLAYER, pid, "B", "click-1", "s")  # the same click redelivered
+    assert duplicate.feedback is not None and duplicate.feedback.duplicate
+    right = await flow.answer(PLAYER, pid, "A", "click-2", "s")
+    assert (
+        right.feedback is not None and right.feedback.correct and right.card is not None and right.card.over
+    )
+    await _eventually(lambda: flow.timers.armed == 0)
+    layer.clock.advance(600)
+    await asyncio.sleep(0.05)
+    assert surfaces.timed_out == []  # nothing to announce: the problem ended in time
+    await flow.close()
+
+
+async def test_time_up_goes_through_the_latest_surface_that_shows_the_problem(layer: Layer) -> None:
+    flow, surfaces, challenge_id = await _flow(layer)
+    first = await flow.next(PLAYER, challenge_id, "old-token")
+    assert first.card is not None
+    # A later click on the same problem (a hint) brings a fresher handle (Discord: a new interaction
+    # token); the one timer stays and edits through it.
+    await flow.hint(PLAYER, first.card.problem_id, "new-token")
+    assert flow.timers.armed == 1
+    layer.clock.advance(121)
+    await _eventually(lambda: bool(surfaces.timed_out))
+    assert surfaces.timed_out == [("new-token", first.card.problem_id, "timeout")]
+    await flow.close()
+
+
+async def test_hint_then_summary_after_the_last_problem(layer: Layer) -> None:
+    flow, _, challenge_id = await _flow(layer)
+    shown = await flow.next(PLAYER, challenge_id, "s")
+    assert shown.card is not None
+    hinted = await flow.hint(PLAYER, shown.card.problem_id, "s")
+    assert hinted.hint is not None and hinted.card is not None and hinted.card.hint
+    for n in range(5):
+        current = await flow.next(PLAYER, challenge_id, "s")
+        assert current.card is not None and current.card.position == n + 1
+        await flow.answer(PLAYER, current.card.problem_id, "A", f"k{n}", "s")
+    done = await flow.next(PLAYER, challenge_id, "s")
+    assert done.card is None and done.summary is not None and flow.timers.armed == 0
+    await flow.close()

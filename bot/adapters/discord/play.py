@@ -1,7 +1,8 @@
-"""Button clicks: payload -> one service call -> render, and the per-player countdown that edits on time up.
+"""Button clicks: payload -> the command layer's problem flow -> render; the time-up edit.
 
-Every click is acknowledged first (a deferred response, well within Discord's 3 s), then the service is
-called and the message edited through the interaction's webhook. Game rules stay in QuizService.
+Every click is acknowledged first (a deferred response, well within Discord's 3 s), then the flow
+(bot.commands.flow) makes the service calls and arms the deadline timer, and the message is edited
+through the interaction's webhook. Game rules stay in QuizService.
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ import discord
 from bot.adapters.discord import render
 from bot.adapters.discord.sanitize import no_mentions
 from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.flow import ProblemFlow
 from bot.commands.timer import DeadlineTimers
 from bot.core.cards import Feedback, HintCard, ProblemCard
 from bot.core.errors import RankZeroError
@@ -64,60 +66,6 @@ def channel_of(interaction: discord.Interaction[Any], timezone: str = "UTC") -> 
     return ChannelRef(PLATFORM, workspace, str(interaction.channel_id), name, timezone)
 
 
-class Countdowns:
-    """The per-(player, problem) deadline timers (bot.commands.timer): at the stored deadline the time-out
-    is recorded and the player's ephemeral message edited. Best effort; the stored deadline is what counts.
-    """
-
-    def __init__(self, quiz: QuizService, clock: Clock) -> None:
-        self._quiz = quiz
-        self._timers = DeadlineTimers(clock)
-        self._latest: dict[tuple[str, int], discord.Interaction[Any]] = {}
-
-    def arm(self, interaction: discord.Interaction[Any], actor: Actor, card: ProblemCard) -> None:
-        """(Re)start the timer of this problem; later edits go through ``interaction``'s webhook."""
-        key = (actor.player.user_id, card.problem_id)
-        self._latest[key] = interaction
-        self._timers.arm(key, card.deadline, lambda: self._due(key, actor, card))
-
-    def disarm(self, user_id: str, problem_id: int) -> None:
-        """Stop a timer (the problem ended some other way)."""
-        key = (user_id, problem_id)
-        self._latest.pop(key, None)
-        self._timers.disarm(key)
-
-    @property
-    def armed(self) -> int:
-        """How many timers are running."""
-        return self._timers.armed
-
-    async def _due(self, key: tuple[str, int], actor: Actor, card: ProblemCard) -> None:
-        try:
-            feedback = await self._quiz.time_up(actor, card.problem_id)
-            view = await self._quiz.view_problem(actor, card.problem_id)
-            interaction = self._latest.get(key)
-            if interaction is not None:
-                await interaction.edit_original_response(
-                    content=None,
-                    embed=render.problem_embed(view, feedback),
-                    view=render.problem_view(view, feedback),
-                    allowed_mentions=no_mentions(),
-                )
-        except RankZeroError as exc:  # e.g. answered meanwhile: nothing to announce
-            log.debug("countdown %s ended without edit: %s", key, exc)
-        except discord.HTTPException as exc:  # token expired, message gone: the deadline still counts
-            log.info("countdown %s could not edit the message: %s", key, exc)
-        except Exception:  # a database error: the stored deadline still counts, the next click shows it
-            log.exception("countdown %s failed", key)
-        finally:
-            self._latest.pop(key, None)
-
-    async def close(self) -> None:
-        """Cancel every timer."""
-        await self._timers.close()
-        self._latest.clear()
-
-
 class PlayHandler:
     """Handles RankZero button clicks (start, answer, hint, next) for the private problem flow."""
 
@@ -132,7 +80,27 @@ class PlayHandler:
         self.quiz = quiz
         self.admins = admins or admin_policy()
         self.timezone = timezone
-        self.countdowns = Countdowns(quiz, clock)
+        #: The shared problem flow (bot.commands.flow); its surface is the latest click's interaction,
+        #: whose webhook edits the player's ephemeral message.
+        self.flow: ProblemFlow[discord.Interaction[Any]] = ProblemFlow(quiz, clock, self._time_up)
+
+    @property
+    def countdowns(self) -> DeadlineTimers:
+        """The time-up timers of the problems shown (best effort; the stored deadline is what counts)."""
+        return self.flow.timers
+
+    @staticmethod
+    async def _time_up(interaction: discord.Interaction[Any], card: ProblemCard, feedback: Feedback) -> None:
+        """A problem's time ran out while shown: edit the player's message to say so."""
+        try:
+            await interaction.edit_original_response(
+                content=None,
+                embed=render.problem_embed(card, feedback),
+                view=render.problem_view(card, feedback),
+                allowed_mentions=no_mentions(),
+            )
+        except discord.HTTPException as exc:  # token expired, message gone: the deadline still counts
+            log.info("time-up of problem %s could not edit the message: %s", card.problem_id, exc)
 
     async def on_button(
         self, interaction: discord.Interaction[Any], action: str, args: tuple[str, ...]
@@ -181,35 +149,26 @@ class PlayHandler:
     async def _show_next(
         self, interaction: discord.Interaction[Any], actor: Actor, challenge_id: int
     ) -> None:
-        problem = await self.quiz.next_problem(actor, challenge_id)
-        if problem is None:
-            summary = await self.quiz.summary(actor, challenge_id)
+        shown = await self.flow.next(actor, challenge_id, interaction)
+        if shown.card is not None:
+            await self._edit(interaction, shown.card)
+        elif shown.summary is not None:
             await interaction.edit_original_response(
-                content=None, embed=render.summary_embed(summary), view=None, allowed_mentions=no_mentions()
+                content=None,
+                embed=render.summary_embed(shown.summary),
+                view=None,
+                allowed_mentions=no_mentions(),
             )
-            return
-        card = await self.quiz.start_problem(actor, problem.id)
-        await self._edit(interaction, card)
-        if not card.over:
-            self.countdowns.arm(interaction, actor, card)
 
     async def _answer(
         self, interaction: discord.Interaction[Any], actor: Actor, problem_id: int, letter: str
     ) -> None:
         # The interaction id is the idempotency key: a redelivered click is not a second attempt.
-        feedback = await self.quiz.answer(
-            actor, problem_id, letter, idempotency_key=f"discord:{interaction.id}"
-        )
-        card = await self.quiz.view_problem(actor, problem_id)
-        await self._edit(interaction, card, feedback)
-        if feedback.over:
-            self.countdowns.disarm(actor.player.user_id, problem_id)
-        else:
-            self.countdowns.arm(interaction, actor, card)
+        shown = await self.flow.answer(actor, problem_id, letter, f"discord:{interaction.id}", interaction)
+        assert shown.card is not None
+        await self._edit(interaction, shown.card, shown.feedback)
 
     async def _hint(self, interaction: discord.Interaction[Any], actor: Actor, problem_id: int) -> None:
-        hint = await self.quiz.hint(actor, problem_id)
-        card = await self.quiz.view_problem(actor, problem_id)
-        await self._edit(interaction, card, None, hint)
-        if not card.over:
-            self.countdowns.arm(interaction, actor, card)
+        shown = await self.flow.hint(actor, problem_id, interaction)
+        assert shown.card is not None
+        await self._edit(interaction, shown.card, None, shown.hint)

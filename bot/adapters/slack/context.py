@@ -6,7 +6,6 @@ one service call and render the result with ``blocks``.
 
 from __future__ import annotations
 
-import datetime as dt
 import logging
 import time
 from collections import OrderedDict
@@ -18,9 +17,9 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.platform import PLATFORM
 from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
-from bot.commands.timer import DeadlineTimers
-from bot.core.errors import RankZeroError
+from bot.core.cards import Feedback, ProblemCard
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import Clock, SystemClock
 
@@ -54,12 +53,13 @@ class SlackContext:
         #: The platform-neutral command bodies, built when the services are attached.
         self._commands: Commands | None = None
         self.timezone = timezone
-        self.timers = DeadlineTimers(clock or SystemClock())
+        self._clock: Clock = clock or SystemClock()
+        #: The shared problem flow (bot.commands.flow), built when the services are attached; its
+        #: surface is the modal's view id.
+        self._flow: ProblemFlow[str] | None = None
         self._services: Services | None = None
         self._user_cache: dict[str, tuple[float, bool, str | None]] = {}
         self._seen: OrderedDict[str, None] = OrderedDict()
-        #: view id -> problem id currently shown, so a late timer never overwrites the next problem.
-        self.showing: dict[str, int] = {}
         #: Delivered event ids in the database (bot/storage/deliveries.py), set at start.
         self.deliveries: Any = None
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
@@ -68,11 +68,20 @@ class SlackContext:
     @property
     def clock(self) -> Clock:
         """The services' clock (the time-up timers wait on it)."""
-        return self.timers.clock
+        return self._clock
 
     @clock.setter
     def clock(self, clock: Clock) -> None:
-        self.timers.clock = clock
+        self._clock = clock
+        if self._flow is not None:
+            self._flow.clock = clock
+
+    @property
+    def flow(self) -> ProblemFlow[str]:
+        """The problem flow over the services given at start."""
+        if self._flow is None:
+            raise RuntimeError("the Slack adapter has not been started")
+        return self._flow
 
     # ------------------------------------------------------------------ services
     @property
@@ -104,6 +113,7 @@ class SlackContext:
             disputes=getattr(services.app, "disputes", None),
             practice=getattr(services.app, "practice", None),
         )
+        self._flow = ProblemFlow(services.quiz, self._clock, self._time_up)
 
     # ------------------------------------------------------------------ refs
     @staticmethod
@@ -179,25 +189,12 @@ class SlackContext:
             return False
         return True
 
-    # ------------------------------------------------------------------ time-up timers
-    def arm_timer(self, view_id: str, actor: Actor, problem_id: int, deadline: dt.datetime) -> None:
-        """At the problem's stored deadline, record the time-out and update the modal if still shown."""
-        self.showing[view_id] = problem_id
-        key = (actor.player.user_id, problem_id)
-        self.timers.arm(key, deadline, lambda: self._expire(view_id, actor, problem_id))
-
-    async def _expire(self, view_id: str, actor: Actor, problem_id: int) -> None:
-        quiz = self.services.quiz
-        try:
-            feedback = await quiz.time_up(actor, problem_id)
-        except RankZeroError as exc:
-            log.info("time-up of problem %s for %s: %s", problem_id, actor.player.user_id, exc)
-            return
-        if feedback.outcome != "timeout" or self.showing.get(view_id) != problem_id:
-            return  # answered in time, or the modal moved on
-        card = await quiz.view_problem(actor, problem_id)
+    # ------------------------------------------------------------------ time-up
+    async def _time_up(self, view_id: str, card: ProblemCard, feedback: Feedback) -> None:
+        """A problem's time ran out while its modal shows it: say so in the modal."""
         await self.update_view(view_id, bk.problem_view(card, feedback, note="Time is up for this problem."))
 
     async def stop_timers(self) -> None:
         """Cancel pending timers (the next Start or answer records a time-out from the DB anyway)."""
-        await self.timers.close()
+        if self._flow is not None:
+            await self._flow.close()
