@@ -6,6 +6,7 @@ PostgreSQL through the conftest fixtures).
 from __future__ import annotations
 
 import asyncio
+import datetime as dt
 from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass
 
@@ -13,6 +14,7 @@ import pytest
 
 from bot.commands import parsing, questions
 from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands, NoChallenge
 from bot.core.cards import Feedback, ProblemCard
@@ -22,6 +24,7 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.core.vocabulary import Period, Scope
 from bot.storage.db import make_engine
+from bot.storage.deliveries import SqlDeliveryLog
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.fakes import FakePlatform, FrozenClock
 
@@ -381,3 +384,44 @@ async def test_hint_then_summary_after_the_last_problem(layer: Layer) -> None:
     done = await flow.next(PLAYER, challenge_id, "s")
     assert done.card is None and done.summary is not None and flow.timers.armed == 0
     await flow.close()
+
+
+# ---------------------------------------------------------------------- redelivered events
+async def test_a_redelivery_is_dropped_here_and_in_another_process(db_url: str, clock: FrozenClock) -> None:
+    engine = make_engine(db_url)
+    try:
+        here = Redeliveries(clock, SqlDeliveryLog(engine))
+        elsewhere = Redeliveries(clock, SqlDeliveryLog(engine))  # a second process on the same database
+        assert await here.first("event:Ev1")
+        assert not await here.first("event:Ev1")  # Slack's retry reaching this process
+        assert not await elsewhere.first("event:Ev1")  # ... or another one
+        here.forget_local()  # a restart: the database still remembers
+        assert not await here.first("event:Ev1")
+        assert await elsewhere.first("event:Ev2")
+        assert here.first_here("action:U1:rz:start:1:17.0") and not here.first_here(
+            "action:U1:rz:start:1:17.0"
+        )
+    finally:
+        await engine.dispose()
+
+
+class BrokenLog:
+    async def first(self, key: str, now: dt.datetime) -> bool:
+        raise ConnectionError("database gone")
+
+
+async def test_an_unreachable_delivery_log_lets_the_event_through(
+    clock: FrozenClock, caplog: pytest.LogCaptureFixture
+) -> None:
+    deliveries = Redeliveries(clock, BrokenLog())
+    assert await deliveries.first("event:Ev9")  # a lost event is worse than a duplicate Home tab
+    assert "the delivery log failed" in caplog.text
+    assert not await deliveries.first("event:Ev9")  # this process still remembers it
+
+
+def test_the_local_memory_is_bounded(clock: FrozenClock) -> None:
+    deliveries = Redeliveries(clock, remember=3)
+    for n in range(5):
+        assert deliveries.first_here(f"k{n}")
+    assert deliveries.first_here("k0")  # forgotten: the oldest went first
+    assert not deliveries.first_here("k4")

@@ -45,3 +45,8 @@ def test_core_imports_no_platform_or_storage() -> None:
 def test_bot_and_runner_never_import_each_other() -> None:
     assert _violations("bot", ("runner",)) == []
     assert _violations("runner", ("bot", "questions")) == []
+
+
+def test_the_command_layer_imports_no_platform_or_storage() -> None:
+    # bot/commands sits between the adapters and the core: platform-neutral, storage behind ports.
+    assert _violations("bot/commands", (*CORE_BANNED, "aiohttp", "bot.serve", "bot.app", "bot.cli")) == []

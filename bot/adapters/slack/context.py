@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import logging
 import time
-from collections import OrderedDict
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
@@ -17,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.platform import PLATFORM
 from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
@@ -32,8 +32,6 @@ log = logging.getLogger(__name__)
 REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
 #: How long a users.info admin answer is trusted.
 ADMIN_CACHE_S = 300.0
-#: How many delivered event/action keys are remembered to drop Slack's redeliveries.
-SEEN_KEYS = 10_000
 
 
 class SlackContext:
@@ -59,9 +57,8 @@ class SlackContext:
         self._flow: ProblemFlow[str] | None = None
         self._services: Services | None = None
         self._user_cache: dict[str, tuple[float, bool, str | None]] = {}
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        #: Delivered event ids in the database (bot/storage/deliveries.py), set at start.
-        self.deliveries: Any = None
+        #: Redelivered events are dropped here and, once started, through the database.
+        self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
         self.scopes: frozenset[str] = frozenset()
 
@@ -73,6 +70,7 @@ class SlackContext:
     @clock.setter
     def clock(self, clock: Clock) -> None:
         self._clock = clock
+        self.deliveries.clock = clock
         if self._flow is not None:
             self._flow.clock = clock
 
@@ -164,16 +162,6 @@ class SlackContext:
         return self.admin_policy.actor(
             self.player(user, shown or name), PlatformRights(manages_workspace=admin)
         )
-
-    # ------------------------------------------------------------------ retries
-    def first_delivery(self, key: str) -> bool:
-        """True the first time ``key`` is seen (later calls: a redelivery to drop)."""
-        if key in self._seen:
-            return False
-        self._seen[key] = None
-        while len(self._seen) > SEEN_KEYS:
-            self._seen.popitem(last=False)
-        return True
 
     # ------------------------------------------------------------------ views
     async def update_view(self, view_id: str, view: dict[str, Any]) -> bool:
