@@ -116,6 +116,12 @@ def test_close_now_retire_correct_and_flags_arguments() -> None:
         parsing.parse_flags(["everything"])
 
 
+def test_post_now_takes_no_options() -> None:
+    parsing.parse_post_now([])
+    with pytest.raises(ConfigurationError, match=r"usage: /rankzero post-now .*schedule set"):
+        parsing.parse_post_now(["--window", "8h"], command="/rankzero ")
+
+
 def test_dispute_targets_and_variants() -> None:
     assert parsing.parse_dispute_target(["17"]) == "17"
     assert parsing.parse_dispute_target(["today:3"]) == "today:3"

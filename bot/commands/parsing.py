@@ -109,6 +109,15 @@ def parse_close_now(words: Sequence[str], *, command: str = "") -> int | None:
     return int(words[0]) if words else None
 
 
+def parse_post_now(words: Sequence[str], *, command: str = "") -> None:
+    """``post-now`` takes nothing: the channel's schedule decides the window, problems and limits."""
+    if words:
+        raise ConfigurationError(
+            f"usage: {command}post-now (no options: the channel's schedule gives the window, the problem "
+            f"count and the limits; change them with {command}schedule set)"
+        )
+
+
 def question_id(word: str) -> str:
     """A question id typed in a command (``retire``, ``preview``, ``correct``)."""
     qid = word.strip()

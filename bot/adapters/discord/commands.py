@@ -60,10 +60,6 @@ MAX_IMPORT_BYTES = 512 * 1024
 Reply = Callable[[str | None, discord.Embed | None], Awaitable[None]]
 
 
-#: The question form's spec (kept under this name for callers; the layer holds it).
-spec_from_form = questions.spec_from_text_form
-
-
 def missing_post_permissions(permissions: discord.Permissions) -> list[str]:
     """The names of the post permissions ``permissions`` lacks (the interaction's ``app_permissions``)."""
     return [label for name, label in POST_PERMISSIONS.items() if not getattr(permissions, name)]
@@ -107,7 +103,7 @@ class QuestionModal(SafeModal, title="Add a question"):
         """Validate and import, or show the admin exactly what to fix."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            spec = spec_from_form(
+            spec = questions.spec_from_text_form(
                 **self.meta,
                 prompt=self.prompt.value,
                 code=self.code.value,

@@ -18,7 +18,13 @@ from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
 from bot.commands.handlers import NoChallenge, PostCheck
-from bot.commands.parsing import parse_close_now, parse_leaderboard, parse_retire, parse_schedule_options
+from bot.commands.parsing import (
+    parse_close_now,
+    parse_leaderboard,
+    parse_post_now,
+    parse_retire,
+    parse_schedule_options,
+)
 from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.core.schedule_text import describe_schedule
@@ -100,6 +106,8 @@ def _can_post(ctx: SlackContext, ch: ChannelRef) -> PostCheck:
 async def _post_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
+    ctx.admin_policy.require(actor)
+    parse_post_now(args, command=COMMAND + " ")
     card = await ctx.commands.post_now(actor, ch, _can_post(ctx, ch))
     closes = f", closes {bk.date_token(card.closes_at)}" if card.closes_at else ", open until `close-now`"
     return [bk.section(f"Posted *{bk.esc(card.title)}* (challenge {card.challenge_id}{closes}).")]

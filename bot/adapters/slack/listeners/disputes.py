@@ -21,7 +21,6 @@ import time
 import weakref
 from typing import Any
 
-from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 
@@ -36,7 +35,6 @@ from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.storage.drafts import SqlDraftRepository
-from questions.schema import QuestionSpec
 
 log = logging.getLogger(__name__)
 
@@ -51,12 +49,6 @@ UPDATE_PAUSE_S = 0.5
 
 #: Why a non-admin's submission is refused (on the form's id field).
 ADMINS_ONLY = "only admins can add questions: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
-
-
-#: The runner form helpers live in the command layer (shared by every platform's form).
-RUNNER_FIELDS = questions.RUNNER_FIELDS
-runner_from_form = questions.runner_from_fields
-runner_error_field = questions.runner_error_field
 
 
 # ---------------------------------------------------------------------- drafts
@@ -177,9 +169,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         async def save_draft() -> failures.Submitted:
             actor = await ctx.actor(body["user"])
             try:
-                valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
-                await ctx.services.quiz.admin_import(actor, [valid])
-            except (RankZeroError, ValidationError) as exc:
+                valid = questions.validate_question(spec)
+                await ctx.commands.import_questions(actor, [valid])
+            except (RankZeroError, questions.QuestionInvalid) as exc:
                 return failures.Submitted(
                     {"response_action": "update", "view": bk.message_view(f"Not saved: {exc}")}
                 )
