@@ -17,6 +17,8 @@ from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
+from bot.adapters import registry
+from bot.adapters.registry import Adapter
 from bot.config import Settings
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
@@ -33,7 +35,6 @@ from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
 if TYPE_CHECKING:
-    from bot.adapters.registry import Adapter
     from bot.scheduling import RankZeroScheduler
 
 
@@ -221,9 +222,7 @@ def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter
     The registry imports only the configured platforms' packages; ConfigurationError names a configured
     platform whose adapter is missing from this build.
     """
-    from bot.adapters.registry import build_adapters as configured_adapters
-
-    return configured_adapters(settings, console=console)
+    return registry.build_adapters(settings, console=console)
 
 
 async def build_services(
