@@ -19,9 +19,16 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.core.models import DIFFICULTY_ORDER, QuestionCandidate
+from bot.core.models import QuestionCandidate
+from bot.core.vocabulary import Difficulty
 
-BASE_POINTS: dict[str, int] = {"beginner": 50, "intermediate": 100, "advanced": 150, "expert": 200}
+#: Base points by difficulty (every member: tests/test_vocabulary.py checks it).
+BASE_POINTS: dict[Difficulty, int] = {
+    Difficulty.BEGINNER: 50,
+    Difficulty.INTERMEDIATE: 100,
+    Difficulty.ADVANCED: 150,
+    Difficulty.EXPERT: 200,
+}
 SPEED_BONUS_SHARE = 0.2
 HINT_COST_SHARE = 0.25
 SECOND_ATTEMPT_FACTOR = 0.5
@@ -29,7 +36,7 @@ SECOND_ATTEMPT_FACTOR = 0.5
 
 def hint_cost(difficulty: str) -> int:
     """Points a shown hint takes off a correct answer."""
-    return round(HINT_COST_SHARE * BASE_POINTS[difficulty])
+    return round(HINT_COST_SHARE * BASE_POINTS[Difficulty(difficulty)])
 
 
 def points_for(
@@ -38,7 +45,7 @@ def points_for(
     """Points earned by an answer (see the module docstring for the formula)."""
     if not correct:
         return 0
-    base = BASE_POINTS[difficulty]
+    base = BASE_POINTS[Difficulty(difficulty)]
     left = min(max(time_limit_s - elapsed_s, 0.0), float(time_limit_s))
     bonus = SPEED_BONUS_SHARE * base * left / time_limit_s
     factor = 1.0 if attempt_no <= 1 else SECOND_ATTEMPT_FACTOR
@@ -132,13 +139,13 @@ def badges_earned(
     return earned
 
 
-def difficulty_ramp(n: int) -> list[str]:
+def difficulty_ramp(n: int) -> list[Difficulty]:
     """Target difficulties for n problems, ramping from intermediate to expert (5 -> I, I, A, A, E)."""
-    levels = ["intermediate", "advanced", "expert"]
+    levels = [Difficulty.INTERMEDIATE, Difficulty.ADVANCED, Difficulty.EXPERT]
     if n <= 1:
-        return ["intermediate"][:n]
+        return levels[:n]
     # Spread the three levels over n slots; the last slot is always expert.
-    return [levels[min(2, (i * 3) // n)] if i < n - 1 else "expert" for i in range(n)]
+    return [levels[min(2, (i * 3) // n)] if i < n - 1 else Difficulty.EXPERT for i in range(n)]
 
 
 #: Days a family rests in a channel after one of its instances was asked there.
@@ -187,13 +194,13 @@ def pick_problems(
         topics = {c.topic for c in chosen}
 
         def rank(
-            c: QuestionCandidate, target: str = target, topics: set[str] = topics
+            c: QuestionCandidate, target: Difficulty = target, topics: set[str] = topics
         ) -> tuple[int, int, float]:
-            distance = abs(DIFFICULTY_ORDER[c.difficulty] - DIFFICULTY_ORDER[target])
+            distance = abs(Difficulty(c.difficulty).rank - target.rank)
             return (distance, 1 if c.topic in topics else 0, used[c.family] / size[c.family])
 
         best = min(pool, key=rank)
         chosen.append(best)
         remaining.remove(best)
-    chosen.sort(key=lambda c: DIFFICULTY_ORDER[c.difficulty])
+    chosen.sort(key=lambda c: Difficulty(c.difficulty).rank)
     return chosen
