@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from bot.core.models import QuestionCandidate
 from bot.core.vocabulary import Difficulty
 
-#: Base points by difficulty (every member: tests/test_vocabulary.py checks it).
-BASE_POINTS: dict[Difficulty, int] = {
+#: Base points by difficulty, keyed by the members (all of them: tests/test_vocabulary.py checks it) and
+#: read with the plain strings questions carry (a member hashes as its value: no conversion per answer).
+BASE_POINTS: dict[str, int] = {
     Difficulty.BEGINNER: 50,
     Difficulty.INTERMEDIATE: 100,
     Difficulty.ADVANCED: 150,
@@ -36,7 +37,7 @@ SECOND_ATTEMPT_FACTOR = 0.5
 
 def hint_cost(difficulty: str) -> int:
     """Points a shown hint takes off a correct answer."""
-    return round(HINT_COST_SHARE * BASE_POINTS[Difficulty(difficulty)])
+    return round(HINT_COST_SHARE * BASE_POINTS[difficulty])
 
 
 def points_for(
@@ -45,7 +46,7 @@ def points_for(
     """Points earned by an answer (see the module docstring for the formula)."""
     if not correct:
         return 0
-    base = BASE_POINTS[Difficulty(difficulty)]
+    base = BASE_POINTS[difficulty]
     left = min(max(time_limit_s - elapsed_s, 0.0), float(time_limit_s))
     bonus = SPEED_BONUS_SHARE * base * left / time_limit_s
     factor = 1.0 if attempt_no <= 1 else SECOND_ATTEMPT_FACTOR
@@ -148,6 +149,9 @@ def difficulty_ramp(n: int) -> list[Difficulty]:
     return [levels[min(2, (i * 3) // n)] if i < n - 1 else Difficulty.EXPERT for i in range(n)]
 
 
+#: A difficulty's rank by its plain string (candidates come from the database as strings).
+_RANKS: dict[str, int] = {level.value: level.rank for level in Difficulty}
+
 #: Days a family rests in a channel after one of its instances was asked there.
 FAMILY_REST_DAYS = 7
 
@@ -196,11 +200,11 @@ def pick_problems(
         def rank(
             c: QuestionCandidate, target: Difficulty = target, topics: set[str] = topics
         ) -> tuple[int, int, float]:
-            distance = abs(Difficulty(c.difficulty).rank - target.rank)
+            distance = abs(_RANKS[c.difficulty] - target.rank)
             return (distance, 1 if c.topic in topics else 0, used[c.family] / size[c.family])
 
         best = min(pool, key=rank)
         chosen.append(best)
         remaining.remove(best)
-    chosen.sort(key=lambda c: Difficulty(c.difficulty).rank)
+    chosen.sort(key=lambda c: _RANKS[c.difficulty])
     return chosen
