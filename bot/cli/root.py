@@ -19,6 +19,7 @@ from bot.adapters.console.safe import visible
 from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
 from bot.cli.errors import database_message, is_database_error
 from bot.core.models import Actor
+from bot.core.vocabulary import Period
 
 # Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
 # `rankzero --help` and a typo'd command answer at once (benchmarks/cli_startup.py).
@@ -175,7 +176,7 @@ def play(settings: Settings, player: str | None) -> None:
 
 
 @main.command()
-@click.option("--period", type=click.Choice(["today", "week", "all"]), default="all")
+@click.option("--period", type=click.Choice([p.value for p in Period]), default=Period.ALL.value)
 @click.option("--player", default=None, help="Whose rank to show (default: you).")
 @click.pass_obj
 def leaderboard(settings: Settings, period: str, player: str | None) -> None:
