@@ -1,7 +1,8 @@
 """The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
 
 This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
-LocalRunnerClient, the platform router); everything else receives ports. Entry points call
+LocalRunnerClient, the platform router); everything else receives ports. (Not yet: the Slack adapter
+builds its delivery log and draft store from ``app.engine`` itself.) Entry points call
 ``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
 scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
 platform, a runner) instead of patching.
@@ -43,7 +44,7 @@ def _units_of_work(
 ) -> tuple[Callable[[], SqlUnitOfWork], Callable[[], SqlPracticeUnitOfWork]]:
     """The unit-of-work factories over ``engine``: the quiz's (also disputes' and schedules') and practice's.
 
-    The only place the storage classes are constructed.
+    The only place the unit-of-work classes are constructed.
     """
     factory = session_factory(engine)
     return (lambda: SqlUnitOfWork(factory)), (lambda: SqlPracticeUnitOfWork(factory))
