@@ -1,8 +1,8 @@
 """The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
 
 This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
-LocalRunnerClient, the platform router); everything else receives ports. (Not yet: the Slack adapter
-builds its delivery log and draft store from ``app.engine`` itself.) Entry points call
+LocalRunnerClient, the platform router, the delivery log and draft repository the chat adapters get as
+ports in :class:`Services`); everything else receives ports. Entry points call
 ``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
 scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
 platform, a runner) instead of patching.
@@ -19,7 +19,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters import registry
+from bot.adapters.drafts import DraftRepository
 from bot.adapters.registry import Adapter
+from bot.commands.dedup import DeliveryLog
 from bot.config import Settings
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
@@ -30,6 +32,8 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.storage.db import make_engine, upgrade_async
+from bot.storage.deliveries import SqlDeliveryLog
+from bot.storage.drafts import SqlDraftRepository
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -209,12 +213,18 @@ class PlatformRouter:
 
 @dataclass
 class Services:
-    """What adapters get at start: the use cases (schedule admin commands call ``schedules``)."""
+    """What adapters get at start: the use cases (schedule admin commands call ``schedules``) and the
+    storage they need as ports (adapters import no storage: the ``adapters-know-no-storage`` contract).
+    """
 
     quiz: QuizService
     schedules: ScheduleService
     scheduler: RankZeroScheduler
     app: App
+    #: Delivery keys every process sees (redelivered events dropped across processes and restarts).
+    deliveries: DeliveryLog | None = None
+    #: Where admins' question drafts are written through (bot/adapters/drafts.py's DraftStore).
+    drafts: DraftRepository | None = None
 
 
 def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
@@ -241,4 +251,11 @@ async def build_services(
         platforms=frozenset(a.name for a in adapters),
         sync_interval_s=settings.schedule_sync_s,
     )
-    return Services(app.service, app.schedules, scheduler, app)
+    return Services(
+        app.service,
+        app.schedules,
+        scheduler,
+        app,
+        deliveries=SqlDeliveryLog(app.engine),
+        drafts=SqlDraftRepository(app.engine),
+    )

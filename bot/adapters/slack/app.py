@@ -24,7 +24,6 @@ from bot.adapters.slack.listeners import actions, commands, disputes, events, pr
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
-from bot.storage.deliveries import SqlDeliveryLog
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -160,7 +159,7 @@ class SlackAdapter:
         """
         await self.check_token()
         self.ctx.bind(services)
-        self.ctx.deliveries.log = SqlDeliveryLog(services.app.engine)
+        self.ctx.deliveries.log = services.deliveries
         loaded = await disputes.drafts(self.ctx).load()  # admins' drafts from before a restart
         log.info("Slack: %d question drafts loaded", loaded)
         if self.http is not None:
