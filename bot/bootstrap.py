@@ -40,6 +40,9 @@ from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
 if TYPE_CHECKING:
+    from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+    from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
+
     from bot.scheduling import RankZeroScheduler
 
 
@@ -225,6 +228,29 @@ class Services:
     deliveries: DeliveryLog | None = None
     #: Where admins' question drafts are written through (bot/adapters/drafts.py's DraftStore).
     drafts: DraftRepository | None = None
+    #: Slack OAuth mode: each workspace's install and bot token, and the OAuth states (in our database).
+    slack_installations: AsyncInstallationStore | None = None
+    slack_oauth_states: AsyncOAuthStateStore | None = None
+
+
+#: How long an OAuth ``state`` (install link) is good for, seconds.
+SLACK_STATE_TTL_S = 600
+
+
+def _slack_oauth_stores(
+    settings: Settings, engine: AsyncEngine
+) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
+    """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
+    migration 0007_slack). They are async (AsyncEngine), so the event loop never blocks on them.
+    """
+    from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
+    from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
+
+    assert settings.slack_client_id is not None
+    return (
+        AsyncSQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine),
+        AsyncSQLAlchemyOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
+    )
 
 
 def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
@@ -251,6 +277,9 @@ async def build_services(
         platforms=frozenset(a.name for a in adapters),
         sync_interval_s=settings.schedule_sync_s,
     )
+    installations, states = (
+        _slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
+    )
     return Services(
         app.service,
         app.schedules,
@@ -258,4 +287,6 @@ async def build_services(
         app,
         deliveries=SqlDeliveryLog(app.engine),
         drafts=SqlDraftRepository(app.engine),
+        slack_installations=installations,
+        slack_oauth_states=states,
     )

@@ -538,9 +538,7 @@ class SlackInstallationRow(Base):
 
     __tablename__ = "slack_installations"
     __table_args__ = (
-        Index(
-            "slack_installations_idx", "client_id", "enterprise_id", "team_id", "user_id", "installed_at"
-        ),
+        Index("slack_installations_idx", "client_id", "enterprise_id", "team_id", "user_id", "installed_at"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)

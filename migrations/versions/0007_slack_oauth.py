@@ -8,6 +8,7 @@ Revision ID: 0007_slack
 Revises: 0006
 Create Date: 2026-11-25
 """
+
 from collections.abc import Sequence
 
 import sqlalchemy as sa
