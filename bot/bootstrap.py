@@ -237,7 +237,7 @@ class Services:
 SLACK_STATE_TTL_S = 600
 
 
-def _slack_oauth_stores(
+def slack_oauth_stores(
     settings: Settings, engine: AsyncEngine
 ) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
     """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
@@ -278,7 +278,7 @@ async def build_services(
         sync_interval_s=settings.schedule_sync_s,
     )
     installations, states = (
-        _slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
+        slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
     )
     return Services(
         app.service,

@@ -376,3 +376,70 @@ async def _until(check: Any, timeout: float = 10.0) -> None:
     while not await check():
         assert time.monotonic() < deadline, "timed out"
         await asyncio.sleep(0.02)
+
+
+# ---------------------------------------------------------------------- the stores on both backends
+async def test_stores_on_each_backend(db_url: str) -> None:
+    """slack_sdk's async stores over our engine and migrated tables, on SQLite and PostgreSQL: installs of
+    two workspaces and a Grid org found apart, one deleted alone, a state good once.
+    """
+    from slack_sdk.oauth.installation_store.models.installation import Installation
+
+    from bot.bootstrap import slack_oauth_stores
+    from bot.storage.db import make_engine
+
+    settings = Settings(database_url=db_url, slack_client_id="1111.2222")
+    engine = make_engine(db_url)
+    try:
+        installs, states = slack_oauth_stores(settings, engine)
+
+        def install(team: str | None, enterprise: str | None = None, org: bool = False) -> Installation:
+            return Installation(
+                app_id="A1",
+                enterprise_id=enterprise,
+                team_id=team,
+                user_id="UINSTALLER",
+                bot_token=f"xoxb-{team or enterprise}",
+                bot_id="B1",
+                bot_user_id="UBOT",
+                bot_scopes=["chat:write", "commands"],
+                is_enterprise_install=org,
+            )
+
+        await installs.async_save(install(ALPHA))
+        await installs.async_save(install(BETA))
+        await installs.async_save(install(None, GRID, org=True))
+        for ws, token in (
+            (Workspace(None, ALPHA), f"xoxb-{ALPHA}"),
+            (Workspace(None, BETA), f"xoxb-{BETA}"),
+            (Workspace(GRID, None, is_enterprise_install=True), f"xoxb-{GRID}"),
+        ):
+            bot = await installs.async_find_bot(
+                enterprise_id=ws.enterprise_id,
+                team_id=ws.team_id,
+                is_enterprise_install=ws.is_enterprise_install,
+            )
+            assert bot is not None and bot.bot_token == token, ws
+        await installs.async_delete_all(enterprise_id=None, team_id=ALPHA)
+        assert await installs.async_find_bot(enterprise_id=None, team_id=ALPHA) is None
+        assert await installs.async_find_bot(enterprise_id=None, team_id=BETA) is not None
+
+        state = await states.async_issue()
+        assert await states.async_consume(state)
+        assert not await states.async_consume(state)  # good once
+        assert not await states.async_consume("forged")
+    finally:
+        await engine.dispose()
+
+
+def test_oauth_settings_alone_enable_the_slack_adapter() -> None:
+    from bot.adapters.registry import ADAPTERS
+
+    (spec,) = [s for s in ADAPTERS if s.name == "slack"]
+    oauth = Settings(
+        slack_client_id="1.2", slack_client_secret=SecretStr("c"), slack_signing_secret=SecretStr("s")
+    )
+    assert oauth.slack_oauth and spec.enabled(oauth)
+    assert not Settings(slack_client_id="1.2", slack_client_secret=SecretStr("c")).slack_oauth
+    adapter = build_adapter(oauth)
+    assert adapter.oauth is not None and adapter.bolt is None  # built at start, over the stores
