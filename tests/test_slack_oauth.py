@@ -443,3 +443,73 @@ def test_oauth_settings_alone_enable_the_slack_adapter() -> None:
     assert not Settings(slack_client_id="1.2", slack_client_secret=SecretStr("c")).slack_oauth
     adapter = build_adapter(oauth)
     assert adapter.oauth is not None and adapter.bolt is None  # built at start, over the stores
+
+
+async def test_org_wide_grid_install_is_keyed_by_the_org(oauth: Harness) -> None:
+    oauth.api.installing_org_wide = True
+    assert (await oauth.install(GRID_TEAM)).status_code == 200
+    bot = await oauth.bot(Workspace(GRID, None, is_enterprise_install=True))
+    assert bot is not None and bot.is_enterprise_install and bot.team_id is None
+    send = SlackSender(
+        f"{oauth.base}{EVENTS_PATH}", oauth.api, oauth.http, team=GRID_TEAM, enterprise=GRID, org_wide=True
+    )
+    post = await oauth.post_now(send, "CG1")
+    assert post["_team"] == GRID  # the org's token
+    assert [c.workspace_id for c in await _channels(oauth) if c.channel_id == "CG1"] == [GRID]
+    # Uninstalled from the org: its token goes, its schedules stop.
+    assert (await send.command(OWNER, "schedule set --time 07:00", channel="CG1")).status_code == 200
+    await oauth.api.wait_for("response", 2)
+    oauth.api.uninstall(GRID)
+    assert (await send.event({"type": "app_uninstalled"}, "Ev-org-1")).status_code == 200
+    await _until(lambda: _paused(oauth, GRID))
+    assert await oauth.bot(Workspace(GRID, None, is_enterprise_install=True)) is None
+
+
+# ---------------------------------------------------------------------- the fake's own rules
+async def test_fake_refuses_like_slack() -> None:
+    """The fake's token and OAuth rules (so the tests above can fail): unknown and revoked tokens,
+    another workspace's channel, a wrong client id or redirect URL at authorization.
+    """
+    from slack_sdk.errors import SlackApiError
+    from slack_sdk.web.async_client import AsyncWebClient
+
+    api = FakeSlackApi(
+        teams={ALPHA: Team("Alpha"), BETA: Team("Beta")},
+        channels={"CA1": Channel("a", team=ALPHA), "CB1": Channel("b", team=BETA)},
+        redirect_uris=["https://rz.example/slack/oauth_redirect"],
+    )
+    await api.start()
+    try:
+        with pytest.raises(SlackApiError, match="invalid_auth"):
+            await AsyncWebClient(token="xoxb-made-up", base_url=api.base_url).auth_test()
+        api.installing = BETA
+        async with httpx.AsyncClient() as browser:
+            base = {"scope": "chat:write", "state": "s1"}
+            bad = await browser.get(api.authorize_url, params={**base, "client_id": "0.0"})
+            assert bad.status_code == 400 and "invalid_client_id" in bad.text
+            bad = await browser.get(
+                api.authorize_url, params={**base, "client_id": api.client_id, "redirect_uri": "https://evil"}
+            )
+            assert bad.status_code == 400 and "bad_redirect_uri" in bad.text
+            ok = await browser.get(api.authorize_url, params={**base, "client_id": api.client_id})
+            assert ok.status_code == 302
+        code = httpx.URL(ok.headers["location"]).params["code"]
+        client = AsyncWebClient(base_url=api.base_url)
+        with pytest.raises(SlackApiError, match="bad_redirect_uri"):  # not the authorization's redirect URL
+            await client.oauth_v2_access(
+                client_id=api.client_id, client_secret=api.client_secret, code=code, redirect_uri="https://x"
+            )
+        api.codes[code] = Grant(BETA, None, {"chat:write"}, float("inf"))  # a fresh code for this test
+        token = (
+            await client.oauth_v2_access(client_id=api.client_id, client_secret=api.client_secret, code=code)
+        )["access_token"]
+        beta = AsyncWebClient(token=token, base_url=api.base_url)
+        assert (await beta.auth_test())["team_id"] == BETA
+        with pytest.raises(SlackApiError, match="channel_not_found"):
+            await beta.chat_postMessage(channel="CA1", text="hi")  # Alpha's channel
+        await beta.chat_postMessage(channel="CB1", text="hi")
+        api.uninstall(BETA)
+        with pytest.raises(SlackApiError, match="token_revoked"):
+            await beta.chat_postMessage(channel="CB1", text="hi")
+    finally:
+        await api.stop()
