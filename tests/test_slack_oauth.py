@@ -344,6 +344,13 @@ async def test_uninstall_removes_the_token_and_stops_that_workspace_only(oauth: 
     told = (await oauth.api.wait_for("response", n + 1))[-1]
     assert "not installed in this workspace any more" in told.dump()
 
+    # Installed again: a new token; an admin resumes the schedule, and posts work again.
+    assert (await oauth.install(ALPHA)).status_code == 200
+    assert (await alpha.command(OWNER, "schedule resume", channel="CA1")).status_code == 200
+    await _until(lambda: _not_paused(oauth, ALPHA))
+    post_a = await oauth.post_now(alpha, "CA1")
+    assert post_a["_team"] == ALPHA
+
 
 async def test_revoked_bot_token(oauth: Harness) -> None:
     assert (await oauth.install(BETA)).status_code == 200
@@ -365,6 +372,10 @@ async def _paused(h: Harness, ws: str) -> bool:
     return any(
         s.config.paused for s in await h.services.schedules.schedules() if s.channel.workspace_id == ws
     )
+
+
+async def _not_paused(h: Harness, ws: str) -> bool:
+    return not await _paused(h, ws)
 
 
 async def _gone(h: Harness, team: str) -> bool:
