@@ -277,9 +277,7 @@ async def build_services(
         platforms=frozenset(a.name for a in adapters),
         sync_interval_s=settings.schedule_sync_s,
     )
-    installations, states = (
-        slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
-    )
+    installations, states = slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
     return Services(
         app.service,
         app.schedules,
