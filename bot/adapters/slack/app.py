@@ -333,7 +333,7 @@ class SlackAdapter:
             install_page_rendering_enabled=False,
             installation_store=services.slack_installations,
             state_store=services.slack_oauth_states,
-            **({"authorization_url": self.oauth.authorize_url} if self.oauth.authorize_url else {}),
+            authorization_url=self.oauth.authorize_url,  # None: Slack's own page
         )
         self.bolt = build_bolt_app(self.ctx, self._signing_secret, settings)
         self.http.app = self.bolt
