@@ -239,6 +239,7 @@ async def build_services(
         app.schedules,
         clock,
         platforms=frozenset(a.name for a in adapters),
+        owns=shards.owns if (shards := settings.discord_shard_set) is not None else None,
         sync_interval_s=settings.schedule_sync_s,
     )
     return Services(app.service, app.schedules, scheduler, app)
