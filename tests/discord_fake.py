@@ -898,6 +898,7 @@ class Interactions:
         permissions: int,
         roles: list[int],
         channel_id: int = CHANNEL_ID,
+        guild_id: int = GUILD_ID,
     ) -> dict[str, Any]:
         n = next(self._n)
         interaction_id = self.fake.next_id()
@@ -910,12 +911,12 @@ class Interactions:
             "type": kind,
             "token": f"tok-{n}",
             "version": 1,
-            "guild_id": str(GUILD_ID),
+            "guild_id": str(guild_id),
             "channel_id": str(channel_id),
             "channel": {
                 "id": str(channel_id),
                 "type": 0,
-                "guild_id": str(GUILD_ID),
+                "guild_id": str(guild_id),
                 "name": "general",
                 "position": 0,
                 "permission_overwrites": [],
@@ -940,7 +941,7 @@ class Interactions:
             "locale": "en-US",
             "guild_locale": "en-US",
             "entitlements": [],
-            "authorizing_integration_owners": {"0": str(GUILD_ID)},
+            "authorizing_integration_owners": {"0": str(guild_id)},
             "context": 0,
             "attachment_size_limit": 10 * 1024 * 1024,
         }
@@ -996,7 +997,36 @@ class Interactions:
         Once the bot synced its commands, the options are checked as Discord's client enforces them:
         declared, required ones given, and a value of the declared choices (ValueError otherwise).
         """
-        payload = self._base(2, user_id, user, permissions, roles or [], channel_id)
+        payload = self.command_payload(
+            name,
+            options,
+            user_id=user_id,
+            user=user,
+            permissions=permissions,
+            roles=roles,
+            resolved=resolved,
+            channel_id=channel_id,
+        )
+        client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
+        return str(payload["token"])
+
+    def command_payload(
+        self,
+        name: str,
+        options: list[dict[str, Any]] | None = None,
+        *,
+        user_id: int = 111,
+        user: str = "alice",
+        permissions: int = 0,
+        roles: list[int] | None = None,
+        resolved: dict[str, Any] | None = None,
+        channel_id: int = CHANNEL_ID,
+        guild_id: int = GUILD_ID,
+    ) -> dict[str, Any]:
+        """The INTERACTION_CREATE payload of a slash command (checked as :meth:`command` says), for
+        :meth:`command` or for the gateway to dispatch to the guild's shard (:class:`FakeGateway`).
+        """
+        payload = self._base(2, user_id, user, permissions, roles or [], channel_id, guild_id)
         parts = name.split()
         opts: list[dict[str, Any]] = options or []
         guild = self._check_options(parts, opts)
@@ -1007,8 +1037,7 @@ class Interactions:
             payload["data"]["guild_id"] = guild.rsplit("/", 1)[1]
         if resolved:
             payload["data"]["resolved"] = resolved
-        client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
-        return str(payload["token"])
+        return payload
 
     def _check_options(self, parts: list[str], options: list[dict[str, Any]]) -> str | None:
         """The options against the synced command; the "/guilds/<id>" it was synced to, if any."""

@@ -35,7 +35,7 @@ from bot.storage.db import make_engine
 from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
-from tests.discord_fake import FakeDiscord, guild_shard
+from tests.discord_fake import MANAGE_GUILD, FakeDiscord, Interactions, guild_shard
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -158,6 +158,21 @@ async def _schedule(engine: Any, channels: dict[int, int], at: dt.datetime) -> d
     }
 
 
+async def _paused(engine: Any, expected: set[int]) -> set[int]:
+    """The paused schedules' channel pks, once they are ``expected`` (or after 5 s)."""
+    factory = session_factory(engine)
+    service = ScheduleService(
+        lambda: SqlUnitOfWork(factory), _Clock(), QuizService(lambda: SqlUnitOfWork(factory), _Clock())
+    )
+    found: set[int] = set()
+    for _ in range(50):  # the command's reply may come before its transaction commits: poll
+        found = {s.channel_pk for s in await service.schedules() if s.config.paused}
+        if found == expected:
+            break
+        await asyncio.sleep(0.1)
+    return found
+
+
 def _posts(fake: FakeDiscord, channel_id: int) -> int:
     """Challenge posts (embeds with a Start button) Discord accepted in a channel."""
     return sum(
@@ -202,6 +217,25 @@ async def test_two_shard_processes_post_each_guild_once_and_no_failover(
             assert sorted(proc.posted()) == sorted(pk for pk, s in shard_of_pk.items() if s == shard), (
                 proc.output()
             )
+
+        # Admin commands: Discord routes each to the process of its guild's shard, which handles it.
+        interactions = Interactions(fake)
+        paused: set[int] = set()
+        for shard in (0, 1):
+            channel_id = next(c for c, g in first.items() if guild_shard(g, SHARDS) == shard)
+            payload = interactions.command_payload(
+                "rankzero schedule pause",
+                permissions=MANAGE_GUILD,
+                channel_id=channel_id,
+                guild_id=first[channel_id],
+            )
+            assert (
+                await fake.gateway.dispatch_to_guild(first[channel_id], "INTERACTION_CREATE", payload)
+                == shard
+            )
+            await fake.wait_for(lambda p=payload: int(p["id"]) in fake.acknowledged, timeout=15)
+            paused.add(pks[channel_id])
+        assert await _paused(database, paused) == paused
 
         # B dies. The next minute's schedules: A posts its shard's channel; B's waits for B's restart.
         b.kill()
