@@ -10,7 +10,11 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import os
+import subprocess
+import sys
 from collections.abc import AsyncIterator
+from pathlib import Path
 from typing import Any
 
 import discord
@@ -32,6 +36,8 @@ from tests.discord_fake import (
     Interactions,
     guild_shard,
 )
+
+ROOT = Path(__file__).resolve().parents[1]
 
 
 def guild_on(shard: int, count: int, n: int = 0) -> int:
@@ -65,6 +71,29 @@ def test_bad_shards_are_refused_with_one_line(text: str, says: str) -> None:
     with pytest.raises(ValidationError) as settings_error:
         Settings(discord_shards=text, database_url="sqlite+aiosqlite:///:memory:")
     assert "discord_shards" in str(settings_error.value) and says in str(settings_error.value)
+
+
+def test_serve_stops_on_bad_shards_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env |= {
+        "RANKZERO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'x.db'}",
+        "RANKZERO_DISCORD_TOKEN": "secret-token-value",
+        "RANKZERO_DISCORD_SHARDS": "1,2/2",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "serve"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: bad RankZero settings: discord_shards (RANKZERO_DISCORD_SHARDS): shards '1,2/2': shard id(s) "
+        "[2] outside 0..1 (ids are 0 to count - 1)"
+    ]
+    assert not (tmp_path / "x.db").exists()
 
 
 def test_without_the_setting_one_process_serves_every_guild() -> None:
