@@ -416,12 +416,11 @@ class FakeGateway:
     async def _identify(self, ws: web.WebSocketResponse, d: dict[str, Any]) -> int | None:
         if self.token is not None and d.get("token") != self.token:
             return await self._refuse(ws, CLOSE_AUTHENTICATION_FAILED, "Authentication failed.")
-        shard_id, count = d.get("shard") or [0, 1]
-        if (
-            not (isinstance(shard_id, int) and isinstance(count, int))
-            or count < 1
-            or not 0 <= shard_id < count
-        ):
+        shard = d.get("shard", [0, 1])  # without "shard": one connection for every guild
+        if not (isinstance(shard, list) and len(shard) == 2 and all(type(n) is int for n in shard)):
+            return await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
+        shard_id, count = shard
+        if count < 1 or not 0 <= shard_id < count:
             return await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
         if count < self.min_shards:
             return await self._refuse(ws, CLOSE_SHARDING_REQUIRED, "Sharding required.")

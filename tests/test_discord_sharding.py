@@ -30,6 +30,7 @@ from bot.core.schedule import Schedule, ScheduleConfig
 from bot.core.sharding import ShardSet, parse_shards, shard_of
 from bot.scheduling import RankZeroScheduler
 from tests.discord_fake import (
+    CLOSE_AUTHENTICATION_FAILED,
     CLOSE_INVALID_SHARD,
     CLOSE_SHARDING_REQUIRED,
     FakeDiscord,
@@ -219,17 +220,22 @@ async def test_each_shard_gets_only_its_guilds_and_interactions(gateway: FakeDis
 
 
 @pytest.mark.parametrize(
-    ("shard_ids", "count", "min_shards", "code"),
-    [([2], 2, 1, CLOSE_INVALID_SHARD), ([0], 2, 4, CLOSE_SHARDING_REQUIRED)],
+    ("shard_ids", "count", "min_shards", "token", "code"),
+    [
+        ([2], 2, 1, "token", CLOSE_INVALID_SHARD),
+        ([0], 2, 4, "token", CLOSE_SHARDING_REQUIRED),
+        ([0], 2, 1, "another bot's token", CLOSE_AUTHENTICATION_FAILED),
+    ],
 )
 async def test_a_bad_identify_is_closed_as_discord_does(
-    gateway: FakeDiscord, shard_ids: list[int], count: int, min_shards: int, code: int
+    gateway: FakeDiscord, shard_ids: list[int], count: int, min_shards: int, token: str, code: int
 ) -> None:
     gateway.gateway.min_shards = min_shards
+    gateway.gateway.token = token
     client = discord.AutoShardedClient(
         intents=discord.Intents(guilds=True), shard_ids=shard_ids, shard_count=count
     )
-    await client.login("token")
+    await client.login("token")  # the fake's REST API takes any token; its gateway checks it
     with pytest.raises(discord.ConnectionClosed) as closed:
         await asyncio.wait_for(client.connect(reconnect=True), 20)
     assert closed.value.code == code and gateway.gateway.refused == [code]
