@@ -11,7 +11,8 @@ from bot.core.dispute_service import DisputeService
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
 from bot.core.practice import PracticeService
 from bot.core.service import QuizService
-from bot.runner_client import HttpRunnerClient, LocalRunnerClient
+from bot.runner_client import LocalRunnerClient
+from bot.runner_fleet import OwnedRunner, runner_from_settings
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.practice import SqlPracticeUnitOfWork
@@ -30,7 +31,7 @@ class App:
     #: Disputes, previews, verification and answer corrections (bot/core/dispute_service.py).
     disputes: DisputeService = field(kw_only=True)
     #: The runner client build_app opened (closed with the app), if any.
-    runner: HttpRunnerClient | LocalRunnerClient | None = field(default=None, kw_only=True)
+    runner: OwnedRunner | None = field(default=None, kw_only=True)
 
     async def close(self) -> None:
         """Release database connections (and the runner client's)."""
@@ -50,8 +51,8 @@ async def build_app(
 ) -> App:
     """Migrate the database (unless told not to) and wire the service.
 
-    ``runner`` defaults to an HttpRunnerClient on RANKZERO_RUNNER_URL when that is set; otherwise, with
-    ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when that is
+    set; otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
     """
     if migrate:
         await upgrade_async(settings.database_url)
@@ -66,10 +67,9 @@ async def build_app(
         transactions=GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine)),
     )
     practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock or SystemClock())
-    owned: HttpRunnerClient | LocalRunnerClient | None = None
+    owned: OwnedRunner | None = None
     if runner is None and settings.runner_url:
-        token = settings.runner_token.get_secret_value() if settings.runner_token else None
-        owned = HttpRunnerClient(settings.runner_url, token)
+        owned = runner_from_settings(settings)
     elif runner is None and local_runner:
         owned = LocalRunnerClient()
     runner = runner or owned

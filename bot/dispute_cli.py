@@ -26,6 +26,7 @@ from bot.core.models import Actor, Question
 from bot.core.ports import RunnerClient
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
+from bot.runner_fleet import runner_from_settings
 from questions.loader import BankValidationError, default_bank_dir, load_paths
 
 
@@ -142,9 +143,9 @@ async def _verify(
             runner, questions, concurrency=concurrency, timeout_s=timeout_s, on_done=done
         )
 
-    if settings.runner_url:
-        token = settings.runner_token.get_secret_value() if settings.runner_token else None
-        async with HttpRunnerClient(settings.runner_url, token) as client:
+    configured = runner_from_settings(settings)
+    if configured is not None:
+        async with configured as client:
             return await with_runner(client)
     console.print("[dim]no RANKZERO_RUNNER_URL: starting a local runner…[/dim]")
     local = LocalRunner(max_concurrent=max(2, concurrency))

@@ -13,6 +13,7 @@ from rich.console import Console
 from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.runner_client import HttpRunnerClient, LocalRunner
+from bot.runner_fleet import runner_from_settings
 from questions.build import BuildReport, build
 from questions.families import default_families_dir, default_generated_dir, load_families
 from questions.loader import BankValidationError, default_bank_dir, load_paths
@@ -31,9 +32,9 @@ async def _build(
     prune = not families  # the whole shipped set: a generated file without its family file is stale
     if not any(f.spec.runs for f in load_families(paths)):
         return await build(paths, out, None, check=check, force=force, prune=prune, on_progress=say)
-    if settings.runner_url:
-        token = settings.runner_token.get_secret_value() if settings.runner_token else None
-        async with HttpRunnerClient(settings.runner_url, token) as client:
+    configured = runner_from_settings(settings)
+    if configured is not None:
+        async with configured as client:
             return await build(
                 paths,
                 out,
@@ -133,5 +134,3 @@ def questions_stats(paths: tuple[str, ...], as_json: bool) -> None:
                 click.echo(f"  {k:44} {v}")
         else:
             click.echo(f"{key:24} {value}")
-
-
