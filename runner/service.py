@@ -105,8 +105,9 @@ class RunnerService:
         if shape is None:
             return hw, backends
         names = [f"advertised for tests (really {hw.gpus} GPUs)"] * shape
-        more = ["nccl"] if shape and "nccl" not in backends else []
-        return Hardware(gpus=shape, names=names, torch=hw.torch, cuda=hw.cuda), backends + more
+        # NCCL goes with the GPUs advertised, not with the torch build.
+        advertised = [b for b in backends if b != "nccl"] + (["nccl"] if shape else [])
+        return Hardware(gpus=shape, names=names, torch=hw.torch, cuda=hw.cuda), advertised
 
     def health(self) -> dict[str, Any]:
         """Capabilities for GET /v1/health."""

@@ -26,6 +26,7 @@ from bot.runner_client import (
 )
 from runner.api import create_app
 from runner.config import RunnerConfig
+from runner.hardware import probe
 from runner.sandbox import bubblewrap_path
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode
@@ -78,16 +79,20 @@ async def test_health_keys_and_values(client: HttpRunnerClient, runner_service: 
 
 def test_a_test_runner_advertises_gpus_but_runs_on_what_it_has() -> None:
     """--test-advertise-gpus (testing only): health claims the shape; verdicts say what really ran."""
-    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={}, max_concurrent_jobs=1, test_advertise_gpus=2))
+    real = probe().gpus
+    svc = RunnerService(
+        RunnerConfig(memory_mb=2048, pool={}, max_concurrent_jobs=1, test_advertise_gpus=real + 2)
+    )
     try:
         health = svc.health()
-        assert health["hardware"]["gpus"] == 2 and health["test_advertised"] is True
-        assert "nccl" in health["backends"] and "really 0 GPUs" in health["hardware"]["names"][0]
-        # It refuses an NCCL job it cannot really run, before anything starts.
-        verdict = svc.run(RunRequest("print(1)", mode=Mode.DDP, nproc=2, backend="nccl"))
-        assert verdict.status.value == "unsupported" and verdict.hardware.gpus == 0
-        assert verdict.notes[0].startswith("test runner: it advertises 2 GPUs")
-        assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
+        assert health["hardware"]["gpus"] == real + 2 and health["test_advertised"] is True
+        assert "nccl" in health["backends"]
+        assert health["hardware"]["names"][0] == f"advertised for tests (really {real} GPUs)"
+        # It refuses an NCCL job it cannot really run (a rank more than its real GPUs), before it starts.
+        verdict = svc.run(RunRequest("print(1)", mode=Mode.DDP, nproc=real + 1, backend="nccl"))
+        assert verdict.status.value == "unsupported" and verdict.hardware.gpus == real
+        assert verdict.notes[0].startswith(f"test runner: it advertises {real + 2} GPUs")
+        assert verdict.ranks == []
     finally:
         svc.close()
 

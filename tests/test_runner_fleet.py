@@ -72,8 +72,11 @@ def gpu_runner() -> Iterator[RunnerServer]:
 
 @pytest.fixture(scope="module")
 def cpu_runner() -> Iterator[RunnerServer]:
-    """A CPU runner that runs one job at a time (so that it can be made busy)."""
-    with runner_server(pool="1:0", args=["--max-concurrent", "1"]) as server:
+    """A CPU runner that runs one job at a time (so that it can be made busy).
+
+    It advertises 0 GPUs, so that it is the CPU shape on a host with GPUs too.
+    """
+    with runner_server(pool="1:0", args=["--max-concurrent", "1", "--test-advertise-gpus", "0"]) as server:
         yield server
 
 
@@ -97,7 +100,7 @@ async def test_each_runner_reports_its_shape(gpu_runner: RunnerServer, cpu_runne
     gpu, cpu = _health(gpu_runner), _health(cpu_runner)
     assert (gpu["hardware"]["gpus"], gpu["test_advertised"]) == (2, True)
     assert "nccl" in gpu["backends"] and gpu["capacity"]["max_concurrent_jobs"] == 2
-    assert (cpu["hardware"]["gpus"], cpu["test_advertised"]) == (0, False)
+    assert (cpu["hardware"]["gpus"], cpu["test_advertised"]) == (0, True)
     assert cpu["backends"] == ["gloo"] and cpu["capacity"]["max_concurrent_jobs"] == 1
     assert cpu["capacity"]["free_slots"] == 1 and cpu["capacity"]["cpu_cores"] >= 1
     async with _fleet(cpu_runner, gpu_runner) as fleet:
@@ -122,7 +125,7 @@ async def test_a_two_gpu_job_goes_to_the_runner_with_gpus_a_cpu_job_to_the_small
         verdict = await fleet.run(RunSpec("print('cpu job')"))
         assert verdict.status == "ok" and verdict.stdout == "cpu job\n"
         # A CPU question stays off the GPU runner while the CPU runner has a free slot.
-        assert not any(n.startswith("test runner") for n in verdict.notes)
+        assert verdict.notes[0].startswith("test runner: it advertises 0 GPUs")
         assert (_served(gpu_runner), _served(cpu_runner)) == (before[0] + 1, before[1] + 1)
 
 
@@ -152,9 +155,11 @@ async def test_cannot_reproduce_only_when_no_runner_of_the_fleet_can(
     async with _fleet(cpu_runner, gpu_runner) as fleet:
         disputes = DisputeService(lambda: None, FrozenClock(START), fleet)  # type: ignore[arg-type,return-value]
         card = await disputes.check_question(question)
-        # It reached the 2-GPU runner (which, having no real GPU, answers that CUDA is needed).
+        # It reached the 2-GPU runner (which, without a real GPU, answers that CUDA is needed).
         assert card.cannot_reproduce is None and card.verdict is not None
-        assert card.verdict.status == "unsupported" and card.verdict.notes[0].startswith(TEST_RUNNER_NOTE)
+        assert card.verdict.notes[0].startswith(TEST_RUNNER_NOTE)
+        if card.verdict.hardware.gpus == 0:
+            assert card.verdict.status == "unsupported"
         card = await disputes.check_question(four)
         assert card.verdict is None
         assert card.cannot_reproduce is not None and card.cannot_reproduce.startswith(
@@ -170,7 +175,7 @@ async def test_cannot_reproduce_only_when_no_runner_of_the_fleet_can(
 
 
 async def test_a_killed_runner_is_passed_over(gpu_runner: RunnerServer) -> None:
-    with runner_server(pool="1:0", args=["--max-concurrent", "2"]) as doomed:
+    with runner_server(pool="1:0", args=["--max-concurrent", "2", "--test-advertise-gpus", "0"]) as doomed:
         async with _fleet(doomed, gpu_runner, health_ttl_s=600.0, down_retry_s=600.0) as fleet:
             await fleet.health()  # both up: the CPU job would go to `doomed` (the smaller runner)
             os.kill(doomed.pid, signal.SIGTERM)  # only the process this test started
