@@ -31,6 +31,7 @@ from bot.core.errors import ConfigurationError, RunnerUnavailableError
 from bot.core.verdicts import RunSpec
 from bot.runner_client import HttpRunnerClient, RunnerRefusedError
 from bot.runner_fleet import FleetRunnerClient, RunnerEndpoint, parse_runner_endpoints, runner_from_settings
+from runner.hardware import cpu_cores
 from tests.fakes import FrozenClock
 from tests.runner_server import RunnerServer, runner_server
 
@@ -430,3 +431,27 @@ def test_the_cli_names_a_bad_runner_setting(tmp_path: Path) -> None:
         "error: RANKZERO_RUNNER_URL entry 2 'runner-b:8765' is not an http(s) URL with a host: "
         "use e.g. http://gpu-2x:8765,http://cpu:8765"
     )
+
+
+# --------------------------------------------------------------------------- the runner's side
+def test_the_test_only_shape_is_refused_off_loopback() -> None:
+    exe = Path(sys.executable).parent / "rankzero-runner"
+    done = subprocess.run(
+        [str(exe), "serve", "--host", "0.0.0.0", "--port", "1", "--test-advertise-gpus", "2"],
+        env={**os.environ, "RANKZERO_RUNNER_TOKEN": "some-token"},
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert "--test-advertise-gpus is for tests only: it needs a loopback --host" in done.stderr
+
+
+@pytest.mark.parametrize(
+    ("cpu_max", "expected"), [("max 100000\n", None), ("150000 100000\n", 2), ("50000 100000", 1)]
+)
+def test_cpu_cores_follow_a_cgroup_quota(tmp_path: Path, cpu_max: str, expected: int | None) -> None:
+    affinity = len(os.sched_getaffinity(0))
+    assert cpu_cores(tmp_path) == affinity  # no cpu.max: the affinity
+    (tmp_path / "cpu.max").write_text(cpu_max)
+    assert cpu_cores(tmp_path) == (affinity if expected is None else min(affinity, expected))
