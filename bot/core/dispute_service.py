@@ -342,15 +342,8 @@ class DisputeService:
             async with self._uow() as uow:
                 await uow.disputes.delete_dispute(dispute_id)
             return DisputeCard(
-                question.id,
-                question.version,
-                question.prompt,
-                spec,
-                variant,
-                question.choices,
-                None,
-                None,
-                shortfall,
+                question.id, question.version, question.prompt, spec, variant, question.choices, None,
+                None, shortfall,
             )
         card = DisputeCard(
             question.id,
