@@ -455,3 +455,50 @@ def test_cpu_cores_follow_a_cgroup_quota(tmp_path: Path, cpu_max: str, expected:
     assert cpu_cores(tmp_path) == affinity  # no cpu.max: the affinity
     (tmp_path / "cpu.max").write_text(cpu_max)
     assert cpu_cores(tmp_path) == (affinity if expected is None else min(affinity, expected))
+
+
+def test_questions_verify_runs_on_the_fleet(
+    tmp_path: Path, gpu_runner: RunnerServer, cpu_runner: RunnerServer
+) -> None:
+    """The real command, with two runners and a token for each in the environment."""
+
+    def question(qid: str, gpus: int) -> dict[str, Any]:
+        return {
+            "id": qid,
+            "kind": "predict_output",
+            "topic": "Multi-GPU basics",
+            "difficulty": "beginner",
+            "prompt": "What is printed?",
+            "code": "import os\nif os.environ.get('RANK', '0') == '0':\n    print('x')\n",
+            "runner": {"mode": "ddp", "nproc": 2, "gpus": gpus},
+            "choices": [{"text": "x", "correct": True}, {"text": "y", "correct": False}],
+        }
+
+    bank = tmp_path / "bank.yaml"
+    bank.write_text(
+        yaml.safe_dump(
+            {"questions": [question("on-cpu", 0), question("two-gpus", 2), question("four-gpus", 4)]}
+        )
+    )
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env.update(
+        COLUMNS="200",
+        RANKZERO_RUNNER_URL=f"{cpu_runner.url},{gpu_runner.url}",
+        RANKZERO_RUNNER_TOKEN=f"{cpu_runner.token},{gpu_runner.token}",
+    )
+    before = _served(gpu_runner), _served(cpu_runner)
+    done = subprocess.run(
+        [str(Path(sys.executable).parent / "rankzero"), "questions", "verify", str(bank)],
+        cwd=tmp_path,
+        env=env,
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    assert done.returncode == 0, done.stdout + done.stderr
+    assert "confirmed     on-cpu" in done.stdout and "confirmed     two-gpus" in done.stdout
+    assert (
+        "cannot check  four-gpus: cannot reproduce here: needs 4 GPUs, none of the 2 runners has more than 2"
+        in done.stdout
+    )
+    assert (_served(gpu_runner), _served(cpu_runner)) == (before[0] + 1, before[1] + 1)
