@@ -22,7 +22,7 @@ setup: $(STAMP) sandbox
 $(STAMP): pyproject.toml
 	$(PYTHON) -m venv $(VENV)
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[runner,dev]'
+	$(BIN)/python -m pip install --quiet -e '.[runner,dev,optimizer]'
 	touch $(STAMP)
 
 # The runner's sandbox is bubblewrap, its syscall filter is compiled with libseccomp (Debian packages;

@@ -124,7 +124,7 @@ async def test_quiz_refuses_bad_letters_and_other_players_quizzes(
 
 
 # ---------------------------------------------------------------------------------------------- review
-async def test_review_schedules_cards_with_sm2_and_stores_due_dates(
+async def test_review_schedules_cards_with_fsrs_and_stores_due_dates(
     services: tuple[QuizService, PracticeService], clock: FrozenClock
 ) -> None:
     _, practice = services
@@ -133,27 +133,29 @@ async def test_review_schedules_cards_with_sm2_and_stores_due_dates(
     assert (await practice.start_review(ALICE.player)).added == 0, "cards are unique per player and card"
     card = await practice.next_card(ALICE.player)
     assert card is not None and card.front == "Front 1?" and card.back == "Back 1."
-    assert dict(card.next_intervals) == {"again": "1m", "hard": "6m", "good": "10m", "easy": "4d"}
+    # FSRS-6 defaults: learning steps 1m/10m (Hard: their mean), Easy: the initial stability 8.3 days.
+    assert dict(card.next_intervals) == {"again": "1m", "hard": "6m", "good": "10m", "easy": "8d"}
     out = await practice.grade_card(ALICE.player, card.card_id, "good", card.showing)
     assert (out.phase, out.next_in) == ("learning", "10m")
     # The other new card is due now, so it comes before the learning card.
     second = await practice.next_card(ALICE.player)
     assert second is not None and second.front == "Front 2?"
     out2 = await practice.grade_card(ALICE.player, second.card_id, "e", second.showing)
-    assert (out2.phase, out2.interval_days, out2.next_in) == ("review", 4, "4d")
+    assert (out2.phase, out2.interval_days, out2.next_in) == ("review", 8, "8d")
     # Nothing due now: the learning card due in 10 minutes is within Anki's 20-minute learn-ahead.
     ahead = await practice.next_card(ALICE.player)
     assert ahead is not None and ahead.card_id == card.card_id and ahead.phase == "learning"
     clock.advance(600)
     out = await practice.grade_card(ALICE.player, card.card_id, "3", ahead.showing)
-    assert (out.phase, out.interval_days) == ("review", 1)
+    assert (out.phase, out.interval_days) == ("review", 2)  # Good's stability 2.3 days, rounded
     assert await practice.next_card(ALICE.player) is None
     summary = await practice.start_review(ALICE.player)
-    assert summary.due_now == 0 and summary.next_due == clock.now() + dt.timedelta(days=1)
-    clock.advance(86400)
+    assert summary.due_now == 0 and summary.next_due == clock.now() + dt.timedelta(days=2)
+    clock.advance(2 * 86400)
     due = await practice.next_card(ALICE.player)
     assert due is not None and due.card_id == card.card_id
-    assert dict(due.next_intervals) == {"again": "10m", "hard": "2d", "good": "3d", "easy": "4d"}
+    # The previews are what grading schedules (no fuzz): recalled on the due day, stability grows.
+    assert dict(due.next_intervals) == {"again": "10m", "hard": "8d", "good": "11d", "easy": "19d"}
     out = await practice.grade_card(ALICE.player, due.card_id, "again", due.showing)
     assert (out.phase, out.lapses, out.next_in) == ("relearning", 1, "10m")
     assert (await practice.stats(ALICE.player)).reviews == 4

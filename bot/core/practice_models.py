@@ -14,7 +14,7 @@ from typing import Literal, Protocol
 from bot.core.grading import ConceptResult
 from bot.core.models import Choice, PlayerRef, Question, QuestionCandidate
 from bot.core.ports import UnitOfWork
-from bot.core.sm2 import CardState, Grade, Phase
+from bot.core.srs import CardState, Grade, Phase
 
 CardSource = Literal["bank", "mistake"]
 
@@ -175,6 +175,43 @@ class DueNudge:
     due: int
 
 
+@dataclass(frozen=True)
+class NudgeCard:
+    """The daily reminder a player opted into: how many flashcards are due (sent privately)."""
+
+    display_name: str
+    due: int
+    day: dt.date
+
+
+@dataclass(frozen=True)
+class NudgeReport:
+    """What one nudge run did: players reminded, skipped (already reminded today), failed to reach."""
+
+    sent: tuple[PlayerRef, ...]
+    failed: tuple[PlayerRef, ...]
+
+
+@dataclass(frozen=True)
+class OptimizeOutcome:
+    """The result of optimising a player's FSRS parameters from their own review history."""
+
+    reviews: int
+    needed: int
+    optimized: bool
+    parameters: tuple[float, ...] | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    """One logged self-grade, as the FSRS optimizer reads it."""
+
+    card_id: int
+    grade: Grade
+    reviewed_at: dt.datetime
+
+
 # ---------------------------------------------------------------------------------------------- port rows
 @dataclass(frozen=True)
 class QuizItemRow:
@@ -300,4 +337,40 @@ class PracticeUnitOfWork(UnitOfWork, Protocol):
 
     async def players_with_due_cards(self, now: dt.datetime) -> list[tuple[PlayerRef, int]]:
         """Players with at least one card due, and how many."""
+        ...
+
+    async def fsrs_parameters(self, player_pk: int) -> tuple[float, ...] | None:
+        """The player's optimised FSRS parameters, or None (the defaults)."""
+        ...
+
+    async def save_fsrs_parameters(
+        self, player_pk: int, parameters: Sequence[float], reviews: int, now: dt.datetime
+    ) -> None:
+        """Store the player's optimised parameters and how many reviews they came from."""
+        ...
+
+    async def review_history(self, player_pk: int) -> list[ReviewRecord]:
+        """Every logged self-grade of the player's cards, oldest first."""
+        ...
+
+    async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
+        """Turn the player's daily reminder of due cards on or off."""
+        ...
+
+    async def nudge_enabled(self, player_pk: int) -> bool:
+        """Whether the player opted into the daily reminder."""
+        ...
+
+    async def nudge_candidates(self, now: dt.datetime, day: dt.date) -> list[tuple[int, PlayerRef, int]]:
+        """Opted-in players with cards due at ``now`` and no reminder claimed for ``day``:
+        (player_pk, player, cards due).
+        """
+        ...
+
+    async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:
+        """Claim the player's reminder of ``day`` (unique per player and day); False if already taken."""
+        ...
+
+    async def release_nudge(self, player_pk: int, day: dt.date) -> None:
+        """Drop a claim whose message could not be delivered, so a later run tries again that day."""
         ...

@@ -36,7 +36,7 @@ from bot.core.practice_models import (
     ReviewOutcome,
     ReviewSummary,
 )
-from bot.core.sm2 import Grade
+from bot.core.srs import Grade
 
 PURPLE = discord.Colour.purple()
 GRADE_STYLE: dict[Grade, discord.ButtonStyle] = {

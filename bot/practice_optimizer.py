@@ -1,0 +1,57 @@
+"""Per-player FSRS parameters: fsrs's Optimizer fitted to one player's review log.
+
+fsrs's Optimizer needs torch, pandas and tqdm (``pip install 'rankzero[optimizer]'``); without them
+RankZero schedules with FSRS's default parameters and :class:`FsrsOptimizer` says what to install. It
+lives outside ``bot/core`` only because of that optional, heavy dependency: it is as pure as the
+scheduler. It is CPU-bound (torch, a few seconds for a thousand reviews), so the service calls it in a
+worker thread.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+
+from fsrs import ReviewLog
+
+from bot.core.errors import RankZeroError
+from bot.core.practice_models import ReviewRecord
+from bot.core.srs import RATINGS
+
+INSTALL_HINT = "pip install 'rankzero[optimizer]' (fsrs's optimizer: torch, pandas, tqdm)"
+
+
+class OptimizerUnavailableError(RankZeroError):
+    """fsrs's Optimizer cannot run here: its optional dependencies are not installed."""
+
+
+def optimizer_available() -> bool:
+    """True when fsrs's Optimizer and its dependencies (torch, pandas, tqdm) import."""
+    try:
+        import pandas  # noqa: F401
+        import torch  # noqa: F401
+        import tqdm  # noqa: F401
+    except ImportError:
+        return False
+    return True
+
+
+class FsrsOptimizer:
+    """The :class:`bot.core.practice.ParameterOptimizer` of fsrs (its ``Optimizer``)."""
+
+    def optimize(self, reviews: Sequence[ReviewRecord]) -> tuple[float, ...]:
+        """FSRS's 21 parameters fitted to these reviews (fsrs returns its defaults for too few)."""
+        if not optimizer_available():
+            raise OptimizerUnavailableError(f"per-player FSRS optimisation is not installed: {INSTALL_HINT}")
+        from fsrs import Optimizer  # fsrs loads its optimizer (and torch) only on first use
+
+        logs = [
+            ReviewLog(
+                card_id=r.card_id,
+                rating=RATINGS[r.grade],
+                review_datetime=r.reviewed_at.astimezone(dt.UTC),
+                review_duration=None,
+            )
+            for r in reviews
+        ]
+        return tuple(float(x) for x in Optimizer(logs).compute_optimal_parameters())
