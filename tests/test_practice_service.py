@@ -216,6 +216,126 @@ async def test_players_with_due_cards_for_a_nudge(services: tuple[QuizService, P
     assert [(n.player.user_id, n.due) for n in nudges] == [("alice", 2)]
 
 
+# ---------------------------------------------------------------------------------------------- daily nudge
+async def test_the_daily_nudge_is_opt_in_private_and_sent_at_most_once_a_day(
+    services: tuple[QuizService, PracticeService], clock: FrozenClock
+) -> None:
+    _, practice = services
+    carol = actor("carol")
+    for who in (ALICE, BOB):
+        await practice.start_review(who.player)  # 2 cards due each
+    platform = FakePlatform(unreachable={"bob"})
+    report = await practice.send_nudges(platform)
+    assert platform.nudges == [] and report.sent == (), "nobody opted in: nobody is nudged"
+    assert await practice.nudge_enabled(ALICE.player) is False
+    for who in (ALICE, BOB, carol):
+        assert await practice.set_nudge(who.player, True) is True
+    assert await practice.nudge_enabled(ALICE.player) is True
+
+    report = await practice.send_nudges(platform)
+    today = clock.now().date()
+    assert [(p.user_id, c.due, c.day, c.display_name) for p, c in platform.nudges] == [
+        ("alice", 2, today, "Alice")
+    ]
+    assert [p.user_id for p in report.failed] == ["bob"], "carol has nothing due; bob's DMs are closed"
+    # Later the same day: Alice is not nudged again; Bob's undelivered nudge is tried again.
+    clock.advance(3600)
+    platform.unreachable.clear()
+    await practice.send_nudges(platform)
+    assert [p.user_id for p, _ in platform.nudges] == ["alice", "bob"]
+    assert (await practice.send_nudges(platform)).sent == ()
+
+    # The next day, two processes run the job at once: each player still gets one nudge.
+    clock.advance(86400)
+    first, second = FakePlatform(), FakePlatform()
+    await asyncio.gather(practice.send_nudges(first), practice.send_nudges(second))
+    sent = sorted(p.user_id for p, _ in first.nudges + second.nudges)
+    assert sent == ["alice", "bob"]
+    # Opting out stops it.
+    await practice.set_nudge(ALICE.player, False)
+    clock.advance(86400)
+    third = FakePlatform()
+    await practice.send_nudges(third)
+    assert [p.user_id for p, _ in third.nudges] == ["bob"]
+
+
+# ---------------------------------------------------------------------------------------------- FSRS parameters
+class RecordingOptimizer:
+    """A ParameterOptimizer that records what it was given and returns FSRS's defaults with a longer
+    initial Easy stability (w3 = 20 days), which the previews must then show.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def optimize(self, reviews: Any) -> tuple[float, ...]:
+        from bot.core.srs import DEFAULT_SCHEDULER
+
+        self.calls.append(len(reviews))
+        params = list(DEFAULT_SCHEDULER.parameters)
+        params[3] = 20.0
+        return tuple(params)
+
+
+async def test_parameters_are_optimised_from_the_players_own_reviews_past_the_threshold(
+    db_url: str, clock: FrozenClock
+) -> None:
+    from bot.core.practice import OPTIMIZE_MIN_REVIEWS
+    from bot.storage.models import CardReviewRow
+
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
+    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    cards = [dict(c, id=f"card-{i}", front=f"Front {i}?") for i, c in enumerate(_cards() * 5)]
+    await quiz.admin_import(ADMIN, cards)
+    await practice.start_review(ALICE.player)
+    first = await practice.next_card(ALICE.player)
+    assert first is not None and dict(first.next_intervals)["easy"] == "8d"
+    optimizer = RecordingOptimizer()
+    # A short history: the defaults stay, and the optimizer is not even started.
+    await practice.grade_card(ALICE.player, first.card_id, "good", first.showing)
+    outcome = await practice.optimize_parameters(ALICE.player, optimizer)
+    assert (outcome.optimized, outcome.reviews, outcome.needed) == (False, 0, OPTIMIZE_MIN_REVIEWS)
+    assert "512" in outcome.reason and optimizer.calls == []
+
+    # 10 cards reviewed every other day, 60 times each: 59 countable reviews per card.
+    async with factory() as session, session.begin():
+        from sqlalchemy import select
+
+        from bot.storage.models import ReviewCardModel
+
+        card_ids = list(await session.scalars(select(ReviewCardModel.id).order_by(ReviewCardModel.id)))
+        assert len(card_ids) == 10
+        start = clock.now() - dt.timedelta(days=200)
+        session.add_all(
+            CardReviewRow(
+                card_id=cid,
+                grade="again" if (cid + n) % 7 == 0 else "good",
+                reviewed_at=start + dt.timedelta(days=2 * n, minutes=cid),
+                phase="review",
+                interval_days=2,
+                due_at=start + dt.timedelta(days=2 * n + 2),
+            )
+            for cid in card_ids
+            for n in range(60)
+        )
+    outcome = await practice.optimize_parameters(ALICE.player, optimizer)
+    # 590, plus the real review graded above: 82 days after its card's last logged one.
+    assert outcome.optimized and outcome.reviews == 591 and outcome.parameters is not None
+    assert optimizer.calls == [601], "the whole history goes to the optimizer"
+    # Bob's deck is scheduled with the defaults; Alice's with her parameters.
+    await practice.start_review(BOB.player)
+    bob_card = await practice.next_card(BOB.player)
+    alice_card = await practice.next_card(ALICE.player)
+    assert bob_card is not None and alice_card is not None
+    assert dict(bob_card.next_intervals)["easy"] == "8d"
+    assert dict(alice_card.next_intervals)["easy"] == "20d"
+    out = await practice.grade_card(ALICE.player, alice_card.card_id, "easy", alice_card.showing)
+    assert out.interval_days == 20
+    await engine.dispose()
+
+
 # ---------------------------------------------------------------------------------------------- explain
 async def test_explain_grades_concepts_and_stores_the_attempt(
     services: tuple[QuizService, PracticeService],

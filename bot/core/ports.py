@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from types import TracebackType
 from typing import TYPE_CHECKING, Any, Protocol
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.dispute_ports import DisputeStore
 from bot.core.disputes import AdminNotice
 from bot.core.models import (
@@ -67,6 +67,12 @@ class ChatPlatform(Protocol):
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Tell the configured admin channel something needs a human (e.g. a contradicted answer)."""
+        ...
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """Tell a player privately (a DM) that flashcards are due; only players who opted in get it.
+        Raise when it cannot be delivered (DMs closed, unknown user): the day's claim is then released.
+        """
         ...
 
 
@@ -399,9 +405,7 @@ class UnitOfWork(Protocol):
         """A player's completed challenges (in one channel, or everywhere)."""
         ...
 
-    async def completion_days(
-        self, channel_pk: int, player_pks: Sequence[int]
-    ) -> dict[int, list[dt.date]]:
+    async def completion_days(self, channel_pk: int, player_pks: Sequence[int]) -> dict[int, list[dt.date]]:
         """The days each of these players completed a challenge in one channel (one query)."""
         ...
 

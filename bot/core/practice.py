@@ -18,6 +18,7 @@ from typing import Protocol
 
 from fsrs import Scheduler
 
+from bot.core.cards import PracticeNudgeCard
 from bot.core.errors import InvalidAnswerError, NotFoundError, RankZeroError
 from bot.core.grading import grade_explanation
 from bot.core.models import PlayerRef, Question, QuestionCandidate
@@ -27,7 +28,6 @@ from bot.core.practice_models import (
     ExplainPromptCard,
     ExplainResultCard,
     FlashcardCard,
-    NudgeCard,
     NudgeReport,
     OptimizeOutcome,
     PracticeStatsCard,
@@ -112,7 +112,7 @@ class ParameterOptimizer(Protocol):
 class NudgeSender(Protocol):
     """The one platform method the daily nudge needs: a private message to a player."""
 
-    async def send_practice_nudge(self, player: PlayerRef, card: NudgeCard) -> None:
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """Tell ``player`` privately (a DM) that flashcards are due; raise if it cannot be delivered."""
         ...
 
@@ -414,7 +414,7 @@ class PracticeService:
                 if not await uow.claim_nudge(player_pk, day, due, now):
                     continue  # another process reminded this player today
             try:
-                await platform.send_practice_nudge(player, NudgeCard(player.display_name, due, day))
+                await platform.send_practice_nudge(player, PracticeNudgeCard(player.display_name, due, day))
             except Exception:  # one unreachable player (DMs closed, left the server) stops no other
                 log.warning(
                     "could not send the practice nudge to %s:%s",

@@ -176,15 +176,6 @@ class DueNudge:
 
 
 @dataclass(frozen=True)
-class NudgeCard:
-    """The daily reminder a player opted into: how many flashcards are due (sent privately)."""
-
-    display_name: str
-    due: int
-    day: dt.date
-
-
-@dataclass(frozen=True)
 class NudgeReport:
     """What one nudge run did: players reminded, skipped (already reminded today), failed to reach."""
 
