@@ -259,7 +259,7 @@ async def test_the_daily_nudge_is_opt_in_private_and_sent_at_most_once_a_day(
     assert [p.user_id for p, _ in third.nudges] == ["bob"]
 
 
-# ---------------------------------------------------------------------------------------------- FSRS parameters
+# ------------------------------------------------------------------------------------------ FSRS parameters
 class RecordingOptimizer:
     """A ParameterOptimizer that records what it was given and returns FSRS's defaults with a longer
     initial Easy stability (w3 = 20 days), which the previews must then show.
