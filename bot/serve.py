@@ -23,9 +23,9 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.adapters.registry import Adapter
 from bot.app import App, build_app
 from bot.config import Settings
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.errors import RankZeroError
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 from bot.core.ports import ChatPlatform, Clock, SystemClock
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
@@ -66,6 +66,13 @@ class PlatformRouter:
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post on the channel's platform."""
         await self._for(channel).post_weekly_summary(channel, card)
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """DM the player on their platform (a player of a platform this process does not serve: error)."""
+        platform = self._platforms.get(player.platform)
+        if platform is None:
+            raise LookupError(f"no adapter serves platform {player.platform!r} in this process")
+        await platform.send_practice_nudge(player, card)
 
     def __getattr__(self, name: str) -> Any:
         # Calls not bound to a channel (e.g. an admin notice added to the port later) go to every adapter.
@@ -112,6 +119,7 @@ async def build_services(
         clock,
         platforms=frozenset(a.name for a in adapters),
         sync_interval_s=settings.schedule_sync_s,
+        nudge=lambda: app.practice.send_nudges(router, platforms=frozenset(a.name for a in adapters)),
     )
     return Services(app.service, schedules, scheduler, app)
 

@@ -396,17 +396,22 @@ class PracticeService:
         async with self._uow() as uow:
             return await uow.nudge_enabled(await uow.ensure_player(player))
 
-    async def send_nudges(self, platform: NudgeSender) -> NudgeReport:
+    async def send_nudges(
+        self, platform: NudgeSender, *, platforms: frozenset[str] | None = None
+    ) -> NudgeReport:
         """Remind every opted-in player with cards due, at most once per player and UTC day.
 
         Each reminder is claimed first (a row unique per player and day, committed before the message
         is sent), so two processes, or a run repeated within the day, never send it twice. A message
-        the platform refuses releases its claim, so a later run that day tries again.
+        the platform refuses releases its claim, so a later run that day tries again. ``platforms``: the
+        players' platforms this process can reach (None: all); the others are left to their process.
         """
         now = self._clock.now()
         day = now.astimezone(dt.UTC).date()
         async with self._uow() as uow:
             candidates = await uow.nudge_candidates(now, day)
+        if platforms is not None:
+            candidates = [c for c in candidates if c[1].platform in platforms]
         sent: list[PlayerRef] = []
         failed: list[PlayerRef] = []
         for player_pk, player, due in candidates:
