@@ -117,11 +117,11 @@ async def test_review_reveal_and_grade_store_the_due_date(slack: Harness) -> Non
     back = await slack.click_in_view(PLAYER, reveal[0], view_id)
     assert "Back 1 &amp; more." in text_of(back)
     labels = [e["text"]["text"] for b in back["blocks"] if b["type"] == "actions" for e in b["elements"]]
-    assert labels == ["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 4d"]  # Anki defaults, new card
+    assert labels == ["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 8d"]  # FSRS defaults, new card
 
     easy = next(a for a in buttons(back) if a.endswith(":easy"))
     nxt = await slack.click_in_view(PLAYER, easy, view_id)
-    assert "*easy*: next review in 4d" in text_of(nxt) and "Front 2" in text_of(nxt)
+    assert "*easy*: next review in 8d" in text_of(nxt) and "Front 2" in text_of(nxt)
     async with async_sessionmaker(slack.services.app.engine)() as s:
         due = await s.scalar(select(ReviewCardModel.due_at).where(ReviewCardModel.question_id == "card-1"))
     assert due is not None and due.replace(tzinfo=dt.UTC) == START + dt.timedelta(days=4)

@@ -25,6 +25,7 @@ from bot.adapters.discord.sanitize import (
     safe_text,
     truncate,
 )
+from bot.core.cards import PracticeNudgeCard
 from bot.core.practice_models import (
     ExplainPromptCard,
     ExplainResultCard,
@@ -238,6 +239,21 @@ def review_outcome_text(out: ReviewOutcome) -> str:
     if out.is_leech:
         text += "\n⚠️ Leech: you keep forgetting this one; rewrite it in your own words."
     return text
+
+
+def nudge_text(card: PracticeNudgeCard) -> str:
+    """The daily DM of a player who opted in."""
+    return (
+        f"🔔 **{_plural(card.due, 'flashcard')} due** in RankZero. `/review` to study them "
+        "(`/review nudge:off` stops this daily message)."
+    )
+
+
+def nudge_setting_text(on: bool) -> str:
+    """The answer to ``/review nudge:on|off``."""
+    if on:
+        return "Daily reminder **on**: one DM a day while flashcards are due (`/review nudge:off` to stop)."
+    return "Daily reminder **off**."
 
 
 def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
