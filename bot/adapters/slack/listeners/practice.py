@@ -88,10 +88,20 @@ async def quiz_command(
 async def review_command(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    """``/rankzero review``: the due flashcards, one at a time."""
+    """``/rankzero review``: the due flashcards, one at a time; ``/rankzero review nudge on|off`` turns
+    the daily DM of due cards on or off instead.
+    """
     view_id = await _open_loading(ctx, body, pb.REVIEW_TITLE)
 
     async def make() -> dict[str, Any]:
+        if args[:1] == ["nudge"]:
+            choice = " ".join(args[1:]).strip().lower()
+            if choice not in ("on", "off"):
+                return pb.message_view(
+                    pb.REVIEW_TITLE, "Use `/rankzero review nudge on` or `/rankzero review nudge off`."
+                )
+            on = await _practice(ctx).set_nudge(actor.player, choice == "on")
+            return pb.message_view(pb.REVIEW_TITLE, pb.nudge_setting_text(on))
         summary = await _practice(ctx).start_review(actor.player)
         return await _review_view(ctx, actor.player, pb.review_summary_line(summary))
 
