@@ -214,7 +214,7 @@ def flashcard_back_embed(card: FlashcardCard) -> discord.Embed:
 
 
 def grade_view(card: FlashcardCard, reviewed: int) -> discord.ui.View:
-    """Again / Hard / Good / Easy, each labelled with the delay SM-2 would schedule: ``Good · 10m``."""
+    """Again / Hard / Good / Easy, each labelled with the delay FSRS would schedule: ``Good · 10m``."""
     return _view(
         *(
             PracticeButton(
@@ -267,7 +267,7 @@ def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
             "Your deck is empty: it fills with the bank's recall cards and the challenge questions you miss."
         )
     embed = discord.Embed(title=title, description="\n".join(lines), colour=GREEN if reviewed else GREY)
-    embed.set_footer(text="Cards are scheduled with SM-2 (Anki's defaults).")
+    embed.set_footer(text="Cards are scheduled with FSRS, the scheduler Anki uses.")
     return fit_embed(embed)
 
 
