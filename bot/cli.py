@@ -337,7 +337,7 @@ def review(settings: Settings, player: str | None, nudge: str | None, optimize: 
         if optimize:
             from bot.practice_optimizer import FsrsOptimizer
 
-            outcome = await app.practice.optimize_parameters(who, FsrsOptimizer())
+            outcome = await app.practice.optimize_parameters(who, FsrsOptimizer(in_process=True))
             console.print(f"FSRS parameters: {outcome.reason}.")
 
     _run(settings, body, console=console)

@@ -29,6 +29,7 @@ from bot.core.models import ChannelRef, PlayerRef
 from bot.core.ports import ChatPlatform, Clock, SystemClock
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
+from bot.practice_optimizer import INSTALL_HINT, FsrsOptimizer, optimizer_available
 from bot.scheduling import RankZeroScheduler
 from bot.storage.uow import SqlUnitOfWork, session_factory
 
@@ -114,12 +115,26 @@ async def build_services(
         grace=dt.timedelta(minutes=settings.grace_minutes),
         default_timezone=settings.default_timezone,
     )
+    served = frozenset(a.name for a in adapters)
+    optimize: Callable[[], Awaitable[object]] | None = None
+    if optimizer_available():
+        optimizer = FsrsOptimizer()
+
+        async def fit_all() -> object:
+            return await app.practice.optimize_all(optimizer, platforms=served)
+
+        optimize = fit_all
+    else:
+        log.info(
+            "FSRS optimisation not installed (%s): every player keeps the default parameters", INSTALL_HINT
+        )
     scheduler = RankZeroScheduler(
         schedules,
         clock,
         platforms=frozenset(a.name for a in adapters),
         sync_interval_s=settings.schedule_sync_s,
-        nudge=lambda: app.practice.send_nudges(router, platforms=frozenset(a.name for a in adapters)),
+        nudge=lambda: app.practice.send_nudges(router, platforms=served),
+        optimize=optimize,
     )
     return Services(app.service, schedules, scheduler, app)
 

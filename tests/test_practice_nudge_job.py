@@ -1,5 +1,6 @@
-"""The daily nudge as ``serve`` runs it: the scheduler's nudge job at start and every hour, on a real
-database, sending through a FakePlatform; each opted-in player is nudged once per UTC day.
+"""The daily nudge (and the daily parameter fit) as ``serve`` runs them: the scheduler's nudge job at
+start and every hour, on a real database, sending through a FakePlatform; each opted-in player is nudged
+once per UTC day.
 """
 
 from __future__ import annotations
@@ -38,8 +39,18 @@ async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock:
     await practice.start_review(ALICE.player)
     await practice.set_nudge(ALICE.player, True)
     schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, platform)
+    fits: list[dt.datetime] = []
+
+    async def optimize() -> None:
+        fits.append(clock.now())
+
+    started = clock.now()
     sched = RankZeroScheduler(
-        schedules, clock, sync_interval_s=600, nudge=lambda: practice.send_nudges(platform, platforms=None)
+        schedules,
+        clock,
+        sync_interval_s=600,
+        nudge=lambda: practice.send_nudges(platform, platforms=None),
+        optimize=optimize,
     )
     await sched.start()
     try:
@@ -53,6 +64,11 @@ async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock:
         clock.advance(3600)  # midnight UTC: a new day
         await sched.tick()
         assert [c.day for _, c in platform.nudges] == [today, today + dt.timedelta(days=1)]
+        # The parameter fit runs daily, not at start (it would slow every start for nothing).
+        assert fits == [] and sched.next_run("optimize") == started + dt.timedelta(days=1)
+        clock.current = started + dt.timedelta(days=1)
+        await sched.tick()
+        assert fits == [started + dt.timedelta(days=1)]
     finally:
         await sched.shutdown()
         await engine.dispose()

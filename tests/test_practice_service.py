@@ -320,10 +320,16 @@ async def test_parameters_are_optimised_from_the_players_own_reviews_past_the_th
             for cid in card_ids
             for n in range(60)
         )
-    outcome = await practice.optimize_parameters(ALICE.player, optimizer)
+    # What serve runs daily: every player with enough reviews and no fresh parameters.
+    [outcome] = await practice.optimize_all(optimizer)
     # 590, plus the real review graded above: 82 days after its card's last logged one.
     assert outcome.optimized and outcome.reviews == 591 and outcome.parameters is not None
     assert optimizer.calls == [601], "the whole history goes to the optimizer"
+    assert await practice.optimize_all(optimizer) == [], "fitted today: not again"
+    clock.advance(31 * 86400)
+    assert await practice.optimize_all(optimizer, platforms=frozenset({"discord"})) == [], "not served here"
+    assert [o.optimized for o in await practice.optimize_all(optimizer)] == [True], "refreshed monthly"
+    clock.advance(-31 * 86400)
     # Bob's deck is scheduled with the defaults; Alice's with her parameters.
     await practice.start_review(BOB.player)
     bob_card = await practice.next_card(BOB.player)

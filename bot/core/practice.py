@@ -54,6 +54,8 @@ QUIZ_SIZE = 5
 #: would spend CPU for nothing; 512 is also about where FSRS's authors see optimised parameters beat the
 #: defaults for one person.
 OPTIMIZE_MIN_REVIEWS = 512
+#: How long fitted parameters are kept before ``serve`` fits them again to the longer history.
+PARAMETERS_REFRESH = dt.timedelta(days=30)
 #: fsrs's Optimizer reads only the first 64 reviews of each card.
 _OPTIMIZER_SEQ_LEN = 64
 #: Anki's "learn ahead limit": when nothing is due, learning cards due within this are shown early.
@@ -457,6 +459,30 @@ class PracticeService:
         return OptimizeOutcome(
             usable, OPTIMIZE_MIN_REVIEWS, True, parameters, f"optimised from {usable} reviews"
         )
+
+    async def optimize_all(
+        self,
+        optimizer: ParameterOptimizer,
+        *,
+        platforms: frozenset[str] | None = None,
+        refresh: dt.timedelta = PARAMETERS_REFRESH,
+    ) -> list[OptimizeOutcome]:
+        """Fit the parameters of every player with enough reviews whose parameters are missing or older
+        than ``refresh`` (``serve`` runs this daily); one player's failure stops no other.
+        """
+        async with self._uow() as uow:
+            players = await uow.optimization_candidates(OPTIMIZE_MIN_REVIEWS, self._clock.now() - refresh)
+        outcomes = []
+        for player in players:
+            if platforms is not None and player.platform not in platforms:
+                continue
+            try:
+                outcomes.append(await self.optimize_parameters(player, optimizer))
+            except RankZeroError:
+                raise  # the optimizer is not installed: the same for everyone
+            except Exception:
+                log.exception("FSRS optimisation failed for %s:%s", player.platform, player.user_id)
+        return outcomes
 
     # ------------------------------------------------------------------ explain
     async def explain_prompt(self, player: PlayerRef, topic: str | None = None) -> ExplainPromptCard:

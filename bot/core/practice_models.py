@@ -344,6 +344,12 @@ class PracticeUnitOfWork(UnitOfWork, Protocol):
         """Every logged self-grade of the player's cards, oldest first."""
         ...
 
+    async def optimization_candidates(self, min_reviews: int, stale_before: dt.datetime) -> list[PlayerRef]:
+        """Players with at least ``min_reviews`` logged reviews whose parameters were never fitted, or
+        fitted before ``stale_before``.
+        """
+        ...
+
     async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
         """Turn the player's daily reminder of due cards on or off."""
         ...

@@ -369,6 +369,22 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
         grades: dict[str, Grade] = {g: g for g in GRADES}
         return [ReviewRecord(card, grades[grade], at) for card, grade, at in rows.tuples()]
 
+    async def optimization_candidates(self, min_reviews: int, stale_before: dt.datetime) -> list[PlayerRef]:
+        """Players with enough logged reviews and no parameters fitted since ``stale_before``."""
+        fitted = select(PracticeSettingsRow.player_pk).where(
+            PracticeSettingsRow.parameters_at >= stale_before
+        )
+        rows = await self.s.execute(
+            select(PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
+            .join(ReviewCardModel, ReviewCardModel.player_pk == PlayerRow.id)
+            .join(CardReviewRow, CardReviewRow.card_id == ReviewCardModel.id)
+            .where(PlayerRow.id.not_in(fitted))
+            .group_by(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
+            .having(func.count(CardReviewRow.id) >= min_reviews)
+            .order_by(PlayerRow.id)
+        )
+        return [PlayerRef(p, u, name) for p, u, name in rows.tuples()]
+
     # ---------------------------------------------------------------- the daily nudge
     async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
         """Turn the player's daily reminder on or off."""
