@@ -51,8 +51,7 @@ QUIZ_SIZE = 5
 #: Reviews a player needs before their FSRS parameters are optimised: the reviews fsrs's Optimizer
 #: learns from (a card's first 64 reviews, each made a day or more after that card's previous one).
 #: Below 512, its mini-batch size, fsrs returns the default parameters unchanged, so running it earlier
-#: would spend CPU for nothing; 512 is also about where FSRS's authors see optimised parameters beat the
-#: defaults for one person.
+#: would spend CPU for nothing (fsrs 6.3.2's ``compute_optimal_parameters``).
 OPTIMIZE_MIN_REVIEWS = 512
 #: How long fitted parameters are kept before ``serve`` fits them again to the longer history.
 PARAMETERS_REFRESH = dt.timedelta(days=30)
