@@ -11,6 +11,7 @@ bot's event loop keeps answering chat interactions within their 3 seconds meanwh
 from __future__ import annotations
 
 import datetime as dt
+import importlib.util
 import multiprocessing
 from collections.abc import Sequence
 from concurrent.futures import ProcessPoolExecutor
@@ -29,14 +30,10 @@ class OptimizerUnavailableError(RankZeroError):
 
 
 def optimizer_available() -> bool:
-    """True when fsrs's Optimizer and its dependencies (torch, pandas, tqdm) import."""
-    try:
-        import pandas  # noqa: F401
-        import torch  # noqa: F401
-        import tqdm  # noqa: F401
-    except ImportError:
-        return False
-    return True
+    """True when fsrs's optimizer dependencies (torch, pandas, tqdm) are installed. Checked without
+    importing them: the bot process never loads torch, only the child process that fits parameters does.
+    """
+    return all(importlib.util.find_spec(name) is not None for name in ("torch", "pandas", "tqdm"))
 
 
 def fit_parameters(reviews: Sequence[ReviewRecord]) -> tuple[float, ...]:
