@@ -5,6 +5,7 @@ Implementations are named by technology (SqlUnitOfWork, ConsolePlatform...), fak
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -31,10 +32,16 @@ if TYPE_CHECKING:  # schedule.py builds on service.py, which imports this module
 
 
 class Clock(Protocol):
-    """The source of 'now' (timezone-aware UTC)."""
+    """The source of 'now' (timezone-aware UTC), and of waiting for a moment on that same time line."""
 
     def now(self) -> dt.datetime:
         """Current time, timezone-aware."""
+        ...
+
+    async def sleep_until(self, when: dt.datetime) -> None:
+        """Return once ``now() >= when`` (at once when it already is). Timers wait with this, never by
+        polling ``now()``: a test clock wakes its sleepers when it is moved.
+        """
         ...
 
 
@@ -44,6 +51,13 @@ class SystemClock:
     def now(self) -> dt.datetime:
         """Current UTC time."""
         return dt.datetime.now(dt.UTC)
+
+    async def sleep_until(self, when: dt.datetime) -> None:
+        """Sleep on the event loop until the wall clock reaches ``when``."""
+        # asyncio sleeps on the monotonic clock; if the wall clock was set back meanwhile, sleep the
+        # remainder (usually the loop body runs once).
+        while (left := (when - self.now()).total_seconds()) > 0:  # noqa: ASYNC110 - not a busy wait
+            await asyncio.sleep(left)
 
 
 class ChatPlatform(Protocol):
