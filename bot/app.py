@@ -14,7 +14,6 @@ from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunnerClient
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
@@ -65,7 +64,7 @@ async def build_app(
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine)),
     )
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock or SystemClock())
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock or SystemClock())
     owned: HttpRunnerClient | LocalRunnerClient | None = None
     if runner is None and settings.runner_url:
         token = settings.runner_token.get_secret_value() if settings.runner_token else None

@@ -17,12 +17,12 @@ from bot.adapters.registry import build_adapters, nothing_configured_help
 from bot.app import App, shipped_bank_specs
 from bot.cli_errors import database_message, is_database_error
 from bot.config import Settings
+from bot.core.calendar import zone
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import SystemClock
 from bot.core.schedule import DAY_NAMES, days_text
 from bot.core.schedule_service import ScheduleService, ScheduleView
-from bot.core.service import zone
 from bot.serve import open_health
 from bot.serve import serve as serve_forever
 from bot.storage.uow import SqlUnitOfWork, session_factory

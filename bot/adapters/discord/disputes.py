@@ -34,7 +34,7 @@ from bot.core.errors import ConfigurationError, RankZeroError
 
 if TYPE_CHECKING:
     from bot.adapters.discord.commands import CommandHandler
-    from bot.core.ports import SyncReport
+    from bot.core.repositories import SyncReport
 
 log = logging.getLogger(__name__)
 

@@ -58,7 +58,7 @@ class SlackContext:
         #: view id -> problem id currently shown, so a late timer never overwrites the next problem.
         self.showing: dict[str, int] = {}
         self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
-        #: Delivered event ids in the database (bot/storage/deliveries.py), set at start.
+        #: Delivered event ids in the database (bot/storage/repositories/deliveries.py), set at start.
         self.deliveries: Any = None
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
         self.scopes: frozenset[str] = frozenset()

@@ -34,7 +34,7 @@ from bot.adapters.slack.context import SlackContext
 from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor
-from bot.storage.drafts import SqlDraftRepository
+from bot.storage.repositories.drafts import SqlDraftRepository
 from questions.schema import QuestionSpec
 
 log = logging.getLogger(__name__)
