@@ -1,7 +1,7 @@
 """Ports: what the core needs from the outside world, as Protocols.
 
 Implementations are named by technology (SqlUnitOfWork, ConsolePlatform...), fakes ``Fake*`` in tests. The
-storage repositories the unit of work hands out are in bot/core/repositories.py.
+storage repositories the unit of work hands out are in bot/core/repositories/.
 """
 
 from __future__ import annotations
@@ -98,7 +98,7 @@ class AlreadyExistsError(Exception):
 
 
 class UnitOfWork(Protocol):
-    """One transaction, and the repositories that work inside it (bot/core/repositories.py).
+    """One transaction, and the repositories that work inside it (bot/core/repositories/).
 
     ``async with uow:`` commits on success and rolls back on an exception; ``uow.challenges``,
     ``uow.plays``... read and write in that transaction and never commit on their own.

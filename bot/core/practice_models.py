@@ -1,5 +1,5 @@
 """Practice modes as data: what to show (cards) and the rows practice storage returns (its port is
-bot/core/repositories.py: PracticeRepository).
+bot/core/repositories/practice.py: PracticeRepository).
 
 Practice (quiz, flashcard review, explain) lives beside the competitive challenge and never touches
 standings, points or badges; its results are stored in their own tables and reported separately.

@@ -51,7 +51,7 @@ def _find_challenge_statement(_dialect: str) -> Any:
 
 
 class SqlChallengeRepository(SqlRepository):
-    """The ChallengeRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The ChallengeRepository port (bot/core/repositories/challenges.py) over one unit of work."""
 
     async def _challenge(self, row: ChallengeRow | None) -> Challenge | None:
         if row is None:

@@ -26,7 +26,7 @@ from bot.storage.sql import SqlContext, SqlRepository
 
 
 class SqlCorrectionRepository(SqlRepository):
-    """The CorrectionRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The CorrectionRepository port (bot/core/repositories/corrections.py) over one unit of work."""
 
     def __init__(self, db: SqlContext, challenges: SqlChallengeRepository, plays: SqlPlayRepository) -> None:
         super().__init__(db)

@@ -12,7 +12,7 @@ from bot.storage.sql import SqlRepository
 
 
 class SqlDisputeRepository(SqlRepository):
-    """The DisputeRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The DisputeRepository port (bot/core/repositories/disputes.py) over one unit of work."""
 
     async def add_dispute(self, record: DisputeRecord) -> int:
         """Store a dispute; return its id."""

@@ -14,7 +14,7 @@ _PLAYER_COLUMNS = ("platform", "user_id", "display_name", "created_at")
 
 
 class SqlPlayerRepository(SqlRepository):
-    """The PlayerRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The PlayerRepository port (bot/core/repositories/players.py) over one unit of work."""
 
     async def ensure_channel(self, ref: ChannelRef) -> int:
         """The channel's primary key, creating the row if needed."""

@@ -169,7 +169,7 @@ SELECT (SELECT count(*) FROM a) AS inserted, (SELECT count(*) FROM f) AS finishe
 
 
 class SqlPlayRepository(SqlRepository):
-    """The PlayRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The PlayRepository port (bot/core/repositories/plays.py) over one unit of work."""
 
     async def play_context(
         self,

@@ -50,7 +50,7 @@ def _state(row: ReviewCardModel) -> CardState:
 
 
 class SqlPracticeRepository(SqlRepository):
-    """The PracticeRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The PracticeRepository port (bot/core/repositories/practice.py) over one unit of work."""
 
     async def _latest_active(self, kinds: Sequence[str]) -> list[QuestionVersionRow]:
         latest = latest_versions()

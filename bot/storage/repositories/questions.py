@@ -20,7 +20,7 @@ from bot.storage.sql import SqlRepository, latest_versions
 
 
 class SqlQuestionRepository(SqlRepository):
-    """The QuestionRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The QuestionRepository port (bot/core/repositories/questions.py) over one unit of work."""
 
     async def _latest_versions(self) -> dict[str, QuestionVersionRow]:
         latest = latest_versions()

@@ -14,7 +14,7 @@ from bot.storage.sql import SqlRepository
 
 
 class SqlScheduleRepository(SqlRepository):
-    """The ScheduleRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The ScheduleRepository port (bot/core/repositories/schedules.py) over one unit of work."""
 
     async def _schedules(self, where: Any) -> list[Schedule]:
         rows = (

@@ -38,7 +38,7 @@ _BADGE_COLUMNS = ("player_pk", "badge", "scope_key", "challenge_id", "awarded_at
 
 
 class SqlStandingRepository(SqlRepository):
-    """The StandingRepository port (bot/core/repositories.py) in the unit of work's transaction."""
+    """The StandingRepository port (bot/core/repositories/standings.py) over one unit of work."""
 
     async def leaderboard(
         self, scope: ScopeKey, period: PeriodKey, limit: int, player_pk: int | None
