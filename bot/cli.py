@@ -17,6 +17,7 @@ from bot.adapters.console.safe import visible
 from bot.cli_errors import database_message, is_database_error
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.vocabulary import Period
 
 # Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
 # `rankzero --help` and a typo'd command answer at once (benchmarks/cli_startup.py).
@@ -235,7 +236,7 @@ def play(settings: Settings, player: str | None) -> None:
 
 
 @main.command()
-@click.option("--period", type=click.Choice(["today", "week", "all"]), default="all")
+@click.option("--period", type=click.Choice([p.value for p in Period]), default=Period.ALL.value)
 @click.option("--player", default=None, help="Whose rank to show (default: you).")
 @click.pass_obj
 def leaderboard(settings: Settings, period: str, player: str | None) -> None:

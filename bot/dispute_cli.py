@@ -25,6 +25,7 @@ from bot.core.errors import NotFoundError, RankZeroError
 from bot.core.models import Actor, Question
 from bot.core.ports import RunnerClient
 from bot.core.service import QuizService
+from bot.core.vocabulary import Kind
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from questions.loader import BankValidationError, default_bank_dir, load_paths
 
@@ -164,7 +165,7 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
     contradicted, 2 when the runner cannot be reached or started.
     """
     console = Console()
-    runnable = [q for q in _load_questions(paths) if q.kind == "predict_output" and q.code and q.runner]
+    runnable = [q for q in _load_questions(paths) if q.kind == Kind.PREDICT_OUTPUT and q.code and q.runner]
     if not runnable:
         click.echo("no predict_output questions with code and a runner block in these files")
         return
@@ -198,7 +199,7 @@ def questions_preview(settings: Settings, path: str) -> None:
     async def body(app: App) -> None:
         shown = 0
         for spec in specs:
-            if spec.get("kind") == "predict_output" and spec.get("code"):
+            if spec.get("kind") == Kind.PREDICT_OUTPUT and spec.get("code"):
                 card = await app.disputes.preview_question(Actor(_player(None), is_admin=True), spec)
                 console.print(dispute_render.dispute(card))
                 shown += 1

@@ -29,6 +29,7 @@ from bot.core.schedule import (
 )
 from bot.core.service import QuizService
 from bot.core.standings import PeriodKey, ScopeKey
+from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
 
@@ -362,7 +363,9 @@ class ScheduleService:
             if not await uow.schedules.claim("summary", f"{channel_pk}:{week.key}", now):
                 return None
             rows, _, total = await uow.standings.leaderboard(ScopeKey.channel(channel_pk), week, 10, None)
-        card = LeaderboardCard("channel", "week", f"Weekly summary · {week.label}", tuple(rows), None, total)
+        card = LeaderboardCard(
+            Scope.CHANNEL, Period.WEEK, f"Weekly summary · {week.label}", tuple(rows), None, total
+        )
         if self._platform is not None:
             await self._platform.post_weekly_summary(schedule.channel, card)
         return card
