@@ -6,7 +6,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation, stem, tokenize
 
 EXPLAIN = {s["id"]: s for s in shipped_bank_specs() if s["kind"] == "explain"}
