@@ -51,7 +51,7 @@ runner: setup
 
 lint: setup
 	$(BIN)/ruff check bot questions runner tests benchmarks
-	$(BIN)/mypy bot/core bot/storage
+	$(BIN)/mypy bot/core bot/storage bot/commands
 
 bench: setup
 	$(BIN)/python benchmarks/engine.py

@@ -134,7 +134,7 @@ class Bot:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> Bot:
-    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02)
+    adapter = DiscordAdapter("test-token", clock=clock)
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)

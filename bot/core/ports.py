@@ -6,6 +6,7 @@ storage repositories the unit of work hands out are in bot/core/repositories/.
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from types import TracebackType
 from typing import Protocol
@@ -28,10 +29,16 @@ from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
 
 
 class Clock(Protocol):
-    """The source of 'now' (timezone-aware UTC)."""
+    """The source of 'now' (timezone-aware UTC), and of waiting for a moment on that same time line."""
 
     def now(self) -> dt.datetime:
         """Current time, timezone-aware."""
+        ...
+
+    async def sleep_until(self, when: dt.datetime) -> None:
+        """Return once ``now() >= when`` (at once when it already is). Timers wait with this, never by
+        polling ``now()``: a test clock wakes its sleepers when it is moved.
+        """
         ...
 
 
@@ -41,6 +48,13 @@ class SystemClock:
     def now(self) -> dt.datetime:
         """Current UTC time."""
         return dt.datetime.now(dt.UTC)
+
+    async def sleep_until(self, when: dt.datetime) -> None:
+        """Sleep on the event loop until the wall clock reaches ``when``."""
+        # asyncio sleeps on the monotonic clock; if the wall clock was set back meanwhile, sleep the
+        # remainder (usually the loop body runs once).
+        while (left := (when - self.now()).total_seconds()) > 0:  # noqa: ASYNC110 - not a busy wait
+            await asyncio.sleep(left)
 
 
 class ChatPlatform(Protocol):
