@@ -1,6 +1,5 @@
-"""SqlPracticeUnitOfWork: the PracticeUnitOfWork port (quiz, flashcards, explain) over SQLAlchemy.
+"""SqlPracticeRepository: quizzes, flashcard reviews and explain answers (the PracticeRepository port).
 
-It extends :class:`SqlUnitOfWork`, so a practice use case is still one transaction on one session.
 Practice tables are written only here and never joined into standings.
 """
 
@@ -13,7 +12,7 @@ from typing import Any
 from sqlalchemy import and_, case, func, select, update
 
 from bot.core.grading import ConceptResult
-from bot.core.models import PlayerRef, Question, QuestionCandidate
+from bot.core.models import PlayerRef, QuestionCandidate
 from bot.core.practice_models import (
     CardSource,
     PracticeTotals,
@@ -23,6 +22,7 @@ from bot.core.practice_models import (
 )
 from bot.core.sm2 import ANKI_DEFAULTS, CardState, Grade
 from bot.core.vocabulary import Kind
+from bot.storage.mapping import question_from_version
 from bot.storage.models import (
     CardReviewRow,
     ExplainAttemptRow,
@@ -35,15 +35,7 @@ from bot.storage.models import (
     ReviewCardModel,
 )
 from bot.storage.models import QuestionRow as QuestionModel
-from bot.storage.uow import SqlUnitOfWork, question_from_version
-
-
-def _latest_versions() -> Any:
-    return (
-        select(QuestionVersionRow.question_id, func.max(QuestionVersionRow.version).label("v"))
-        .group_by(QuestionVersionRow.question_id)
-        .subquery()
-    )
+from bot.storage.sql import SqlRepository, latest_versions
 
 
 def _state(row: ReviewCardModel) -> CardState:
@@ -58,20 +50,11 @@ def _state(row: ReviewCardModel) -> CardState:
     )
 
 
-class SqlPracticeUnitOfWork(SqlUnitOfWork):
-    """One transaction for a practice use case."""
-
-    async def __aenter__(self) -> SqlPracticeUnitOfWork:
-        await super().__aenter__()
-        return self
-
-    async def question_version(self, version_id: int) -> Question | None:
-        """A stored question version."""
-        row = await self.s.get(QuestionVersionRow, version_id)
-        return question_from_version(row) if row is not None else None
+class SqlPracticeRepository(SqlRepository):
+    """The PracticeRepository port (bot/core/repositories/practice.py) over one unit of work."""
 
     async def _latest_active(self, kinds: Sequence[str]) -> list[QuestionVersionRow]:
-        latest = _latest_versions()
+        latest = latest_versions()
         stmt = (
             select(QuestionVersionRow)
             .join(
@@ -231,11 +214,12 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
         if not values:
             return 0
         # ON CONFLICT: a concurrent session may have added the same card; the unique key keeps one.
-        result = await self.s.execute(self._insert(ReviewCardModel).values(values).on_conflict_do_nothing())
+        stmt = self._db.insert(ReviewCardModel).values(values).on_conflict_do_nothing()
+        result = await self.s.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     async def _cards(self, where: Any, limit: int | None = None) -> list[ReviewCardRow]:
-        latest = _latest_versions()
+        latest = latest_versions()
         stmt = (
             select(ReviewCardModel, QuestionVersionRow)
             .join(latest, latest.c.question_id == ReviewCardModel.question_id)
