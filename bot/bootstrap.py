@@ -32,7 +32,6 @@ from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
@@ -42,15 +41,14 @@ if TYPE_CHECKING:
 log = logging.getLogger(__name__)
 
 
-def _units_of_work(
-    engine: AsyncEngine,
-) -> tuple[Callable[[], SqlUnitOfWork], Callable[[], SqlPracticeUnitOfWork]]:
-    """The unit-of-work factories over ``engine``: the quiz's (also disputes' and schedules') and practice's.
+def _units_of_work(engine: AsyncEngine) -> Callable[[], SqlUnitOfWork]:
+    """The unit-of-work factory over ``engine`` that every service shares (each unit of work hands out
+    the repositories: ``uow.plays``, ``uow.practice``...).
 
-    The only place the unit-of-work classes are constructed.
+    The only place the unit-of-work class is constructed.
     """
     factory = session_factory(engine)
-    return (lambda: SqlUnitOfWork(factory)), (lambda: SqlPracticeUnitOfWork(factory))
+    return lambda: SqlUnitOfWork(factory)
 
 
 def _configured_runner(settings: Settings) -> HttpRunnerClient | None:
@@ -107,7 +105,7 @@ async def build_app(
     if migrate:
         await upgrade_async(settings.database_url)
     engine = make_engine(settings.database_url)
-    uow, practice_uow = _units_of_work(engine)
+    uow = _units_of_work(engine)
     clock = clock or SystemClock()
     service = QuizService(
         uow,
@@ -117,7 +115,7 @@ async def build_app(
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),
     )
-    practice = PracticeService(practice_uow, clock)
+    practice = PracticeService(uow, clock)
     owned: HttpRunnerClient | LocalRunnerClient | None = None
     if runner is None:
         owned = _configured_runner(settings)

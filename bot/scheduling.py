@@ -35,10 +35,10 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.core.calendar import zone
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
 from bot.core.schedule_service import ScheduleService
-from bot.core.service import zone
 
 log = logging.getLogger(__name__)
 

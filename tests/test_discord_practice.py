@@ -23,7 +23,6 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.models import ChallengeRow
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, test_bank
 from tests.discord_fake import (
@@ -139,7 +138,7 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: 
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
     if import_bank:
         await quiz.admin_import(ADMIN, _bank())
     schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
@@ -243,16 +242,16 @@ async def test_review_reveal_then_grade_stores_the_due_date(bot: Bot) -> None:
     assert after["content"].startswith("→ **good**: next review in 10m")
     assert _embeds(after)[0]["description"] == "Front 2?"  # the next due card
     due = bot.clock.now() + dt.timedelta(minutes=10)
-    async with SqlPracticeUnitOfWork(session_factory(bot.engine)) as uow:
-        row = await uow.get_review_card(card_id)
+    async with SqlUnitOfWork(session_factory(bot.engine)) as uow:
+        row = await uow.practice.get_review_card(card_id)
     assert row is not None and row.state.due == due and row.state.phase == "learning"
     # The same grade button again (a double click: the client still shows the back): nothing changes.
     bot.fake.messages[msg]["components"] = graded_components
     again = bot.act.click(bot.client, msg, grade_id)
     await bot.fake.wait_for(lambda: bot.edits(again))
     assert "(already graded)" in bot.fake.messages[msg]["content"]
-    async with SqlPracticeUnitOfWork(session_factory(bot.engine)) as uow:
-        row = await uow.get_review_card(card_id)
+    async with SqlUnitOfWork(session_factory(bot.engine)) as uow:
+        row = await uow.practice.get_review_card(card_id)
     assert row is not None and row.state.due == due and row.state.reps == 1
     assert len(bot.callbacks(t)) == 1
 

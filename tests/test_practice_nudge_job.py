@@ -13,7 +13,6 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.scheduling import RankZeroScheduler
 from bot.storage.db import make_engine
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -35,7 +34,7 @@ async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock:
     platform = FakePlatform()
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
     await quiz.admin_import(ADMIN, [*test_bank(), CARD])
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
     await practice.start_review(ALICE.player)
     await practice.set_nudge(ALICE.player, True)
     schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, platform)

@@ -14,7 +14,6 @@ from bot.core.errors import InvalidAnswerError, NotFoundError
 from bot.core.practice import PracticeError, PracticeService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -47,7 +46,7 @@ async def services(db_url: str, clock: FrozenClock) -> AsyncIterator[tuple[QuizS
     engine = make_engine(db_url)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
     await quiz.admin_import(ADMIN, test_bank() + _cards() + _explains())
     yield quiz, practice
     await engine.dispose()
@@ -286,7 +285,7 @@ async def test_parameters_are_optimised_from_the_players_own_reviews_past_the_th
     engine = make_engine(db_url)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
     cards = [dict(c, id=f"card-{i}", front=f"Front {i}?") for i, c in enumerate(_cards() * 5)]
     await quiz.admin_import(ADMIN, cards)
     await practice.start_review(ALICE.player)

@@ -22,7 +22,7 @@ from bot.core.cards import PracticeNudgeCard
 from bot.core.errors import InvalidAnswerError, NotFoundError, RankZeroError
 from bot.core.grading import grade_explanation
 from bot.core.models import PlayerRef, Question, QuestionCandidate
-from bot.core.ports import Clock
+from bot.core.ports import Clock, UnitOfWork
 from bot.core.practice_models import (
     DueNudge,
     ExplainPromptCard,
@@ -31,7 +31,6 @@ from bot.core.practice_models import (
     NudgeReport,
     OptimizeOutcome,
     PracticeStatsCard,
-    PracticeUnitOfWork,
     QuizFeedback,
     QuizItemResult,
     QuizQuestionCard,
@@ -163,7 +162,7 @@ class PracticeService:
 
     def __init__(
         self,
-        uow_factory: Callable[[], PracticeUnitOfWork],
+        uow_factory: Callable[[], UnitOfWork],
         clock: Clock,
         *,
         seed: int | None = None,
@@ -177,9 +176,9 @@ class PracticeService:
         """Start a quiz of 5 multiple-choice questions (fewer if the topic has fewer); return the first."""
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
+            player_pk = await uow.players.ensure_player(player)
             # A quiz draws from every multiple-choice kind of the bank.
-            candidates = await uow.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS)
+            candidates = await uow.practice.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS)
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "quiz questions")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
@@ -189,14 +188,14 @@ class PracticeService:
                 )
             picks = _pick(pool, QUIZ_SIZE, self._rng)
             label = topics[0] if topic and len(topics) == 1 else topic
-            quiz = await uow.create_quiz(player_pk, label, [c.version_id for c in picks], now)
+            quiz = await uow.practice.create_quiz(player_pk, label, [c.version_id for c in picks], now)
         card = self._quiz_card(quiz)
         assert card is not None
         return card
 
-    async def _own_quiz(self, uow: PracticeUnitOfWork, player: PlayerRef, quiz_id: int) -> QuizRow:
-        player_pk = await uow.ensure_player(player)
-        quiz = await uow.get_quiz(quiz_id)
+    async def _own_quiz(self, uow: UnitOfWork, player: PlayerRef, quiz_id: int) -> QuizRow:
+        player_pk = await uow.players.ensure_player(player)
+        quiz = await uow.practice.get_quiz(quiz_id)
         if quiz is None or quiz.player_pk != player_pk:
             raise NotFoundError(f"no quiz {quiz_id} of yours: start one with `quiz`")
         return quiz
@@ -239,13 +238,15 @@ class PracticeService:
             if q.choice(chosen) is None:
                 letters = "/".join(c.letter for c in q.choices)
                 raise InvalidAnswerError(f"{letter!r} is not a choice of this question: answer {letters}")
-            recorded = await uow.answer_quiz_item(quiz_id, position, chosen, chosen == q.correct_letter, now)
+            recorded = await uow.practice.answer_quiz_item(
+                quiz_id, position, chosen, chosen == q.correct_letter, now
+            )
             quiz = await self._own_quiz(uow, player, quiz_id)
             answered = [i for i in quiz.items if i.letter is not None]
             score = sum(bool(i.correct) for i in answered)
             finished = len(answered) == len(quiz.items)
             if finished:
-                await uow.finish_quiz(quiz_id, score, now)
+                await uow.practice.finish_quiz(quiz_id, score, now)
             stored = next(i for i in quiz.items if i.position == position)
         return QuizFeedback(
             quiz_id=quiz_id,
@@ -279,15 +280,15 @@ class PracticeService:
         """
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            added = await uow.ensure_review_cards(player_pk, now)
-            totals = await uow.practice_totals(player_pk, now)
+            player_pk = await uow.players.ensure_player(player)
+            added = await uow.practice.ensure_review_cards(player_pk, now)
+            totals = await uow.practice.practice_totals(player_pk, now)
         return ReviewSummary(totals.cards, totals.cards_due, totals.new_cards, added, totals.next_due)
 
     @staticmethod
-    async def _scheduler(uow: PracticeUnitOfWork, player_pk: int) -> Scheduler:
+    async def _scheduler(uow: UnitOfWork, player_pk: int) -> Scheduler:
         """The player's FSRS scheduler: their optimised parameters, else FSRS's defaults."""
-        return _scheduler_for(await uow.fsrs_parameters(player_pk))
+        return _scheduler_for(await uow.practice_settings.fsrs_parameters(player_pk))
 
     def _flashcard(
         self, row: ReviewCardRow, remaining: int, now: dt.datetime, scheduler: Scheduler
@@ -323,12 +324,14 @@ class PracticeService:
         """
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            due = await uow.due_cards(player_pk, now, 1)
-            totals = await uow.practice_totals(player_pk, now)
+            player_pk = await uow.players.ensure_player(player)
+            due = await uow.practice.due_cards(player_pk, now, 1)
+            totals = await uow.practice.practice_totals(player_pk, now)
             remaining = totals.cards_due
             if not due:
-                due = await uow.due_cards(player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning"))
+                due = await uow.practice.due_cards(
+                    player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning")
+                )
                 remaining = len(due)
             scheduler = await self._scheduler(uow, player_pk)
         return self._flashcard(due[0], remaining, now, scheduler) if due else None
@@ -345,8 +348,8 @@ class PracticeService:
         g = parse_grade(grade)
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            row = await uow.get_review_card(card_id)
+            player_pk = await uow.players.ensure_player(player)
+            row = await uow.practice.get_review_card(card_id)
             if row is None or row.player_pk != player_pk:
                 raise NotFoundError(f"no card {card_id} in your deck: run `review` to get your due cards")
             if showing is not None and showing != row.state.reps:
@@ -355,8 +358,8 @@ class PracticeService:
                 wait = format_delay(row.state.due - now)
                 raise PracticeError(f"that card is not due yet (next review in {wait}): run `review` later")
             after = schedule(row.state, g, now, await self._scheduler(uow, player_pk))
-            if not await uow.save_review(card_id, row.state, after, g, now):
-                current = await uow.get_review_card(card_id)
+            if not await uow.practice.save_review(card_id, row.state, after, g, now):
+                current = await uow.practice.get_review_card(card_id)
                 assert current is not None
                 return self._outcome(row.id, g, current.state, now, duplicate=True)
         return self._outcome(row.id, g, after, now)
@@ -381,21 +384,21 @@ class PracticeService:
     async def players_due(self) -> list[DueNudge]:
         """Players with cards due now (opted into the nudge or not)."""
         async with self._uow() as uow:
-            rows = await uow.players_with_due_cards(self._clock.now())
+            rows = await uow.practice.players_with_due_cards(self._clock.now())
         return [DueNudge(p, n) for p, n in rows]
 
     # ------------------------------------------------------------------ the daily nudge
     async def set_nudge(self, player: PlayerRef, enabled: bool) -> bool:
         """Opt the player into (or out of) the daily private reminder of due cards; return the setting."""
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            await uow.set_nudge(player_pk, enabled, self._clock.now())
+            player_pk = await uow.players.ensure_player(player)
+            await uow.practice_settings.set_nudge(player_pk, enabled, self._clock.now())
         return enabled
 
     async def nudge_enabled(self, player: PlayerRef) -> bool:
         """Whether the player opted into the daily reminder (off unless they turned it on)."""
         async with self._uow() as uow:
-            return await uow.nudge_enabled(await uow.ensure_player(player))
+            return await uow.practice_settings.nudge_enabled(await uow.players.ensure_player(player))
 
     async def send_nudges(
         self, platform: NudgeSender, *, platforms: frozenset[str] | None = None
@@ -410,14 +413,14 @@ class PracticeService:
         now = self._clock.now()
         day = now.astimezone(dt.UTC).date()
         async with self._uow() as uow:
-            candidates = await uow.nudge_candidates(now, day)
+            candidates = await uow.practice_settings.nudge_candidates(now, day)
         if platforms is not None:
             candidates = [c for c in candidates if c[1].platform in platforms]
         sent: list[PlayerRef] = []
         failed: list[PlayerRef] = []
         for player_pk, player, due in candidates:
             async with self._uow() as uow:
-                if not await uow.claim_nudge(player_pk, day, due, now):
+                if not await uow.practice_settings.claim_nudge(player_pk, day, due, now):
                     continue  # another process reminded this player today
             try:
                 await platform.send_practice_nudge(player, PracticeNudgeCard(player.display_name, due, day))
@@ -429,7 +432,7 @@ class PracticeService:
                     exc_info=True,
                 )
                 async with self._uow() as uow:
-                    await uow.release_nudge(player_pk, day)
+                    await uow.practice_settings.release_nudge(player_pk, day)
                 failed.append(player)
             else:
                 sent.append(player)
@@ -441,8 +444,8 @@ class PracticeService:
         (:data:`OPTIMIZE_MIN_REVIEWS`), store them, and schedule the player's next reviews with them.
         """
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            history = await uow.review_history(player_pk)
+            player_pk = await uow.players.ensure_player(player)
+            history = await uow.practice.review_history(player_pk)
         usable = optimizer_reviews(history)
         if usable < OPTIMIZE_MIN_REVIEWS:
             reason = (
@@ -454,7 +457,7 @@ class PracticeService:
         parameters = tuple(await asyncio.to_thread(optimizer.optimize, history))
         make_scheduler(parameters)  # fsrs validates the count and the bounds before anything is stored
         async with self._uow() as uow:
-            await uow.save_fsrs_parameters(player_pk, parameters, usable, self._clock.now())
+            await uow.practice_settings.save_fsrs_parameters(player_pk, parameters, usable, self._clock.now())
         return OptimizeOutcome(
             usable, OPTIMIZE_MIN_REVIEWS, True, parameters, f"optimised from {usable} reviews"
         )
@@ -470,7 +473,8 @@ class PracticeService:
         than ``refresh`` (``serve`` runs this daily); one player's failure stops no other.
         """
         async with self._uow() as uow:
-            players = await uow.optimization_candidates(OPTIMIZE_MIN_REVIEWS, self._clock.now() - refresh)
+            stale_before = self._clock.now() - refresh
+            players = await uow.practice_settings.optimization_candidates(OPTIMIZE_MIN_REVIEWS, stale_before)
         outcomes = []
         for player in players:
             if platforms is not None and player.platform not in platforms:
@@ -487,14 +491,14 @@ class PracticeService:
     async def explain_prompt(self, player: PlayerRef, topic: str | None = None) -> ExplainPromptCard:
         """An explain prompt (optionally on a topic), the one this player practised least first."""
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            candidates = await uow.practice_candidates(player_pk, (Kind.EXPLAIN,))
+            player_pk = await uow.players.ensure_player(player)
+            candidates = await uow.practice.practice_candidates(player_pk, (Kind.EXPLAIN,))
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "explain prompts")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
                 raise NotFoundError("the question bank has no explain prompts: import it first")
             pick = _pick(pool, 1, self._rng)[0]
-            q = await uow.question_version(pick.version_id)
+            q = await uow.questions.question_version(pick.version_id)
         assert q is not None
         return ExplainPromptCard(
             question_id=q.id,
@@ -517,12 +521,14 @@ class PracticeService:
             )
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            q = await uow.question_version(version_id)
+            player_pk = await uow.players.ensure_player(player)
+            q = await uow.questions.question_version(version_id)
             if q is None or q.kind != Kind.EXPLAIN:
                 raise NotFoundError(f"no explain prompt with version id {version_id}")
             grade = grade_explanation(text, _concepts(q))
-            attempt_id = await uow.add_explain_attempt(player_pk, version_id, text, grade.concepts, now)
+            attempt_id = await uow.practice.add_explain_attempt(
+                player_pk, version_id, text, grade.concepts, now
+            )
         return ExplainResultCard(
             attempt_id=attempt_id,
             question_id=q.id,
@@ -538,9 +544,9 @@ class PracticeService:
         """A player's practice figures (separate from the competitive stats)."""
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            t = await uow.practice_totals(player_pk, now)
-            name = await uow.player_name(player_pk)
+            player_pk = await uow.players.ensure_player(player)
+            t = await uow.practice.practice_totals(player_pk, now)
+            name = await uow.players.player_name(player_pk)
         return PracticeStatsCard(
             display_name=name,
             quizzes=t.quizzes,
