@@ -11,9 +11,9 @@ import datetime as dt
 from types import TracebackType
 from typing import Protocol
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 from bot.core.repositories import (
     ChallengeRepository,
     CorrectionRepository,
@@ -21,6 +21,7 @@ from bot.core.repositories import (
     PlayerRepository,
     PlayRepository,
     PracticeRepository,
+    PracticeSettingsRepository,
     QuestionRepository,
     ScheduleRepository,
     StandingRepository,
@@ -78,6 +79,12 @@ class ChatPlatform(Protocol):
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Tell the configured admin channel something needs a human (e.g. a contradicted answer)."""
+        ...
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """Tell a player privately (a DM) that flashcards are due; only players who opted in get it.
+        Raise when it cannot be delivered (DMs closed, unknown user): the day's claim is then released.
+        """
         ...
 
 
@@ -175,4 +182,9 @@ class UnitOfWork(Protocol):
     @property
     def practice(self) -> PracticeRepository:
         """Quizzes, flashcards and explain answers."""
+        ...
+
+    @property
+    def practice_settings(self) -> PracticeSettingsRepository:
+        """Each player's FSRS parameters and daily-nudge setting."""
         ...

@@ -13,7 +13,7 @@ from typing import Literal
 
 from bot.core.grading import ConceptResult
 from bot.core.models import Choice, PlayerRef, Question
-from bot.core.sm2 import CardState, Grade, Phase
+from bot.core.srs import CardState, Grade, Phase
 
 CardSource = Literal["bank", "mistake"]
 
@@ -172,6 +172,34 @@ class DueNudge:
 
     player: PlayerRef
     due: int
+
+
+@dataclass(frozen=True)
+class NudgeReport:
+    """What one nudge run did: players reminded, skipped (already reminded today), failed to reach."""
+
+    sent: tuple[PlayerRef, ...]
+    failed: tuple[PlayerRef, ...]
+
+
+@dataclass(frozen=True)
+class OptimizeOutcome:
+    """The result of optimising a player's FSRS parameters from their own review history."""
+
+    reviews: int
+    needed: int
+    optimized: bool
+    parameters: tuple[float, ...] | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    """One logged self-grade, as the FSRS optimizer reads it."""
+
+    card_id: int
+    grade: Grade
+    reviewed_at: dt.datetime
 
 
 # ---------------------------------------------------------------------------------------------- port rows

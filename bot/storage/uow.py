@@ -19,7 +19,7 @@ from bot.storage.repositories.corrections import SqlCorrectionRepository
 from bot.storage.repositories.disputes import SqlDisputeRepository
 from bot.storage.repositories.players import SqlPlayerRepository
 from bot.storage.repositories.plays import SqlPlayRepository
-from bot.storage.repositories.practice import SqlPracticeRepository
+from bot.storage.repositories.practice import SqlPracticeRepository, SqlPracticeSettingsRepository
 from bot.storage.repositories.questions import SqlQuestionRepository
 from bot.storage.repositories.schedules import SqlScheduleRepository
 from bot.storage.repositories.standings import SqlStandingRepository
@@ -44,6 +44,7 @@ class SqlUnitOfWork:
         self.disputes = SqlDisputeRepository(db)
         self.corrections = SqlCorrectionRepository(db, self.challenges, self.plays)
         self.practice = SqlPracticeRepository(db)
+        self.practice_settings = SqlPracticeSettingsRepository(db)
 
     @property
     def s(self) -> AsyncSession:

@@ -13,6 +13,7 @@ One module per port here, mirrored by its implementation in bot/storage/reposito
 ``disputes``       disputes (runner checks of an answer) and the flags they raise
 ``corrections``    answer corrections: re-judging stored plays and moving their points
 ``practice``       quizzes, flashcard reviews and explain answers (never in standings)
+``practice_settings`` each player's fitted FSRS parameters and daily-nudge opt-in and claims
 =================  ==========================================================================
 """
 
@@ -23,7 +24,7 @@ from bot.core.repositories.corrections import CorrectionRepository, QuestionPlay
 from bot.core.repositories.disputes import DisputeRecord, DisputeRepository, QuestionFlag
 from bot.core.repositories.players import PlayerRepository
 from bot.core.repositories.plays import AnswerWrite, PlayRepository, ProblemTally
-from bot.core.repositories.practice import PracticeRepository
+from bot.core.repositories.practice import PracticeRepository, PracticeSettingsRepository
 from bot.core.repositories.questions import QuestionRepository, QuestionRow, SyncReport
 from bot.core.repositories.schedules import ScheduleRepository
 from bot.core.repositories.standings import CompletionRow, StandingRepository
@@ -38,6 +39,7 @@ __all__ = [
     "PlayRepository",
     "PlayerRepository",
     "PracticeRepository",
+    "PracticeSettingsRepository",
     "ProblemTally",
     "QuestionFlag",
     "QuestionPlay",

@@ -1,4 +1,4 @@
-"""The ``uow.practice`` storage port; its SQL implementation is bot/storage/repositories/practice.py."""
+"""The ``uow.practice`` and ``uow.practice_settings`` ports (SQL: bot/storage/repositories/practice.py)."""
 
 from __future__ import annotations
 
@@ -8,8 +8,8 @@ from typing import Protocol
 
 from bot.core.grading import ConceptResult
 from bot.core.models import PlayerRef, QuestionCandidate
-from bot.core.practice_models import PracticeTotals, QuizRow, ReviewCardRow
-from bot.core.sm2 import CardState, Grade
+from bot.core.practice_models import PracticeTotals, QuizRow, ReviewCardRow, ReviewRecord
+from bot.core.srs import CardState, Grade
 
 
 class PracticeRepository(Protocol):
@@ -80,4 +80,50 @@ class PracticeRepository(Protocol):
 
     async def practice_totals(self, player_pk: int, now: dt.datetime) -> PracticeTotals:
         """Counts of the player's quizzes, reviews, cards and explain attempts."""
+        ...
+
+    async def review_history(self, player_pk: int) -> list[ReviewRecord]:
+        """Every logged self-grade of the player's cards, oldest first (what FSRS's optimizer learns from)."""
+        ...
+
+
+class PracticeSettingsRepository(Protocol):
+    """Each player's practice settings (``uow.practice_settings``): FSRS parameters, the daily nudge."""
+
+    async def fsrs_parameters(self, player_pk: int) -> tuple[float, ...] | None:
+        """The player's optimised FSRS parameters, or None (the defaults)."""
+        ...
+
+    async def save_fsrs_parameters(
+        self, player_pk: int, parameters: Sequence[float], reviews: int, now: dt.datetime
+    ) -> None:
+        """Store the player's optimised parameters and how many reviews they came from."""
+        ...
+
+    async def optimization_candidates(self, min_reviews: int, stale_before: dt.datetime) -> list[PlayerRef]:
+        """Players with at least ``min_reviews`` logged reviews whose parameters were never fitted, or
+        fitted before ``stale_before``.
+        """
+        ...
+
+    async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
+        """Turn the player's daily reminder of due cards on or off."""
+        ...
+
+    async def nudge_enabled(self, player_pk: int) -> bool:
+        """Whether the player opted into the daily reminder."""
+        ...
+
+    async def nudge_candidates(self, now: dt.datetime, day: dt.date) -> list[tuple[int, PlayerRef, int]]:
+        """Opted-in players with cards due at ``now`` and no reminder claimed for ``day``:
+        (player_pk, player, cards due).
+        """
+        ...
+
+    async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:
+        """Claim the player's reminder of ``day`` (unique per player and day); False if already taken."""
+        ...
+
+    async def release_nudge(self, player_pk: int, day: dt.date) -> None:
+        """Drop a claim whose message could not be delivered, so a later run tries again that day."""
         ...
