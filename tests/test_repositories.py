@@ -30,7 +30,7 @@ def _protocols() -> dict[str, type]:
 
 def test_every_repository_port_and_the_unit_of_work_stay_narrow() -> None:
     found = _protocols()
-    assert len(found) == 9
+    assert len(found) == 10
     wide = {name: len(_members(p)) for name, p in {**found, "UnitOfWork": UnitOfWork}.items()}
     assert all(n <= MAX_MEMBERS for n in wide.values()), wide
 
@@ -49,6 +49,7 @@ def test_the_unit_of_work_hands_out_one_repository_per_port_with_every_member() 
         "disputes",
         "corrections",
         "practice",
+        "practice_settings",
     }
     for name, prop in by_attribute.items():
         port = inspect.get_annotations(prop.fget, eval_str=True)["return"]
