@@ -44,7 +44,7 @@ from __future__ import annotations
 
 import math
 import re
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -378,7 +378,8 @@ def _vocabulary_stems(vocabulary: frozenset[str]) -> frozenset[str]:
     return frozenset(stem(w) for w in vocabulary)
 
 
-def _vocabulary(keywords: Iterable[str]) -> frozenset[str]:
+@lru_cache(maxsize=256)
+def _vocabulary(keywords: tuple[str, ...]) -> frozenset[str]:
     """The raw (unstemmed) words of a prompt's keywords that typos are corrected toward."""
     return frozenset(
         w
@@ -451,7 +452,7 @@ def grade_explanation(answer: str, concepts: Sequence[Mapping[str, Any]]) -> Exp
             + [p for m in _misconceptions(c) for p in _strings(m.get("patterns"))]
         )
     ]
-    parsed = _Answer(answer, _vocabulary(keywords))
+    parsed = _Answer(answer, _vocabulary(tuple(keywords)))
     results = tuple(_grade_concept(parsed, c) for c in concepts)
     if is_salad(answer) and any(r.covered for r in results):
         note = "your answer lists keywords; explain in sentences how they fit together"
