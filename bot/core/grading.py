@@ -246,6 +246,7 @@ class ConceptResult:
 
     name: str
     covered: bool
+    #: The player's own words that earned the concept ("gathered", "sync … gradients").
     matched: str | None = None
     #: The misconception the answer asserted for this concept ("gradients must be synchronised by hand").
     misconception: str | None = None
@@ -297,43 +298,70 @@ _Index = dict[str, list[tuple[int, int]]]
 
 
 class _Answer:
-    """An answer's clauses, indexed by token, with typos corrected toward the prompt's vocabulary."""
+    """An answer's clauses, indexed by token, with typos corrected toward the prompt's vocabulary.
+
+    Each clause keeps, beside its canonical tokens, the words as the player wrote them, so that a match
+    can be quoted back in the player's own words ("gathered", not the stem "gather").
+    """
 
     def __init__(self, text: str, vocabulary: frozenset[str]) -> None:
-        clauses = tokenize(text, lambda word: word if word in vocabulary else _fuzzy(word, vocabulary))
-        self.clauses = clauses
+        self.clauses: list[list[str]] = []
+        self.words: list[list[str]] = []
+        for clause_text in _CLAUSE_SPLIT.split(_normalise(text)):
+            tokens: list[str] = []
+            words: list[str] = []
+            for word in _TOKEN.findall(clause_text):
+                fixed = word if word in vocabulary else _fuzzy(word, vocabulary)
+                for token in _canonical(fixed):
+                    tokens.append(token)
+                    words.append(word)
+            if tokens:
+                self.clauses.append(tokens)
+                self.words.append(words)
         self.index: _Index = {}
-        for ci, clause in enumerate(clauses):
+        for ci, clause in enumerate(self.clauses):
             for i, token in enumerate(clause):
                 self.index.setdefault(token, []).append((ci, i))
 
-    def positions(self, group: Group) -> dict[int, list[int]]:
-        """Where any phrase of ``group`` starts, per clause."""
-        found: dict[int, list[int]] = {}
+    def positions(self, group: Group) -> dict[int, list[tuple[int, int]]]:
+        """Where any phrase of ``group`` occurs, per clause: (start, length)."""
+        found: dict[int, list[tuple[int, int]]] = {}
         for phrase in group:
             n = len(phrase)
             for ci, i in self.index.get(phrase[0], ()):
                 if tuple(self.clauses[ci][i : i + n]) == phrase:
-                    found.setdefault(ci, []).append(i)
+                    found.setdefault(ci, []).append((i, n))
         return found
 
-    def negated(self, ci: int, start: int, window: int | None = NEGATION_WINDOW) -> bool:
-        lo = 0 if window is None else max(0, start - window)
+    def negated(self, ci: int, start: int) -> bool:
+        """Whether a negator stands at most :data:`NEGATION_WINDOW` tokens before ``start``."""
+        lo = max(0, start - NEGATION_WINDOW)
         return any(t in _NEGATOR_STEMS for t in self.clauses[ci][lo:start])
 
-    def affirms(self, groups: tuple[Group, ...]) -> bool:
-        """A concept keyword: every group in one clause, none just after a negator."""
+    def quote(self, ci: int, spans: list[tuple[int, int]]) -> str:
+        """The player's own words at ``spans`` of clause ``ci``, joined by an ellipsis."""
+        words = self.words[ci]
+        return " … ".join(" ".join(dict.fromkeys(words[i : i + n])) for i, n in sorted(spans))
+
+    def affirms(self, groups: tuple[Group, ...]) -> str | None:
+        """A concept keyword: every group in one clause, none just after a negator; the words matched."""
         if not groups:
-            return False
+            return None
         leading_negator = groups[0][0][0] in _NEGATOR_STEMS
         per_group = [self.positions(g) for g in groups]
-        for ci in set.intersection(*(set(p) for p in per_group)):
-            if leading_negator or all(any(not self.negated(ci, i) for i in p[ci]) for p in per_group):
-                return True
-        return False
+        for ci in sorted(set.intersection(*(set(p) for p in per_group))):
+            spans = []
+            for p in per_group:
+                ok = [(i, n) for i, n in p[ci] if leading_negator or not self.negated(ci, i)]
+                if not ok:
+                    break
+                spans.append(ok[0])
+            else:
+                return self.quote(ci, spans)
+        return None
 
     def asserts(self, groups: tuple[Group, ...]) -> bool:
-        """A misconception pattern: every group in one clause, no negator before it, no disclaimer."""
+        """A misconception pattern: every group in one clause, no negator in it, no disclaimer."""
         if not groups:
             return False
         per_group = [self.positions(g) for g in groups]
@@ -342,7 +370,10 @@ class _Answer:
             # Any negator in the clause, before or after ("fixes nothing"), withdraws the claim, except
             # one the pattern itself spells ("no + extra + communication").
             own = {
-                i for g, p in zip(groups, per_group, strict=True) for i in p[ci] if g[0][0] in _NEGATOR_STEMS
+                i
+                for g, p in zip(groups, per_group, strict=True)
+                for i, _ in p[ci]
+                if g[0][0] in _NEGATOR_STEMS
             }
             negated = any(t in _NEGATOR_STEMS and i not in own for i, t in enumerate(clause))
             if not negated and not any(t in _DISCLAIMER_STEMS for t in clause):
@@ -429,13 +460,14 @@ def _grade_concept(answer: _Answer, concept: Mapping[str, Any]) -> ConceptResult
     weighted += [(k, WEAK_WEIGHT) for k in _strings(concept.get("weak"))]
     for keyword, weight in weighted:
         groups = parse_keyword(keyword)
-        if not answer.affirms(groups):
+        quoted = answer.affirms(groups)
+        if quoted is None:
             continue
         if _is_generic(groups):
             weight = min(weight, WEAK_WEIGHT)
         score += weight
         if best is None or weight > best[0]:
-            best = (weight, keyword)
+            best = (weight, quoted)
     if score >= 1.0 and best is not None:
         return ConceptResult(name, True, best[1])
     return ConceptResult(name, False)
