@@ -17,7 +17,7 @@ What is measured, and why
    * So latency is also measured under open-loop load: players arrive at random (Poisson) at 25 / 50 /
      75 % of the capacity just measured (``--load-levels``), each playing the 5 problems back to back;
      the p99 target (25 ms) is read there.
-   * The service is wired as the app wires it (bot/app.py): the start and answer calls of players
+   * The service is wired as the app wires it (bot/bootstrap.py): the start and answer calls of players
      clicking together share transactions (``bot.storage.group_commit``). The same workload is then run
      with a transaction per call on a fresh database (``--no-compare`` skips it), side by side.
    * On the same database, same engine settings (``bot.storage.db.make_engine``) and same concurrency,
@@ -273,8 +273,8 @@ async def bench_answers(
 ) -> AnswerResult:
     """Players start and answer every problem of the day's challenge concurrently.
 
-    ``group_commit``: the app's wiring (bot/app.py), where the start and answer calls of players clicking
-    together share transactions; without it each call has a transaction of its own.
+    ``group_commit``: the app's wiring (bot/bootstrap.py), where the start and answer calls of players
+    clicking together share transactions; without it each call has a transaction of its own.
     """
     engine = make_engine(url)
     counting = False

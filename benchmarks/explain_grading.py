@@ -19,7 +19,7 @@ from typing import Any
 
 import yaml
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"

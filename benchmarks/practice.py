@@ -16,7 +16,7 @@ import statistics
 import time
 from collections.abc import Callable
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation
 from bot.core.sm2 import GRADES, CardState, schedule
 

@@ -1,6 +1,6 @@
 """Settings from environment variables (prefix ``RANKZERO_``) and an optional ``.env`` file.
 
-Built only in the entry points (cli.py) and passed down as arguments.
+Built only in the entry points (bot/cli/) and passed down as arguments.
 """
 
 from __future__ import annotations

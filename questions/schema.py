@@ -11,25 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Kind = Literal[
-    "predict_output",
-    "conceptual",
-    "hyperparameter",
-    "debug",
-    "metrics",
-    "model_choice",
-    "flashcard",
-    "explain",
-]
-Difficulty = Literal["beginner", "intermediate", "advanced", "expert"]
+# The fixed lists are the core's vocabulary (defined once), re-exported because the bank's modules and
+# tests name them through the schema.
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS as MULTIPLE_CHOICE_KINDS
+from bot.core.vocabulary import RUNNABLE_KINDS as RUNNABLE_KINDS
+from bot.core.vocabulary import Difficulty as Difficulty
+from bot.core.vocabulary import Kind as Kind
 
-#: Kinds answered by picking one of 2-6 choices.
-MULTIPLE_CHOICE_KINDS: frozenset[str] = frozenset(
-    {"predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice"}
-)
-#: Kinds whose code can be settled by the runner.
-RUNNABLE_KINDS: frozenset[str] = frozenset({"predict_output", "debug"})
-DIFFICULTIES: tuple[str, ...] = ("beginner", "intermediate", "advanced", "expert")
 #: The top-level topics (the single list; /work/coord/TAXONOMY.md in issue 14). Sub-topics go in ``tags``.
 TOPICS: tuple[str, ...] = (
     "Multi-GPU basics",
@@ -237,7 +225,7 @@ class QuestionSpec(_Strict):
         if kind in MULTIPLE_CHOICE_KINDS:
             _require(self.prompt, "prompt", kind)
             if not self.choices:
-                raise ValueError(f"kind {kind!r} needs 'choices': a list of 2 to 6 {{text, correct}} items")
+                raise ValueError(f"kind '{kind}' needs 'choices': a list of 2 to 6 {{text, correct}} items")
             if not 2 <= len(self.choices) <= 6:
                 raise ValueError(f"'choices' has {len(self.choices)} items; a question needs 2 to 6")
             n_correct = sum(c.correct for c in self.choices)
@@ -249,10 +237,10 @@ class QuestionSpec(_Strict):
             if len(set(texts)) != len(texts):
                 raise ValueError("'choices' repeats the same text; every choice must differ")
         elif self.choices is not None:
-            raise ValueError(f"kind {kind!r} takes no 'choices' (only multiple-choice kinds do)")
+            raise ValueError(f"kind '{kind}' takes no 'choices' (only multiple-choice kinds do)")
         if self.runner is not None:
             if kind not in RUNNABLE_KINDS:
-                raise ValueError(f"'runner' is only for predict_output and debug questions, not {kind!r}")
+                raise ValueError(f"'runner' is only for predict_output and debug questions, not '{kind}'")
             if not self.code:
                 raise ValueError("'runner' needs 'code' to run; add the snippet or drop 'runner'")
         if kind in RUNNABLE_KINDS and self.code and self.runner is None:
@@ -262,10 +250,10 @@ class QuestionSpec(_Strict):
             )
         if self.replaced_by is not None and not self.retired:
             raise ValueError("'replaced_by' is only for retired questions; add 'retired: true' or remove it")
-        if kind == "flashcard":
+        if kind is Kind.FLASHCARD:
             _require(self.front, "front", kind)
             _require(self.back, "back", kind)
-        if kind == "explain":
+        if kind is Kind.EXPLAIN:
             _require(self.prompt, "prompt", kind)
             _require(self.model_answer, "model_answer", kind)
             if not self.concepts:
@@ -280,9 +268,9 @@ class QuestionSpec(_Strict):
         return next(LETTERS[i] for i, c in enumerate(self.choices) if c.correct)
 
 
-def _require(value: str | None, name: str, kind: str) -> None:
+def _require(value: str | None, name: str, kind: Kind) -> None:
     if value is None or not value.strip():
-        raise ValueError(f"kind {kind!r} needs a non-empty '{name}'")
+        raise ValueError(f"kind '{kind}' needs a non-empty '{name}'")
 
 
 class Collection(_Strict):

@@ -24,6 +24,8 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
 - 429 with ``retry_after`` / ``global`` in the body and ``Retry-After``, ``X-RateLimit-*`` headers: a
   per-channel bucket for creating messages (5 per 5 s, the limit Discord's headers report) and forced
   limits for tests (:meth:`FakeDiscord.rate_limit_next`).
+- Slash-command options as Discord's client sends them once the commands are synced: only declared
+  options, the required ones, and a value among an option's ``choices`` (:meth:`Interactions.command`).
 """
 
 from __future__ import annotations
@@ -834,17 +836,48 @@ class Interactions:
         resolved: dict[str, Any] | None = None,
         channel_id: int = CHANNEL_ID,
     ) -> str:
-        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub')."""
+        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub').
+
+        Once the bot synced its commands, the options are checked as Discord's client enforces them:
+        declared, required ones given, and a value of the declared choices (ValueError otherwise).
+        """
         payload = self._base(2, user_id, user, permissions, roles or [], channel_id)
         parts = name.split()
         opts: list[dict[str, Any]] = options or []
+        guild = self._check_options(parts, opts)
         for sub in reversed(parts[1:]):
             opts = [{"type": 1 if sub == parts[-1] else 2, "name": sub, "options": opts}]
         payload["data"] = {"id": str(self.fake.next_id()), "name": parts[0], "type": 1, "options": opts}
+        if guild:  # a guild command's data names its guild (docs: Application Command Data Structure)
+            payload["data"]["guild_id"] = guild.rsplit("/", 1)[1]
         if resolved:
             payload["data"]["resolved"] = resolved
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])
+
+    def _check_options(self, parts: list[str], options: list[dict[str, Any]]) -> str | None:
+        """The options against the synced command; the "/guilds/<id>" it was synced to, if any."""
+        for where_synced, synced in sorted(self.fake.commands.items(), reverse=True):  # guilds first
+            declared: dict[str, Any] | None = next((c for c in synced if c["name"] == parts[0]), None)
+            for sub in parts[1:]:
+                if declared is not None:
+                    declared = next((o for o in declared.get("options", []) if o["name"] == sub), None)
+            if declared is None:
+                continue
+            schema = {o["name"]: o for o in declared.get("options", [])}
+            given = {o["name"]: o.get("value") for o in options}
+            where = "/" + " ".join(parts)
+            for opt, value in given.items():
+                if opt not in schema:
+                    raise ValueError(f"{where} has no option {opt!r} (declared: {sorted(schema)})")
+                allowed = [c["value"] for c in schema[opt].get("choices") or []]
+                if allowed and value not in allowed:
+                    raise ValueError(f"{where} {opt}: Discord offers only {allowed}, not {value!r}")
+            missing = [n for n, o in schema.items() if o.get("required") and n not in given]
+            if missing:
+                raise ValueError(f"{where} needs {missing}: Discord does not send the command without them")
+            return where_synced or None
+        return None
 
     def submit_modal(
         self,

@@ -10,7 +10,7 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation, is_salad, stem, tokenize
 from questions.schema import TOPICS, ConceptSpec
 

@@ -9,7 +9,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import InvalidAnswerError, NotFoundError
 from bot.core.practice import PracticeError, PracticeService
 from bot.core.service import QuizService

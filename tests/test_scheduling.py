@@ -461,7 +461,8 @@ def test_parsers() -> None:
 
 
 def test_schedule_cli_targets_the_console_channel_of_play() -> None:
-    from bot import cli, serve_cli
+    from bot import cli
+    from bot.cli import serve as serve_cli
 
     assert serve_cli.CONSOLE_CHANNEL == cli.CONSOLE_CHANNEL
 

@@ -21,9 +21,10 @@ from bot.core.errors import (
     RankZeroError,
     TimeUpError,
 )
-from bot.core.models import DIFFICULTY_ORDER, ChannelRef
+from bot.core.models import ChannelRef
 from bot.core.ports import TransientConflictError
 from bot.core.service import QuizService
+from bot.core.vocabulary import Difficulty
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
@@ -40,7 +41,7 @@ async def test_daily_challenge_has_five_ramped_mixed_problems(service: QuizServi
     assert len(challenge.problems) == 5
     levels = [p.question.difficulty for p in challenge.problems]
     assert levels == ["intermediate", "intermediate", "advanced", "advanced", "expert"]
-    assert [DIFFICULTY_ORDER[x] for x in levels] == sorted(DIFFICULTY_ORDER[x] for x in levels)
+    assert [Difficulty(x).rank for x in levels] == sorted(Difficulty(x).rank for x in levels)
     topics = [p.question.topic for p in challenge.problems]
     assert len(set(topics)) == 5, topics
 

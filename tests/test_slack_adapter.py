@@ -19,9 +19,9 @@ from pydantic import SecretStr
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.app import EVENTS_PATH, SlackAdapter, build_adapter
+from bot.bootstrap import Services, build_services
 from bot.config import Settings
 from bot.core.models import Actor, PlayerRef
-from bot.serve import Services, build_services
 from tests.conftest import ADMIN, START, make_spec, test_bank
 from tests.fakes import FrozenClock
 from tests.slack_fake import SECRET, TEAM, FakeSlackApi, SlackSender, sign

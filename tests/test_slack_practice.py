@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from bot.adapters.slack import practice_blocks as pb
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.models import Actor, PlayerRef
 from bot.storage.models import AttemptRow, ChallengeRow, ReviewCardModel
 from tests.conftest import START, test_bank

@@ -37,6 +37,7 @@ from bot.core.models import LETTERS, Actor, Choice, Question
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, UnitOfWork
 from bot.core.service import period_keys, scope_keys
 from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
+from bot.core.vocabulary import Difficulty, Kind
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,9 @@ def question_from_spec(spec: dict[str, Any], version_id: int = 0, version: int =
         version_id=version_id,
         id=str(spec.get("id", "preview")),
         version=version,
-        kind=str(spec.get("kind", "predict_output")),
+        kind=str(spec.get("kind", Kind.PREDICT_OUTPUT)),
         topic=str(spec.get("topic", "")),
-        difficulty=str(spec.get("difficulty", "intermediate")),
+        difficulty=str(spec.get("difficulty", Difficulty.INTERMEDIATE)),
         prompt=str(spec.get("prompt") or ""),
         code=spec.get("code"),
         hint=spec.get("hint"),
@@ -191,7 +192,9 @@ def needs_preview(spec: dict[str, Any]) -> bool:
     """Whether a valid question spec from a chat form is shown on the runner before it may be saved:
     a predict_output question with code and a runner block (what ``preview_question`` runs).
     """
-    return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
+    return (
+        spec.get("kind") == Kind.PREDICT_OUTPUT and bool(spec.get("code")) and spec.get("runner") is not None
+    )
 
 
 class DisputeService:
@@ -259,7 +262,7 @@ class DisputeService:
         """What the runner really prints for a question an admin is about to save."""
         self._require_admin(actor)
         question = question_from_spec(spec)
-        if question.kind != "predict_output" or not question.code:
+        if question.kind != Kind.PREDICT_OUTPUT or not question.code:
             raise NotFoundError("only predict_output questions with code can be previewed on the runner")
         return await self.check_question(question)
 

@@ -20,6 +20,7 @@ from typing import Literal
 
 from bot.core.models import Choice, Question
 from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
+from bot.core.vocabulary import Kind
 
 Verification = Literal["confirmed", "contradicted", "cannot_check"]
 
@@ -217,7 +218,7 @@ def match_verdict(question: Question, verdict: RunVerdict, code: str | None = No
     code = code if code is not None else question.code
     official = question.correct_letter
     observed = describe_outcome(verdict, code)
-    if question.kind != "predict_output":
+    if question.kind != Kind.PREDICT_OUTPUT:
         return MatchResult(
             observed,
             None,

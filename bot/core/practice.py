@@ -32,9 +32,8 @@ from bot.core.practice_models import (
     ReviewSummary,
 )
 from bot.core.sm2 import ANKI_DEFAULTS, GRADES, CardState, Grade, Sm2Config, schedule
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Kind
 
-#: Kinds a practice quiz draws from (every multiple-choice kind of the bank).
-QUIZ_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
 QUIZ_SIZE = 5
 #: Anki's "learn ahead limit": when nothing is due, learning cards due within this are shown early.
 LEARN_AHEAD = dt.timedelta(minutes=20)
@@ -124,7 +123,8 @@ class PracticeService:
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.ensure_player(player)
-            candidates = await uow.practice_candidates(player_pk, QUIZ_KINDS)
+            # A quiz draws from every multiple-choice kind of the bank.
+            candidates = await uow.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS)
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "quiz questions")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
@@ -330,7 +330,7 @@ class PracticeService:
         """An explain prompt (optionally on a topic), the one this player practised least first."""
         async with self._uow() as uow:
             player_pk = await uow.ensure_player(player)
-            candidates = await uow.practice_candidates(player_pk, ("explain",))
+            candidates = await uow.practice_candidates(player_pk, (Kind.EXPLAIN,))
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "explain prompts")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
@@ -361,7 +361,7 @@ class PracticeService:
         async with self._uow() as uow:
             player_pk = await uow.ensure_player(player)
             q = await uow.question_version(version_id)
-            if q is None or q.kind != "explain":
+            if q is None or q.kind != Kind.EXPLAIN:
                 raise NotFoundError(f"no explain prompt with version id {version_id}")
             grade = grade_explanation(text, _concepts(q))
             attempt_id = await uow.add_explain_attempt(player_pk, version_id, text, grade.concepts, now)

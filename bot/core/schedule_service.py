@@ -28,6 +28,7 @@ from bot.core.schedule import (
     window_end,
 )
 from bot.core.service import QuizService, period_keys, scope_keys
+from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
 
@@ -361,7 +362,7 @@ class ScheduleService:
             scope = scope_keys(channel_pk, schedule.channel)[0]
             rows, _, total = await uow.leaderboard(scope, week_key, 10, None)
         card = LeaderboardCard(
-            "channel", "week", f"Weekly summary · {week_key[2:]}", tuple(rows), None, total
+            Scope.CHANNEL, Period.WEEK, f"Weekly summary · {week_key[2:]}", tuple(rows), None, total
         )
         if self._platform is not None:
             await self._platform.post_weekly_summary(schedule.channel, card)

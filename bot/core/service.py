@@ -68,12 +68,10 @@ from bot.core.ports import (
     UnitOfWork,
 )
 from bot.core.transactions import OwnTransactions, Transactions
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Period, Scope, parse_enum
 
 log = logging.getLogger(__name__)
 
-CHALLENGE_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
-SCOPES = ("channel", "workspace")
-PERIODS = ("today", "week", "all")
 #: How many times a conflicting attempt insert is retried before reporting "no attempts left".
 _ATTEMPT_RETRIES = 5
 #: Closing a challenge again after the database aborted it to break a deadlock.
@@ -177,7 +175,7 @@ class QuizService:
             existing = await uow.get_challenge(channel_pk, day)
             if existing is not None:  # created since the lookup above
                 return existing, False
-            candidates = await uow.question_candidates(channel_pk, CHALLENGE_KINDS)
+            candidates = await uow.question_candidates(channel_pk, MULTIPLE_CHOICE_KINDS)
             if not candidates:
                 raise NotFoundError(
                     "the question bank is empty: import questions first "
@@ -759,27 +757,32 @@ class QuizService:
         self,
         channel: ChannelRef,
         *,
-        scope: str = "channel",
-        period: str = "all",
+        scope: Scope | str = Scope.CHANNEL,
+        period: Period | str = Period.ALL,
         player: PlayerRef | None = None,
         limit: int = 10,
     ) -> LeaderboardCard:
-        """Top ``limit`` players of a channel or its workspace for today, this week or all time."""
-        if scope not in SCOPES:
-            raise ConfigurationError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
-        if period not in PERIODS:
-            raise ConfigurationError(f"unknown period {period!r}: use one of {', '.join(PERIODS)}")
+        """Top ``limit`` players of a channel or its workspace for today, this week or all time.
+
+        ``scope`` and ``period`` may be the enums' plain strings (what chat commands type).
+        """
+        try:
+            scope = parse_enum(Scope, scope, "scope")
+            period = parse_enum(Period, period, "period")
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         today = local_day(self._clock.now(), channel.timezone)
         all_key, day_key, week_key = period_keys(today)
-        period_key = {"all": all_key, "today": day_key, "week": week_key}[period]
+        period_key = {Period.ALL: all_key, Period.TODAY: day_key, Period.WEEK: week_key}[period]
         async with self._uow() as uow:
             channel_pk = await uow.ensure_channel(channel)
             player_pk = await uow.ensure_player(player) if player else None
-            scope_key = scope_keys(channel_pk, channel)[SCOPES.index(scope)]
+            channel_key, workspace_key = scope_keys(channel_pk, channel)
+            scope_key = channel_key if scope is Scope.CHANNEL else workspace_key
             rows, me, total = await uow.leaderboard(scope_key, period_key, limit, player_pk)
-        where = "this channel" if scope == "channel" else "this workspace"
-        when = {"all": "all time", "today": f"today ({today.isoformat()})", "week": "this week"}[period]
-        return LeaderboardCard(scope, period, f"Leaderboard · {where} · {when}", tuple(rows), me, total)
+        when = f"{period.label} ({today.isoformat()})" if period is Period.TODAY else period.label
+        title = f"Leaderboard · {scope.label} · {when}"
+        return LeaderboardCard(scope, period, title, tuple(rows), me, total)
 
     async def stats(self, player: PlayerRef, channel: ChannelRef | None = None) -> StatsCard:
         """A player's record: points, accuracy by topic and kind, streaks, badges."""

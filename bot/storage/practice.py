@@ -22,6 +22,7 @@ from bot.core.practice_models import (
     ReviewCardRow,
 )
 from bot.core.sm2 import ANKI_DEFAULTS, CardState, Grade
+from bot.core.vocabulary import Kind
 from bot.storage.models import (
     CardReviewRow,
     ExplainAttemptRow,
@@ -194,7 +195,7 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
     # ---------------------------------------------------------------- flashcards
     async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
         """Add the player's missing cards: bank flashcards, and challenge questions they missed."""
-        bank = [v.question_id for v in await self._latest_active(("flashcard",))]
+        bank = [v.question_id for v in await self._latest_active((Kind.FLASHCARD,))]
         missed = (
             select(QuestionVersionRow.question_id)
             .join(ProblemRow, ProblemRow.question_version_id == QuestionVersionRow.id)

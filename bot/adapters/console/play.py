@@ -25,6 +25,7 @@ from bot.core.errors import RankZeroError, TimeUpError
 from bot.core.models import Actor, ChannelRef
 from bot.core.ports import Clock
 from bot.core.service import QuizService
+from bot.core.vocabulary import Period
 
 #: How often the countdown is redrawn while waiting for a key.
 TICK_S = 0.25
@@ -142,7 +143,7 @@ class ConsoleGame:
                     return 0
         summary = await self._service.summary(self._actor, challenge.id)
         self._console.print(render.summary(summary))
-        board = await self._service.leaderboard(self._channel, player=self._actor.player, period="today")
+        board = await self._service.leaderboard(self._channel, player=self._actor.player, period=Period.TODAY)
         self._console.print(render.leaderboard(board))
         return 0
 

@@ -9,8 +9,9 @@ where a non-admin would otherwise fill in a form for nothing.
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from enum import StrEnum
+from typing import Any
 
 import discord
 from discord import app_commands
@@ -44,6 +45,7 @@ from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, Period, Scope
 from questions.loader import BankValidationError, validate_text_async
 from questions.schema import QuestionSpec
 
@@ -65,6 +67,14 @@ REFUSAL = "only admins can do that (Manage Server permission or a RankZero admin
 MAX_IMPORT_BYTES = 512 * 1024
 
 Reply = Callable[[str | None, discord.Embed | None], Awaitable[None]]
+
+#: What /leaderboard calls each scope: Discord's word for a workspace is "server".
+SCOPE_NAMES: dict[Scope, str] = {Scope.CHANNEL: "channel", Scope.WORKSPACE: "server"}
+
+
+def choices_of(values: Iterable[StrEnum]) -> list[app_commands.Choice[str]]:
+    """Slash-command choices from the vocabulary, so a member added there is offered here too."""
+    return [app_commands.Choice(name=v.value, value=v.value) for v in values]
 
 
 def spec_from_form(
@@ -241,7 +251,8 @@ class CommandHandler:
         """Top players of the channel or server."""
         card = await self.quiz.leaderboard(
             channel_of(interaction, self.timezone),
-            scope="workspace" if scope == "server" else "channel",
+            # A value Discord would not send falls through to the service's "unknown scope" error.
+            scope={name: s for s, name in SCOPE_NAMES.items()}.get(scope, scope),
             period=period,
             player=actor_of(interaction).player,
         )
@@ -471,10 +482,14 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     """Add RankZero's slash commands to ``tree``."""
 
     @tree.command(name="leaderboard", description="Top players of this channel or server")
+    @app_commands.choices(
+        scope=[app_commands.Choice(name=name, value=name) for name in SCOPE_NAMES.values()],
+        period=choices_of(Period),
+    )
     async def leaderboard(
         interaction: discord.Interaction[Any],
-        scope: Literal["channel", "server"] = "channel",
-        period: Literal["today", "week", "all"] = "all",
+        scope: str = SCOPE_NAMES[Scope.CHANNEL],
+        period: str = Period.ALL.value,
     ) -> None:
         await h.run(interaction, lambda: h.leaderboard(interaction, scope, period))
 
@@ -565,14 +580,13 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     )
 
     @question.command(name="add", description="Add a multiple-choice question through a form")
+    @app_commands.choices(difficulty=choices_of(Difficulty), kind=choices_of(MULTIPLE_CHOICE_KINDS))
     async def question_add(
         interaction: discord.Interaction[Any],
         id: str,
         topic: str,
-        difficulty: Literal["intermediate", "advanced", "expert"],
-        kind: Literal[
-            "predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice"
-        ] = "conceptual",
+        difficulty: str,
+        kind: str = Kind.CONCEPTUAL.value,
     ) -> None:
         # The modal must be the first response, so the refusal is decided before opening it.
         if not actor_of(interaction, h.admin_roles).is_admin:

@@ -31,6 +31,7 @@ from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.sanitize import no_mentions, safe_text
 from bot.adapters.drafts import DraftStore
 from bot.core.errors import ConfigurationError, RankZeroError
+from bot.core.vocabulary import Kind
 
 if TYPE_CHECKING:
     from bot.adapters.discord.commands import CommandHandler
@@ -89,7 +90,7 @@ def split_runner_line(code: str, kind: str) -> tuple[dict[str, Any] | None, str]
     m = _RUNNER_LINE.match(code)
     if m is not None:
         return parse_runner_line(m["rest"]), code[m.end() :]
-    if kind == "predict_output" and code.strip():
+    if kind == Kind.PREDICT_OUTPUT and code.strip():
         return dict(DEFAULT_RUNNER), code
     return None, code
 

@@ -13,7 +13,7 @@ from typing import Any
 import discord
 
 from bot.adapters.discord.practice_components import PracticeButton
-from bot.adapters.discord.render import BLUE, GREEN, GREY, RED, bank_text, relative
+from bot.adapters.discord.render import BLUE, DIFFICULTY_ICONS, GREEN, GREY, RED, bank_text, relative
 from bot.adapters.discord.sanitize import (
     BUTTONS_PER_ROW,
     EMBED_TOTAL,
@@ -39,7 +39,6 @@ from bot.core.practice_models import (
 from bot.core.sm2 import Grade
 
 PURPLE = discord.Colour.purple()
-_DIFFICULTY = {"beginner": "⚪", "intermediate": "🟢", "advanced": "🟠", "expert": "🔴"}
 GRADE_STYLE: dict[Grade, discord.ButtonStyle] = {
     "again": discord.ButtonStyle.danger,
     "hard": discord.ButtonStyle.secondary,
@@ -85,7 +84,7 @@ def fit_message(embeds: Sequence[discord.Embed]) -> list[discord.Embed]:
 # ---------------------------------------------------------------------- quiz
 def quiz_question_embed(card: QuizQuestionCard) -> discord.Embed:
     """A quiz question: prompt, code, lettered choices."""
-    icon = _DIFFICULTY.get(card.difficulty, "")
+    icon = DIFFICULTY_ICONS.get(card.difficulty, "")
     embed = discord.Embed(
         title=f"Quiz {card.position}/{card.total} · {icon} {card.difficulty} · {plain(card.topic)}",
         description=bank_text(card.prompt),
@@ -259,7 +258,7 @@ def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
 # ---------------------------------------------------------------------- explain
 def explain_prompt_embed(card: ExplainPromptCard) -> discord.Embed:
     """An explain prompt."""
-    icon = _DIFFICULTY.get(card.difficulty, "")
+    icon = DIFFICULTY_ICONS.get(card.difficulty, "")
     embed = discord.Embed(
         title=f"✍ Explain · {icon} {card.difficulty} · {plain(card.topic)}",
         description=bank_text(card.prompt),

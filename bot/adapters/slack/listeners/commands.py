@@ -20,6 +20,7 @@ from bot.adapters.slack.listeners import disputes, practice
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.core.schedule_text import describe_schedule
+from bot.core.vocabulary import Period, Scope
 
 COMMAND = "/rankzero"
 
@@ -96,8 +97,10 @@ async def _challenge(
 async def _leaderboard(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    scope = next((a for a in args if a in ("channel", "workspace")), "channel")
-    period = next((a for a in args if a not in ("channel", "workspace")), "all")
+    # ``leaderboard [channel|workspace] [today|week|all]`` in any order; the service names a bad value.
+    scopes = [s.value for s in Scope]
+    scope = next((a for a in args if a.lower() in scopes), Scope.CHANNEL)
+    period = next((a for a in args if a.lower() not in scopes), Period.ALL)
     card = await ctx.services.quiz.leaderboard(ch, scope=scope, period=period, player=actor.player)
     return bk.leaderboard_blocks(card)
 

@@ -34,6 +34,7 @@ from bot.adapters.slack.context import SlackContext
 from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor
+from bot.core.vocabulary import Kind
 from bot.storage.drafts import SqlDraftRepository
 from questions.schema import QuestionSpec
 
@@ -70,7 +71,7 @@ def runner_from_form(
     any other question only when a runner field was filled (the schema then says whether it may have one).
     """
     given = {f: values[f] for f in RUNNER_FIELDS if f in values}
-    if not given and not (kind == "predict_output" and has_code):
+    if not given and not (kind == Kind.PREDICT_OUTPUT and has_code):
         return None, {}
     errors: dict[str, str] = {}
     runner: dict[str, Any] = {

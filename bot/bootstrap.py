@@ -1,0 +1,244 @@
+"""The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
+
+This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
+LocalRunnerClient, the platform router); everything else receives ports. (Not yet: the Slack adapter
+builds its delivery log and draft store from ``app.engine`` itself.) Entry points call
+``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
+scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
+platform, a runner) instead of patching.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import AsyncIterator, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.adapters import registry
+from bot.adapters.registry import Adapter
+from bot.config import Settings
+from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.dispute_service import DisputeService
+from bot.core.models import ChannelRef
+from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
+from bot.core.practice import PracticeService
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
+from bot.storage.db import make_engine, upgrade_async
+from bot.storage.group_commit import GroupCommit, default_lanes
+from bot.storage.practice import SqlPracticeUnitOfWork
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from questions.loader import default_bank_dir, load_paths
+
+if TYPE_CHECKING:
+    from bot.scheduling import RankZeroScheduler
+
+
+def _units_of_work(
+    engine: AsyncEngine,
+) -> tuple[Callable[[], SqlUnitOfWork], Callable[[], SqlPracticeUnitOfWork]]:
+    """The unit-of-work factories over ``engine``: the quiz's (also disputes' and schedules') and practice's.
+
+    The only place the unit-of-work classes are constructed.
+    """
+    factory = session_factory(engine)
+    return (lambda: SqlUnitOfWork(factory)), (lambda: SqlPracticeUnitOfWork(factory))
+
+
+def _configured_runner(settings: Settings) -> HttpRunnerClient | None:
+    """An HTTP client for RANKZERO_RUNNER_URL (with RANKZERO_RUNNER_TOKEN), or None when none is set."""
+    if not settings.runner_url:
+        return None
+    token = settings.runner_token.get_secret_value() if settings.runner_token else None
+    return HttpRunnerClient(settings.runner_url, token)
+
+
+@dataclass
+class App:
+    """The wired application: its engine (to dispose), its clock and its services."""
+
+    engine: AsyncEngine
+    service: QuizService
+    #: Practice modes (quiz, flashcard review, explain); never touches standings.
+    practice: PracticeService = field(kw_only=True)
+    #: Disputes, previews, verification and answer corrections (bot/core/dispute_service.py).
+    disputes: DisputeService = field(kw_only=True)
+    #: Channel schedules (set, show, pause; the scheduled posts when ``rankzero serve`` runs them).
+    schedules: ScheduleService = field(kw_only=True)
+    #: The clock every service was given (the console game and practice sessions use it too).
+    clock: Clock = field(kw_only=True)
+    #: The runner client build_app opened (closed with the app), if any.
+    runner: HttpRunnerClient | LocalRunnerClient | None = field(default=None, kw_only=True)
+
+    @property
+    def runner_is_local(self) -> bool:
+        """True when disputes start a local ``rankzero-runner serve`` on first use (it takes seconds)."""
+        return isinstance(self.runner, LocalRunnerClient)
+
+    async def close(self) -> None:
+        """Release database connections (and the runner client's)."""
+        if self.runner is not None:
+            await self.runner.aclose()
+        await self.engine.dispose()
+
+
+async def build_app(
+    settings: Settings,
+    *,
+    platform: ChatPlatform | None = None,
+    clock: Clock | None = None,
+    migrate: bool = True,
+    runner: RunnerClient | None = None,
+    local_runner: bool = False,
+) -> App:
+    """Migrate the database (unless told not to) and wire the services.
+
+    ``runner`` defaults to an HttpRunnerClient on RANKZERO_RUNNER_URL when that is set; otherwise, with
+    ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    """
+    if migrate:
+        await upgrade_async(settings.database_url)
+    engine = make_engine(settings.database_url)
+    uow, practice_uow = _units_of_work(engine)
+    clock = clock or SystemClock()
+    service = QuizService(
+        uow,
+        clock,
+        platform,
+        problems_per_challenge=settings.problems_per_challenge,
+        # Players clicking together (right after the daily post) share transactions: group commit.
+        transactions=GroupCommit(uow, lanes=default_lanes(engine)),
+    )
+    practice = PracticeService(practice_uow, clock)
+    owned: HttpRunnerClient | LocalRunnerClient | None = None
+    if runner is None:
+        owned = _configured_runner(settings)
+        if owned is None and local_runner:
+            owned = LocalRunnerClient()
+    runner = runner or owned
+    disputes = DisputeService(uow, clock, runner, platform, runs_per_hour=settings.disputes_per_hour)
+    schedules = ScheduleService(
+        uow,
+        clock,
+        service,
+        platform,
+        grace=dt.timedelta(minutes=settings.grace_minutes),
+        default_timezone=settings.default_timezone,
+    )
+    return App(
+        engine, service, practice=practice, disputes=disputes, schedules=schedules, clock=clock, runner=owned
+    )
+
+
+def shipped_bank_specs() -> list[dict[str, object]]:
+    """The bank shipped in questions/bank, validated, as spec dicts ready to import."""
+    return [q.spec.model_dump(mode="json", exclude_none=True) for q in load_paths([default_bank_dir()])]
+
+
+@asynccontextmanager
+async def open_runner(
+    settings: Settings, *, max_concurrent: int, pool: str | None = None, say: Callable[[str], None]
+) -> AsyncIterator[RunnerClient]:
+    """A runner for a batch job (verify, build): the configured one, else a local runner started for it.
+
+    ``pool``: the local runner's warm sandboxes (``ranks:count,...``; its default when None). ``say`` is
+    told when a local runner is being started (it takes seconds).
+    """
+    configured = _configured_runner(settings)
+    if configured is not None:
+        async with configured as client:
+            yield client
+        return
+    say("no RANKZERO_RUNNER_URL: starting a local runner…")
+    local = (
+        LocalRunner(pool=pool, max_concurrent=max_concurrent)
+        if pool
+        else LocalRunner(max_concurrent=max_concurrent)
+    )
+    async with local as (url, token), HttpRunnerClient(url, token) as client:
+        yield client
+
+
+# ---------------------------------------------------------------------- rankzero serve
+class PlatformRouter:
+    """The ChatPlatform of the service: each call goes to the adapter serving the channel's platform."""
+
+    def __init__(self, platforms: dict[str, ChatPlatform]) -> None:
+        self._platforms = platforms
+
+    def _for(self, channel: ChannelRef) -> ChatPlatform:
+        try:
+            return self._platforms[channel.platform]
+        except KeyError:
+            raise LookupError(f"no adapter serves platform {channel.platform!r} in this process") from None
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Post on the channel's platform."""
+        return await self._for(channel).post_challenge(channel, card)
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_results(channel, card, message_ref)
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_reminder(channel, card, message_ref)
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_weekly_summary(channel, card)
+
+    def __getattr__(self, name: str) -> Any:
+        # Calls not bound to a channel (e.g. an admin notice added to the port later) go to every adapter.
+        if not name.startswith("post_"):
+            raise AttributeError(name)
+
+        async def broadcast(*args: Any, **kwargs: Any) -> None:
+            for platform in self._platforms.values():
+                method = getattr(platform, name, None)
+                if method is not None:
+                    await method(*args, **kwargs)
+
+        return broadcast
+
+
+@dataclass
+class Services:
+    """What adapters get at start: the use cases (schedule admin commands call ``schedules``)."""
+
+    quiz: QuizService
+    schedules: ScheduleService
+    scheduler: RankZeroScheduler
+    app: App
+
+
+def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
+    """The chat adapters configured in ``settings`` (plus the terminal when ``console``).
+
+    The registry imports only the configured platforms' packages; ConfigurationError names a configured
+    platform whose adapter is missing from this build.
+    """
+    return registry.build_adapters(settings, console=console)
+
+
+async def build_services(
+    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
+) -> Services:
+    """Wire the services for ``adapters`` (migrating the database first unless told not to)."""
+    from bot.scheduling import RankZeroScheduler  # APScheduler: only a serving process needs it
+
+    clock = clock or SystemClock()
+    router = PlatformRouter({a.name: a.platform for a in adapters})
+    app = await build_app(settings, platform=router, clock=clock, migrate=migrate)
+    scheduler = RankZeroScheduler(
+        app.schedules,
+        clock,
+        platforms=frozenset(a.name for a in adapters),
+        sync_interval_s=settings.schedule_sync_s,
+    )
+    return Services(app.service, app.schedules, scheduler, app)
