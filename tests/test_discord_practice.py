@@ -76,7 +76,21 @@ def _bank() -> list[dict[str, Any]]:
         "topic": "DataParallel",
         "difficulty": "intermediate",
         "prompt": "Explain how `nn.DataParallel` trains one model on several GPUs.",
-        "concepts": [{"name": name, "keywords": kws} for name, kws in CONCEPTS],
+        "concepts": [{"name": name, "keywords": kws} for name, kws in CONCEPTS[:-1]]
+        + [
+            {
+                "name": CONCEPTS[-1][0],
+                "keywords": CONCEPTS[-1][1],
+                # Bank text with markdown and a ping: the renderer must show it inert.
+                "misconceptions": [
+                    {
+                        "claim": "gradients must be **synced** by hand @everyone",
+                        "correction": "backward sums them",
+                        "patterns": ["yourself|by hand + gradient"],
+                    }
+                ],
+            }
+        ],
         "model_answer": "It scatters the batch, replicates the model @everyone, gathers outputs.",
     }
     return [*test_bank(), *cards, explain]
@@ -339,6 +353,23 @@ async def test_explain_answered_through_the_modal(bot: Bot) -> None:
     assert graded["components"] == []
     assert graded.get("allowed_mentions", {"parse": []}) == {"parse": []}
     assert (await bot.practice.stats(ALICE)).explain_attempts == 1
+
+
+async def test_explain_names_the_misconception_back_escaped(bot: Bot) -> None:
+    msg = await bot.command("explain")
+    token = bot.act.click(bot.client, msg, bot.buttons(msg)["Answer"])
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    modal = bot.callbacks(token)[0]
+    field_id = modal["data"]["components"][0]["components"][0]["custom_id"]
+    answer = "The batch is split and each GPU has a copy; you sync the gradients yourself after backward."
+    sub = bot.act.submit_modal(bot.client, modal["data"]["custom_id"], {field_id: answer}, message_id=msg)
+    await bot.fake.wait_for(lambda: bot.edits(sub))
+    _, result = _embeds(bot.fake.messages[msg])
+    assert result["title"] == "You got 2/5 concepts"
+    wrong = _field(result, "Misconception")
+    assert wrong.startswith("⚠️ You wrote that gradients must be \\*\\*synced\\*\\* by hand")
+    assert wrong.endswith(": backward sums them") and "@everyone" not in wrong
+    assert "Gradients are summed into the original model" in _field(result, "Missed")
 
 
 # ---------------------------------------------------------------------- /stats

@@ -143,3 +143,15 @@ def test_unknown_topic_lists_the_topics(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "no quiz questions on topic 'quantum computing'" in result.stderr
     assert "Available topics:" in result.stderr and "DataParallel" in result.stderr
+
+
+def test_explain_names_a_misconception_in_the_terminal(tmp_path: Path) -> None:
+    answer = (
+        "Check torch.cuda.is_available() and wrap the model in DataParallel; it moves the model "
+        "and every batch to the GPU automatically.\n"
+    )
+    out = _piped(tmp_path, answer, "explain", "basics", "--player", "Mia")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())  # rich wraps long lines
+    assert "You wrote that wrapping the model moves the model and the data to the GPUs by itself" in text
+    assert "Missed:" in text and "Move the model to the GPU" in text

@@ -203,6 +203,25 @@ async def test_explain_submission_shows_covered_and_missed_concepts(slack: Harne
     assert r.json()["response_action"] == "errors" and "out of date" in r.json()["errors"]["answer"]
 
 
+async def test_explain_names_a_misconception_and_the_missed_concepts(slack: Harness) -> None:
+    _, view = await _command_modal(slack, PLAYER, "explain basics")
+    answer = (
+        "Check torch.cuda.is_available() and wrap the model in DataParallel; it moves the model and every "
+        "batch to the GPU automatically <!channel> & more."
+    )
+    r = await slack.send.submit(
+        PLAYER, pb.EXPLAIN_CALLBACK, {"answer": answer}, metadata=view["private_metadata"]
+    )
+    shown = text_of(r.json()["view"])
+    assert "*Misconception*" in shown
+    assert (
+        ":warning: You wrote that wrapping the model moves the model and the data to the GPUs by itself: "
+        "DataParallel and DDP move nothing for you" in shown
+    )
+    assert "*Missed*" in shown and ":x: Move the model to the GPU" in shown
+    assert "<!channel>" not in shown  # the answer is never echoed unescaped
+
+
 # ---------------------------------------------------------------------- App Home and help
 async def test_app_home_shows_the_practice_panel(slack: Harness) -> None:
     await slack.services.app.practice.start_review(PAT)

@@ -537,6 +537,7 @@ class PracticeService:
             concepts=grade.concepts,
             model_answer=str(q.extra.get("model_answer") or ""),
             explanation=q.explanation,
+            note=grade.note,
         )
 
     # ------------------------------------------------------------------ stats

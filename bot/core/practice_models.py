@@ -143,11 +143,18 @@ class ExplainResultCard:
     concepts: tuple[ConceptResult, ...]
     model_answer: str
     explanation: str | None
+    #: Why the whole answer earned nothing (it lists keywords instead of explaining), or None.
+    note: str | None = None
 
     @property
     def missed(self) -> tuple[str, ...]:
         """Names of the concepts the answer missed."""
         return tuple(c.name for c in self.concepts if not c.covered)
+
+    @property
+    def misconceptions(self) -> tuple[ConceptResult, ...]:
+        """Concepts failed by a false claim in the answer (each with its claim and correction)."""
+        return tuple(c for c in self.concepts if c.misconception)
 
 
 @dataclass(frozen=True)

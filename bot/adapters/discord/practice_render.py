@@ -312,6 +312,14 @@ def explain_result_embed(card: ExplainResultCard) -> discord.Embed:
     ]
     if covered:
         embed.add_field(name="Covered", value=truncate("\n".join(covered), FIELD_VALUE), inline=False)
+    if card.misconceptions:
+        wrong = "\n".join(
+            f"⚠️ You wrote that {plain(c.misconception or '')}: {plain(c.correction or '')}"
+            for c in card.misconceptions
+        )
+        embed.add_field(name="Misconception", value=truncate(wrong, FIELD_VALUE), inline=False)
+    if card.note:
+        embed.add_field(name="Note", value=truncate(plain(card.note), FIELD_VALUE), inline=False)
     if card.missed:
         missed = "\n".join(f"❌ {plain(name)}" for name in card.missed)
         embed.add_field(name="Missed", value=truncate(missed, FIELD_VALUE), inline=False)

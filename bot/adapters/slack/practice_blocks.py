@@ -293,6 +293,14 @@ def explain_result_view(card: ExplainResultCard) -> Block:
     ]
     if covered:
         blocks.append(section("*Covered*\n" + "\n".join(covered)))
+    if card.misconceptions:
+        wrong = (
+            f":warning: You wrote that {esc(c.misconception or '')}: {esc(c.correction or '')}"
+            for c in card.misconceptions
+        )
+        blocks.append(section("*Misconception*\n" + "\n".join(wrong)))
+    if card.note:
+        blocks.append(section(f"*Note*\n{esc(card.note)}"))
     if card.missed:
         blocks.append(section("*Missed*\n" + "\n".join(f":x: {esc(name)}" for name in card.missed)))
     if card.model_answer:
