@@ -93,7 +93,7 @@ class Bot:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> tuple[Bot, Any]:
-    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02, admin_roles=[ADMIN_ROLE])
+    adapter = DiscordAdapter("test-token", clock=clock, admin_roles=[ADMIN_ROLE])
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)

@@ -104,7 +104,7 @@ def contradicted_bank() -> list[dict[str, Any]]:
 def use_runner(h: Harness, runner: PrintRunner) -> None:
     """Give the services a DisputeService over ``runner``, posting notices through the real router."""
     factory = session_factory(h.services.app.engine)
-    h.services.app.disputes = DisputeService(
+    h.services.app.disputes = h.adapter.ctx.commands.disputes = DisputeService(
         lambda: SqlUnitOfWork(factory),
         h.clock,
         runner,

@@ -22,7 +22,7 @@ from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.disputes import DisputeHandler, DraftButton
 from bot.adapters.discord.failures import RankZeroTree
 from bot.adapters.discord.platform import DiscordPlatform
-from bot.adapters.discord.play import PLATFORM, PlayHandler
+from bot.adapters.discord.play import PLATFORM, PlayHandler, admin_policy
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
 from bot.adapters.discord.practice_components import PracticeButton
 from bot.adapters.discord.reposting import Reposter
@@ -112,7 +112,6 @@ class DiscordAdapter:
         sharded: bool = False,
         timezone: str = "UTC",
         clock: Clock | None = None,
-        tick_s: float = 5.0,
         sync_state: Path | None = None,
     ) -> None:
         self._token = token
@@ -122,7 +121,6 @@ class DiscordAdapter:
         self.guild_id = guild_id
         self.timezone = timezone
         self.clock = clock or SystemClock()
-        self.tick_s = tick_s
         self.client: RankZeroClient | RankZeroShardedClient = (
             RankZeroShardedClient() if sharded else RankZeroClient()
         )
@@ -134,13 +132,8 @@ class DiscordAdapter:
 
     def attach(self, services: Services) -> None:
         """Register the handlers on the client (no network): buttons, slash commands, modals."""
-        self.play = PlayHandler(
-            services.quiz,
-            self.clock,
-            admin_roles=self.admin_roles,
-            timezone=self.timezone,
-            tick_s=self.tick_s,
-        )
+        admins = admin_policy(self.admin_roles)
+        self.play = PlayHandler(services.quiz, self.clock, admins=admins, timezone=self.timezone)
         self.client.rankzero = self.play
         self.commands = CommandHandler(
             services.quiz,
@@ -154,7 +147,7 @@ class DiscordAdapter:
         self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)
         self.client.rankzero_drafts = self.commands.disputes_ui
         if self.commands.practice is not None:
-            self.practice = PracticeHandler(self.commands.practice, admin_roles=self.admin_roles)
+            self.practice = PracticeHandler(self.commands.practice, admins=admins)
             self.client.rankzero_practice = self.practice
             register_practice_commands(self.client.tree, self.practice)
 

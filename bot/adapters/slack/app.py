@@ -24,7 +24,7 @@ from bot.adapters.slack.listeners import actions, commands, disputes, events, pr
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
-from bot.storage.deliveries import SqlDeliveryLog
+from bot.storage.repositories.deliveries import SqlDeliveryLog
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -48,20 +48,6 @@ def redelivery_key(body: dict[str, Any]) -> str | None:
     return None
 
 
-async def _first_anywhere(ctx: SlackContext, key: str) -> bool:
-    """Whether no process recorded this event yet (recording it now); True when the log is unavailable
-    (a redelivered Home tab is harmless, a lost event is not).
-    """
-    deliveries = ctx.deliveries
-    if deliveries is None:
-        return True
-    try:
-        return bool(await deliveries.first(key, ctx.clock.now()))
-    except Exception:
-        log.exception("the delivery log failed; handling %s anyway", key)
-        return True
-
-
 def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
     """The Bolt app with RankZero's listeners; outgoing Web API calls go through ``ctx.client``."""
     app = AsyncApp(client=ctx.client, signing_secret=signing_secret, request_verification_enabled=True)
@@ -70,17 +56,16 @@ def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
     async def drop_redeliveries(
         req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
     ) -> BoltResponse | None:
-        # Slack redelivers (X-Slack-Retry-Num) when it did not see our answer in time; the first
-        # delivery is handled (or being handled), so acknowledge and do nothing. Answers also carry an
-        # idempotency key to the service, which catches redeliveries across processes.
+        # Slack redelivers events (X-Slack-Retry-Num) when it did not see our answer in time, maybe to
+        # another process: the command layer drops every delivery after the first, through the database
+        # for events. Clicks are remembered here; an answer's idempotency key protects it everywhere.
         key = redelivery_key(req.body)
-        if key is not None and not ctx.first_delivery(key):
-            log.info("dropped a redelivery (%s, retry %s)", key, req.headers.get("x-slack-retry-num"))
-            return BoltResponse(status=200, body="")
-        if key is not None and key.startswith("event:") and not await _first_anywhere(ctx, key):
-            # Another process (or this one before a restart) already took this event.
-            log.info("dropped a redelivery seen elsewhere (%s)", key)
-            return BoltResponse(status=200, body="")
+        if key is not None:
+            durable = key.startswith("event:")
+            first = await ctx.deliveries.first(key) if durable else ctx.deliveries.first_here(key)
+            if not first:
+                log.info("dropped a redelivery (%s, retry %s)", key, req.headers.get("x-slack-retry-num"))
+                return BoltResponse(status=200, body="")
         return await next()
 
     failures.install(app, ctx.client)
@@ -175,7 +160,7 @@ class SlackAdapter:
         """
         await self.check_token()
         self.ctx.bind(services)
-        self.ctx.deliveries = SqlDeliveryLog(services.app.engine)
+        self.ctx.deliveries.log = SqlDeliveryLog(services.app.engine)
         loaded = await disputes.drafts(self.ctx).load()  # admins' drafts from before a restart
         log.info("Slack: %d question drafts loaded", loaded)
         if self.http is not None:
