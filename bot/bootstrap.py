@@ -1,8 +1,8 @@
 """The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
 
 This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
-LocalRunnerClient, the platform router); everything else receives ports. (Not yet: the Slack adapter
-builds its delivery log and draft store from ``app.engine`` itself.) Entry points call
+FleetRunnerClient, LocalRunnerClient, the platform router); everything else receives ports. (Not yet: the
+Slack adapter builds its delivery log and draft store from ``app.engine`` itself.) Entry points call
 ``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
 scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
 platform, a runner) instead of patching.
@@ -30,6 +30,7 @@ from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
+from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -51,12 +52,9 @@ def _units_of_work(engine: AsyncEngine) -> Callable[[], SqlUnitOfWork]:
     return lambda: SqlUnitOfWork(factory)
 
 
-def _configured_runner(settings: Settings) -> HttpRunnerClient | None:
-    """An HTTP client for RANKZERO_RUNNER_URL (with RANKZERO_RUNNER_TOKEN), or None when none is set."""
-    if not settings.runner_url:
-        return None
-    token = settings.runner_token.get_secret_value() if settings.runner_token else None
-    return HttpRunnerClient(settings.runner_url, token)
+def _configured_runner(settings: Settings) -> HttpRunnerClient | FleetRunnerClient | None:
+    """The runner (or fleet of runners) RANKZERO_RUNNER_URL names, or None when it is unset."""
+    return runner_from_settings(settings)
 
 
 @dataclass
@@ -74,7 +72,7 @@ class App:
     #: The clock every service was given (the console game and practice sessions use it too).
     clock: Clock = field(kw_only=True)
     #: The runner client build_app opened (closed with the app), if any.
-    runner: HttpRunnerClient | LocalRunnerClient | None = field(default=None, kw_only=True)
+    runner: OwnedRunner | None = field(default=None, kw_only=True)
 
     @property
     def runner_is_local(self) -> bool:
@@ -99,8 +97,8 @@ async def build_app(
 ) -> App:
     """Migrate the database (unless told not to) and wire the services.
 
-    ``runner`` defaults to an HttpRunnerClient on RANKZERO_RUNNER_URL when that is set; otherwise, with
-    ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when set;
+    otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
     """
     if migrate:
         await upgrade_async(settings.database_url)
@@ -116,7 +114,7 @@ async def build_app(
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),
     )
     practice = PracticeService(uow, clock)
-    owned: HttpRunnerClient | LocalRunnerClient | None = None
+    owned: OwnedRunner | None = None
     if runner is None:
         owned = _configured_runner(settings)
         if owned is None and local_runner:

@@ -197,6 +197,10 @@ def needs_preview(spec: dict[str, Any]) -> bool:
     )
 
 
+#: Seconds DisputeService remembers the runner's health before asking again.
+HEALTH_TTL_S = 60.0
+
+
 class DisputeService:
     """Disputes, previews, verification and answer corrections over a runner and the database."""
 
@@ -219,6 +223,7 @@ class DisputeService:
         self._per_hour = runs_per_hour
         self._timeout = run_timeout_s
         self._health: RunnerHealth | None = None
+        self._health_at = 0.0
 
     # ------------------------------------------------------------------ the runner
     def _require_runner(self) -> RunnerClient:
@@ -230,9 +235,15 @@ class DisputeService:
         return self._runner
 
     async def runner_health(self) -> RunnerHealth:
-        """The runner's capabilities (asked once, then remembered)."""
-        if self._health is None:
+        """The runner's capabilities, remembered for HEALTH_TTL_S.
+
+        Not forever: a fleet's largest runner may be down when first asked and back later, and whether a
+        GPU question "cannot be reproduced" must follow it.
+        """
+        now = asyncio.get_running_loop().time()
+        if self._health is None or now - self._health_at > HEALTH_TTL_S:
             self._health = await self._require_runner().health()
+            self._health_at = now
         return self._health
 
     async def _run(
