@@ -35,11 +35,11 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.core.calendar import zone
 from bot.core.models import ChannelRef
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
 from bot.core.schedule_service import ScheduleService
-from bot.core.service import zone
 
 log = logging.getLogger(__name__)
 
@@ -183,11 +183,19 @@ class RankZeroScheduler:
         sync_interval_s: float = 30.0,
         retry_base_s: float = 5.0,
         retry_max_s: float = 60.0,
+        nudge: Callable[[], Awaitable[object]] | None = None,
+        nudge_interval_s: float = 3600.0,
+        optimize: Callable[[], Awaitable[object]] | None = None,
+        optimize_interval_s: float = 86400.0,
     ) -> None:
         """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
         process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
         Every job (post, summary, close, reminder, their retries) is made only for the channels served, so
         two processes never act on the same channel; the database's claims stay the safety net.
+        ``nudge``: the practice reminder of due cards, run at start and every ``nudge_interval_s`` (it
+        claims each player's reminder per day, so running it hourly, or in several processes, sends each
+        one once a day and reaches players whose cards fell due later in the day). ``optimize``: fitting
+        players' FSRS parameters, every ``optimize_interval_s`` (first one interval after start).
 
         A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
         ``retry_max_s`` between tries.
@@ -205,6 +213,10 @@ class RankZeroScheduler:
         #: True when this process serves only some channels (the rest belong to other processes).
         self._partial = platforms is not None or owns is not None
         self._sync_interval_s = sync_interval_s
+        self._nudge = nudge
+        self._nudge_interval_s = nudge_interval_s
+        self._optimize = optimize
+        self._optimize_interval_s = optimize_interval_s
         self._fingerprint: tuple[object, ...] | None = None
         self._running: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
@@ -234,6 +246,21 @@ class RankZeroScheduler:
             seconds=self._sync_interval_s, start_date=self._clock.now() + every, timezone=dt.UTC
         )
         self._add("sync", self._sync, sync, None)
+        if self._nudge is not None:
+            await self._own_task(self._send_nudges())
+            hourly = IntervalTrigger(
+                seconds=self._nudge_interval_s,
+                start_date=self._clock.now() + dt.timedelta(seconds=self._nudge_interval_s),
+                timezone=dt.UTC,
+            )
+            self._add("nudge", self._send_nudges, hourly, None)
+        if self._optimize is not None:
+            daily = IntervalTrigger(
+                seconds=self._optimize_interval_s,
+                start_date=self._clock.now() + dt.timedelta(seconds=self._optimize_interval_s),
+                timezone=dt.UTC,
+            )
+            self._add("optimize", self._fit_parameters, daily, None)
         log.info("scheduler started with %d jobs", len(self.jobs.jobs()))
 
     async def shutdown(self) -> None:
@@ -396,6 +423,26 @@ class RankZeroScheduler:
             await self._schedules.weekly_summary(channel_pk)
 
         await self._guard(f"summary:{channel_pk}", body)
+
+    async def _send_nudges(self) -> None:
+        nudge = self._nudge
+        if nudge is None:
+            return
+
+        async def body() -> None:
+            await nudge()
+
+        await self._guard("nudge", body)
+
+    async def _fit_parameters(self) -> None:
+        optimize = self._optimize
+        if optimize is None:
+            return
+
+        async def body() -> None:
+            await optimize()
+
+        await self._guard("optimize", body)
 
     async def _sync(self) -> None:
         async def body() -> None:

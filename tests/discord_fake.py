@@ -21,6 +21,9 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   embeds without Embed Links) / ``160002`` (a reply without Read Message History, or a thread without
   Create Public Threads: 50013) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
   interaction responses and follow-ups are webhooks and need no channel permission.
+- DMs: ``POST /users/@me/channels`` opens (or returns) the user's DM channel; a message to a user whose
+  privacy settings refuse the bot (:attr:`FakeDiscord.dms_closed`) gets 403 ``50007 Cannot send messages
+  to this user`` -- docs: "JSON Error Codes".
 - 429 with ``retry_after`` / ``global`` in the body and ``Retry-After``, ``X-RateLimit-*`` headers: a
   per-channel bucket for creating messages (5 per 5 s, the limit Discord's headers report) and forced
   limits for tests (:meth:`FakeDiscord.rate_limit_next`).
@@ -460,6 +463,9 @@ class FakeDiscord:
         self.originals: dict[str, int] = {}
         self.files: dict[str, bytes] = {}
         self.threads: dict[int, dict[str, Any]] = {}
+        #: DM channels opened by the bot (channel id -> the user), and users whose DMs are closed.
+        self.dm_channels: dict[int, int] = {}
+        self.dms_closed: set[int] = set()
         #: channel id -> the bot's permission bits there (absent: every permission)
         self.permissions: dict[int, int] = {}
         #: interaction token -> (interaction id, when it was created on :meth:`now`'s clock)
@@ -689,6 +695,19 @@ class FakeDiscord:
                     "flags": 0,
                 }
             )
+        if m == "POST" and path == "/users/@me/channels":
+            return self._open_dm(body or {})
+        if (
+            (hit := re.fullmatch(r"/channels/(\d+)/messages", path))
+            and m == "POST"
+            and int(hit[1]) in self.dm_channels
+        ):
+            if self.dm_channels[int(hit[1])] in self.dms_closed:
+                # What Discord answers when the user's privacy settings refuse the bot's DMs.
+                return _json({"message": "Cannot send messages to this user", "code": 50007}, status=403)
+            return self._check_body(body or {}, create=True) or _json(
+                self._store(self.next_id(), int(hit[1]), body or {})
+            )
         if (hit := re.fullmatch(r"/channels/(\d+)/messages", path)) and m == "POST":
             channel = int(hit[1])
             return self._check_channel(channel, body or {}, create=True) or self._create_in(
@@ -728,6 +747,24 @@ class FakeDiscord:
         if (hit := re.fullmatch(r"/applications/\d+(/guilds/\d+)?/commands", path)) and m == "GET":
             return _json(self.commands.get(hit[1] or "", []))
         return _json({"code": 0, "message": f"fake has no route {m} {path}"}, status=404)
+
+    def _open_dm(self, body: dict[str, Any]) -> web.Response:
+        """``POST /users/@me/channels`` (Create DM): one DM channel per user, as Discord keeps it."""
+        recipient = body.get("recipient_id")
+        if not str(recipient or "").isdigit():
+            problem = ("recipient_id", "BASE_TYPE_REQUIRED", "This field is required")
+            return _json(form_error([problem]), status=400)
+        user = int(str(recipient))
+        channel = next((c for c, u in self.dm_channels.items() if u == user), None) or self.next_id()
+        self.dm_channels[channel] = user
+        return _json(
+            {
+                "id": str(channel),
+                "type": 1,
+                "last_message_id": None,
+                "recipients": [user_payload(user, f"user{user}")],
+            }
+        )
 
     # ------------------------------------------------------------------ the rules
     def _check_body(self, body: dict[str, Any], *, create: bool) -> web.Response | None:

@@ -255,10 +255,43 @@ def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
 
 @main.command()
 @click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option(
+    "--nudge",
+    type=click.Choice(["on", "off"]),
+    default=None,
+    help="Turn the daily reminder of due cards on or off (then exit).",
+)
+@click.option(
+    "--optimize",
+    is_flag=True,
+    help="Fit FSRS's parameters to your own reviews (needs 512 usable ones and the optimizer extra).",
+)
 @click.pass_obj
-def review(settings: Settings, player: str | None) -> None:
-    """Practice: review your due flashcards (spaced repetition, SM-2); grade 1-4 or a/h/g/e."""
-    _practice(settings, player, lambda s: s.review())
+def review(settings: Settings, player: str | None, nudge: str | None, optimize: bool) -> None:
+    """Practice: review your due flashcards (spaced repetition, FSRS); grade 1-4 or a/h/g/e."""
+    if nudge is None and not optimize:
+        _practice(settings, player, lambda s: s.review())
+        return
+    from rich.console import Console
+
+    console = Console()
+
+    async def body(app: App) -> None:
+        who = console_player(player)
+        if nudge is not None:
+            on = await app.practice.set_nudge(who, nudge == "on")
+            console.print(
+                "Daily reminder on: you get one message a day while cards are due."
+                if on
+                else "Daily reminder off."
+            )
+        if optimize:
+            from bot.practice_optimizer import FsrsOptimizer
+
+            outcome = await app.practice.optimize_parameters(who, FsrsOptimizer(in_process=True))
+            console.print(f"FSRS parameters: {outcome.reason}.")
+
+    run_app(settings, body, console=console)
 
 
 @main.command()

@@ -24,7 +24,7 @@ from bot.adapters.slack.listeners import actions, commands, disputes, events, pr
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
-from bot.storage.deliveries import SqlDeliveryLog
+from bot.storage.repositories.deliveries import SqlDeliveryLog
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable

@@ -34,7 +34,7 @@ from bot.commands.parsing import parse_correct, parse_dispute_target, parse_flag
 from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
-from bot.storage.drafts import SqlDraftRepository
+from bot.storage.repositories.drafts import SqlDraftRepository
 
 log = logging.getLogger(__name__)
 
