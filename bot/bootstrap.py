@@ -261,6 +261,7 @@ async def build_services(
         app.schedules,
         clock,
         platforms=served,
+        owns=shards.owns if (shards := settings.discord_shard_set) is not None else None,
         sync_interval_s=settings.schedule_sync_s,
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),

@@ -36,6 +36,7 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.core.calendar import zone
+from bot.core.models import ChannelRef
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
 from bot.core.schedule_service import ScheduleService
@@ -178,6 +179,7 @@ class RankZeroScheduler:
         clock: Clock,
         *,
         platforms: frozenset[str] | None = None,
+        owns: Callable[[ChannelRef], bool] | None = None,
         sync_interval_s: float = 30.0,
         retry_base_s: float = 5.0,
         retry_max_s: float = 60.0,
@@ -186,11 +188,14 @@ class RankZeroScheduler:
         optimize: Callable[[], Awaitable[object]] | None = None,
         optimize_interval_s: float = 86400.0,
     ) -> None:
-        """``platforms``: channel platforms served by this process (None: all). ``nudge``: the practice
-        reminder of due cards, run at start and every ``nudge_interval_s`` (it claims each player's
-        reminder per day, so running it hourly, or in several processes, sends each one once a day and
-        reaches players whose cards fell due later in the day). ``optimize``: fitting players' FSRS
-        parameters, every ``optimize_interval_s`` (first one interval after start, not during it).
+        """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
+        process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
+        Every job (post, summary, close, reminder, their retries) is made only for the channels served, so
+        two processes never act on the same channel; the database's claims stay the safety net.
+        ``nudge``: the practice reminder of due cards, run at start and every ``nudge_interval_s`` (it
+        claims each player's reminder per day, so running it hourly, or in several processes, sends each
+        one once a day and reaches players whose cards fell due later in the day). ``optimize``: fitting
+        players' FSRS parameters, every ``optimize_interval_s`` (first one interval after start).
 
         A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
         ``retry_max_s`` between tries.
@@ -204,6 +209,9 @@ class RankZeroScheduler:
         self._failures: dict[str, int] = {}
         self._clock = clock
         self._platforms = platforms
+        self._owns = owns
+        #: True when this process serves only some channels (the rest belong to other processes).
+        self._partial = platforms is not None or owns is not None
         self._sync_interval_s = sync_interval_s
         self._nudge = nudge
         self._nudge_interval_s = nudge_interval_s
@@ -305,8 +313,8 @@ class RankZeroScheduler:
         """Close (and reminder) jobs for every open window as stored; a changed closes_at moves its job."""
         by_pk = {s.channel_pk: s for s in schedules}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if self._platforms is not None and channel_pk not in by_pk:
-                continue  # another process serves that platform
+            if self._partial and channel_pk not in by_pk:
+                continue  # another process serves that platform or shard
             current = self.next_run(f"close:{challenge_id}")
             if current is None or current != closes_at:
                 remind_at = self._schedules.reminder_at(by_pk.get(channel_pk), closes_at)
@@ -336,7 +344,8 @@ class RankZeroScheduler:
         return [
             s
             for s in await self._schedules.schedules()
-            if self._platforms is None or s.channel.platform in self._platforms
+            if (self._platforms is None or s.channel.platform in self._platforms)
+            and (self._owns is None or self._owns(s.channel))
         ]
 
     @staticmethod
@@ -452,7 +461,7 @@ class RankZeroScheduler:
         now = self._clock.now()
         served = {s.channel_pk for s in await self._served()}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if closes_at <= now and (self._platforms is None or channel_pk in served):
+            if closes_at <= now and (not self._partial or channel_pk in served):
                 await self._own_task(self._close(challenge_id))
 
     # ------------------------------------------------------------------ health

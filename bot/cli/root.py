@@ -123,6 +123,17 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+def _settings_errors(exc: Any) -> str:
+    """A pydantic ValidationError of Settings as one line: each bad field, its variable and why."""
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error["loc"]) or "settings"
+        why = str(error["msg"]).removeprefix("Value error, ")
+        # Not the input: it may be a token or a URL with a password (the message names what is wrong).
+        parts.append(f"{field} (RANKZERO_{field.upper()}): {why}")
+    return "; ".join(parts)
+
+
 @click.group(cls=LazyGroup, lazy=_LAZY_MAIN)
 @click.option(
     "--db",
@@ -150,7 +161,8 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
         # A bad value in the environment, .env or rankzero.toml (or a file that is not TOML at all): name it
         # instead of a traceback.
         where = f"{toml_path()} is not valid TOML: " if isinstance(exc, tomllib.TOMLDecodeError) else ""
-        click.echo(f"error: bad RankZero settings: {where}{exc}", err=True)
+        what = _settings_errors(exc) if isinstance(exc, ValidationError) else str(exc)
+        click.echo(f"error: bad RankZero settings: {where}{what}", err=True)
         raise SystemExit(2) from None
 
 
