@@ -34,7 +34,7 @@ $(STAMP): pyproject.toml $(LOCK)
 # Python 3.11, where pip finds the torch 2.13.0 CPU wheel. Review the diff, run `make test`, commit both.
 lock: setup
 	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet $(if $(UPGRADE),--upgrade) \
-	  --extra runner --extra dev \
+	  --extra runner --extra dev --extra optimizer \
 	  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
 	  --no-emit-trusted-host -o $(LOCK) pyproject.toml
 

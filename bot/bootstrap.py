@@ -1,8 +1,8 @@
 """The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
 
 This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
-LocalRunnerClient, the platform router, the delivery log and draft repository the chat adapters get as
-ports in :class:`Services`); everything else receives ports. Entry points call
+FleetRunnerClient, LocalRunnerClient, the platform router, the delivery log and draft repository the chat
+adapters get as ports in :class:`Services`); everything else receives ports. Entry points call
 ``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
 scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
 platform, a runner) instead of patching.
@@ -11,7 +11,8 @@ platform, a runner) instead of patching.
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Callable, Sequence
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
@@ -23,19 +24,19 @@ from bot.adapters.drafts import DraftRepository
 from bot.adapters.registry import Adapter
 from bot.commands.dedup import DeliveryLog
 from bot.config import Settings
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
+from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
 from bot.storage.db import make_engine, upgrade_async
-from bot.storage.deliveries import SqlDeliveryLog
-from bot.storage.drafts import SqlDraftRepository
 from bot.storage.group_commit import GroupCommit, default_lanes
-from bot.storage.practice import SqlPracticeUnitOfWork
+from bot.storage.repositories.deliveries import SqlDeliveryLog
+from bot.storage.repositories.drafts import SqlDraftRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
@@ -45,24 +46,22 @@ if TYPE_CHECKING:
 
     from bot.scheduling import RankZeroScheduler
 
+log = logging.getLogger(__name__)
 
-def _units_of_work(
-    engine: AsyncEngine,
-) -> tuple[Callable[[], SqlUnitOfWork], Callable[[], SqlPracticeUnitOfWork]]:
-    """The unit-of-work factories over ``engine``: the quiz's (also disputes' and schedules') and practice's.
 
-    The only place the unit-of-work classes are constructed.
+def _units_of_work(engine: AsyncEngine) -> Callable[[], SqlUnitOfWork]:
+    """The unit-of-work factory over ``engine`` that every service shares (each unit of work hands out
+    the repositories: ``uow.plays``, ``uow.practice``...).
+
+    The only place the unit-of-work class is constructed.
     """
     factory = session_factory(engine)
-    return (lambda: SqlUnitOfWork(factory)), (lambda: SqlPracticeUnitOfWork(factory))
+    return lambda: SqlUnitOfWork(factory)
 
 
-def _configured_runner(settings: Settings) -> HttpRunnerClient | None:
-    """An HTTP client for RANKZERO_RUNNER_URL (with RANKZERO_RUNNER_TOKEN), or None when none is set."""
-    if not settings.runner_url:
-        return None
-    token = settings.runner_token.get_secret_value() if settings.runner_token else None
-    return HttpRunnerClient(settings.runner_url, token)
+def _configured_runner(settings: Settings) -> HttpRunnerClient | FleetRunnerClient | None:
+    """The runner (or fleet of runners) RANKZERO_RUNNER_URL names, or None when it is unset."""
+    return runner_from_settings(settings)
 
 
 @dataclass
@@ -80,7 +79,7 @@ class App:
     #: The clock every service was given (the console game and practice sessions use it too).
     clock: Clock = field(kw_only=True)
     #: The runner client build_app opened (closed with the app), if any.
-    runner: HttpRunnerClient | LocalRunnerClient | None = field(default=None, kw_only=True)
+    runner: OwnedRunner | None = field(default=None, kw_only=True)
 
     @property
     def runner_is_local(self) -> bool:
@@ -105,13 +104,13 @@ async def build_app(
 ) -> App:
     """Migrate the database (unless told not to) and wire the services.
 
-    ``runner`` defaults to an HttpRunnerClient on RANKZERO_RUNNER_URL when that is set; otherwise, with
-    ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when set;
+    otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
     """
     if migrate:
         await upgrade_async(settings.database_url)
     engine = make_engine(settings.database_url)
-    uow, practice_uow = _units_of_work(engine)
+    uow = _units_of_work(engine)
     clock = clock or SystemClock()
     service = QuizService(
         uow,
@@ -121,8 +120,8 @@ async def build_app(
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),
     )
-    practice = PracticeService(practice_uow, clock)
-    owned: HttpRunnerClient | LocalRunnerClient | None = None
+    practice = PracticeService(uow, clock)
+    owned: OwnedRunner | None = None
     if runner is None:
         owned = _configured_runner(settings)
         if owned is None and local_runner:
@@ -200,6 +199,13 @@ class PlatformRouter:
         """Post on the channel's platform."""
         await self._for(channel).post_weekly_summary(channel, card)
 
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """DM the player on their platform (a player of a platform this process does not serve: error)."""
+        platform = self._platforms.get(player.platform)
+        if platform is None:
+            raise LookupError(f"no adapter serves platform {player.platform!r} in this process")
+        await platform.send_practice_nudge(player, card)
+
     def __getattr__(self, name: str) -> Any:
         # Calls not bound to a channel (e.g. an admin notice added to the port later) go to every adapter.
         if not name.startswith("post_"):
@@ -241,7 +247,7 @@ def slack_oauth_stores(
     settings: Settings, engine: AsyncEngine
 ) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
     """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
-    migration 0007_slack). They are async (AsyncEngine), so the event loop never blocks on them.
+    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them.
     """
     from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
     from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
@@ -262,6 +268,21 @@ def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter
     return registry.build_adapters(settings, console=console)
 
 
+def _optimizer_job(app: App, served: frozenset[str]) -> Callable[[], Awaitable[object]] | None:
+    """The daily per-player FSRS fit, when the optional optimizer is installed (else None: defaults)."""
+    from bot.practice_optimizer import INSTALL_HINT, FsrsOptimizer, optimizer_available
+
+    if not optimizer_available():
+        log.info("FSRS optimisation not installed (%s): players keep the default parameters", INSTALL_HINT)
+        return None
+    optimizer = FsrsOptimizer()
+
+    async def fit_all() -> object:
+        return await app.practice.optimize_all(optimizer, platforms=served)
+
+    return fit_all
+
+
 async def build_services(
     settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
 ) -> Services:
@@ -271,11 +292,15 @@ async def build_services(
     clock = clock or SystemClock()
     router = PlatformRouter({a.name: a.platform for a in adapters})
     app = await build_app(settings, platform=router, clock=clock, migrate=migrate)
+    served = frozenset(a.name for a in adapters)
     scheduler = RankZeroScheduler(
         app.schedules,
         clock,
-        platforms=frozenset(a.name for a in adapters),
+        platforms=served,
+        owns=shards.owns if (shards := settings.discord_shard_set) is not None else None,
         sync_interval_s=settings.schedule_sync_s,
+        nudge=lambda: app.practice.send_nudges(router, platforms=served),
+        optimize=_optimizer_job(app, served),
     )
     installations, states = slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
     return Services(

@@ -35,10 +35,11 @@ from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.core.calendar import zone
+from bot.core.models import ChannelRef
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
 from bot.core.schedule_service import ScheduleService
-from bot.core.service import zone
 
 log = logging.getLogger(__name__)
 
@@ -178,11 +179,23 @@ class RankZeroScheduler:
         clock: Clock,
         *,
         platforms: frozenset[str] | None = None,
+        owns: Callable[[ChannelRef], bool] | None = None,
         sync_interval_s: float = 30.0,
         retry_base_s: float = 5.0,
         retry_max_s: float = 60.0,
+        nudge: Callable[[], Awaitable[object]] | None = None,
+        nudge_interval_s: float = 3600.0,
+        optimize: Callable[[], Awaitable[object]] | None = None,
+        optimize_interval_s: float = 86400.0,
     ) -> None:
-        """``platforms``: channel platforms served by this process (None: all).
+        """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
+        process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
+        Every job (post, summary, close, reminder, their retries) is made only for the channels served, so
+        two processes never act on the same channel; the database's claims stay the safety net.
+        ``nudge``: the practice reminder of due cards, run at start and every ``nudge_interval_s`` (it
+        claims each player's reminder per day, so running it hourly, or in several processes, sends each
+        one once a day and reaches players whose cards fell due later in the day). ``optimize``: fitting
+        players' FSRS parameters, every ``optimize_interval_s`` (first one interval after start).
 
         A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
         ``retry_max_s`` between tries.
@@ -196,7 +209,14 @@ class RankZeroScheduler:
         self._failures: dict[str, int] = {}
         self._clock = clock
         self._platforms = platforms
+        self._owns = owns
+        #: True when this process serves only some channels (the rest belong to other processes).
+        self._partial = platforms is not None or owns is not None
         self._sync_interval_s = sync_interval_s
+        self._nudge = nudge
+        self._nudge_interval_s = nudge_interval_s
+        self._optimize = optimize
+        self._optimize_interval_s = optimize_interval_s
         self._fingerprint: tuple[object, ...] | None = None
         self._running: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
@@ -226,6 +246,21 @@ class RankZeroScheduler:
             seconds=self._sync_interval_s, start_date=self._clock.now() + every, timezone=dt.UTC
         )
         self._add("sync", self._sync, sync, None)
+        if self._nudge is not None:
+            await self._own_task(self._send_nudges())
+            hourly = IntervalTrigger(
+                seconds=self._nudge_interval_s,
+                start_date=self._clock.now() + dt.timedelta(seconds=self._nudge_interval_s),
+                timezone=dt.UTC,
+            )
+            self._add("nudge", self._send_nudges, hourly, None)
+        if self._optimize is not None:
+            daily = IntervalTrigger(
+                seconds=self._optimize_interval_s,
+                start_date=self._clock.now() + dt.timedelta(seconds=self._optimize_interval_s),
+                timezone=dt.UTC,
+            )
+            self._add("optimize", self._fit_parameters, daily, None)
         log.info("scheduler started with %d jobs", len(self.jobs.jobs()))
 
     async def shutdown(self) -> None:
@@ -278,8 +313,8 @@ class RankZeroScheduler:
         """Close (and reminder) jobs for every open window as stored; a changed closes_at moves its job."""
         by_pk = {s.channel_pk: s for s in schedules}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if self._platforms is not None and channel_pk not in by_pk:
-                continue  # another process serves that platform
+            if self._partial and channel_pk not in by_pk:
+                continue  # another process serves that platform or shard
             current = self.next_run(f"close:{challenge_id}")
             if current is None or current != closes_at:
                 remind_at = self._schedules.reminder_at(by_pk.get(channel_pk), closes_at)
@@ -309,7 +344,8 @@ class RankZeroScheduler:
         return [
             s
             for s in await self._schedules.schedules()
-            if self._platforms is None or s.channel.platform in self._platforms
+            if (self._platforms is None or s.channel.platform in self._platforms)
+            and (self._owns is None or self._owns(s.channel))
         ]
 
     @staticmethod
@@ -388,6 +424,26 @@ class RankZeroScheduler:
 
         await self._guard(f"summary:{channel_pk}", body)
 
+    async def _send_nudges(self) -> None:
+        nudge = self._nudge
+        if nudge is None:
+            return
+
+        async def body() -> None:
+            await nudge()
+
+        await self._guard("nudge", body)
+
+    async def _fit_parameters(self) -> None:
+        optimize = self._optimize
+        if optimize is None:
+            return
+
+        async def body() -> None:
+            await optimize()
+
+        await self._guard("optimize", body)
+
     async def _sync(self) -> None:
         async def body() -> None:
             schedules = await self._served()
@@ -405,7 +461,7 @@ class RankZeroScheduler:
         now = self._clock.now()
         served = {s.channel_pk for s in await self._served()}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if closes_at <= now and (self._platforms is None or channel_pk in served):
+            if closes_at <= now and (not self._partial or channel_pk in served):
                 await self._own_task(self._close(challenge_id))
 
     # ------------------------------------------------------------------ health

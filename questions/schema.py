@@ -72,11 +72,79 @@ class RunnerSpec(_Strict):
         return self
 
 
+_KEYWORD_GROUPS = re.compile(r"\s\+\s")
+
+
+def _keyword_error(keyword: str) -> str | None:
+    """Why a keyword or pattern (``"a|b + c"``: a or b, and c, in one clause) is malformed, or None."""
+    for group in _KEYWORD_GROUPS.split(keyword):
+        for alt in group.split("|"):
+            if not any(ch.isalnum() for ch in alt):
+                return (
+                    f"{keyword!r} has an empty part {alt.strip()!r}: write 'a|b + c' "
+                    "(one of a or b, and c, in the same clause) with a word on each side of '|' and '+'"
+                )
+    return None
+
+
+def _check_keywords(values: list[str]) -> list[str]:
+    for value in values:
+        if (error := _keyword_error(value)) is not None:
+            raise ValueError(error)
+    return values
+
+
+Keyword = Annotated[str, Field(min_length=1, max_length=300)]
+
+
+class MisconceptionSpec(_Strict):
+    """A false claim about a concept: asserting it fails the concept, and the player is told why."""
+
+    claim: Annotated[
+        str,
+        Field(min_length=1, max_length=200, description="Named back: 'you wrote that <claim>'"),
+    ]
+    correction: Annotated[str, Field(min_length=1, max_length=300, description="What is true instead")]
+    patterns: Annotated[
+        list[Keyword],
+        Field(
+            min_length=1,
+            description="Wordings of the claim, as keywords ('a|b + c'); a negated one does not count",
+        ),
+    ]
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_parse(cls, value: list[str]) -> list[str]:
+        return _check_keywords(value)
+
+
 class ConceptSpec(_Strict):
-    """A concept an 'explain' answer should cover, recognised by any of its keywords."""
+    """A concept an 'explain' answer should cover, recognised by its keywords (bot/core/grading.py)."""
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
-    keywords: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    keywords: Annotated[
+        list[Keyword],
+        Field(
+            min_length=1,
+            description="Each earns the concept: a phrase, or 'a|b + c' (a or b, and c, in one clause)",
+        ),
+    ]
+    weak: Annotated[
+        list[Keyword],
+        Field(description="Supporting keywords that count half: two of them earn the concept, one does not"),
+    ] = []
+    misconceptions: Annotated[
+        list[MisconceptionSpec],
+        Field(
+            description="False claims: asserting one fails the concept and names it back with the correction"
+        ),
+    ] = []
+
+    @field_validator("keywords", "weak")
+    @classmethod
+    def _keywords_parse(cls, value: list[str]) -> list[str]:
+        return _check_keywords(value)
 
 
 class QuestionSpec(_Strict):

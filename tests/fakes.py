@@ -6,9 +6,9 @@ import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 
 
 class FrozenClock:
@@ -71,6 +71,9 @@ class FakePlatform:
     reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
     summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
     admin_notices: list[AdminNotice] = field(default_factory=list)
+    nudges: list[tuple[PlayerRef, PracticeNudgeCard]] = field(default_factory=list)
+    #: User ids whose DMs are closed: a nudge to them fails as on the real platforms.
+    unreachable: set[str] = field(default_factory=set)
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
         self.posts.append((channel, card))
@@ -87,3 +90,8 @@ class FakePlatform:
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         self.admin_notices.append(notice)
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        if player.user_id in self.unreachable:
+            raise ConnectionRefusedError(f"cannot send messages to {player.user_id}")
+        self.nudges.append((player, card))

@@ -20,6 +20,8 @@ object, chat.postMessage, views.open/update/push, rate limits):
   that is not the view's current one is a ``hash_conflict``.
 - Channels: an unknown channel (or a private one the bot is not in) is ``channel_not_found``; a channel
   the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``).
+  chat.postMessage to a known user's id is a DM from the app (``chat:write``); an unknown user id is
+  ``channel_not_found``.
   users.info of an unknown user is ``user_not_found``.
 - Scopes: a method whose scope the token lacks is ``missing_scope`` with ``needed`` (chat:write,
   users:read, channels:read / groups:read for conversations.info); auth.test sends X-OAuth-Scopes.
@@ -505,8 +507,12 @@ class FakeSlackApi:
         return channel.team == token.team
 
     def _channel(self, args: dict[str, Any], post: bool) -> Channel:
-        channel = self.channels.get(str(args.get("channel")))
+        target = str(args.get("channel"))
         token = self.tokens.get(str(args.get("_token")), Token(TEAM))
+        if post and target in self.users and target not in self.channels:
+            # A user id as channel: the message goes to the app's DM with that user (its Messages tab).
+            return Channel(name=f"dm-{target}", team=token.team)
+        channel = self.channels.get(target)
         if channel is None or (channel.private and not channel.member) or not self._sees(token, channel):
             raise SlackRefusal("channel_not_found")
         if not post:

@@ -24,7 +24,7 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.core.vocabulary import Period, Scope
 from bot.storage.db import make_engine
-from bot.storage.deliveries import SqlDeliveryLog
+from bot.storage.repositories.deliveries import SqlDeliveryLog
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.fakes import FakePlatform, FrozenClock
 

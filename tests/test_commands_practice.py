@@ -11,7 +11,6 @@ from bot.commands.practice import PracticeFlow
 from bot.core.practice import PracticeService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -40,7 +39,7 @@ async def flow(db_url: str, clock: FrozenClock) -> AsyncIterator[PracticeFlow]:
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
     await quiz.admin_import(ADMIN, test_bank() + _cards())
-    yield PracticeFlow(PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1))
+    yield PracticeFlow(PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1))
     await engine.dispose()
 
 

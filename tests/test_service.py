@@ -26,6 +26,7 @@ from bot.core.ports import TransientConflictError
 from bot.core.service import QuizService
 from bot.core.vocabulary import Difficulty
 from bot.storage.db import make_engine
+from bot.storage.repositories.plays import SqlPlayRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -499,17 +500,19 @@ async def test_close_is_retried_when_the_database_aborts_it_for_a_deadlock(
     nothing behind, so it runs again (the PostgreSQL error's translation is tested in test_record_answer)."""
     ch = await _today(service)
     await service.start_problem(actor("ann"), ch.problems[0].id)
-    real = SqlUnitOfWork.expire_sessions
+    real = SqlPlayRepository.expire_sessions
     calls = 0
 
-    async def aborted_once(self: SqlUnitOfWork, challenge_id: int, now: dt.datetime) -> list[tuple[int, int]]:
+    async def aborted_once(
+        self: SqlPlayRepository, challenge_id: int, now: dt.datetime
+    ) -> list[tuple[int, int]]:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise TransientConflictError("deadlock detected (simulated)")
         return await real(self, challenge_id, now)
 
-    monkeypatch.setattr(SqlUnitOfWork, "expire_sessions", aborted_once)
+    monkeypatch.setattr(SqlPlayRepository, "expire_sessions", aborted_once)
     card = await service.close_challenge(ch.id)
     assert card is not None and calls == 2
     assert len(platform.results) == 1

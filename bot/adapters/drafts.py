@@ -6,9 +6,10 @@ private_metadata, for an hour at most; the oldest are dropped past a limit. Clos
 outcome, so a late second click on Save says "already added" rather than "expired".
 
 The store answers from memory (its interface is synchronous, as the adapters use it) and writes every
-change through to a :class:`DraftRepository` (bot/storage/drafts.py) in order, in the background. At start,
-:meth:`DraftStore.load` reads the recent drafts back, and :meth:`DraftStore.fetch` finds a draft another
-process made or one this process has not loaded: a restart or a second process loses no admin's question.
+change through to a :class:`DraftRepository` (bot/storage/repositories/drafts.py) in order, in the
+background. At start, :meth:`DraftStore.load` reads the recent drafts back, and :meth:`DraftStore.fetch`
+finds a draft another process made or one this process has not loaded: a restart or a second process
+loses no admin's question.
 Without a repository (tests, the console) the store is memory only, as before.
 """
 
@@ -77,7 +78,7 @@ class StoredDraftLike(Protocol):
 
 
 class DraftRepository(Protocol):
-    """Where drafts are written through (bot/storage/drafts.py: SqlDraftRepository)."""
+    """Where drafts are written through (bot/storage/repositories/drafts.py: SqlDraftRepository)."""
 
     async def save(self, key: str, owner_id: str, spec: dict[str, Any], created_at: dt.datetime) -> None:
         """Keep a new draft."""

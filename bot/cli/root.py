@@ -123,6 +123,17 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
+def _settings_errors(exc: Any) -> str:
+    """A pydantic ValidationError of Settings as one line: each bad field, its variable and why."""
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error["loc"]) or "settings"
+        why = str(error["msg"]).removeprefix("Value error, ")
+        # Not the input: it may be a token or a URL with a password (the message names what is wrong).
+        parts.append(f"{field} (RANKZERO_{field.upper()}): {why}")
+    return "; ".join(parts)
+
+
 @click.group(cls=LazyGroup, lazy=_LAZY_MAIN)
 @click.option(
     "--db",
@@ -150,7 +161,8 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
         # A bad value in the environment, .env or rankzero.toml (or a file that is not TOML at all): name it
         # instead of a traceback.
         where = f"{toml_path()} is not valid TOML: " if isinstance(exc, tomllib.TOMLDecodeError) else ""
-        click.echo(f"error: bad RankZero settings: {where}{exc}", err=True)
+        what = _settings_errors(exc) if isinstance(exc, ValidationError) else str(exc)
+        click.echo(f"error: bad RankZero settings: {where}{what}", err=True)
         raise SystemExit(2) from None
 
 
@@ -243,10 +255,43 @@ def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
 
 @main.command()
 @click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option(
+    "--nudge",
+    type=click.Choice(["on", "off"]),
+    default=None,
+    help="Turn the daily reminder of due cards on or off (then exit).",
+)
+@click.option(
+    "--optimize",
+    is_flag=True,
+    help="Fit FSRS's parameters to your own reviews (needs 512 usable ones and the optimizer extra).",
+)
 @click.pass_obj
-def review(settings: Settings, player: str | None) -> None:
-    """Practice: review your due flashcards (spaced repetition, SM-2); grade 1-4 or a/h/g/e."""
-    _practice(settings, player, lambda s: s.review())
+def review(settings: Settings, player: str | None, nudge: str | None, optimize: bool) -> None:
+    """Practice: review your due flashcards (spaced repetition, FSRS); grade 1-4 or a/h/g/e."""
+    if nudge is None and not optimize:
+        _practice(settings, player, lambda s: s.review())
+        return
+    from rich.console import Console
+
+    console = Console()
+
+    async def body(app: App) -> None:
+        who = console_player(player)
+        if nudge is not None:
+            on = await app.practice.set_nudge(who, nudge == "on")
+            console.print(
+                "Daily reminder on: you get one message a day while cards are due."
+                if on
+                else "Daily reminder off."
+            )
+        if optimize:
+            from bot.practice_optimizer import FsrsOptimizer
+
+            outcome = await app.practice.optimize_parameters(who, FsrsOptimizer(in_process=True))
+            console.print(f"FSRS parameters: {outcome.reason}.")
+
+    run_app(settings, body, console=console)
 
 
 @main.command()

@@ -18,11 +18,11 @@ from bot.bootstrap import App, build_adapters, build_app, shipped_bank_specs
 from bot.cli._common import CONSOLE_CHANNEL, console_player, run_app
 from bot.cli.errors import database_message, is_database_error
 from bot.config import Settings
+from bot.core.calendar import zone
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.core.schedule import DAY_NAMES, days_text
 from bot.core.schedule_service import ScheduleService, ScheduleView
-from bot.core.service import zone
 from bot.serve import open_health
 from bot.serve import serve as serve_forever
 

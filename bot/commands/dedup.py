@@ -23,7 +23,7 @@ REMEMBER = 10_000
 
 
 class DeliveryLog(Protocol):
-    """Delivery keys recorded where every process sees them (bot/storage/deliveries.py)."""
+    """Delivery keys recorded where every process sees them (bot/storage/repositories/deliveries.py)."""
 
     async def first(self, key: str, now: dt.datetime) -> bool:
         """Record ``key``; False when some process recorded it before."""

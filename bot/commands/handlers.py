@@ -16,13 +16,12 @@ from typing import Any
 from bot.commands.admin import AdminPolicy
 from bot.commands.parsing import TODAY_PROBLEM, schedule_changes
 from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard, StatsCard
-from bot.core.dispute_ports import QuestionFlag
 from bot.core.dispute_service import CorrectionCard, DisputeCard, DisputeService
 from bot.core.errors import ConfigurationError, NotFoundError
 from bot.core.models import Actor, ChannelRef, PlayerRef
-from bot.core.ports import SyncReport
 from bot.core.practice import PracticeService
 from bot.core.practice_models import PracticeStatsCard
+from bot.core.repositories import QuestionFlag, SyncReport
 from bot.core.schedule import Schedule
 from bot.core.schedule_service import ScheduleService, ScheduleView
 from bot.core.service import QuizService

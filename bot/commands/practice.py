@@ -73,6 +73,16 @@ class PracticeFlow:
         return QuizStep(result=await self.practice.quiz_result(player, quiz_id))
 
     # ------------------------------------------------------------------ review
+    async def set_nudge(self, player: PlayerRef, choice: str) -> bool:
+        """Turn the daily DM of due cards on or off (``choice``: "on"/"off", any case); the new setting.
+
+        Raises ValueError for any other word, so each adapter shows its own usage line.
+        """
+        cleaned = choice.strip().lower()
+        if cleaned not in ("on", "off"):
+            raise ValueError(f"nudge must be 'on' or 'off', not {choice.strip()[:20]!r}")
+        return await self.practice.set_nudge(player, cleaned == "on")
+
     async def review(self, player: PlayerRef) -> ReviewStep:
         """Start a review session: what is due (the summary) and the first card's front."""
         summary = await self.practice.start_review(player)

@@ -206,3 +206,12 @@ class ReminderCard:
     title: str
     day: dt.date
     closes_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class PracticeNudgeCard:
+    """The daily private reminder a player opted into: how many flashcards are due (UTC ``day``)."""
+
+    display_name: str
+    due: int
+    day: dt.date

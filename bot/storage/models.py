@@ -12,6 +12,7 @@ from sqlalchemy import (
     CheckConstraint,
     Date,
     DateTime,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -429,15 +430,22 @@ class PracticeQuizItemRow(Base):
 
 
 class ReviewCardModel(Base):
-    """A player's flashcard and its SM-2 state; one per (player, question), due dates stored."""
+    """A player's flashcard and its FSRS state; one per (player, question), due dates stored.
+
+    ``phase`` is FSRS's state plus ``new`` (Learning, never reviewed); ``stability`` (days) and
+    ``difficulty`` (1-10) are FSRS's memory state, NULL until the first review.
+    """
 
     __tablename__ = "review_cards"
     __table_args__ = (
         UniqueConstraint("player_pk", "question_id"),
         CheckConstraint("source IN ('bank', 'mistake')", name="source_valid"),
         CheckConstraint("phase IN ('new', 'learning', 'review', 'relearning')", name="phase_valid"),
-        CheckConstraint("ease >= 1300", name="ease_floor"),
         CheckConstraint("interval_days >= 0 AND step >= 0 AND reps >= 0 AND lapses >= 0", name="counts"),
+        CheckConstraint("stability IS NULL OR stability > 0", name="stability_positive"),
+        CheckConstraint(
+            "difficulty IS NULL OR (difficulty >= 1 AND difficulty <= 10)", name="difficulty_range"
+        ),
         Index("ix_review_cards_due", "player_pk", "due_at"),
     )
 
@@ -447,7 +455,8 @@ class ReviewCardModel(Base):
     source: Mapped[str] = mapped_column(String(8))
     phase: Mapped[str] = mapped_column(String(12))
     step: Mapped[int] = mapped_column(Integer)
-    ease: Mapped[int] = mapped_column(Integer)
+    stability: Mapped[float | None] = mapped_column(Double)
+    difficulty: Mapped[float | None] = mapped_column(Double)
     interval_days: Mapped[int] = mapped_column(Integer)
     due_at: Mapped[dt.datetime]
     reps: Mapped[int] = mapped_column(Integer)
@@ -457,7 +466,10 @@ class ReviewCardModel(Base):
 
 
 class CardReviewRow(Base):
-    """One self-grade of a card (the review log), with the schedule it produced."""
+    """One self-grade of a card (the review log the FSRS optimizer learns from), with the schedule it
+    produced. ``ease`` is set on reviews logged under SM-2 (before FSRS), ``stability``/``difficulty``
+    on reviews scheduled by FSRS.
+    """
 
     __tablename__ = "card_reviews"
     __table_args__ = (
@@ -471,8 +483,43 @@ class CardReviewRow(Base):
     reviewed_at: Mapped[dt.datetime]
     phase: Mapped[str] = mapped_column(String(12))
     interval_days: Mapped[int] = mapped_column(Integer)
-    ease: Mapped[int] = mapped_column(Integer)
+    ease: Mapped[int | None] = mapped_column(Integer)
+    stability: Mapped[float | None] = mapped_column(Double)
+    difficulty: Mapped[float | None] = mapped_column(Double)
     due_at: Mapped[dt.datetime]
+
+
+class PracticeSettingsRow(Base):
+    """A player's practice settings: the daily nudge opt-in and their optimised FSRS parameters."""
+
+    __tablename__ = "practice_settings"
+    __table_args__ = (
+        CheckConstraint("parameters_reviews IS NULL OR parameters_reviews >= 0", name="reviews_counted"),
+    )
+
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    daily_nudge: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: FSRS's 21 parameters fitted to this player's reviews (NULL: the defaults).
+    fsrs_parameters: Mapped[list[Any] | None] = mapped_column(JSON)
+    parameters_reviews: Mapped[int | None] = mapped_column(Integer)
+    parameters_at: Mapped[dt.datetime | None]
+    updated_at: Mapped[dt.datetime]
+
+
+class PracticeNudgeRow(Base):
+    """The claim of one player's daily reminder: unique per player and UTC day, taken before sending."""
+
+    __tablename__ = "practice_nudges"
+    __table_args__ = (
+        UniqueConstraint("player_pk", "day"),
+        CheckConstraint("due >= 1", name="due_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    day: Mapped[dt.date] = mapped_column(Date)
+    due: Mapped[int] = mapped_column(Integer)
+    claimed_at: Mapped[dt.datetime]
 
 
 class ExplainAttemptRow(Base):

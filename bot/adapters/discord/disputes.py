@@ -32,7 +32,7 @@ from bot.commands.parsing import parse_correct
 from bot.core.errors import ConfigurationError, RankZeroError
 
 if TYPE_CHECKING:
-    from bot.core.ports import SyncReport
+    from bot.core.repositories import SyncReport
 
 log = logging.getLogger(__name__)
 

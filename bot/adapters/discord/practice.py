@@ -11,7 +11,7 @@ from __future__ import annotations
 import logging
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
@@ -109,10 +109,15 @@ class PracticeHandler:
 
         await self._command(interaction, body)
 
-    async def review(self, interaction: discord.Interaction[Any]) -> None:
-        """``/review``: the player's due flashcards, one at a time."""
+    async def review(self, interaction: discord.Interaction[Any], nudge: str | None = None) -> None:
+        """``/review [nudge:on|off]``: the player's due flashcards, one at a time; with ``nudge``, turn
+        the daily DM of due cards on or off instead.
+        """
 
         async def body(player: PlayerRef) -> Screen:
+            if nudge is not None:
+                on = await self.flow.set_nudge(player, nudge)
+                return Screen(content=render.nudge_setting_text(on))
             step = await self.flow.review(player)
             if step.card is None:
                 assert step.summary is not None
@@ -247,8 +252,11 @@ def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeH
         await h.quiz(interaction, topic)
 
     @tree.command(name="review", description="Practice: your due flashcards (spaced repetition)")
-    async def review(interaction: discord.Interaction[Any]) -> None:
-        await h.review(interaction)
+    @app_commands.describe(nudge="a daily DM when cards are due: on or off (then no review now)")
+    async def review(
+        interaction: discord.Interaction[Any], nudge: Literal["on", "off"] | None = None
+    ) -> None:
+        await h.review(interaction, nudge)
 
     @tree.command(name="explain", description="Practice: explain a concept in your own words, graded")
     @app_commands.describe(topic="a topic, e.g. DDP (default: any)")

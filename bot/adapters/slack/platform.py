@@ -22,11 +22,12 @@ from bot.adapters.notices import NoticeThrottle
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import permissions
+from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.workspaces import Workspace
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
 from bot.core.errors import PostRefusedError
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 
 log = logging.getLogger(__name__)
 
@@ -179,3 +180,8 @@ class SlackPlatform:
             log.warning("admin notice (no RANKZERO_SLACK_ADMIN_CHANNEL_ID set): %s", notice)
             return
         await self._post(self.admin_channel, dbk.admin_notice_blocks(notice), dbk.admin_notice_text(notice))
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """DM the player: a user id as channel posts to the app's Messages tab with them (chat:write)."""
+        text = pb.nudge_text(card)
+        await self._post(player.user_id, [bk.section(text)], text)

@@ -90,10 +90,20 @@ async def quiz_command(
 async def review_command(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    """``/rankzero review``: the due flashcards, one at a time."""
+    """``/rankzero review``: the due flashcards, one at a time; ``/rankzero review nudge on|off`` turns
+    the daily DM of due cards on or off instead.
+    """
     view_id = await _open_loading(ctx, body, pb.REVIEW_TITLE)
 
     async def make() -> dict[str, Any]:
+        if args[:1] == ["nudge"]:
+            try:
+                on = await _flow(ctx).set_nudge(actor.player, " ".join(args[1:]))
+            except ValueError:
+                return pb.message_view(
+                    pb.REVIEW_TITLE, "Use `/rankzero review nudge on` or `/rankzero review nudge off`."
+                )
+            return pb.message_view(pb.REVIEW_TITLE, pb.nudge_setting_text(on))
         step = await _flow(ctx).review(actor.player)
         assert step.summary is not None
         return _review_view(ctx, step, pb.review_summary_line(step.summary))

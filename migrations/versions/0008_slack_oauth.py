@@ -1,11 +1,8 @@
 """Slack OAuth installs: slack_sdk's installation, bot and OAuth state tables, so one RankZero serves many
 workspaces (issue 17)
 
-Another branch adds a 0007 (FSRS); when both are merged, renumber this one: rename the file, set
-``down_revision`` to that revision, and keep ``revision`` unique.
-
-Revision ID: 0007_slack
-Revises: 0006
+Revision ID: 0008
+Revises: 0007
 Create Date: 2026-11-25
 """
 
@@ -14,8 +11,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0007_slack"
-down_revision: str | None = "0006"
+revision: str = "0008"
+down_revision: str | None = "0007"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
