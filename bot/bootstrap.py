@@ -1,8 +1,8 @@
 """The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
 
 This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
-FleetRunnerClient, LocalRunnerClient, the platform router); everything else receives ports. (Not yet: the
-Slack adapter builds its delivery log and draft store from ``app.engine`` itself.) Entry points call
+FleetRunnerClient, LocalRunnerClient, the platform router, the delivery log and draft repository the chat
+adapters get as ports in :class:`Services`); everything else receives ports. Entry points call
 ``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
 scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
 platform, a runner) instead of patching.
@@ -20,7 +20,9 @@ from typing import TYPE_CHECKING, Any
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters import registry
+from bot.adapters.drafts import DraftRepository
 from bot.adapters.registry import Adapter
+from bot.commands.dedup import DeliveryLog
 from bot.config import Settings
 from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
@@ -33,10 +35,15 @@ from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
+from bot.storage.repositories.deliveries import SqlDeliveryLog
+from bot.storage.repositories.drafts import SqlDraftRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
 if TYPE_CHECKING:
+    from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+    from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
+
     from bot.scheduling import RankZeroScheduler
 
 log = logging.getLogger(__name__)
@@ -215,12 +222,41 @@ class PlatformRouter:
 
 @dataclass
 class Services:
-    """What adapters get at start: the use cases (schedule admin commands call ``schedules``)."""
+    """What adapters get at start: the use cases (schedule admin commands call ``schedules``) and the
+    storage they need as ports (adapters import no storage: the ``adapters-know-no-storage`` contract).
+    """
 
     quiz: QuizService
     schedules: ScheduleService
     scheduler: RankZeroScheduler
     app: App
+    #: Delivery keys every process sees (redelivered events dropped across processes and restarts).
+    deliveries: DeliveryLog | None = None
+    #: Where admins' question drafts are written through (bot/adapters/drafts.py's DraftStore).
+    drafts: DraftRepository | None = None
+    #: Slack OAuth mode: each workspace's install and bot token, and the OAuth states (in our database).
+    slack_installations: AsyncInstallationStore | None = None
+    slack_oauth_states: AsyncOAuthStateStore | None = None
+
+
+#: How long an OAuth ``state`` (install link) is good for, seconds.
+SLACK_STATE_TTL_S = 600
+
+
+def slack_oauth_stores(
+    settings: Settings, engine: AsyncEngine
+) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
+    """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
+    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them.
+    """
+    from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
+    from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
+
+    assert settings.slack_client_id is not None
+    return (
+        AsyncSQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine),
+        AsyncSQLAlchemyOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
+    )
 
 
 def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
@@ -266,4 +302,14 @@ async def build_services(
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),
     )
-    return Services(app.service, app.schedules, scheduler, app)
+    installations, states = slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
+    return Services(
+        app.service,
+        app.schedules,
+        scheduler,
+        app,
+        deliveries=SqlDeliveryLog(app.engine),
+        drafts=SqlDraftRepository(app.engine),
+        slack_installations=installations,
+        slack_oauth_states=states,
+    )

@@ -106,6 +106,26 @@ class Settings(BaseSettings):
     #: Slack HTTP mode (no app token): where /slack/events listens (put a TLS proxy in front).
     slack_host: str = "127.0.0.1"
     slack_port: int = Field(default=3000, ge=0, le=65535)
+    # --- Slack OAuth mode (one RankZero, many workspaces): chosen when RANKZERO_SLACK_CLIENT_ID,
+    # RANKZERO_SLACK_CLIENT_SECRET and RANKZERO_SLACK_SIGNING_SECRET are set (Basic Information > App
+    # Credentials). Workspaces install at https://<host>/slack/install; Slack sends the installer back to
+    # /slack/oauth_redirect; each workspace's bot token is kept in the database (slack_installations,
+    # slack_bots), and the OAuth ``state`` too (slack_oauth_states: good once, for 10 minutes, tied to the
+    # installer's browser by a cookie, so no separate state secret is needed). RANKZERO_SLACK_BOT_TOKEN is
+    # then not used.
+    slack_client_id: str | None = None
+    slack_client_secret: SecretStr | None = None
+    #: The public https URL of /slack/oauth_redirect, exactly as listed under OAuth & Permissions >
+    #: Redirect URLs (unset: Slack uses the app's only redirect URL).
+    slack_redirect_uri: str | None = None
+    #: Slack's authorization page (default Slack's own; a local fake in tests).
+    slack_authorize_url: str | None = None
+
+    @property
+    def slack_oauth(self) -> bool:
+        """True when Slack runs in OAuth mode (client id, client secret and signing secret are set)."""
+        return bool(self.slack_client_id and self.slack_client_secret and self.slack_signing_secret)
+
     #: The file platform (bot/adapters/file): append every post to this JSON-lines file.
     record_file: Path | None = None
     #: A post missed while no process ran is still made at start within this many minutes.

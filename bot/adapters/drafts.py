@@ -49,13 +49,32 @@ class Draft:
 
 
 class StoredDraftLike(Protocol):
-    """What a repository returns for one draft."""
+    """What a repository returns for one draft (read-only, so a frozen dataclass fits)."""
 
-    key: str
-    owner_id: str
-    spec: dict[str, Any]
-    created_at: dt.datetime
-    outcome: str | None
+    @property
+    def key(self) -> str:
+        """The draft's key."""
+        ...
+
+    @property
+    def owner_id(self) -> str:
+        """Who may save it."""
+        ...
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The question spec."""
+        ...
+
+    @property
+    def created_at(self) -> dt.datetime:
+        """When it was made."""
+        ...
+
+    @property
+    def outcome(self) -> str | None:
+        """What became of it (None while open)."""
+        ...
 
 
 class DraftRepository(Protocol):

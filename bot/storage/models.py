@@ -569,3 +569,81 @@ class DeliveredEventRow(Base):
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     seen_at: Mapped[dt.datetime] = mapped_column(index=True)
+
+
+# ---------------------------------------------------------------- Slack OAuth installs (issue 17)
+# slack_sdk's AsyncSQLAlchemyInstallationStore and AsyncSQLAlchemyOAuthStateStore read and write these three
+# tables through their own Table objects (built by their public build_*_table class methods); the tables
+# are declared here so that a migration creates them and `alembic check` keeps them in step.
+# tests/test_slack_oauth.py compares these declarations with slack_sdk's, column by column. Their datetimes
+# are naive UTC, as slack_sdk writes them (slack_sdk.oauth.sqlalchemy_utils.normalize_datetime_for_db).
+class SlackInstallationRow(Base):
+    """One OAuth install of the Slack app: by a user in a workspace, or org-wide on Enterprise Grid
+    (``is_enterprise_install``, ``enterprise_id`` set and ``team_id`` maybe empty). The latest row per
+    (client, enterprise, team) is the current one; slack_sdk keeps the history.
+    """
+
+    __tablename__ = "slack_installations"
+    __table_args__ = (
+        Index("slack_installations_idx", "client_id", "enterprise_id", "team_id", "user_id", "installed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    client_id: Mapped[str] = mapped_column(String(32))
+    app_id: Mapped[str] = mapped_column(String(32))
+    enterprise_id: Mapped[str | None] = mapped_column(String(32))
+    enterprise_name: Mapped[str | None] = mapped_column(String(200))
+    enterprise_url: Mapped[str | None] = mapped_column(String(200))
+    team_id: Mapped[str | None] = mapped_column(String(32))
+    team_name: Mapped[str | None] = mapped_column(String(200))
+    bot_token: Mapped[str | None] = mapped_column(String(200))
+    bot_id: Mapped[str | None] = mapped_column(String(32))
+    bot_user_id: Mapped[str | None] = mapped_column(String(32))
+    bot_scopes: Mapped[str | None] = mapped_column(String(1000))
+    bot_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    bot_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    user_id: Mapped[str] = mapped_column(String(32))
+    user_token: Mapped[str | None] = mapped_column(String(200))
+    user_scopes: Mapped[str | None] = mapped_column(String(1000))
+    user_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    user_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    incoming_webhook_url: Mapped[str | None] = mapped_column(String(200))
+    incoming_webhook_channel: Mapped[str | None] = mapped_column(String(200))
+    incoming_webhook_channel_id: Mapped[str | None] = mapped_column(String(200))
+    incoming_webhook_configuration_url: Mapped[str | None] = mapped_column(String(200))
+    is_enterprise_install: Mapped[bool] = mapped_column(Boolean, default=False)
+    token_type: Mapped[str | None] = mapped_column(String(32))
+    installed_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
+class SlackBotRow(Base):
+    """The bot token of one workspace (or Grid org) install: what posts there. Deleted on uninstall."""
+
+    __tablename__ = "slack_bots"
+    __table_args__ = (Index("slack_bots_idx", "client_id", "enterprise_id", "team_id", "installed_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    client_id: Mapped[str] = mapped_column(String(32))
+    app_id: Mapped[str] = mapped_column(String(32))
+    enterprise_id: Mapped[str | None] = mapped_column(String(32))
+    enterprise_name: Mapped[str | None] = mapped_column(String(200))
+    team_id: Mapped[str | None] = mapped_column(String(32))
+    team_name: Mapped[str | None] = mapped_column(String(200))
+    bot_token: Mapped[str | None] = mapped_column(String(200))
+    bot_id: Mapped[str | None] = mapped_column(String(32))
+    bot_user_id: Mapped[str | None] = mapped_column(String(32))
+    bot_scopes: Mapped[str | None] = mapped_column(String(1000))
+    bot_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    bot_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    is_enterprise_install: Mapped[bool] = mapped_column(Boolean, default=False)
+    installed_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
+class SlackOAuthStateRow(Base):
+    """An OAuth ``state`` handed to an installer's browser: good once, until ``expire_at`` (naive UTC)."""
+
+    __tablename__ = "slack_oauth_states"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(200))
+    expire_at: Mapped[dt.datetime] = mapped_column(DateTime)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import logging
 import time
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
@@ -15,6 +16,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.platform import PLATFORM
+from bot.adapters.slack.workspaces import Workspace
 from bot.commands.admin import AdminPolicy, PlatformRights
 from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
@@ -33,9 +35,18 @@ REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANK
 #: How long a users.info admin answer is trusted.
 ADMIN_CACHE_S = 300.0
 
+#: In OAuth mode, the request being handled: its Web API client (with its workspace's bot token, made by
+#: Bolt's authorization), its bot scopes and its workspace. Set by the app's middleware; asyncio copies
+#: it into the listener tasks and timers started while handling the request.
+_REQUEST: ContextVar[tuple[AsyncWebClient, frozenset[str], Workspace] | None] = ContextVar(
+    "slack_request", default=None
+)
+
 
 class SlackContext:
-    """State of one running Slack adapter (one workspace, one bot token)."""
+    """State of one running Slack adapter: one workspace and bot token (single-workspace mode), or every
+    workspace that installed the app (OAuth mode: ``client`` and ``scopes`` are the current request's).
+    """
 
     def __init__(
         self,
@@ -45,7 +56,9 @@ class SlackContext:
         timezone: str = "UTC",
         clock: Clock | None = None,
     ) -> None:
-        self.client = client
+        #: The Web API client of single-workspace mode (in OAuth mode: the one without a token that
+        #: per-workspace clients copy their base URL and retries from).
+        self.base_client = client
         #: Who is an admin: workspace admins/owners (users.info) and RANKZERO_ADMINS.
         self.admin_policy = AdminPolicy(refusal=REFUSAL, admin_users=admins)
         #: The platform-neutral command bodies, built when the services are attached.
@@ -60,7 +73,39 @@ class SlackContext:
         #: Redelivered events are dropped here and, once started, through the database.
         self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
-        self.scopes: frozenset[str] = frozenset()
+        self.token_scopes: frozenset[str] = frozenset()
+
+    # ------------------------------------------------------------------ the request's workspace
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Web API client to answer the current request with (its workspace's bot token)."""
+        current = _REQUEST.get()
+        return current[0] if current is not None else self.base_client
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The bot token's scopes, for the current request's workspace in OAuth mode."""
+        current = _REQUEST.get()
+        return current[1] if current is not None else self.token_scopes
+
+    @scopes.setter
+    def scopes(self, scopes: frozenset[str]) -> None:
+        self.token_scopes = scopes
+
+    @staticmethod
+    def enter_request(client: AsyncWebClient, scopes: frozenset[str], workspace: Workspace) -> None:
+        """Handle the current request (and what it starts) with this workspace's client (OAuth mode)."""
+        _REQUEST.set((client, scopes, workspace))
+
+    def workspace_id(self, body: dict[str, Any]) -> str:
+        """The ``ChannelRef.workspace_id`` of a payload: its Grid-aware key in OAuth mode (see
+        bot/adapters/slack/workspaces.py), else the team id.
+        """
+        current = _REQUEST.get()
+        if current is not None:
+            return current[2].key
+        team = body.get("team_id") or (body.get("team") or {}).get("id") or ""
+        return Workspace(body.get("enterprise_id") or None, str(team) or None).key
 
     @property
     def clock(self) -> Clock:
@@ -122,9 +167,9 @@ class SlackContext:
         uid = str(user.get("id"))
         return PlayerRef(PLATFORM, uid, str(name or user.get("name") or user.get("username") or uid))
 
-    def channel(self, team_id: str, channel_id: str, name: str | None = None) -> ChannelRef:
-        """A ChannelRef of this workspace."""
-        return ChannelRef(PLATFORM, team_id, channel_id, name, self.timezone)
+    def channel(self, workspace_id: str, channel_id: str, name: str | None = None) -> ChannelRef:
+        """A ChannelRef in a workspace (``workspace_id``: a team id, or :meth:`workspace_id`'s key)."""
+        return ChannelRef(PLATFORM, workspace_id, channel_id, name, self.timezone)
 
     async def _user(self, user_id: str) -> tuple[bool, str | None]:
         """(workspace admin/owner?, display name) from users.info, cached 5 minutes."""

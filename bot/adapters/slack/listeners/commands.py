@@ -186,7 +186,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         await practice.open_early(ctx, sub, body)
         await open_form_early(ctx, sub, args, body)
         actor = await ctx.actor(str(body["user_id"]), str(body.get("user_name") or body["user_id"]))
-        channel = ctx.channel(str(body["team_id"]), str(body["channel_id"]), body.get("channel_name"))
+        channel = ctx.channel(ctx.workspace_id(body), str(body["channel_id"]), body.get("channel_name"))
         if handler is None:
             text = f"Unknown command `{bk.esc(sub)}`.\n{bk.help_text(actor.is_admin)}"
             await respond(text=text, blocks=[bk.section(text)], response_type="ephemeral")

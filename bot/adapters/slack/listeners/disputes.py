@@ -34,7 +34,6 @@ from bot.commands.parsing import parse_correct, parse_dispute_target, parse_flag
 from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
 from bot.core.models import Actor, ChannelRef
-from bot.storage.repositories.drafts import SqlDraftRepository
 
 log = logging.getLogger(__name__)
 
@@ -59,7 +58,7 @@ def drafts(ctx: SlackContext) -> DraftStore:
     """The draft store of one running adapter: in the database once the services are bound."""
     store = _STORES.get(ctx)
     if store is None:
-        repository = SqlDraftRepository(ctx.services.app.engine) if ctx.bound else None
+        repository = ctx.services.drafts if ctx.bound else None
         store = _STORES[ctx] = DraftStore(repository=repository)
     return store
 

@@ -23,7 +23,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         user = str(event["user"])
         player = ctx.player(user, await ctx.display_name(user))
-        channel = ctx.channel(str(body.get("team_id", "")), str(event.get("channel") or f"home-{user}"))
+        channel = ctx.channel(ctx.workspace_id(body), str(event.get("channel") or f"home-{user}"))
         quiz = ctx.services.quiz
         stats = await quiz.stats(player, channel)
         board = await quiz.leaderboard(channel, scope=Scope.WORKSPACE, period=Period.ALL, player=player)
