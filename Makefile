@@ -7,8 +7,11 @@ VENV   ?= .venv
 PYTHON ?= python3
 BIN    := $(VENV)/bin
 STAMP  := $(VENV)/.installed-stamp
+# Every package and version CI tested, with hashes (bot + runner + dev extras, Linux, Python 3.11, torch
+# 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
+LOCK   := requirements/lock.txt
 
-.PHONY: play test setup sandbox runner lint bench
+.PHONY: play test setup sandbox runner lint bench lock
 
 play: setup
 	$(BIN)/rankzero play
@@ -18,12 +21,22 @@ test: setup
 
 setup: $(STAMP) sandbox
 
-# Reinstall when the dependency list changes. torch is pinned in pyproject.toml (CPU build).
-$(STAMP): pyproject.toml
+# Reinstall when the lock changes: exactly the locked versions (hash-checked), then RankZero itself without
+# resolving anything again (--no-deps), so a fresh clone installs what was tested.
+$(STAMP): pyproject.toml $(LOCK)
 	$(PYTHON) -m venv $(VENV)
-	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[runner,dev]'
+	$(BIN)/python -m pip install --quiet --require-hashes -r $(LOCK)
+	$(BIN)/python -m pip install --quiet --no-deps -e .
 	touch $(STAMP)
+
+# Re-resolve the lock after a change to pyproject.toml's dependencies, keeping every pin that still fits;
+# `make lock UPGRADE=1` moves every package to the newest release its range allows. Run it on Linux with
+# Python 3.11, where pip finds the torch 2.13.0 CPU wheel. Review the diff, run `make test`, commit both.
+lock: setup
+	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet $(if $(UPGRADE),--upgrade) \
+	  --extra runner --extra dev --extra optimizer \
+	  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
+	  --no-emit-trusted-host -o $(LOCK) pyproject.toml
 
 # The runner's sandbox is bubblewrap, its syscall filter is compiled with libseccomp (Debian packages;
 # the Python bindings, pyseccomp, come with the runner extra). Installed with apt when missing.
@@ -38,7 +51,7 @@ runner: setup
 
 lint: setup
 	$(BIN)/ruff check bot questions runner tests benchmarks
-	$(BIN)/mypy bot/core bot/storage
+	$(BIN)/mypy bot/core bot/storage bot/commands
 
 bench: setup
 	$(BIN)/python benchmarks/engine.py

@@ -5,7 +5,7 @@ Usage: python benchmarks/cli_startup.py [--runs 15]
 Each run is a fresh interpreter (as a user's shell starts one):
   * help:     ``python -m bot.cli --help`` (commands import what they need when they run);
   * validate: ``python -m bot.cli questions validate`` (a real command: pydantic and YAML, no database);
-  * eager:    ``python -c 'import bot.app, bot.serve_cli, bot.dispute_cli'`` then the help, i.e. what
+  * eager:    ``python -c 'import bot.bootstrap, bot.cli.serve, bot.cli.dispute'`` then the help, i.e. what
     ``--help`` cost when the CLI imported every module up front (the state before issue 16).
 Prints median and p90 of each, the ratio help / eager, and whether help meets the 0.5 s target.
 """
@@ -31,7 +31,7 @@ COMMANDS: dict[str, list[str]] = {
     "eager": [
         sys.executable,
         "-c",
-        "import bot.app, bot.serve_cli, bot.dispute_cli, sys; sys.argv = ['rankzero', '--help']; "
+        "import bot.bootstrap, bot.cli.serve, bot.cli.dispute, sys; sys.argv = ['rankzero', '--help']; "
         "from bot.cli import main; main()",
     ],
 }

@@ -17,7 +17,7 @@ What is measured, and why
    * So latency is also measured under open-loop load: players arrive at random (Poisson) at 25 / 50 /
      75 % of the capacity just measured (``--load-levels``), each playing the 5 problems back to back;
      the p99 target (25 ms) is read there.
-   * The service is wired as the app wires it (bot/app.py): the start and answer calls of players
+   * The service is wired as the app wires it (bot/bootstrap.py): the start and answer calls of players
      clicking together share transactions (``bot.storage.group_commit``). The same workload is then run
      with a transaction per call on a fresh database (``--no-compare`` skips it), side by side.
    * On the same database, same engine settings (``bot.storage.db.make_engine``) and same concurrency,
@@ -30,7 +30,7 @@ What is measured, and why
    big transaction on SQLite, ``COPY`` (asyncpg ``copy_records_to_table``) on PostgreSQL. ``standings``
    rows are derived from the generated attempts exactly as the service maintains them (scopes
    ``ch:<pk>`` / ``ws:<platform>:<workspace>``, periods ``all`` / ``d:`` / ``w:``, via
-   ``service.scope_keys`` / ``service.period_keys`` and ``scoring.points_for``). Then
+   ``bot.core.standings.standing_keys`` and ``scoring.points_for``). Then
    ``QuizService.leaderboard`` (top 10 + the caller's own rank, for a mid-ranked caller so the own-rank
    query runs) is timed ~200 times per scope; target p95 <= 30 ms.
 
@@ -67,10 +67,12 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.core import scoring
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import SystemClock
-from bot.core.service import QuizService, period_keys, scope_keys
+from bot.core.service import QuizService
+from bot.core.standings import standing_keys
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import DEFAULT_MAX_BATCH, GroupCommit, GroupCommitStats, default_lanes
-from bot.storage.uow import SqlUnitOfWork, content_hash, session_factory
+from bot.storage.mapping import content_hash
+from bot.storage.uow import SqlUnitOfWork, session_factory
 
 DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 PLATFORM = "bench"
@@ -273,8 +275,8 @@ async def bench_answers(
 ) -> AnswerResult:
     """Players start and answer every problem of the day's challenge concurrently.
 
-    ``group_commit``: the app's wiring (bot/app.py), where the start and answer calls of players clicking
-    together share transactions; without it each call has a transaction of its own.
+    ``group_commit``: the app's wiring (bot/bootstrap.py), where the start and answer calls of players
+    clicking together share transactions; without it each call has a transaction of its own.
     """
     engine = make_engine(url)
     counting = False
@@ -529,8 +531,8 @@ def generate(
         [(pid, c + 1, (pid - 1) % PROBLEMS_PER_DAY + 1, v) for pid, c, v in problems],
     )
 
-    scopes = scope_keys(channel_pk, CHANNEL)
-    periods_of_day = [period_keys(d) for d in days]
+    scopes = [s.key for s in standing_keys(channel_pk, CHANNEL, days[0]).scopes]
+    periods_of_day = [[p.key for p in standing_keys(channel_pk, CHANNEL, d).periods] for d in days]
     points_cache: dict[tuple[str, int, int], int] = {}
 
     def points(diff: str, attempt_no: int, elapsed_ms: int) -> int:

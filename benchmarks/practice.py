@@ -1,7 +1,7 @@
-"""Practice benchmark: how long the pure parts of practice take (explain grading, SM-2 scheduling).
+"""Practice benchmark: how long the pure parts of practice take (explain grading, FSRS scheduling).
 
 Explain grading runs inside a chat interaction (Discord and Slack give 3 seconds to acknowledge), so it
-must stay far below a millisecond-scale budget; SM-2 runs four times per card shown (the delay preview on
+must stay far below a millisecond-scale budget; FSRS runs four times per card shown (the delay preview on
 each grade key). Both are pure functions: this times them on the bank's real explain prompts (their
 model answers and a short paraphrase) and on a review card.
 
@@ -16,9 +16,9 @@ import statistics
 import time
 from collections.abc import Callable
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation
-from bot.core.sm2 import GRADES, CardState, schedule
+from bot.core.srs import CardState, previews
 
 
 def _median_us(fn: Callable[[], object], repeat: int) -> float:
@@ -47,9 +47,16 @@ def main() -> None:
             f"{long_us:7.0f} us · short answer {short_us:6.0f} us"
         )
     now = dt.datetime(2026, 1, 1, tzinfo=dt.UTC)
-    card = CardState(phase="review", ease=2500, interval_days=17, due=now)
-    us = _median_us(lambda: [schedule(card, g, now) for g in GRADES], args.repeat)
-    print(f"SM-2: the 4 grade previews of one review card: {us:.1f} us")
+    card = CardState(
+        phase="review",
+        stability=17.0,
+        difficulty=6.0,
+        interval_days=17,
+        due=now,
+        last_review=now - dt.timedelta(days=17),
+    )
+    us = _median_us(lambda: previews(card, now), args.repeat)
+    print(f"FSRS: the 4 grade previews of one review card: {us:.1f} us")
 
 
 if __name__ == "__main__":

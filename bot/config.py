@@ -1,6 +1,6 @@
 """Settings from environment variables (prefix ``RANKZERO_``) and an optional ``.env`` file.
 
-Built only in the entry points (cli.py) and passed down as arguments.
+Built only in the entry points (bot/cli/) and passed down as arguments.
 """
 
 from __future__ import annotations
@@ -10,7 +10,7 @@ import re
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr
+from pydantic import Field, SecretStr, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -19,6 +19,8 @@ from pydantic_settings import (
 )
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
+
+from bot.core.sharding import ShardSet, parse_shards
 
 #: The TOML file read when RANKZERO_CONFIG names none (relative to the working directory).
 DEFAULT_TOML = "rankzero.toml"
@@ -87,6 +89,13 @@ class Settings(BaseSettings):
     discord_admin_channel_id: int | None = None
     #: Run an AutoShardedClient (large bots: many guilds).
     discord_sharded: bool = False
+    #: The Discord shards this process connects and schedules for, "IDS/COUNT" ("0,1/4": shards 0 and 1 of
+    #: 4). Unset: one process for every guild. Slack, console and file channels belong to shard 0's process.
+    discord_shards: str | None = None
+    #: Discord's REST base URL (default discord.py's, https://discord.com/api/v10); for a proxy or a fake.
+    discord_api_url: str | None = None
+    #: Discord's gateway URL (default discord.py's, wss://gateway.discord.gg/); for a proxy or a fake.
+    discord_gateway_url: str | None = None
     slack_bot_token: SecretStr | None = None
     slack_app_token: SecretStr | None = None
     slack_signing_secret: SecretStr | None = None
@@ -97,6 +106,26 @@ class Settings(BaseSettings):
     #: Slack HTTP mode (no app token): where /slack/events listens (put a TLS proxy in front).
     slack_host: str = "127.0.0.1"
     slack_port: int = Field(default=3000, ge=0, le=65535)
+    # --- Slack OAuth mode (one RankZero, many workspaces): chosen when RANKZERO_SLACK_CLIENT_ID,
+    # RANKZERO_SLACK_CLIENT_SECRET and RANKZERO_SLACK_SIGNING_SECRET are set (Basic Information > App
+    # Credentials). Workspaces install at https://<host>/slack/install; Slack sends the installer back to
+    # /slack/oauth_redirect; each workspace's bot token is kept in the database (slack_installations,
+    # slack_bots), and the OAuth ``state`` too (slack_oauth_states: good once, for 10 minutes, tied to the
+    # installer's browser by a cookie, so no separate state secret is needed). RANKZERO_SLACK_BOT_TOKEN is
+    # then not used.
+    slack_client_id: str | None = None
+    slack_client_secret: SecretStr | None = None
+    #: The public https URL of /slack/oauth_redirect, exactly as listed under OAuth & Permissions >
+    #: Redirect URLs (unset: Slack uses the app's only redirect URL).
+    slack_redirect_uri: str | None = None
+    #: Slack's authorization page (default Slack's own; a local fake in tests).
+    slack_authorize_url: str | None = None
+
+    @property
+    def slack_oauth(self) -> bool:
+        """True when Slack runs in OAuth mode (client id, client secret and signing secret are set)."""
+        return bool(self.slack_client_id and self.slack_client_secret and self.slack_signing_secret)
+
     #: The file platform (bot/adapters/file): append every post to this JSON-lines file.
     record_file: Path | None = None
     #: A post missed while no process ran is still made at start within this many minutes.
@@ -105,6 +134,18 @@ class Settings(BaseSettings):
     schedule_sync_s: float = Field(default=30.0, gt=0)
     #: /healthz on 127.0.0.1 at this port (0: no health endpoint).
     health_port: int = Field(default=8787, ge=0, le=65535)
+
+    @field_validator("discord_shards")
+    @classmethod
+    def _valid_shards(cls, value: str | None) -> str | None:
+        if value is not None:
+            parse_shards(value)  # ValueError: pydantic reports it with the field's name
+        return value
+
+    @property
+    def discord_shard_set(self) -> ShardSet | None:
+        """The parsed RANKZERO_DISCORD_SHARDS, or None (one process for every guild)."""
+        return parse_shards(self.discord_shards) if self.discord_shards else None
 
     @classmethod
     def settings_customise_sources(

@@ -54,8 +54,33 @@ RANK_KEYS = frozenset(
 )
 HARDWARE_KEYS = frozenset({"gpus", "names", "torch", "cuda"})
 HEALTH_KEYS = frozenset(
-    {"status", "hardware", "backends", "modes", "sandbox", "pool", "limits", "running_jobs"}
+    {
+        "status",
+        "hardware",
+        "test_advertised",
+        "capacity",
+        "backends",
+        "modes",
+        "sandbox",
+        "pool",
+        "limits",
+        "running_jobs",
+    }
 )
+#: ``capacity`` in the health answer: what a fleet routes on (bot/runner_fleet.py).
+CAPACITY_KEYS = frozenset({"cpu_cores", "max_concurrent_jobs", "free_slots", "queued_jobs"})
+
+
+class RunnerUnreachableError(RunnerUnavailableError):
+    """No connection to the runner (refused, reset, dropped before an answer): no verdict came back."""
+
+
+class RunnerRefusedError(RunnerUnavailableError):
+    """The runner answered with an HTTP error instead of a verdict; ``status_code`` says which."""
+
+    def __init__(self, message: str, status_code: int) -> None:
+        super().__init__(message)
+        self.status_code = status_code
 
 
 def _hardware(data: dict[str, Any]) -> Hardware:
@@ -114,7 +139,7 @@ def health_from_json(data: dict[str, Any]) -> RunnerHealth:
         sandboxed=bool((data.get("sandbox") or {}).get("isolated", False)),
         max_nproc=int(limits.get("max_nproc", 8)),
         max_timeout_s=float(limits.get("max_timeout_s", 300.0)),
-        extra={k: v for k, v in data.items() if k in ("pool", "running_jobs")},
+        extra={k: v for k, v in data.items() if k in ("pool", "running_jobs", "capacity", "test_advertised")},
     )
 
 
@@ -151,6 +176,11 @@ class HttpRunnerClient:
     async def __aenter__(self) -> HttpRunnerClient:
         return self
 
+    @property
+    def url(self) -> str:
+        """The runner's base URL (without a trailing slash)."""
+        return self._url
+
     async def __aexit__(self, *exc: object) -> None:
         await self.aclose()
 
@@ -173,7 +203,7 @@ class HttpRunnerClient:
             except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
                 attempt += 1
                 if attempt > self._retries:
-                    raise RunnerUnavailableError(
+                    raise RunnerUnreachableError(
                         f"the runner at {self._url} is unreachable ({type(exc).__name__}: {exc}); "
                         "start it with `rankzero-runner serve` or fix RANKZERO_RUNNER_URL"
                     ) from exc
@@ -184,14 +214,16 @@ class HttpRunnerClient:
                     f"the runner at {self._url} did not answer {method} {path} within {timeout_s:.0f} s"
                 ) from exc
         if response.status_code == 401:
-            raise RunnerUnavailableError(
+            raise RunnerRefusedError(
                 f"the runner at {self._url} refused our bearer token (401): set RANKZERO_RUNNER_TOKEN to "
-                "the token the runner was started with"
+                "the token the runner was started with",
+                401,
             )
         if response.status_code != 200:
-            raise RunnerUnavailableError(
+            raise RunnerRefusedError(
                 f"the runner at {self._url} answered {response.status_code} to {method} {path}: "
-                f"{response.text[:500]}"
+                f"{response.text[:500]}",
+                response.status_code,
             )
         try:
             return response.json()

@@ -1,4 +1,4 @@
-"""The scheduler: APScheduler 3.11 (AsyncIOScheduler) jobs rebuilt from the schedules in the database.
+"""The scheduler: jobs rebuilt from the schedules in the database, timed by APScheduler 3.11's triggers.
 
 Jobs carry ids only (a channel pk or a challenge id) and look everything else up when they run, so a
 rebuilt or duplicated job can never act on stale data. Job ids are deterministic:
@@ -14,8 +14,11 @@ A failed job (the database or the platform did not answer) is retried with expon
 succeeds; each job decides for itself when it is too late (a post beyond the grace period is skipped, a
 reminder after its window closed is not sent), so retrying is always safe and always ends.
 
-"Now" comes from the Clock port (the system clock in production, a controllable clock in tests): the
-scheduler computes due jobs and its next wake-up from it, so tests drive real APScheduler triggers.
+"Now" comes from the Clock port (the system clock in production, a controllable clock in tests). APScheduler
+3.x reads the system time inside its scheduler loop and has no public way to take another clock, so the
+timing loop is ours (``JobTable``: due jobs by the clock, coalesced, one instance per job, one wake-up
+task), and APScheduler's public triggers (``CronTrigger``, ``DateTrigger``, ``IntervalTrigger``) compute
+every fire time, DST included. Tests therefore drive the real triggers.
 """
 
 from __future__ import annotations
@@ -23,69 +26,143 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Coroutine
+from dataclasses import dataclass
 from typing import Any
 
-from apscheduler.executors.base import MaxInstancesReachedError
-from apscheduler.job import Job
-from apscheduler.schedulers.asyncio import AsyncIOScheduler
-from apscheduler.schedulers.base import STATE_PAUSED, STATE_RUNNING
 from apscheduler.triggers.base import BaseTrigger
 from apscheduler.triggers.cron import CronTrigger
 from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
+from bot.core.calendar import zone
+from bot.core.models import ChannelRef
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
 from bot.core.schedule_service import ScheduleService
-from bot.core.service import zone
 
 log = logging.getLogger(__name__)
 
-#: APScheduler's own cap on a single timer wait.
-_TIMEOUT_MAX = 4294967
+#: Longest single wait of the wake-up task: the system clock can jump (NTP, suspend) while the event
+#: loop's timer runs on the monotonic clock, so the due jobs are re-read from the clock at least this often.
+MAX_SLEEP_S = 60.0
 #: Jobs retried after a failure, and the scheduler method that runs them.
 _RETRIED = ("post", "remind", "summary", "close", "sync")
 
 
-class ClockedAsyncIOScheduler(AsyncIOScheduler):  # type: ignore[misc]  # APScheduler is untyped
-    """AsyncIOScheduler whose notion of now is a Clock: due jobs and wake-ups follow ``clock.now()``."""
+@dataclass
+class ScheduledJob:
+    """One job: a coroutine function called with one id (or none) at the times its trigger gives."""
 
-    def __init__(self, clock: Clock, **options: Any) -> None:
+    id: str
+    func: Callable[..., Coroutine[Any, Any, None]]
+    args: tuple[int, ...]
+    trigger: BaseTrigger
+    next_run_time: dt.datetime
+
+
+class JobTable:
+    """Jobs by id, run by the clock: what APScheduler's scheduler loop did, with an injectable clock.
+
+    Semantics kept from the APScheduler configuration this replaces (``coalesce=True``, ``max_instances=1``,
+    ``misfire_grace_time=None``): a job that fell behind runs once, never dropped for being late; a job
+    whose previous run is still going skips this run (logged).
+    """
+
+    def __init__(self, clock: Clock) -> None:
         self._clock = clock
-        super().__init__(**options)
+        self._jobs: dict[str, ScheduledJob] = {}
+        #: The running instance of each job id (at most one).
+        self._instances: dict[str, asyncio.Task[None]] = {}
+        self._wakeup = asyncio.Event()
+        self._loop_task: asyncio.Task[None] | None = None
 
-    def _process_jobs(self) -> float | None:
-        """Submit due jobs (by the clock) and return the seconds until the next one is due."""
-        if self.state == STATE_PAUSED:
-            return None
+    @property
+    def running(self) -> bool:
+        """True while the wake-up task runs."""
+        return self._loop_task is not None and not self._loop_task.done()
+
+    def start(self) -> None:
+        """Start the wake-up task (it runs what is due, then sleeps until the next job)."""
+        if not self.running:
+            self._loop_task = asyncio.create_task(self._run(), name="rankzero-scheduler")
+
+    async def stop(self) -> None:
+        """Stop the wake-up task; running jobs go on (``RankZeroScheduler.idle`` waits for them)."""
+        task, self._loop_task = self._loop_task, None
+        if task is not None:
+            task.cancel()
+            await asyncio.gather(task, return_exceptions=True)
+
+    def add(self, job: ScheduledJob) -> None:
+        """Add ``job``, replacing one with the same id, and re-plan the wake-up."""
+        self._jobs[job.id] = job
+        self._wakeup.set()
+
+    def remove(self, job_id: str) -> None:
+        """Remove a job (no error when there is none)."""
+        self._jobs.pop(job_id, None)
+
+    def get(self, job_id: str) -> ScheduledJob | None:
+        """The job with that id, or None."""
+        return self._jobs.get(job_id)
+
+    def jobs(self) -> list[ScheduledJob]:
+        """Every job, soonest first."""
+        return sorted(self._jobs.values(), key=lambda j: j.next_run_time)
+
+    def due(self) -> list[ScheduledJob]:
+        """The jobs due now by the clock."""
         now = self._clock.now()
-        next_wakeup: dt.datetime | None = None
-        with self._jobstores_lock:
-            for alias, store in self._jobstores.items():
-                for job in store.get_due_jobs(now):
-                    run_times = job._get_run_times(now)
-                    # Coalesce: a job that fell behind runs once, for its latest due time.
-                    run_times = run_times[-1:] if run_times and job.coalesce else run_times
-                    if not run_times:
-                        continue
-                    try:
-                        self._lookup_executor(job.executor).submit_job(job, run_times)
-                    except MaxInstancesReachedError:
-                        log.warning("job %s still running: this run is skipped", job.id)
-                    following = job.trigger.get_next_fire_time(run_times[-1], now)
-                    if following is not None:
-                        job._modify(next_run_time=following)
-                        store.update_job(job)
-                    else:
-                        self.remove_job(job.id, alias)
-                due = store.get_next_run_time()
-                if due is not None and (next_wakeup is None or due < next_wakeup):
-                    next_wakeup = due
-        if next_wakeup is None:
+        return [j for j in self.jobs() if j.next_run_time <= now]
+
+    def run_due(self) -> float | None:
+        """Start every job due by the clock; return the seconds until the next one (None: no job)."""
+        now = self._clock.now()
+        for job in self.due():
+            current = self._instances.get(job.id)
+            if current is not None and not current.done():
+                log.warning("job %s still running: this run is skipped", job.id)
+            else:
+                self._launch(job)
+            # Coalesce: every fire time up to now is covered by this one run.
+            following: dt.datetime | None = job.next_run_time
+            while following is not None and following <= now:
+                following = job.trigger.get_next_fire_time(following, now)
+            if following is None:
+                self.remove(job.id)
+            else:
+                job.next_run_time = following
+        upcoming = self.jobs()
+        if not upcoming:
             return None
-        wait = (next_wakeup - self._clock.now()).total_seconds()
-        return min(max(wait, 0.0), _TIMEOUT_MAX)
+        return max((upcoming[0].next_run_time - self._clock.now()).total_seconds(), 0.0)
+
+    def _launch(self, job: ScheduledJob) -> None:
+        task = asyncio.create_task(job.func(*job.args), name=f"rankzero-job:{job.id}")
+        self._instances[job.id] = task
+
+        def done(finished: asyncio.Task[None]) -> None:
+            if self._instances.get(job.id) is finished:
+                del self._instances[job.id]
+            if not finished.cancelled() and finished.exception() is not None:
+                # Job bodies catch their own failures (RankZeroScheduler._guard); this is a bug.
+                log.error("job %s raised", job.id, exc_info=finished.exception())
+
+        task.add_done_callback(done)
+
+    async def _run(self) -> None:
+        loop = asyncio.get_running_loop()
+        while True:
+            self._wakeup.clear()
+            wait = self.run_due()
+            # A timer that sets the wake-up event, rather than asyncio.wait_for around it: cancelling
+            # this task (stop) then interrupts a plain Event.wait.
+            timer = loop.call_later(MAX_SLEEP_S if wait is None else min(wait, MAX_SLEEP_S), self._wakeup.set)
+            try:
+                await self._wakeup.wait()
+            finally:
+                timer.cancel()
 
 
 def _fingerprint(schedules: list[Schedule]) -> tuple[object, ...]:
@@ -94,7 +171,7 @@ def _fingerprint(schedules: list[Schedule]) -> tuple[object, ...]:
 
 
 class RankZeroScheduler:
-    """Owns the APScheduler instance and the jobs of the channels this process serves."""
+    """Owns the job table and the jobs of the channels this process serves."""
 
     def __init__(
         self,
@@ -102,11 +179,23 @@ class RankZeroScheduler:
         clock: Clock,
         *,
         platforms: frozenset[str] | None = None,
+        owns: Callable[[ChannelRef], bool] | None = None,
         sync_interval_s: float = 30.0,
         retry_base_s: float = 5.0,
         retry_max_s: float = 60.0,
+        nudge: Callable[[], Awaitable[object]] | None = None,
+        nudge_interval_s: float = 3600.0,
+        optimize: Callable[[], Awaitable[object]] | None = None,
+        optimize_interval_s: float = 86400.0,
     ) -> None:
-        """``platforms``: channel platforms served by this process (None: all).
+        """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
+        process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
+        Every job (post, summary, close, reminder, their retries) is made only for the channels served, so
+        two processes never act on the same channel; the database's claims stay the safety net.
+        ``nudge``: the practice reminder of due cards, run at start and every ``nudge_interval_s`` (it
+        claims each player's reminder per day, so running it hourly, or in several processes, sends each
+        one once a day and reaches players whose cards fell due later in the day). ``optimize``: fitting
+        players' FSRS parameters, every ``optimize_interval_s`` (first one interval after start).
 
         A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
         ``retry_max_s`` between tries.
@@ -120,23 +209,26 @@ class RankZeroScheduler:
         self._failures: dict[str, int] = {}
         self._clock = clock
         self._platforms = platforms
+        self._owns = owns
+        #: True when this process serves only some channels (the rest belong to other processes).
+        self._partial = platforms is not None or owns is not None
         self._sync_interval_s = sync_interval_s
+        self._nudge = nudge
+        self._nudge_interval_s = nudge_interval_s
+        self._optimize = optimize
+        self._optimize_interval_s = optimize_interval_s
         self._fingerprint: tuple[object, ...] | None = None
         self._running: set[asyncio.Task[Any]] = set()
         self._idle = asyncio.Event()
         self._idle.set()
-        self.aps = ClockedAsyncIOScheduler(
-            clock,
-            timezone=dt.UTC,
-            # Our jobs decide for themselves what "too late" means (the grace period), so APScheduler
-            # never drops a run; a job that fell behind runs once.
-            job_defaults={"coalesce": True, "max_instances": 1, "misfire_grace_time": None},
-        )
+        # Our jobs decide for themselves what "too late" means (the grace period), so the table never
+        # drops a run; a job that fell behind runs once.
+        self.jobs = JobTable(clock)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
         """Close overdue windows, make missed posts within grace, then schedule every job."""
-        self.aps.start()
+        self.jobs.start()
         # Schedules changed through this process (an adapter's admin command) rebuild at once; changes
         # made elsewhere (the CLI, another instance) are picked up by the sync job.
         self._schedules.subscribe(self.rebuild)
@@ -149,30 +241,42 @@ class RankZeroScheduler:
                 if schedule.config.summary_day is not None:
                     await self._own_task(self._summary(schedule.channel_pk))
         every = dt.timedelta(seconds=self._sync_interval_s)
-        # start_date from the clock: APScheduler would otherwise start the interval from the system time.
+        # start_date from the clock: the trigger would otherwise start the interval from the system time.
         sync = IntervalTrigger(
             seconds=self._sync_interval_s, start_date=self._clock.now() + every, timezone=dt.UTC
         )
         self._add("sync", self._sync, sync, None)
-        log.info("scheduler started with %d jobs", len(self.aps.get_jobs()))
+        if self._nudge is not None:
+            await self._own_task(self._send_nudges())
+            hourly = IntervalTrigger(
+                seconds=self._nudge_interval_s,
+                start_date=self._clock.now() + dt.timedelta(seconds=self._nudge_interval_s),
+                timezone=dt.UTC,
+            )
+            self._add("nudge", self._send_nudges, hourly, None)
+        if self._optimize is not None:
+            daily = IntervalTrigger(
+                seconds=self._optimize_interval_s,
+                start_date=self._clock.now() + dt.timedelta(seconds=self._optimize_interval_s),
+                timezone=dt.UTC,
+            )
+            self._add("optimize", self._fit_parameters, daily, None)
+        log.info("scheduler started with %d jobs", len(self.jobs.jobs()))
 
     async def shutdown(self) -> None:
         """Stop the scheduler and wait for running jobs."""
         self._schedules.unsubscribe(self.rebuild)
-        if self.aps.state == STATE_RUNNING:
-            self.aps.shutdown(wait=False)
+        await self.jobs.stop()
         await self.idle()
 
     async def tick(self) -> None:
         """Run whatever is due now (by the clock) and wait until it finished (tests, clock jumps)."""
         while True:
             await asyncio.sleep(0)
-            self.aps._process_jobs()
+            self.jobs.run_due()
             await asyncio.sleep(0)
-            if not self._running:
-                due = [j for j in self.aps.get_jobs() if j.next_run_time <= self._clock.now()]
-                if not due:
-                    return
+            if not self._running and not self.jobs.due():
+                return
             await self.idle()
 
     async def idle(self) -> None:
@@ -185,9 +289,9 @@ class RankZeroScheduler:
         """Recreate the cron jobs from the stored schedules, and close/remind jobs of open windows."""
         schedules = await self._served()
         self._fingerprint = _fingerprint(schedules)
-        for job in self.aps.get_jobs():
+        for job in self.jobs.jobs():
             if job.id.startswith(("post:", "summary:")):
-                job.remove()
+                self.jobs.remove(job.id)
         for s in schedules:
             if s.config.paused:
                 continue
@@ -209,8 +313,8 @@ class RankZeroScheduler:
         """Close (and reminder) jobs for every open window as stored; a changed closes_at moves its job."""
         by_pk = {s.channel_pk: s for s in schedules}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if self._platforms is not None and channel_pk not in by_pk:
-                continue  # another process serves that platform
+            if self._partial and channel_pk not in by_pk:
+                continue  # another process serves that platform or shard
             current = self.next_run(f"close:{challenge_id}")
             if current is None or current != closes_at:
                 remind_at = self._schedules.reminder_at(by_pk.get(channel_pk), closes_at)
@@ -225,31 +329,28 @@ class RankZeroScheduler:
             )
 
     def _add(
-        self, job_id: str, func: Callable[..., Awaitable[None]], trigger: BaseTrigger, arg: int | None
+        self,
+        job_id: str,
+        func: Callable[..., Coroutine[Any, Any, None]],
+        trigger: BaseTrigger,
+        arg: int | None,
     ) -> None:
         next_run = trigger.get_next_fire_time(None, self._clock.now())
         if next_run is None:
             return
-        self.aps.add_job(
-            func,
-            trigger,
-            args=() if arg is None else (arg,),
-            id=job_id,
-            name=job_id,
-            replace_existing=True,
-            next_run_time=next_run,
-        )
+        self.jobs.add(ScheduledJob(job_id, func, () if arg is None else (arg,), trigger, next_run))
 
     async def _served(self) -> list[Schedule]:
         return [
             s
             for s in await self._schedules.schedules()
-            if self._platforms is None or s.channel.platform in self._platforms
+            if (self._platforms is None or s.channel.platform in self._platforms)
+            and (self._owns is None or self._owns(s.channel))
         ]
 
     @staticmethod
     async def _own_task(job: Awaitable[None]) -> None:
-        """Run a job body now, in its own task as APScheduler would (``_guard`` tracks the task)."""
+        """Run a job body now, in its own task as the job table would (``_guard`` tracks the task)."""
         await asyncio.ensure_future(job)
 
     async def _guard(self, what: str, body: Callable[[], Awaitable[None]]) -> None:
@@ -260,7 +361,7 @@ class RankZeroScheduler:
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
-            # Tracked until the task is done, not until this body returns: APScheduler counts the job's
+            # Tracked until the task is done, not until this body returns: the job table counts the job's
             # instance until then, and a retry submitted earlier would be skipped as "still running".
             task.add_done_callback(self._running.discard)
         try:
@@ -323,6 +424,26 @@ class RankZeroScheduler:
 
         await self._guard(f"summary:{channel_pk}", body)
 
+    async def _send_nudges(self) -> None:
+        nudge = self._nudge
+        if nudge is None:
+            return
+
+        async def body() -> None:
+            await nudge()
+
+        await self._guard("nudge", body)
+
+    async def _fit_parameters(self) -> None:
+        optimize = self._optimize
+        if optimize is None:
+            return
+
+        async def body() -> None:
+            await optimize()
+
+        await self._guard("optimize", body)
+
     async def _sync(self) -> None:
         async def body() -> None:
             schedules = await self._served()
@@ -340,21 +461,22 @@ class RankZeroScheduler:
         now = self._clock.now()
         served = {s.channel_pk for s in await self._served()}
         for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if closes_at <= now and (self._platforms is None or channel_pk in served):
+            if closes_at <= now and (not self._partial or channel_pk in served):
                 await self._own_task(self._close(challenge_id))
 
     # ------------------------------------------------------------------ health
     def state(self) -> dict[str, Any]:
         """Scheduler state and next runs, for /healthz."""
-        names = {0: "stopped", 1: "running", 2: "paused"}
-        jobs: list[Job] = sorted(self.aps.get_jobs(), key=lambda j: j.next_run_time)
         return {
-            "state": names.get(self.aps.state, str(self.aps.state)),
-            "jobs": [{"id": j.id, "next_run": j.next_run_time.astimezone(dt.UTC).isoformat()} for j in jobs],
+            "state": "running" if self.jobs.running else "stopped",
+            "jobs": [
+                {"id": j.id, "next_run": j.next_run_time.astimezone(dt.UTC).isoformat()}
+                for j in self.jobs.jobs()
+            ],
             "failing": dict(self.failing),
         }
 
     def next_run(self, job_id: str) -> dt.datetime | None:
         """When a job runs next (UTC), or None if there is no such job."""
-        job = self.aps.get_job(job_id)
+        job = self.jobs.get(job_id)
         return job.next_run_time.astimezone(dt.UTC) if job is not None else None

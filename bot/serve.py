@@ -1,119 +1,40 @@
 """``rankzero serve``: one asyncio process running the enabled chat adapters, the scheduler and /healthz.
 
-Composition: Settings -> engine -> QuizService + ScheduleService (posting through a PlatformRouter that
-sends each channel's posts to its adapter) -> adapters -> RankZeroScheduler -> health endpoint.
+The process runner: it binds the health endpoint, starts the adapters, runs the scheduler until SIGINT or
+SIGTERM and stops everything in reverse order. What it runs is wired by bot/bootstrap.py
+(``build_services``: QuizService + ScheduleService posting through a PlatformRouter that sends each
+channel's posts to its adapter, and the RankZeroScheduler).
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import datetime as dt
 import inspect
 import json
 import logging
 import signal
 from collections.abc import Awaitable, Callable, Sequence
-from dataclasses import dataclass
 from typing import Any
 
 from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.registry import Adapter
-from bot.app import App, build_app
+
+# Services is re-exported: the adapters' type hints name it as bot.serve.Services (what start() receives).
+from bot.bootstrap import Services as Services
+from bot.bootstrap import build_services
 from bot.config import Settings
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.errors import RankZeroError
-from bot.core.models import ChannelRef
-from bot.core.ports import ChatPlatform, Clock, SystemClock
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
+from bot.core.ports import Clock
 from bot.scheduling import RankZeroScheduler
-from bot.storage.uow import SqlUnitOfWork, session_factory
 
 log = logging.getLogger(__name__)
 
 
 class AdapterStartError(RankZeroError):
     """A chat adapter could not start (bad token, platform unreachable): ``serve`` exits with its reason."""
-
-
-class PlatformRouter:
-    """The ChatPlatform of the service: each call goes to the adapter serving the channel's platform."""
-
-    def __init__(self, platforms: dict[str, ChatPlatform]) -> None:
-        self._platforms = platforms
-
-    def _for(self, channel: ChannelRef) -> ChatPlatform:
-        try:
-            return self._platforms[channel.platform]
-        except KeyError:
-            raise LookupError(f"no adapter serves platform {channel.platform!r} in this process") from None
-
-    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
-        """Post on the channel's platform."""
-        return await self._for(channel).post_challenge(channel, card)
-
-    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
-        """Post on the channel's platform."""
-        await self._for(channel).post_results(channel, card, message_ref)
-
-    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
-        """Post on the channel's platform."""
-        await self._for(channel).post_reminder(channel, card, message_ref)
-
-    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
-        """Post on the channel's platform."""
-        await self._for(channel).post_weekly_summary(channel, card)
-
-    def __getattr__(self, name: str) -> Any:
-        # Calls not bound to a channel (e.g. an admin notice added to the port later) go to every adapter.
-        if not name.startswith("post_"):
-            raise AttributeError(name)
-
-        async def broadcast(*args: Any, **kwargs: Any) -> None:
-            for platform in self._platforms.values():
-                method = getattr(platform, name, None)
-                if method is not None:
-                    await method(*args, **kwargs)
-
-        return broadcast
-
-
-@dataclass
-class Services:
-    """What adapters get at start: the use cases (schedule admin commands call ``schedules``)."""
-
-    quiz: QuizService
-    schedules: ScheduleService
-    scheduler: RankZeroScheduler
-    app: App
-
-
-async def build_services(
-    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
-) -> Services:
-    """Wire the services for ``adapters`` (migrating the database first unless told not to)."""
-    clock = clock or SystemClock()
-    router = PlatformRouter({a.name: a.platform for a in adapters})
-    app = await build_app(settings, platform=router, clock=clock, migrate=migrate)
-    factory = session_factory(app.engine)
-    schedules = ScheduleService(
-        lambda: SqlUnitOfWork(factory),
-        clock,
-        app.service,
-        router,
-        grace=dt.timedelta(minutes=settings.grace_minutes),
-        default_timezone=settings.default_timezone,
-    )
-    scheduler = RankZeroScheduler(
-        schedules,
-        clock,
-        platforms=frozenset(a.name for a in adapters),
-        sync_interval_s=settings.schedule_sync_s,
-    )
-    return Services(app.service, schedules, scheduler, app)
 
 
 # ---------------------------------------------------------------------- /healthz

@@ -284,8 +284,8 @@ class FamilySpec(_Strict):
     @model_validator(mode="after")
     def _answer_source(self) -> FamilySpec:
         if self.kind not in MULTIPLE_CHOICE_KINDS:
-            raise ValueError(f"families are multiple choice; kind {self.kind!r} is not")
-        runs = self.kind == "predict_output" and self.code is not None
+            raise ValueError(f"families are multiple choice; kind '{self.kind}' is not")
+        runs = self.kind is Kind.PREDICT_OUTPUT and self.code is not None
         if runs:
             if self.runner is None:
                 raise ValueError("a predict_output family with code needs a 'runner' block")
@@ -307,7 +307,7 @@ class FamilySpec(_Strict):
     @property
     def runs(self) -> bool:
         """Whether instances are run on the runner (predict_output with code)."""
-        return self.kind == "predict_output" and self.code is not None
+        return self.kind is Kind.PREDICT_OUTPUT and self.code is not None
 
 
 class FamilyFile(_Strict):
@@ -462,9 +462,10 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
     random.Random(hashlib.sha256(inst.id.encode()).hexdigest()).shuffle(choices)
     spec: dict[str, Any] = {
         "id": inst.id,
-        "kind": fam.kind,
+        # Plain strings: the generated file is YAML, and its safe dumper knows no enums.
+        "kind": fam.kind.value,
         "topic": fam.topic,
-        "difficulty": fam.difficulty,
+        "difficulty": fam.difficulty.value,
         "prompt": reflow(inst.prompt.strip()) + "\n",
     }
     if inst.code is not None:

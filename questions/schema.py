@@ -11,25 +11,13 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-Kind = Literal[
-    "predict_output",
-    "conceptual",
-    "hyperparameter",
-    "debug",
-    "metrics",
-    "model_choice",
-    "flashcard",
-    "explain",
-]
-Difficulty = Literal["beginner", "intermediate", "advanced", "expert"]
+# The fixed lists are the core's vocabulary (defined once), re-exported because the bank's modules and
+# tests name them through the schema.
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS as MULTIPLE_CHOICE_KINDS
+from bot.core.vocabulary import RUNNABLE_KINDS as RUNNABLE_KINDS
+from bot.core.vocabulary import Difficulty as Difficulty
+from bot.core.vocabulary import Kind as Kind
 
-#: Kinds answered by picking one of 2-6 choices.
-MULTIPLE_CHOICE_KINDS: frozenset[str] = frozenset(
-    {"predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice"}
-)
-#: Kinds whose code can be settled by the runner.
-RUNNABLE_KINDS: frozenset[str] = frozenset({"predict_output", "debug"})
-DIFFICULTIES: tuple[str, ...] = ("beginner", "intermediate", "advanced", "expert")
 #: The top-level topics (the single list; /work/coord/TAXONOMY.md in issue 14). Sub-topics go in ``tags``.
 TOPICS: tuple[str, ...] = (
     "Multi-GPU basics",
@@ -84,11 +72,79 @@ class RunnerSpec(_Strict):
         return self
 
 
+_KEYWORD_GROUPS = re.compile(r"\s\+\s")
+
+
+def _keyword_error(keyword: str) -> str | None:
+    """Why a keyword or pattern (``"a|b + c"``: a or b, and c, in one clause) is malformed, or None."""
+    for group in _KEYWORD_GROUPS.split(keyword):
+        for alt in group.split("|"):
+            if not any(ch.isalnum() for ch in alt):
+                return (
+                    f"{keyword!r} has an empty part {alt.strip()!r}: write 'a|b + c' "
+                    "(one of a or b, and c, in the same clause) with a word on each side of '|' and '+'"
+                )
+    return None
+
+
+def _check_keywords(values: list[str]) -> list[str]:
+    for value in values:
+        if (error := _keyword_error(value)) is not None:
+            raise ValueError(error)
+    return values
+
+
+Keyword = Annotated[str, Field(min_length=1, max_length=300)]
+
+
+class MisconceptionSpec(_Strict):
+    """A false claim about a concept: asserting it fails the concept, and the player is told why."""
+
+    claim: Annotated[
+        str,
+        Field(min_length=1, max_length=200, description="Named back: 'you wrote that <claim>'"),
+    ]
+    correction: Annotated[str, Field(min_length=1, max_length=300, description="What is true instead")]
+    patterns: Annotated[
+        list[Keyword],
+        Field(
+            min_length=1,
+            description="Wordings of the claim, as keywords ('a|b + c'); a negated one does not count",
+        ),
+    ]
+
+    @field_validator("patterns")
+    @classmethod
+    def _patterns_parse(cls, value: list[str]) -> list[str]:
+        return _check_keywords(value)
+
+
 class ConceptSpec(_Strict):
-    """A concept an 'explain' answer should cover, recognised by any of its keywords."""
+    """A concept an 'explain' answer should cover, recognised by its keywords (bot/core/grading.py)."""
 
     name: Annotated[str, Field(min_length=1, max_length=200)]
-    keywords: Annotated[list[Annotated[str, Field(min_length=1)]], Field(min_length=1)]
+    keywords: Annotated[
+        list[Keyword],
+        Field(
+            min_length=1,
+            description="Each earns the concept: a phrase, or 'a|b + c' (a or b, and c, in one clause)",
+        ),
+    ]
+    weak: Annotated[
+        list[Keyword],
+        Field(description="Supporting keywords that count half: two of them earn the concept, one does not"),
+    ] = []
+    misconceptions: Annotated[
+        list[MisconceptionSpec],
+        Field(
+            description="False claims: asserting one fails the concept and names it back with the correction"
+        ),
+    ] = []
+
+    @field_validator("keywords", "weak")
+    @classmethod
+    def _keywords_parse(cls, value: list[str]) -> list[str]:
+        return _check_keywords(value)
 
 
 class QuestionSpec(_Strict):
@@ -169,7 +225,7 @@ class QuestionSpec(_Strict):
         if kind in MULTIPLE_CHOICE_KINDS:
             _require(self.prompt, "prompt", kind)
             if not self.choices:
-                raise ValueError(f"kind {kind!r} needs 'choices': a list of 2 to 6 {{text, correct}} items")
+                raise ValueError(f"kind '{kind}' needs 'choices': a list of 2 to 6 {{text, correct}} items")
             if not 2 <= len(self.choices) <= 6:
                 raise ValueError(f"'choices' has {len(self.choices)} items; a question needs 2 to 6")
             n_correct = sum(c.correct for c in self.choices)
@@ -181,10 +237,10 @@ class QuestionSpec(_Strict):
             if len(set(texts)) != len(texts):
                 raise ValueError("'choices' repeats the same text; every choice must differ")
         elif self.choices is not None:
-            raise ValueError(f"kind {kind!r} takes no 'choices' (only multiple-choice kinds do)")
+            raise ValueError(f"kind '{kind}' takes no 'choices' (only multiple-choice kinds do)")
         if self.runner is not None:
             if kind not in RUNNABLE_KINDS:
-                raise ValueError(f"'runner' is only for predict_output and debug questions, not {kind!r}")
+                raise ValueError(f"'runner' is only for predict_output and debug questions, not '{kind}'")
             if not self.code:
                 raise ValueError("'runner' needs 'code' to run; add the snippet or drop 'runner'")
         if kind in RUNNABLE_KINDS and self.code and self.runner is None:
@@ -194,10 +250,10 @@ class QuestionSpec(_Strict):
             )
         if self.replaced_by is not None and not self.retired:
             raise ValueError("'replaced_by' is only for retired questions; add 'retired: true' or remove it")
-        if kind == "flashcard":
+        if kind is Kind.FLASHCARD:
             _require(self.front, "front", kind)
             _require(self.back, "back", kind)
-        if kind == "explain":
+        if kind is Kind.EXPLAIN:
             _require(self.prompt, "prompt", kind)
             _require(self.model_answer, "model_answer", kind)
             if not self.concepts:
@@ -212,9 +268,9 @@ class QuestionSpec(_Strict):
         return next(LETTERS[i] for i, c in enumerate(self.choices) if c.correct)
 
 
-def _require(value: str | None, name: str, kind: str) -> None:
+def _require(value: str | None, name: str, kind: Kind) -> None:
     if value is None or not value.strip():
-        raise ValueError(f"kind {kind!r} needs a non-empty '{name}'")
+        raise ValueError(f"kind '{kind}' needs a non-empty '{name}'")
 
 
 class Collection(_Strict):

@@ -164,11 +164,25 @@ class LimitsModel(BaseModel):
     output_cap_bytes: int
 
 
+class CapacityModel(BaseModel):
+    """How much work this runner takes: what a bot routing between several runners reads."""
+
+    cpu_cores: int = Field(description="CPU affinity, capped by the container's cgroup v2 CPU quota")
+    max_concurrent_jobs: int = Field(description="jobs run at once (--max-concurrent); more wait")
+    free_slots: int = Field(description="max_concurrent_jobs less the jobs running or waiting, at least 0")
+    queued_jobs: int = Field(description="jobs admitted that wait for a slot")
+
+
 class HealthModel(BaseModel):
     """``GET /v1/health``: ``status`` is ``degraded`` while the warm pool cannot refill (jobs still run)."""
 
     status: Literal["ok", "degraded"]
     hardware: HardwareModel
+    test_advertised: bool = Field(
+        description="true when `hardware` is a shape given by --test-advertise-gpus (testing only), "
+        "not what the runner really has"
+    )
+    capacity: CapacityModel
     backends: list[str]
     modes: list[str]
     sandbox: HealthSandboxModel

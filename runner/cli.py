@@ -72,6 +72,14 @@ def build_parser() -> argparse.ArgumentParser:
         default=10.0,
         help="seconds a client has to send a whole request (headers and body) before it is disconnected",
     )
+    serve.add_argument(
+        "--test-advertise-gpus",
+        type=int,
+        default=None,
+        metavar="N",
+        help="TESTING ONLY (loopback only): report N GPUs in /v1/health so that a bot's routing between "
+        "runners can be tested without GPUs; jobs still run on the real hardware and say so",
+    )
     _add_common(serve)
 
     run = sub.add_parser("run", help="run one file locally and print its verdict")
@@ -118,12 +126,21 @@ def serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
         )
         return 2
+    advertise = args.test_advertise_gpus
+    if advertise is not None and (not _is_loopback(args.host) or not 0 <= advertise <= 64):
+        # A runner that claims GPUs it lacks must never be reachable by a real bot.
+        print(
+            "--test-advertise-gpus is for tests only: it needs a loopback --host and 0 <= N <= 64",
+            file=sys.stderr,
+        )
+        return 2
     config = RunnerConfig(
         memory_mb=args.memory_mb,
         pool=_parse_pool(args.pool),
         max_concurrent_jobs=args.max_concurrent,
         warm_spawn=args.warm_spawn,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
+        test_advertise_gpus=advertise,
     )
     try:
         service = RunnerService(config)
@@ -133,6 +150,8 @@ def serve(args: argparse.Namespace) -> int:
         return 2
     if args.unsafe_no_sandbox:
         log.warning("running WITHOUT a sandbox: every verdict says isolated: false")
+    if advertise is not None:
+        log.warning("TEST RUNNER: /v1/health advertises %d GPUs this machine may not have", advertise)
     app = create_app(service, token)
     try:
         uv_config = server_config(

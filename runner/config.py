@@ -49,3 +49,8 @@ class RunnerConfig:
     hit a torch 2.13 gloo teardown deadlock (README, "Warm pool") that fresh ones rarely reach."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""
+    test_advertise_gpus: int | None = None
+    """TESTING ONLY: report this many GPUs in ``/v1/health`` instead of the real count, so that a bot's
+    routing between runners can be tested on a machine without GPUs. Jobs still run on the real hardware
+    (an NCCL job the runner cannot really run is refused as ``unsupported``), and every verdict says so.
+    ``serve --test-advertise-gpus`` accepts it on a loopback address only."""

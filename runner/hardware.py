@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import logging
+import math
+import os
 from functools import lru_cache
+from pathlib import Path
 
 from runner.verdict import Hardware
 
@@ -32,3 +35,22 @@ def backends() -> list[str]:
         if dist.is_nccl_available():
             found.append("nccl")
     return found
+
+
+def cpu_cores(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
+    """CPU cores this runner may use: its CPU affinity, capped by a cgroup v2 CPU quota if it has one.
+
+    In a Kubernetes pod the affinity shows every core of the node while ``resources.limits.cpu`` is a
+    CFS quota (``cpu.max``), so the quota is the figure a scheduler of jobs should see.
+    """
+    cores = len(os.sched_getaffinity(0)) or 1
+    try:
+        quota, period = (cgroup_root / "cpu.max").read_text().split()[:2]
+    except (OSError, ValueError):
+        return cores
+    if quota == "max":
+        return cores
+    try:
+        return max(1, min(cores, math.ceil(int(quota) / int(period))))
+    except (ValueError, ZeroDivisionError):
+        return cores

@@ -71,6 +71,8 @@ class RunnerService:
         self.pool = WarmPool(self.launcher, config.pool)
         self._slots = threading.BoundedSemaphore(config.max_concurrent_jobs)
         self._running = 0
+        # Jobs admitted and not finished, those waiting for a slot included: free slots for /v1/health.
+        self._admitted = 0
         self._lock = threading.Lock()
 
     def start(self) -> None:
@@ -91,17 +93,40 @@ class RunnerService:
         """Engine and isolation reported with every verdict."""
         return SandboxInfo(engine=self.launcher.engine, isolated=self.launcher.isolated)
 
+    def advertised(self) -> tuple[Hardware, list[str]]:
+        """The hardware and backends /v1/health reports: the real ones, or the test-only advertised shape.
+
+        With ``test_advertise_gpus`` the runner claims that many GPUs (and NCCL, which GPUs imply) so that a
+        bot's routing can be tested without GPUs; the jobs still run on :func:`hardware.probe`'s answer.
+        """
+        hw = hardware.probe()
+        backends = hardware.backends()
+        shape = self.config.test_advertise_gpus
+        if shape is None:
+            return hw, backends
+        names = [f"advertised for tests (really {hw.gpus} GPUs)"] * shape
+        # NCCL goes with the GPUs advertised, not with the torch build.
+        advertised = [b for b in backends if b != "nccl"] + (["nccl"] if shape else [])
+        return Hardware(gpus=shape, names=names, torch=hw.torch, cuda=hw.cuda), advertised
+
     def health(self) -> dict[str, Any]:
         """Capabilities for GET /v1/health."""
-        hw = hardware.probe()
+        hw, backends = self.advertised()
         with self._lock:
-            running = self._running
+            running, admitted = self._running, self._admitted
         pool = self.pool.state()
         return {
             # "degraded": jobs still run (cold), but the warm pool cannot refill; pool.refill says why.
             "status": "ok" if pool["refill"]["ok"] else "degraded",
             "hardware": {"gpus": hw.gpus, "names": hw.names, "torch": hw.torch, "cuda": hw.cuda},
-            "backends": hardware.backends(),
+            "test_advertised": self.config.test_advertise_gpus is not None,
+            "capacity": {
+                "cpu_cores": hardware.cpu_cores(),
+                "max_concurrent_jobs": self.config.max_concurrent_jobs,
+                "free_slots": max(0, self.config.max_concurrent_jobs - admitted),
+                "queued_jobs": max(0, admitted - running),
+            },
+            "backends": backends,
             "modes": [m.value for m in Mode],
             "sandbox": {
                 "engine": self.launcher.engine,
@@ -145,6 +170,13 @@ class RunnerService:
             sandbox=self.sandbox_info,
             notes=notes,
         )
+        if self.config.test_advertise_gpus is not None:
+            # Test-only: whoever reads the verdict must not take it for a run on the advertised GPUs.
+            verdict.notes.insert(
+                0,
+                f"test runner: it advertises {self.config.test_advertise_gpus} GPUs "
+                f"(--test-advertise-gpus) but ran this job on its real hardware ({hw.gpus} GPUs)",
+            )
         refusal = self._refusal(request, mode, timeout_s)
         if refusal:
             verdict.status = Status.REJECTED
@@ -173,14 +205,20 @@ class RunnerService:
                 "fsize_bytes": self.config.file_size_mb * 1024 * 1024,
             },
         }
-        with self._slots:
-            with self._lock:
-                self._running += 1
-            try:
-                raw, workdir, memory_rlimit = self._execute(nproc, job, timeout_s, hw)
-            finally:
+        with self._lock:
+            self._admitted += 1
+        try:
+            with self._slots:
                 with self._lock:
-                    self._running -= 1
+                    self._running += 1
+                try:
+                    raw, workdir, memory_rlimit = self._execute(nproc, job, timeout_s, hw)
+                finally:
+                    with self._lock:
+                        self._running -= 1
+        finally:
+            with self._lock:
+                self._admitted -= 1
         snippet_path = f"{workdir}/{SNIPPET_NAME}"
         self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit)
         if raw.memory_note:

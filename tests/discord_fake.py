@@ -21,9 +21,23 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   embeds without Embed Links) / ``160002`` (a reply without Read Message History, or a thread without
   Create Public Threads: 50013) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
   interaction responses and follow-ups are webhooks and need no channel permission.
+- DMs: ``POST /users/@me/channels`` opens (or returns) the user's DM channel; a message to a user whose
+  privacy settings refuse the bot (:attr:`FakeDiscord.dms_closed`) gets 403 ``50007 Cannot send messages
+  to this user`` -- docs: "JSON Error Codes".
 - 429 with ``retry_after`` / ``global`` in the body and ``Retry-After``, ``X-RateLimit-*`` headers: a
   per-channel bucket for creating messages (5 per 5 s, the limit Discord's headers report) and forced
   limits for tests (:meth:`FakeDiscord.rate_limit_next`).
+- Slash-command options as Discord's client sends them once the commands are synced: only declared
+  options, the required ones, and a value among an option's ``choices`` (:meth:`Interactions.command`).
+
+A gateway too (:class:`FakeGateway`, ``GET /gateway/bot`` and a websocket at ``/gateway``) for tests that
+run a real client or a whole ``rankzero serve`` process: HELLO, heartbeats and their ACKs, IDENTIFY with
+``shard: [id, count]`` (docs: Gateway, "Sharding"), READY naming the shard's guilds, then a GUILD_CREATE
+for each of them only; dispatches (INTERACTION_CREATE, ...) go to the connection of the guild's shard,
+``(guild_id >> 22) % count``, as Discord routes them. Refused as Discord refuses them: close code 4010
+"Invalid shard" for a shard id outside ``0..count-1``, 4011 "Sharding required" for a count below what the
+fake requires (:attr:`FakeGateway.min_shards`), 4004 for a wrong token. Frames are sent as text JSON
+(discord.py accepts them; Discord compresses when asked, which only changes the encoding).
 """
 
 from __future__ import annotations
@@ -311,6 +325,134 @@ def _rate_limited(
     return _json(body, status=429, headers=headers)
 
 
+def guild_shard(guild_id: int, shard_count: int) -> int:
+    """The shard Discord sends a guild's events on (docs: Gateway, "Sharding")."""
+    return (guild_id >> 22) % shard_count
+
+
+#: Gateway opcodes and close codes (docs: Opcodes and Status Codes).
+OP_DISPATCH, OP_HEARTBEAT, OP_IDENTIFY, OP_RESUME, OP_INVALID_SESSION, OP_HELLO, OP_HEARTBEAT_ACK = (
+    0,
+    1,
+    2,
+    6,
+    9,
+    10,
+    11,
+)
+CLOSE_AUTHENTICATION_FAILED, CLOSE_INVALID_SHARD, CLOSE_SHARDING_REQUIRED = 4004, 4010, 4011
+
+
+class FakeGateway:
+    """Discord's gateway for the fake: one websocket per shard, each given only its shards' guilds."""
+
+    def __init__(self, fake: FakeDiscord) -> None:
+        self.fake = fake
+        #: guild id -> its text channel ids (what GUILD_CREATE carries)
+        self.guilds: dict[int, list[int]] = {}
+        #: The shard count /gateway/bot recommends; an IDENTIFY with fewer shards is closed with 4011.
+        self.min_shards = 1
+        #: The token IDENTIFY must carry (None: any).
+        self.token: str | None = None
+        #: (shard id, shard count) of every accepted IDENTIFY, in order
+        self.identified: list[tuple[int, int]] = []
+        #: Close codes sent to refused IDENTIFYs, in order
+        self.refused: list[int] = []
+        #: shard id -> (its open websocket, the count it identified with, its sequence number)
+        self.connections: dict[int, tuple[web.WebSocketResponse, int, list[int]]] = {}
+        self.heartbeat_interval_ms = 41250
+
+    def add_guild(self, guild_id: int, channel_ids: list[int]) -> None:
+        """The bot is a member of ``guild_id`` with these text channels (sent on its shard's connect)."""
+        self.guilds[guild_id] = list(channel_ids)
+
+    def bot_gateway(self) -> dict[str, Any]:
+        """``GET /gateway/bot`` (docs: Get Gateway Bot)."""
+        return {
+            "url": self.fake.root.replace("http://", "ws://") + "/gateway",
+            "shards": self.min_shards,
+            "session_start_limit": {"total": 1000, "remaining": 999, "reset_after": 0, "max_concurrency": 1},
+        }
+
+    async def _send(
+        self, ws: web.WebSocketResponse, op: int, d: Any, t: str | None = None, s: Any = None
+    ) -> None:
+        await ws.send_str(json.dumps({"op": op, "d": d, "s": s, "t": t}))
+
+    async def dispatch_to_guild(self, guild_id: int, event: str, data: dict[str, Any]) -> int | None:
+        """Send a dispatch to the connection of ``guild_id``'s shard; its shard id, or None when no
+        connection holds that shard (Discord then has nobody to deliver it to).
+        """
+        for shard_id, (ws, count, seq) in self.connections.items():
+            if guild_shard(guild_id, count) == shard_id and not ws.closed:
+                seq[0] += 1
+                await self._send(ws, OP_DISPATCH, data, event, seq[0])
+                return shard_id
+        return None
+
+    async def handle(self, request: web.Request) -> web.WebSocketResponse:
+        """One gateway session: HELLO, then IDENTIFY (checked), READY and the shard's GUILD_CREATEs."""
+        ws = web.WebSocketResponse(autoping=True)
+        await ws.prepare(request)
+        await self._send(ws, OP_HELLO, {"heartbeat_interval": self.heartbeat_interval_ms})
+        shard_id: int | None = None
+        try:
+            async for msg in ws:
+                if msg.type != 1:  # aiohttp WSMsgType.TEXT
+                    continue
+                frame = json.loads(msg.data)
+                op = frame.get("op")
+                if op == OP_HEARTBEAT:
+                    await self._send(ws, OP_HEARTBEAT_ACK, None)
+                elif op == OP_RESUME:
+                    # No session is kept across connections: Discord's answer is "identify again".
+                    await self._send(ws, OP_INVALID_SESSION, False)
+                elif op == OP_IDENTIFY:
+                    shard_id = await self._identify(ws, frame.get("d") or {})
+                    if shard_id is None:
+                        break
+        finally:
+            if shard_id is not None and self.connections.get(shard_id, (None,))[0] is ws:
+                del self.connections[shard_id]
+        return ws
+
+    async def _identify(self, ws: web.WebSocketResponse, d: dict[str, Any]) -> int | None:
+        if self.token is not None and d.get("token") != self.token:
+            return await self._refuse(ws, CLOSE_AUTHENTICATION_FAILED, "Authentication failed.")
+        shard = d.get("shard", [0, 1])  # without "shard": one connection for every guild
+        if not (isinstance(shard, list) and len(shard) == 2 and all(type(n) is int for n in shard)):
+            return await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
+        shard_id, count = shard
+        if count < 1 or not 0 <= shard_id < count:
+            return await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
+        if count < self.min_shards:
+            return await self._refuse(ws, CLOSE_SHARDING_REQUIRED, "Sharding required.")
+        self.identified.append((shard_id, count))
+        mine = [g for g in sorted(self.guilds) if guild_shard(g, count) == shard_id]
+        seq = [1]
+        self.connections[shard_id] = (ws, count, seq)
+        ready = {
+            "v": 10,
+            "user": user_payload(BOT_ID, "RankZero", bot=True),
+            "guilds": [{"id": str(g), "unavailable": True} for g in mine],
+            "session_id": f"session-{shard_id}-{len(self.identified)}",
+            "resume_gateway_url": self.fake.root.replace("http://", "ws://") + "/gateway",
+            "shard": [shard_id, count],
+            "application": {"id": str(APP_ID), "flags": 0},
+        }
+        await self._send(ws, OP_DISPATCH, ready, "READY", seq[0])
+        for guild_id in mine:
+            seq[0] += 1
+            payload = self.fake.guild_payload(guild_id, self.guilds[guild_id])
+            await self._send(ws, OP_DISPATCH, payload, "GUILD_CREATE", seq[0])
+        return shard_id
+
+    async def _refuse(self, ws: web.WebSocketResponse, code: int, reason: str) -> None:
+        self.refused.append(code)
+        await ws.close(code=code, message=reason.encode())
+        return None
+
+
 class FakeDiscord:
     """Answers the REST calls the adapter makes and keeps the messages it creates."""
 
@@ -321,6 +463,9 @@ class FakeDiscord:
         self.originals: dict[str, int] = {}
         self.files: dict[str, bytes] = {}
         self.threads: dict[int, dict[str, Any]] = {}
+        #: DM channels opened by the bot (channel id -> the user), and users whose DMs are closed.
+        self.dm_channels: dict[int, int] = {}
+        self.dms_closed: set[int] = set()
         #: channel id -> the bot's permission bits there (absent: every permission)
         self.permissions: dict[int, int] = {}
         #: interaction token -> (interaction id, when it was created on :meth:`now`'s clock)
@@ -339,6 +484,8 @@ class FakeDiscord:
         self._ids = itertools.count(600000000000000001)
         self._runner: web.AppRunner | None = None
         self.base = ""
+        self.root = ""
+        self.gateway = FakeGateway(self)
 
     # ------------------------------------------------------------------ configuring the strictness
     def now(self) -> float:
@@ -382,6 +529,7 @@ class FakeDiscord:
     async def start(self) -> str:
         """Listen on a free loopback port; return the API base URL."""
         app = web.Application()
+        app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app)
         await self._runner.setup()
@@ -417,6 +565,78 @@ class FakeDiscord:
             "timestamp": dt.datetime.now(dt.UTC).isoformat(),
             "edited_timestamp": None,
             "flags": flags | int(body.get("flags") or 0),
+        }
+
+    def guild_payload(
+        self, guild_id: int, channel_ids: list[int], role_ids: list[int] | tuple[int, ...] = ()
+    ) -> dict[str, Any]:
+        """A GUILD_CREATE payload as the gateway sends it on connect (guilds intent): the guild, its roles
+        (@everyone, the bot's managed role, ``role_ids``), the bot's own member and the text channels.
+        """
+        roles = [
+            {
+                "id": str(rid),
+                "name": "@everyone" if rid == guild_id else f"role-{rid}",
+                "color": 0,
+                "hoist": False,
+                "position": 0 if rid == guild_id else 1,
+                # The bot's role grants what the permission table allows by default; channels narrow it
+                # with overwrites (channel_payload).
+                "permissions": str(ALL_PERMISSIONS & ~ADMINISTRATOR if rid == BOT_ROLE else 0),
+                "managed": rid == BOT_ROLE,
+                "mentionable": False,
+                "flags": 0,
+            }
+            for rid in [guild_id, BOT_ROLE, *role_ids]
+        ]
+        return {
+            "id": str(guild_id),
+            "name": "RankZero test server",
+            "icon": None,
+            "owner_id": "1",
+            "afk_timeout": 300,
+            "verification_level": 0,
+            "default_message_notifications": 0,
+            "explicit_content_filter": 0,
+            "roles": roles,
+            "emojis": [],
+            "features": [],
+            "mfa_level": 0,
+            "system_channel_flags": 0,
+            "premium_tier": 0,
+            "preferred_locale": "en-US",
+            "nsfw_level": 0,
+            "member_count": 2,
+            # The bot's own member always comes with GUILD_CREATE (discord.py: "always cached").
+            "members": [
+                {
+                    "user": user_payload(BOT_ID, "RankZero", bot=True),
+                    "roles": [str(BOT_ROLE)],
+                    "joined_at": "2026-01-01T00:00:00+00:00",
+                    "deaf": False,
+                    "mute": False,
+                    "flags": 0,
+                }
+            ],
+            "channels": [self.channel_payload(c, guild_id) for c in channel_ids],
+            "threads": [],
+            "unavailable": False,
+        }
+
+    def channel_payload(self, channel_id: int, guild_id: int = GUILD_ID) -> dict[str, Any]:
+        """A guild text channel whose overwrites deny the bot's role what the permission table denies."""
+        allow = self.permissions_in(channel_id)
+        denied = ALL_PERMISSIONS & ~allow
+        overwrites = [{"id": str(BOT_ROLE), "type": 0, "allow": "0", "deny": str(denied)}] if denied else []
+        return {
+            "id": str(channel_id),
+            "type": 0,
+            "guild_id": str(guild_id),
+            "name": "general",
+            "position": 0,
+            "permission_overwrites": overwrites,
+            "nsfw": False,
+            "parent_id": None,
         }
 
     def _store(self, mid: int, channel_id: int, body: dict[str, Any], flags: int = 0) -> dict[str, Any]:
@@ -457,6 +677,8 @@ class FakeDiscord:
                 return _json(error, status=status)
         if path in self.files:
             return web.Response(body=self.files[path])
+        if m == "GET" and path == "/gateway/bot":
+            return _json(self.gateway.bot_gateway())
         if m == "GET" and path == "/users/@me":
             return _json(user_payload(BOT_ID, "RankZero", bot=True))
         if m == "GET" and path == "/oauth2/applications/@me":
@@ -472,6 +694,19 @@ class FakeDiscord:
                     "owner": user_payload(1, "owner"),
                     "flags": 0,
                 }
+            )
+        if m == "POST" and path == "/users/@me/channels":
+            return self._open_dm(body or {})
+        if (
+            (hit := re.fullmatch(r"/channels/(\d+)/messages", path))
+            and m == "POST"
+            and int(hit[1]) in self.dm_channels
+        ):
+            if self.dm_channels[int(hit[1])] in self.dms_closed:
+                # What Discord answers when the user's privacy settings refuse the bot's DMs.
+                return _json({"message": "Cannot send messages to this user", "code": 50007}, status=403)
+            return self._check_body(body or {}, create=True) or _json(
+                self._store(self.next_id(), int(hit[1]), body or {})
             )
         if (hit := re.fullmatch(r"/channels/(\d+)/messages", path)) and m == "POST":
             channel = int(hit[1])
@@ -512,6 +747,24 @@ class FakeDiscord:
         if (hit := re.fullmatch(r"/applications/\d+(/guilds/\d+)?/commands", path)) and m == "GET":
             return _json(self.commands.get(hit[1] or "", []))
         return _json({"code": 0, "message": f"fake has no route {m} {path}"}, status=404)
+
+    def _open_dm(self, body: dict[str, Any]) -> web.Response:
+        """``POST /users/@me/channels`` (Create DM): one DM channel per user, as Discord keeps it."""
+        recipient = body.get("recipient_id")
+        if not str(recipient or "").isdigit():
+            problem = ("recipient_id", "BASE_TYPE_REQUIRED", "This field is required")
+            return _json(form_error([problem]), status=400)
+        user = int(str(recipient))
+        channel = next((c for c, u in self.dm_channels.items() if u == user), None) or self.next_id()
+        self.dm_channels[channel] = user
+        return _json(
+            {
+                "id": str(channel),
+                "type": 1,
+                "last_message_id": None,
+                "recipients": [user_payload(user, f"user{user}")],
+            }
+        )
 
     # ------------------------------------------------------------------ the rules
     def _check_body(self, body: dict[str, Any], *, create: bool) -> web.Response | None:
@@ -681,6 +934,7 @@ class Interactions:
         permissions: int,
         roles: list[int],
         channel_id: int = CHANNEL_ID,
+        guild_id: int = GUILD_ID,
     ) -> dict[str, Any]:
         n = next(self._n)
         interaction_id = self.fake.next_id()
@@ -693,12 +947,12 @@ class Interactions:
             "type": kind,
             "token": f"tok-{n}",
             "version": 1,
-            "guild_id": str(GUILD_ID),
+            "guild_id": str(guild_id),
             "channel_id": str(channel_id),
             "channel": {
                 "id": str(channel_id),
                 "type": 0,
-                "guild_id": str(GUILD_ID),
+                "guild_id": str(guild_id),
                 "name": "general",
                 "position": 0,
                 "permission_overwrites": [],
@@ -723,7 +977,7 @@ class Interactions:
             "locale": "en-US",
             "guild_locale": "en-US",
             "entitlements": [],
-            "authorizing_integration_owners": {"0": str(GUILD_ID)},
+            "authorizing_integration_owners": {"0": str(guild_id)},
             "context": 0,
             "attachment_size_limit": 10 * 1024 * 1024,
         }
@@ -732,72 +986,12 @@ class Interactions:
         """GUILD_CREATE as the gateway sends it on connect (guilds intent): the guild, its roles, the
         channel; member roles of later interactions resolve through this cache.
         """
-        roles = [
-            {
-                "id": str(rid),
-                "name": "@everyone" if rid == GUILD_ID else f"role-{rid}",
-                "color": 0,
-                "hoist": False,
-                "position": 0 if rid == GUILD_ID else 1,
-                # The bot's role grants what the permission table allows by default; channels narrow it
-                # with overwrites (channel_payload).
-                "permissions": str(ALL_PERMISSIONS & ~ADMINISTRATOR if rid == BOT_ROLE else 0),
-                "managed": rid == BOT_ROLE,
-                "mentionable": False,
-                "flags": 0,
-            }
-            for rid in [GUILD_ID, BOT_ROLE, *role_ids]
-        ]
-        payload = {
-            "id": str(GUILD_ID),
-            "name": "RankZero test server",
-            "icon": None,
-            "owner_id": "1",
-            "afk_timeout": 300,
-            "verification_level": 0,
-            "default_message_notifications": 0,
-            "explicit_content_filter": 0,
-            "roles": roles,
-            "emojis": [],
-            "features": [],
-            "mfa_level": 0,
-            "system_channel_flags": 0,
-            "premium_tier": 0,
-            "preferred_locale": "en-US",
-            "nsfw_level": 0,
-            "member_count": 2,
-            # The bot's own member always comes with GUILD_CREATE (discord.py: "always cached").
-            "members": [
-                {
-                    "user": user_payload(BOT_ID, "RankZero", bot=True),
-                    "roles": [str(BOT_ROLE)],
-                    "joined_at": "2026-01-01T00:00:00+00:00",
-                    "deaf": False,
-                    "mute": False,
-                    "flags": 0,
-                }
-            ],
-            "channels": [self.channel_payload(CHANNEL_ID)],
-            "threads": [],
-            "unavailable": False,
-        }
+        payload = self.fake.guild_payload(GUILD_ID, [CHANNEL_ID], role_ids)
         client._connection.parse_guild_create(payload)  # type: ignore[arg-type]
 
     def channel_payload(self, channel_id: int) -> dict[str, Any]:
         """A guild text channel whose overwrites deny the bot's role what the permission table denies."""
-        allow = self.fake.permissions_in(channel_id)
-        denied = ALL_PERMISSIONS & ~allow
-        overwrites = [{"id": str(BOT_ROLE), "type": 0, "allow": "0", "deny": str(denied)}] if denied else []
-        return {
-            "id": str(channel_id),
-            "type": 0,
-            "guild_id": str(GUILD_ID),
-            "name": "general",
-            "position": 0,
-            "permission_overwrites": overwrites,
-            "nsfw": False,
-            "parent_id": None,
-        }
+        return self.fake.channel_payload(channel_id)
 
     def channel_update(self, client: discord.Client, channel_id: int = CHANNEL_ID) -> None:
         """CHANNEL_UPDATE as the gateway sends it when an admin edits a channel's permissions."""
@@ -834,17 +1028,76 @@ class Interactions:
         resolved: dict[str, Any] | None = None,
         channel_id: int = CHANNEL_ID,
     ) -> str:
-        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub')."""
-        payload = self._base(2, user_id, user, permissions, roles or [], channel_id)
+        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub').
+
+        Once the bot synced its commands, the options are checked as Discord's client enforces them:
+        declared, required ones given, and a value of the declared choices (ValueError otherwise).
+        """
+        payload = self.command_payload(
+            name,
+            options,
+            user_id=user_id,
+            user=user,
+            permissions=permissions,
+            roles=roles,
+            resolved=resolved,
+            channel_id=channel_id,
+        )
+        client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
+        return str(payload["token"])
+
+    def command_payload(
+        self,
+        name: str,
+        options: list[dict[str, Any]] | None = None,
+        *,
+        user_id: int = 111,
+        user: str = "alice",
+        permissions: int = 0,
+        roles: list[int] | None = None,
+        resolved: dict[str, Any] | None = None,
+        channel_id: int = CHANNEL_ID,
+        guild_id: int = GUILD_ID,
+    ) -> dict[str, Any]:
+        """The INTERACTION_CREATE payload of a slash command (checked as :meth:`command` says), for
+        :meth:`command` or for the gateway to dispatch to the guild's shard (:class:`FakeGateway`).
+        """
+        payload = self._base(2, user_id, user, permissions, roles or [], channel_id, guild_id)
         parts = name.split()
         opts: list[dict[str, Any]] = options or []
+        guild = self._check_options(parts, opts)
         for sub in reversed(parts[1:]):
             opts = [{"type": 1 if sub == parts[-1] else 2, "name": sub, "options": opts}]
         payload["data"] = {"id": str(self.fake.next_id()), "name": parts[0], "type": 1, "options": opts}
+        if guild:  # a guild command's data names its guild (docs: Application Command Data Structure)
+            payload["data"]["guild_id"] = guild.rsplit("/", 1)[1]
         if resolved:
             payload["data"]["resolved"] = resolved
-        client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
-        return str(payload["token"])
+        return payload
+
+    def _check_options(self, parts: list[str], options: list[dict[str, Any]]) -> str | None:
+        """The options against the synced command; the "/guilds/<id>" it was synced to, if any."""
+        for where_synced, synced in sorted(self.fake.commands.items(), reverse=True):  # guilds first
+            declared: dict[str, Any] | None = next((c for c in synced if c["name"] == parts[0]), None)
+            for sub in parts[1:]:
+                if declared is not None:
+                    declared = next((o for o in declared.get("options", []) if o["name"] == sub), None)
+            if declared is None:
+                continue
+            schema = {o["name"]: o for o in declared.get("options", [])}
+            given = {o["name"]: o.get("value") for o in options}
+            where = "/" + " ".join(parts)
+            for opt, value in given.items():
+                if opt not in schema:
+                    raise ValueError(f"{where} has no option {opt!r} (declared: {sorted(schema)})")
+                allowed = [c["value"] for c in schema[opt].get("choices") or []]
+                if allowed and value not in allowed:
+                    raise ValueError(f"{where} {opt}: Discord offers only {allowed}, not {value!r}")
+            missing = [n for n, o in schema.items() if o.get("required") and n not in given]
+            if missing:
+                raise ValueError(f"{where} needs {missing}: Discord does not send the command without them")
+            return where_synced or None
+        return None
 
     def submit_modal(
         self,

@@ -2,25 +2,64 @@
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 
 
 class FrozenClock:
-    """A clock that only moves when told to."""
+    """A clock that only moves when told to; ``sleep_until`` sleepers wake when it is moved past them."""
 
     def __init__(self, start: dt.datetime) -> None:
-        self.current = start
+        self._current = start
+        self._sleepers: list[tuple[dt.datetime, asyncio.Future[None]]] = []
+
+    @property
+    def current(self) -> dt.datetime:
+        return self._current
+
+    @current.setter
+    def current(self, when: dt.datetime) -> None:
+        self._current = when
+        self._wake()
 
     def now(self) -> dt.datetime:
-        return self.current
+        return self._current
 
     def advance(self, seconds: float) -> None:
-        self.current += dt.timedelta(seconds=seconds)
+        self.current = self._current + dt.timedelta(seconds=seconds)
+
+    @property
+    def sleepers(self) -> int:
+        """How many ``sleep_until`` calls are waiting (for tests that wait until a timer is armed)."""
+        return sum(1 for _, fut in self._sleepers if not fut.done())
+
+    async def sleep_until(self, when: dt.datetime) -> None:
+        if self._current >= when:
+            await asyncio.sleep(0)  # still a suspension point, like a real sleep of 0
+            return
+        fut: asyncio.Future[None] = asyncio.get_running_loop().create_future()
+        entry = (when, fut)
+        self._sleepers.append(entry)
+        try:
+            await fut
+        finally:
+            self._sleepers.remove(entry)
+
+    def _wake(self) -> None:
+        for when, fut in list(self._sleepers):
+            if when <= self._current and not fut.done():
+                # Thread-safe: a test may move the clock from outside the sleeper's event loop.
+                fut.get_loop().call_soon_threadsafe(_resolve, fut)
+
+
+def _resolve(fut: asyncio.Future[None]) -> None:
+    if not fut.done():
+        fut.set_result(None)
 
 
 @dataclass
@@ -32,6 +71,9 @@ class FakePlatform:
     reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
     summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
     admin_notices: list[AdminNotice] = field(default_factory=list)
+    nudges: list[tuple[PlayerRef, PracticeNudgeCard]] = field(default_factory=list)
+    #: User ids whose DMs are closed: a nudge to them fails as on the real platforms.
+    unreachable: set[str] = field(default_factory=set)
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
         self.posts.append((channel, card))
@@ -48,3 +90,8 @@ class FakePlatform:
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         self.admin_notices.append(notice)
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        if player.user_id in self.unreachable:
+            raise ConnectionRefusedError(f"cannot send messages to {player.user_id}")
+        self.nudges.append((player, card))

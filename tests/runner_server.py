@@ -12,7 +12,7 @@ import socket
 import subprocess
 import sys
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from pathlib import Path
@@ -27,6 +27,8 @@ class RunnerServer:
 
     url: str
     token: str
+    pid: int = 0
+    """The ``serve`` process (for a test that stops this runner itself)."""
 
 
 def _free_port() -> int:
@@ -36,14 +38,14 @@ def _free_port() -> int:
 
 
 @contextmanager
-def runner_server(pool: str = "1:1") -> Iterator[RunnerServer]:
-    """Start the runner, wait for /v1/health, yield it, stop it."""
+def runner_server(pool: str = "1:1", args: Sequence[str] = ()) -> Iterator[RunnerServer]:
+    """Start the runner (``args``: more ``serve`` options), wait for /v1/health, yield it, stop it."""
     exe = Path(sys.executable).parent / "rankzero-runner"
     if not exe.exists():
         pytest.fail("rankzero-runner is not installed next to this Python: pip install -e '.[runner]'")
     port, token = _free_port(), secrets.token_urlsafe(16)
     proc = subprocess.Popen(
-        [str(exe), "serve", "--port", str(port), "--pool", pool, "--log-level", "WARNING"],
+        [str(exe), "serve", "--port", str(port), "--pool", pool, "--log-level", "WARNING", *args],
         env={**os.environ, "RANKZERO_RUNNER_TOKEN": token},
         stdout=subprocess.DEVNULL,
         stderr=subprocess.PIPE,
@@ -66,8 +68,9 @@ def runner_server(pool: str = "1:1") -> Iterator[RunnerServer]:
             if time.monotonic() > deadline:
                 pytest.fail("rankzero-runner serve did not answer within 90 s")
             time.sleep(0.2)
-        yield RunnerServer(url, token)
+        yield RunnerServer(url, token, proc.pid)
     finally:
+        # A test may have stopped it already: terminate() on an exited process does nothing.
         proc.terminate()
         try:
             proc.wait(timeout=15)

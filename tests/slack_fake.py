@@ -20,9 +20,21 @@ object, chat.postMessage, views.open/update/push, rate limits):
   that is not the view's current one is a ``hash_conflict``.
 - Channels: an unknown channel (or a private one the bot is not in) is ``channel_not_found``; a channel
   the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``).
+  chat.postMessage to a known user's id is a DM from the app (``chat:write``); an unknown user id is
+  ``channel_not_found``.
   users.info of an unknown user is ``user_not_found``.
 - Scopes: a method whose scope the token lacks is ``missing_scope`` with ``needed`` (chat:write,
   users:read, channels:read / groups:read for conversations.info); auth.test sends X-OAuth-Scopes.
+- Tokens and workspaces: every Web API call needs a known token (``invalid_auth``); a revoked one (the app
+  uninstalled, or the token revoked) is ``token_revoked``. Each token belongs to one workspace, whose
+  channels alone it sees (another workspace's channel is ``channel_not_found``); auth.test answers that
+  workspace and bot. Each accepted call records the workspace it was made for (``_team``).
+- OAuth v2 install: ``GET /oauth/v2/authorize`` (what the installer's browser opens) needs the app's
+  client id, a scope and, if given, a registered redirect URL; the installer approves for ``installing``
+  (a team id) and is sent to the redirect URL with a code, good once for 10 minutes. ``oauth.v2.access``
+  authenticates the app (HTTP Basic or form: ``invalid_client_id``, ``bad_client_secret``), takes the code
+  once (``invalid_code``) with the same redirect URL as the authorization (``bad_redirect_uri``), and answers
+  a new bot token for that workspace (Enterprise Grid: its enterprise; org-wide: ``is_enterprise_install``).
 - Rate limits: HTTP 429 with ``Retry-After`` (whole seconds) and ``error: ratelimited``. chat.postMessage
   about one message a second per channel (a short burst allowed); other methods a budget per method and
   workspace (Tier 4, 100+ a minute: views.*, users.info; Tier 3, 50+ a minute: chat.update,
@@ -32,6 +44,7 @@ object, chat.postMessage, views.open/update/push, rate limits):
 from __future__ import annotations
 
 import asyncio
+import base64
 import contextlib
 import hashlib
 import hmac
@@ -111,11 +124,46 @@ RATE_LIMITS: dict[str, tuple[float, float]] = {
 
 @dataclass
 class Channel:
-    """A channel as the bot sees it."""
+    """A channel as the bot sees it (in workspace ``team``)."""
 
     name: str
     member: bool = True
     private: bool = False
+    team: str = TEAM
+
+
+@dataclass
+class Team:
+    """A workspace that may install the app (``enterprise``: its Enterprise Grid org, if any)."""
+
+    name: str
+    enterprise: str | None = None
+
+
+@dataclass
+class Token:
+    """A bot token: its workspace (a team, or a whole Grid org when ``org_wide``), scopes, whether revoked."""
+
+    team: str
+    scopes: set[str] | None = None  # None: the fake's ``scopes`` (the default token)
+    revoked: bool = False
+    org_wide: bool = False
+    enterprise: str | None = None
+
+
+@dataclass
+class Grant:
+    """An authorization code: for which workspace, which redirect URL and scopes, until when."""
+
+    team: str
+    redirect_uri: str | None
+    scopes: set[str]
+    expires: float
+    org_wide: bool = False
+
+
+#: How long an OAuth code is good for (Slack: 10 minutes).
+CODE_TTL_S = 600.0
 
 
 def _text_problems(where: str, obj: Any, limit: int, plain_only: bool = False) -> Iterator[str]:
@@ -324,6 +372,19 @@ class FakeSlackApi:
             "groups:read",
         }
     )
+    #: The workspaces that exist (the default one holds the default token's channels).
+    teams: dict[str, Team] = field(default_factory=lambda: {TEAM: Team("Test")})
+    #: Bot tokens Slack accepts (the default one is added at start): token -> its workspace.
+    tokens: dict[str, Token] = field(default_factory=dict)
+    #: The app's OAuth credentials and Redirect URLs (OAuth & Permissions), for the install flow.
+    client_id: str = "1111.2222"
+    client_secret: str = "oauth-client-secret"
+    redirect_uris: list[str] = field(default_factory=list)
+    #: The workspace whose admin approves the next authorization (what they pick in Slack's page), and
+    #: whether they install org-wide (Enterprise Grid).
+    installing: str = TEAM
+    installing_org_wide: bool = False
+    codes: dict[str, Grant] = field(default_factory=dict)
     _external: dict[str, str] = field(default_factory=dict)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
@@ -341,6 +402,29 @@ class FakeSlackApi:
         return f"http://127.0.0.1:{self.port}/response/{name}"
 
     @property
+    def authorize_url(self) -> str:
+        """Slack's authorization page (what AsyncOAuthSettings(authorization_url=...) links to)."""
+        return f"http://127.0.0.1:{self.port}/oauth/v2/authorize"
+
+    def uninstall(self, team: str) -> list[str]:
+        """An admin removes the app from ``team`` (a team id, or a Grid org's enterprise id): its tokens are
+        revoked. Returns them (the app learns of it through ``app_uninstalled``).
+        """
+        gone = [
+            t for t, info in self.tokens.items() if team in (info.team, info.enterprise) and not info.revoked
+        ]
+        for t in gone:
+            self.tokens[t].revoked = True
+        return gone
+
+    def token_of(self, team: str) -> str:
+        """The live bot token of a workspace (AssertionError when it has none)."""
+        for token, info in self.tokens.items():
+            if info.team == team and not info.revoked:
+                return token
+        raise AssertionError(f"no live token for {team}")
+
+    @property
     def ratelimited(self) -> int:
         """How many calls were answered 429."""
         return sum(1 for _, error in self.refused if error == "ratelimited")
@@ -348,8 +432,13 @@ class FakeSlackApi:
     async def start(self) -> None:
         """Listen on loopback (a free port)."""
         app = web.Application()
+        self.tokens.setdefault(self.bot_token, Token(TEAM))
         app.add_routes(
-            [web.route("*", "/api/{method}", self._api), web.post("/response/{name}", self._response)]
+            [
+                web.route("*", "/api/{method}", self._api),
+                web.post("/response/{name}", self._response),
+                web.get("/oauth/v2/authorize", self._authorize),
+            ]
         )
         self._runner = web.AppRunner(app, access_log=None)
         await self._runner.setup()
@@ -397,25 +486,39 @@ class FakeSlackApi:
         limit = self.limits.get(method)
         if limit is None:
             return
-        key = str(args.get("channel")) if method == "chat.postMessage" else TEAM
+        key = str(args.get("channel")) if method == "chat.postMessage" else str(args.get("_team", TEAM))
         bucket = self._buckets.setdefault((method, key), Bucket(*limit))
         wait = bucket.take()
         if wait > 0:
             raise SlackRefusal("ratelimited", status=429, retry_after=max(1, math.ceil(wait)))
 
-    def _need(self, scope: str) -> None:
-        if scope not in self.scopes:
-            raise SlackRefusal(
-                "missing_scope", extra={"needed": scope, "provided": ",".join(sorted(self.scopes))}
-            )
+    def _scopes(self, args: dict[str, Any]) -> set[str]:
+        token = self.tokens.get(str(args.get("_token")))
+        return self.scopes if token is None or token.scopes is None else token.scopes
+
+    def _need(self, scope: str, args: dict[str, Any] | None = None) -> None:
+        scopes = self._scopes(args or {})
+        if scope not in scopes:
+            raise SlackRefusal("missing_scope", extra={"needed": scope, "provided": ",".join(sorted(scopes))})
+
+    def _sees(self, token: Token, channel: Channel) -> bool:
+        if token.org_wide:
+            return self.teams.get(channel.team, Team("")).enterprise == token.enterprise
+        return channel.team == token.team
 
     def _channel(self, args: dict[str, Any], post: bool) -> Channel:
-        channel = self.channels.get(str(args.get("channel")))
-        if channel is None or (channel.private and not channel.member):
+        target = str(args.get("channel"))
+        token = self.tokens.get(str(args.get("_token")), Token(TEAM))
+        if post and target in self.users and target not in self.channels:
+            # A user id as channel: the message goes to the app's DM with that user (its Messages tab).
+            return Channel(name=f"dm-{target}", team=token.team)
+        channel = self.channels.get(target)
+        if channel is None or (channel.private and not channel.member) or not self._sees(token, channel):
             raise SlackRefusal("channel_not_found")
         if not post:
-            self._need("groups:read" if channel.private else "channels:read")
-        if post and not channel.member and (channel.private or "chat:write.public" not in self.scopes):
+            self._need("groups:read" if channel.private else "channels:read", args)
+        scopes = self._scopes(args)
+        if post and not channel.member and (channel.private or "chat:write.public" not in scopes):
             raise SlackRefusal("not_in_channel")
         return channel
 
@@ -450,9 +553,22 @@ class FakeSlackApi:
             raise SlackRefusal(self.fail.pop(method))
         self._rate(method, args)
         if method == "auth.test":
-            return {"user_id": "UBOT", "bot_id": "BBOT", "team_id": TEAM, "user": "rankzero", "team": "Test"}
+            token = self.tokens[str(args["_token"])]
+            team = self.teams.get(token.team, Team(token.team))
+            suffix = "" if args["_token"] == self.bot_token else token.team
+            body = {
+                "user_id": f"UBOT{suffix}",
+                "bot_id": f"BBOT{suffix}",
+                "user": "rankzero",
+                "team": team.name,
+            }
+            body["team_id"] = "" if token.org_wide else token.team
+            if token.enterprise or team.enterprise:
+                body["enterprise_id"] = token.enterprise or team.enterprise
+            body["url"] = f"https://{team.name.lower() or 'org'}.slack.com/"
+            return body
         if method in ("chat.postMessage", "chat.update"):
-            self._need("chat:write")
+            self._need("chat:write", args)
             self._channel(args, post=True)
             self._blocks_arg(args)
             return {
@@ -464,7 +580,7 @@ class FakeSlackApi:
             cid = str(args.get("channel"))
             return {"channel": {"id": cid, "name": ch.name, "is_member": ch.member, "is_private": ch.private}}
         if method == "users.info":
-            self._need("users:read")
+            self._need("users:read", args)
             uid = str(args.get("user"))
             if uid not in self.users:
                 raise SlackRefusal("user_not_found")
@@ -516,12 +632,84 @@ class FakeSlackApi:
         self.calls.append(Call("response", args))
         return web.Response(text="ok")
 
+    # ------------------------------------------------------------------ OAuth v2
+    async def _authorize(self, request: web.Request) -> web.Response:
+        """Slack's authorization page, approved at once by the admin of ``installing``."""
+        q = request.query
+        if q.get("client_id") != self.client_id:
+            return web.Response(status=400, text="invalid_client_id")
+        scopes = {s for s in q.get("scope", "").split(",") if s}
+        if not scopes:
+            return web.Response(status=400, text="invalid_scope: the app asks for no bot scope")
+        redirect = q.get("redirect_uri")
+        if redirect is not None and redirect not in self.redirect_uris:
+            return web.Response(status=400, text="bad_redirect_uri")
+        target = redirect or (self.redirect_uris[0] if self.redirect_uris else None)
+        if target is None:
+            return web.Response(status=400, text="no_redirect_uri: the app lists no Redirect URL")
+        code = f"code-{secrets.token_hex(8)}"
+        self.codes[code] = Grant(
+            self.installing, redirect, scopes, time.monotonic() + CODE_TTL_S, self.installing_org_wide
+        )
+        query = urllib.parse.urlencode({"code": code, "state": q.get("state", "")})
+        raise web.HTTPFound(f"{target}?{query}")
+
+    def _client_auth(self, request: web.Request, args: dict[str, Any]) -> tuple[str, str]:
+        header = request.headers.get("Authorization", "")
+        if header.startswith("Basic "):
+            cid, _, secret = base64.b64decode(header[6:]).decode().partition(":")
+            return cid, secret
+        return str(args.get("client_id", "")), str(args.get("client_secret", ""))
+
+    def _oauth_access(self, request: web.Request, args: dict[str, Any]) -> dict[str, Any]:
+        cid, secret = self._client_auth(request, args)
+        if cid != self.client_id:
+            raise SlackRefusal("invalid_client_id")
+        if secret != self.client_secret:
+            raise SlackRefusal("bad_client_secret")
+        grant = self.codes.pop(str(args.get("code")), None)
+        if grant is None or time.monotonic() > grant.expires:
+            raise SlackRefusal("invalid_code")
+        if args.get("redirect_uri") != grant.redirect_uri:
+            raise SlackRefusal("bad_redirect_uri")
+        team = self.teams[grant.team]
+        enterprise = {"id": team.enterprise, "name": f"Org {team.enterprise}"} if team.enterprise else None
+        token = f"xoxb-{grant.team}-{secrets.token_hex(6)}"
+        self.tokens[token] = Token(
+            grant.team, set(grant.scopes), org_wide=grant.org_wide, enterprise=team.enterprise
+        )
+        return {
+            "access_token": token,
+            "token_type": "bot",
+            "scope": ",".join(sorted(grant.scopes)),
+            "bot_user_id": f"UBOT{grant.team}",
+            "app_id": "A1",
+            "team": None if grant.org_wide else {"id": grant.team, "name": team.name},
+            "enterprise": enterprise,
+            "is_enterprise_install": grant.org_wide,
+            "authed_user": {"id": "UINSTALLER"},
+        }
+
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
         args = await self._args(request)
-        if request.headers.get("Authorization") != f"Bearer {self.bot_token}":
-            self.refused.append((method, "invalid_auth"))
-            return web.json_response({"ok": False, "error": "invalid_auth"})
+        if method == "oauth.v2.access":  # authenticated by the app's client id and secret, not a token
+            try:
+                body = self._oauth_access(request, args)
+            except SlackRefusal as no:
+                self.refused.append((method, no.error))
+                return web.json_response({"ok": False, "error": no.error})
+            team = self.tokens[body["access_token"]]
+            self.calls.append(Call(method, {"code": args.get("code"), "_team": team.team}))
+            return web.json_response({"ok": True, **body})
+        header = request.headers.get("Authorization", "")
+        token = self.tokens.get(header.removeprefix("Bearer ")) if header.startswith("Bearer ") else None
+        if token is None or token.revoked:
+            error = "invalid_auth" if token is None else "token_revoked"
+            self.refused.append((method, error))
+            return web.json_response({"ok": False, "error": error})
+        args["_token"] = header.removeprefix("Bearer ")
+        args["_team"] = token.enterprise if token.org_wide else token.team
         if self.stall.get(method):
             await asyncio.sleep(self.stall[method])
         try:
@@ -533,11 +721,13 @@ class FakeSlackApi:
                 out["response_metadata"] = {"messages": no.messages}
             headers = {"Retry-After": str(no.retry_after)} if no.retry_after else None
             return web.json_response(out, status=no.status, headers=headers)
+        scopes = self._scopes(args)
+        args.pop("_token", None)  # recorded calls name the workspace (_team), never the token
         if method != "auth.test":
             if method in ("views.open", "views.update", "views.push"):
                 args["_view_id"] = body["view"]["id"]  # recorded, so a test knows which modal it is
             self.calls.append(Call(method, args))
-        headers = {"X-OAuth-Scopes": ",".join(sorted(self.scopes))} if method == "auth.test" else None
+        headers = {"X-OAuth-Scopes": ",".join(sorted(scopes))} if method == "auth.test" else None
         return web.json_response({"ok": True, **body}, headers=headers)
 
     def of(self, method: str) -> list[Call]:
@@ -597,6 +787,11 @@ class SlackSender:
     api: FakeSlackApi
     http: httpx.AsyncClient
     late: list[str] = field(default_factory=list)
+    #: The workspace the requests come from, and its Enterprise Grid org (if any); ``org_wide``: the app
+    #: is installed for the whole org (Slack then says ``is_enterprise_install``).
+    team: str = TEAM
+    enterprise: str | None = None
+    org_wide: bool = False
     _n: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
 
     async def post(
@@ -619,6 +814,9 @@ class SlackSender:
     def _user(self, user: str) -> None:
         self.api.users.setdefault(user, {})
 
+    def _enterprise(self) -> dict[str, Any]:
+        return {"enterprise_id": self.enterprise} if self.enterprise else {}
+
     async def command(self, user: str, text: str, channel: str = "C1", **kw: Any) -> httpx.Response:
         """A /rankzero slash command."""
         n = next(self._n)
@@ -627,8 +825,10 @@ class SlackSender:
         self.api.issue_trigger(trigger)
         form = {
             "token": "unused",
-            "team_id": TEAM,
+            "team_id": self.team,
             "team_domain": "test",
+            **({"enterprise_id": self.enterprise} if self.enterprise else {}),
+            "is_enterprise_install": "true" if self.org_wide else "false",
             "channel_id": channel,
             "channel_name": "general",
             "user_id": user,
@@ -692,8 +892,10 @@ class SlackSender:
         self.api.issue_trigger(trigger)
         payload: dict[str, Any] = {
             "type": "block_actions",
-            "team": {"id": TEAM, "domain": "test"},
-            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
+            "team": {"id": self.team, "domain": "test", **self._enterprise()},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team},
+            "is_enterprise_install": self.org_wide,
+            **({"enterprise": {"id": self.enterprise, "name": "Org"}} if self.enterprise else {}),
             "api_app_id": "A1",
             "token": "unused",
             "trigger_id": trigger,
@@ -765,8 +967,10 @@ class SlackSender:
         self.api.issue_trigger(trigger)
         payload = {
             "type": "view_submission",
-            "team": {"id": TEAM, "domain": "test"},
-            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": TEAM},
+            "team": {"id": self.team, "domain": "test", **self._enterprise()},
+            "user": {"id": user, "username": user.lower(), "name": user.lower(), "team_id": self.team},
+            "is_enterprise_install": self.org_wide,
+            **({"enterprise": {"id": self.enterprise, "name": "Org"}} if self.enterprise else {}),
             "api_app_id": "A1",
             "token": "unused",
             "trigger_id": trigger,
@@ -788,13 +992,22 @@ class SlackSender:
         body = json.dumps(
             {
                 "token": "unused",
-                "team_id": TEAM,
+                "team_id": self.team,
+                **({"enterprise_id": self.enterprise} if self.enterprise else {}),
                 "api_app_id": "A1",
                 "type": "event_callback",
                 "event_id": event_id,
                 "event_time": int(time.time()),
                 "event": event,
-                "authorizations": [{"team_id": TEAM, "user_id": "UBOT", "is_bot": True}],
+                "authorizations": [
+                    {
+                        "enterprise_id": self.enterprise,
+                        "team_id": None if self.org_wide else self.team,
+                        "user_id": "UBOT",
+                        "is_bot": True,
+                        "is_enterprise_install": self.org_wide,
+                    }
+                ],
             }
         )
         return await self.post(body, "application/json", **kw)

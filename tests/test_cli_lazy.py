@@ -14,7 +14,8 @@ import click
 import pytest
 from click.testing import CliRunner
 
-from bot.cli import _LAZY_MAIN, _LAZY_QUESTIONS, main
+from bot.cli import main
+from bot.cli.root import _LAZY_MAIN, _LAZY_QUESTIONS
 
 ROOT = Path(__file__).resolve().parents[1]
 HEAVY = (

@@ -18,7 +18,7 @@ from pathlib import Path
 import pexpect
 import yaml
 
-from bot.app import build_app
+from bot.bootstrap import build_app
 from bot.cli import CONSOLE_CHANNEL
 from bot.config import Settings
 

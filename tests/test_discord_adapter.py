@@ -18,6 +18,7 @@ from bot.adapters.discord.app import DiscordAdapter
 from bot.core.models import ChannelRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, make_spec, test_bank
@@ -92,7 +93,7 @@ class Bot:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> tuple[Bot, Any]:
-    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02, admin_roles=[ADMIN_ROLE])
+    adapter = DiscordAdapter("test-token", clock=clock, admin_roles=[ADMIN_ROLE])
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
@@ -554,6 +555,46 @@ async def test_slash_commands_sync_to_the_configured_guild(
         assert subs == {"add", "import", "retire", "preview", "correct", "flags"}
         scope = next(o for o in names["leaderboard"]["options"] if o["name"] == "scope")
         assert [c["value"] for c in scope["choices"]] == ["channel", "server"]
+    finally:
+        await bot.adapter.stop()
+        await engine.dispose()
+
+
+async def test_question_add_offers_every_difficulty_and_adds_a_beginner_question(
+    fake: FakeDiscord, db: str, clock: FrozenClock
+) -> None:
+    """The synced choices come from the vocabulary: beginner is offered (it was missing) and adds."""
+    bot, engine = await _open(fake, db, clock, import_bank=False)
+    try:
+        bot.adapter.guild_id = GUILD_ID
+        await bot.adapter.sync_commands()
+        [put] = fake.calls("PUT", rf"/applications/\d+/guilds/{GUILD_ID}/commands")
+        question = next(c for c in put.body if c["name"] == "question")
+        add = {o["name"]: o for o in next(s for s in question["options"] if s["name"] == "add")["options"]}
+        assert [c["value"] for c in add["difficulty"]["choices"]] == [d.value for d in Difficulty]
+        assert [c["value"] for c in add["kind"]["choices"]] == [k.value for k in MULTIPLE_CHOICE_KINDS]
+        opts = [
+            {"type": 3, "name": "id", "value": "ddp-beginner-1"},
+            {"type": 3, "name": "topic", "value": "DDP"},
+            {"type": 3, "name": "difficulty", "value": "beginner"},
+        ]
+        with pytest.raises(ValueError, match="Discord offers only"):  # the fake checks what was synced
+            bot.act.command(bot.client, "question add", [*opts[:2], {**opts[2], "value": "trivial"}])
+        token = bot.act.command(bot.client, "question add", opts, permissions=MANAGE_GUILD)
+        await fake.wait_for(lambda: bot.callbacks(token))
+        modal = bot.callbacks(token)[0]["data"]
+        prompt, code, choices, correct, notes = (c["components"][0]["custom_id"] for c in modal["components"])
+        values = {prompt: "How many processes does DDP start per GPU?", code: "", choices: "one\ntwo"}
+        good = bot.act.submit_modal(
+            bot.client,
+            modal["custom_id"],
+            {**values, correct: "a", notes: "one each"},
+            permissions=MANAGE_GUILD,
+        )
+        await fake.wait_for(lambda: bot.followups(good))
+        assert "`ddp-beginner-1` added" in _content(bot, good)
+        [spec] = [s for s in await bot.quiz.export_questions() if s["id"] == "ddp-beginner-1"]
+        assert spec["difficulty"] == "beginner" and spec["kind"] == "conceptual"
     finally:
         await bot.adapter.stop()
         await engine.dispose()

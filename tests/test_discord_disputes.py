@@ -25,6 +25,7 @@ from bot.adapters.discord import disputes as dd
 from bot.adapters.discord.app import DiscordAdapter
 from bot.adapters.discord.dispute_render import ENDING_MANY_RANKS, verdict_embed
 from bot.adapters.discord.sanitize import EMBED_TOTAL, FIELD_VALUE, MARKER, ZWSP
+from bot.commands import questions as cq
 from bot.core.dispute_service import DisputeCard, DisputeService, question_from_spec
 from bot.core.disputes import match_verdict
 from bot.core.errors import RunnerUnavailableError
@@ -217,7 +218,7 @@ class Bot:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner) -> Bot:
-    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02, admin_channel_id=ADMIN_CHANNEL)
+    adapter = DiscordAdapter("test-token", clock=clock, admin_channel_id=ADMIN_CHANNEL)
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
@@ -245,22 +246,22 @@ def _field(embed: dict[str, Any], name: str) -> str:
 
 # ---------------------------------------------------------------------- the form's runner line
 def test_runner_line_is_parsed_and_stripped_from_the_code() -> None:
-    runner, code = dd.split_runner_line(FORM_CODE, "predict_output")
+    runner, code = cq.split_runner_line(FORM_CODE, "predict_output")
     assert runner == {"mode": "ddp", "nproc": 2, "gpus": 0, "init_process_group": True}
     assert code == ALL_REDUCE
-    assert dd.split_runner_line("Runner: dp gpus=2\nx = 1\n", "debug")[0] == {
+    assert cq.split_runner_line("Runner: dp gpus=2\nx = 1\n", "debug")[0] == {
         "mode": "dp",
         "nproc": 1,
         "gpus": 2,
         "init_process_group": False,
     }
     # predict_output with code and no line: one plain Python process; other kinds: no runner block.
-    assert dd.split_runner_line("print(1)\n", "predict_output") == (dd.DEFAULT_RUNNER, "print(1)\n")
-    assert dd.split_runner_line("model = DDP(model)", "conceptual") == (None, "model = DDP(model)")
-    with pytest.raises(dd.RunnerLineError, match="unknown runner mode 'gpu'"):
-        dd.split_runner_line("runner: gpu 2\nprint(1)\n", "predict_output")
-    with pytest.raises(dd.RunnerLineError, match="unknown runner setting 'fast'"):
-        dd.split_runner_line("runner: ddp 2 fast\n", "predict_output")
+    assert cq.split_runner_line("print(1)\n", "predict_output") == (cq.DEFAULT_RUNNER, "print(1)\n")
+    assert cq.split_runner_line("model = DDP(model)", "conceptual") == (None, "model = DDP(model)")
+    with pytest.raises(cq.RunnerLineError, match="unknown runner mode 'gpu'"):
+        cq.split_runner_line("runner: gpu 2\nprint(1)\n", "predict_output")
+    with pytest.raises(cq.RunnerLineError, match="unknown runner setting 'fast'"):
+        cq.split_runner_line("runner: ddp 2 fast\n", "predict_output")
 
 
 async def test_bad_runner_settings_are_listed_and_nothing_is_run(bot: Bot) -> None:

@@ -57,7 +57,7 @@ async def _open(
     fake: FakeDiscord, db: str, clock: FrozenClock, *, admin_channel: int | None = ADMIN_CHANNEL, **kw: Any
 ) -> tuple[Bot, Any]:
     adapter = DiscordAdapter(
-        "test-token", clock=clock, tick_s=0.02, admin_roles=[ADMIN_ROLE], admin_channel_id=admin_channel, **kw
+        "test-token", clock=clock, admin_roles=[ADMIN_ROLE], admin_channel_id=admin_channel, **kw
     )
     engine = make_engine(db)
     factory = session_factory(engine)
@@ -375,10 +375,10 @@ async def test_a_countdown_that_fails_logs_the_cause(
 
     monkeypatch.setattr(bot.quiz, "time_up", broken)
     assert bot.adapter.play is not None
-    with caplog.at_level(logging.ERROR, logger="bot.adapters.discord.play"):
+    with caplog.at_level(logging.ERROR, logger="bot.commands.timer"):
         bot.clock.advance(121)
         await bot.fake.wait_for(lambda: any("failed" in r.getMessage() for r in caplog.records), timeout=5)
-    [record] = [r for r in caplog.records if r.name == "bot.adapters.discord.play"]
+    [record] = [r for r in caplog.records if r.name == "bot.commands.timer"]
     assert record.exc_info is not None and "time_up exploded" in str(record.exc_info[1])
     await bot.fake.wait_for(lambda: bot.adapter.play is not None and bot.adapter.play.countdowns.armed == 0)
 

@@ -23,7 +23,6 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.models import ChallengeRow
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, test_bank
 from tests.discord_fake import (
@@ -77,7 +76,21 @@ def _bank() -> list[dict[str, Any]]:
         "topic": "DataParallel",
         "difficulty": "intermediate",
         "prompt": "Explain how `nn.DataParallel` trains one model on several GPUs.",
-        "concepts": [{"name": name, "keywords": kws} for name, kws in CONCEPTS],
+        "concepts": [{"name": name, "keywords": kws} for name, kws in CONCEPTS[:-1]]
+        + [
+            {
+                "name": CONCEPTS[-1][0],
+                "keywords": CONCEPTS[-1][1],
+                # Bank text with markdown and a ping: the renderer must show it inert.
+                "misconceptions": [
+                    {
+                        "claim": "gradients must be **synced** by hand @everyone",
+                        "correction": "backward sums them",
+                        "patterns": ["yourself|by hand + gradient"],
+                    }
+                ],
+            }
+        ],
         "model_answer": "It scatters the batch, replicates the model @everyone, gathers outputs.",
     }
     return [*test_bank(), *cards, explain]
@@ -135,11 +148,11 @@ class Bot:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> Bot:
-    adapter = DiscordAdapter("test-token", clock=clock, tick_s=0.02)
+    adapter = DiscordAdapter("test-token", clock=clock)
     engine = make_engine(db)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
     if import_bank:
         await quiz.admin_import(ADMIN, _bank())
     schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
@@ -233,8 +246,8 @@ async def test_review_reveal_then_grade_stores_the_due_date(bot: Bot) -> None:
     await bot.click(msg, "Reveal answer")
     back = bot.fake.messages[msg]
     assert _field(_embeds(back)[0], "Answer") == "Back 1."
-    # Each grade button shows what it would schedule (Anki's defaults for a new card).
-    assert _labels(back) == [["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 4d"]]
+    # Each grade button shows what it would schedule (FSRS with its default parameters, a new card).
+    assert _labels(back) == [["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 8d"]]
     grade_id = bot.buttons(msg)["Good · 10m"]
     graded_components = back["components"]
     card_id = int(grade_id.split(":")[3])
@@ -243,16 +256,16 @@ async def test_review_reveal_then_grade_stores_the_due_date(bot: Bot) -> None:
     assert after["content"].startswith("→ **good**: next review in 10m")
     assert _embeds(after)[0]["description"] == "Front 2?"  # the next due card
     due = bot.clock.now() + dt.timedelta(minutes=10)
-    async with SqlPracticeUnitOfWork(session_factory(bot.engine)) as uow:
-        row = await uow.get_review_card(card_id)
+    async with SqlUnitOfWork(session_factory(bot.engine)) as uow:
+        row = await uow.practice.get_review_card(card_id)
     assert row is not None and row.state.due == due and row.state.phase == "learning"
     # The same grade button again (a double click: the client still shows the back): nothing changes.
     bot.fake.messages[msg]["components"] = graded_components
     again = bot.act.click(bot.client, msg, grade_id)
     await bot.fake.wait_for(lambda: bot.edits(again))
     assert "(already graded)" in bot.fake.messages[msg]["content"]
-    async with SqlPracticeUnitOfWork(session_factory(bot.engine)) as uow:
-        row = await uow.get_review_card(card_id)
+    async with SqlUnitOfWork(session_factory(bot.engine)) as uow:
+        row = await uow.practice.get_review_card(card_id)
     assert row is not None and row.state.due == due and row.state.reps == 1
     assert len(bot.callbacks(t)) == 1
 
@@ -267,6 +280,34 @@ async def test_review_with_nothing_due_says_when_the_next_card_is(bot: Bot) -> N
     assert embed["title"] == "Nothing due right now"
     assert "Next card due <t:" in embed["description"]
     assert bot.fake.messages[msg]["components"] == []
+
+
+# ---------------------------------------------------------------------- daily nudge
+async def test_review_nudge_on_then_the_daily_nudge_is_a_dm_once_a_day(bot: Bot) -> None:
+    msg = await bot.command("review", [{"name": "nudge", "type": 3, "value": "on"}])
+    assert "Daily reminder **on**" in bot.fake.messages[msg]["content"]
+    assert await bot.practice.nudge_enabled(ALICE) is True
+    bob = PlayerRef("discord", "222", "bob")
+    for who in (ALICE, bob):
+        await bot.practice.start_review(who)
+    await bot.practice.set_nudge(bob, True)
+    bot.fake.dms_closed.add(222)  # Bob's privacy settings refuse DMs from the bot
+    report = await bot.practice.send_nudges(bot.adapter.platform)
+    assert [p.user_id for p in report.sent] == ["111"] and [p.user_id for p in report.failed] == ["222"]
+    [opened, *_] = bot.fake.calls("POST", "/users/@me/channels")
+    assert opened.body == {"recipient_id": 111}
+    dm = next(c for c, u in bot.fake.dm_channels.items() if u == 111)
+    [sent] = [m for m in bot.fake.messages.values() if m["channel_id"] == str(dm)]
+    assert sent["content"].startswith("🔔 **2 flashcards due**") and "/review nudge:off" in sent["content"]
+    bob_dm = next(c for c, u in bot.fake.dm_channels.items() if u == 222)
+    refused = {"message": "Cannot send messages to this user", "code": 50007}
+    assert bot.fake.take_rejections() == [(403, "POST", f"/channels/{bob_dm}/messages", refused)]
+    # The same day again: nothing more for Alice; Bob's undelivered nudge is tried again (and refused).
+    again = await bot.practice.send_nudges(bot.adapter.platform)
+    assert again.sent == () and [p.user_id for p in again.failed] == ["222"]
+    assert [r[3]["code"] for r in bot.fake.take_rejections()] == [50007]
+    off = await bot.command("review", [{"name": "nudge", "type": 3, "value": "off"}])
+    assert bot.fake.messages[off]["content"] == "Daily reminder **off**."
 
 
 # ---------------------------------------------------------------------- explain
@@ -312,6 +353,23 @@ async def test_explain_answered_through_the_modal(bot: Bot) -> None:
     assert graded["components"] == []
     assert graded.get("allowed_mentions", {"parse": []}) == {"parse": []}
     assert (await bot.practice.stats(ALICE)).explain_attempts == 1
+
+
+async def test_explain_names_the_misconception_back_escaped(bot: Bot) -> None:
+    msg = await bot.command("explain")
+    token = bot.act.click(bot.client, msg, bot.buttons(msg)["Answer"])
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    modal = bot.callbacks(token)[0]
+    field_id = modal["data"]["components"][0]["components"][0]["custom_id"]
+    answer = "The batch is split and each GPU has a copy; you sync the gradients yourself after backward."
+    sub = bot.act.submit_modal(bot.client, modal["data"]["custom_id"], {field_id: answer}, message_id=msg)
+    await bot.fake.wait_for(lambda: bot.edits(sub))
+    _, result = _embeds(bot.fake.messages[msg])
+    assert result["title"] == "You got 2/5 concepts"
+    wrong = _field(result, "Misconception")
+    assert wrong.startswith("⚠️ You wrote that gradients must be \\*\\*synced\\*\\* by hand")
+    assert wrong.endswith(": backward sums them") and "@everyone" not in wrong
+    assert "Gradients are summed into the original model" in _field(result, "Missed")
 
 
 # ---------------------------------------------------------------------- /stats

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.app import build_app
+from bot.bootstrap import build_app
 from bot.cli import CONSOLE_CHANNEL
 from bot.config import Settings
 from tests.conftest import ADMIN

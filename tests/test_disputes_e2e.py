@@ -14,7 +14,7 @@ from typing import Any
 
 import pytest
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.dispute_service import DisputeService
 from bot.core.errors import NotAdminError, RateLimitedError, TooEarlyError
 from bot.core.service import QuizService

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from bot.core.dispute_ports import QuestionPlay
 from bot.core.dispute_service import question_from_spec, rescore
 from bot.core.disputes import explain_hang, gpu_shortfall, match_verdict, normalise
 from bot.core.models import Attempt, PlaySession
+from bot.core.repositories import QuestionPlay
 from bot.core.verdicts import (
     Hardware,
     RankException,

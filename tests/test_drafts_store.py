@@ -8,8 +8,8 @@ import time
 
 from bot.adapters.drafts import DraftStore
 from bot.storage.db import make_engine
-from bot.storage.deliveries import SqlDeliveryLog
-from bot.storage.drafts import SqlDraftRepository
+from bot.storage.repositories.deliveries import SqlDeliveryLog
+from bot.storage.repositories.drafts import SqlDraftRepository
 
 
 async def test_drafts_survive_a_restart_and_reach_another_process(db_url: str) -> None:

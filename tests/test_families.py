@@ -200,7 +200,11 @@ def test_correct_letter_varies_between_instances_but_not_between_builds() -> Non
 
 def test_family_file_errors_name_file_line_and_field() -> None:
     text = yaml.safe_dump(
-        {"families": [{**family().model_dump(exclude_none=True), "distractors": [{"rule": "nope"}]}]}
+        {
+            "families": [
+                {**family().model_dump(mode="json", exclude_none=True), "distractors": [{"rule": "nope"}]}
+            ]
+        }
     )
     with pytest.raises(BankValidationError) as exc:
         load_family_text(text, "fam.yaml")
@@ -232,11 +236,11 @@ def test_validating_the_questions_folder_checks_family_files_too(tmp_path: Path)
     from questions.loader import load_paths
 
     (tmp_path / "families").mkdir()
-    good = {"families": [family().model_dump(exclude_none=True)]}
+    good = {"families": [family().model_dump(mode="json", exclude_none=True)]}
     (tmp_path / "families" / "f.yaml").write_text(yaml.safe_dump(good))
     (tmp_path / "bank.yaml").write_text(yaml.safe_dump({"questions": []}))
     assert load_paths([tmp_path]) == []  # a family file is valid and holds no questions itself
-    bad = {"families": [{**family().model_dump(exclude_none=True), "kind": "flashcard"}]}
+    bad = {"families": [{**family().model_dump(mode="json", exclude_none=True), "kind": "flashcard"}]}
     (tmp_path / "families" / "f.yaml").write_text(yaml.safe_dump(bad))
     with pytest.raises(BankValidationError) as exc:
         load_paths([tmp_path])

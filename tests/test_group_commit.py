@@ -104,7 +104,7 @@ async def test_a_refused_call_in_a_batch_leaves_the_others_alone(rig: Rig, clock
 
 async def test_a_failing_job_rolls_the_batch_back_and_each_job_runs_alone(rig: Rig) -> None:
     async def add(uow: UnitOfWork, name: str) -> int:
-        return await uow.ensure_player(PlayerRef("test", name, name))
+        return await uow.players.ensure_player(PlayerRef("test", name, name))
 
     async def broken(uow: UnitOfWork) -> int:
         await add(uow, "broken")
@@ -129,7 +129,7 @@ async def test_a_job_that_commits_on_its_own_is_rerun_alone(rig: Rig) -> None:
     committed: list[bool] = []
 
     async def add(uow: UnitOfWork, name: str) -> int:
-        return await uow.ensure_player(PlayerRef("test", name, name))
+        return await uow.players.ensure_player(PlayerRef("test", name, name))
 
     async def commits(uow: UnitOfWork) -> int:
         pk = await add(uow, "committer")
@@ -175,7 +175,7 @@ async def test_a_refusal_after_a_write_sends_the_batch_to_the_one_by_one_path(ri
     the batch is rolled back and each job rerun alone, where the error rolls back its own transaction."""
 
     async def add(uow: UnitOfWork, name: str) -> int:
-        return await uow.ensure_player(PlayerRef("test", name, name))
+        return await uow.players.ensure_player(PlayerRef("test", name, name))
 
     async def writes_then_refuses(uow: UnitOfWork) -> int:
         await add(uow, "sent")
@@ -209,11 +209,11 @@ async def test_a_job_raising_cancelled_error_fails_alone_and_the_lane_serves_on(
         await doomed
 
     results = await asyncio.gather(
-        rig.tx.run(lambda uow: uow.ensure_player(PlayerRef("test", "x", "x"))),
+        rig.tx.run(lambda uow: uow.players.ensure_player(PlayerRef("test", "x", "x"))),
         rig.tx.run(awaits_a_cancelled_future),
-        rig.tx.run(lambda uow: uow.ensure_player(PlayerRef("test", "y", "y"))),
+        rig.tx.run(lambda uow: uow.players.ensure_player(PlayerRef("test", "y", "y"))),
         return_exceptions=True,
     )
     assert isinstance(results[1], asyncio.CancelledError)
     assert isinstance(results[0], int) and isinstance(results[2], int)
-    assert await rig.tx.run(lambda uow: uow.ensure_player(PlayerRef("test", "z", "z"))) > 0
+    assert await rig.tx.run(lambda uow: uow.players.ensure_player(PlayerRef("test", "z", "z"))) > 0

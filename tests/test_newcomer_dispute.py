@@ -14,7 +14,7 @@ import pytest
 from rich.console import Console
 
 from bot.adapters.console.play import ConsoleGame, KeyReader
-from bot.app import build_app
+from bot.bootstrap import build_app
 from bot.cli import CONSOLE_CHANNEL
 from bot.config import Settings
 from bot.core.service import QuizService

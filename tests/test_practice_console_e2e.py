@@ -79,10 +79,10 @@ def test_review_reveal_and_grade_in_the_terminal(tmp_path: Path) -> None:
     child.expect("Press Space or Enter to reveal")
     child.send(" ")
     child.expect("Answer")
-    for label in ("1/a again", "(1m)", "2/h hard", "(6m)", "3/g good", "(10m)", "4/e easy", "(4d)"):
+    for label in ("1/a again", "(1m)", "2/h hard", "(6m)", "3/g good", "(10m)", "4/e easy", "(8d)"):
         child.expect_exact(label)  # the grade keys, each with the delay it would schedule
     child.send("e")
-    child.expect_exact(": next review in 4d")
+    child.expect_exact(": next review in 8d")
     child.expect("Press Space or Enter to reveal")
     child.send(" ")
     child.expect("4/e easy")
@@ -123,7 +123,7 @@ def test_practice_with_piped_stdin(tmp_path: Path) -> None:
     assert "Quiz 5/5" in quiz.stdout and "You got" in quiz.stdout
     review = _piped(tmp_path, "\ng\n\neasy\n", "review", "--player", "Pip")
     assert review.returncode == 0, review.stderr
-    assert "good: next review in 10m" in review.stdout and "easy: next review in 4d" in review.stdout
+    assert "good: next review in 10m" in review.stdout and "easy: next review in 8d" in review.stdout
     assert "Reviewed 2 cards" in review.stdout
     explain = _piped(
         tmp_path,
@@ -143,3 +143,15 @@ def test_unknown_topic_lists_the_topics(tmp_path: Path) -> None:
     assert result.returncode == 1
     assert "no quiz questions on topic 'quantum computing'" in result.stderr
     assert "Available topics:" in result.stderr and "DataParallel" in result.stderr
+
+
+def test_explain_names_a_misconception_in_the_terminal(tmp_path: Path) -> None:
+    answer = (
+        "Check torch.cuda.is_available() and wrap the model in DataParallel; it moves the model "
+        "and every batch to the GPU automatically.\n"
+    )
+    out = _piped(tmp_path, answer, "explain", "basics", "--player", "Mia")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())  # rich wraps long lines
+    assert "You wrote that wrapping the model moves the model and the data to the GPUs by itself" in text
+    assert "Missed:" in text and "Move the model to the GPU" in text

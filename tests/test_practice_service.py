@@ -9,12 +9,11 @@ from typing import Any
 
 import pytest
 
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import InvalidAnswerError, NotFoundError
 from bot.core.practice import PracticeError, PracticeService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
-from bot.storage.practice import SqlPracticeUnitOfWork
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -47,7 +46,7 @@ async def services(db_url: str, clock: FrozenClock) -> AsyncIterator[tuple[QuizS
     engine = make_engine(db_url)
     factory = session_factory(engine)
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
-    practice = PracticeService(lambda: SqlPracticeUnitOfWork(factory), clock, seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
     await quiz.admin_import(ADMIN, test_bank() + _cards() + _explains())
     yield quiz, practice
     await engine.dispose()
@@ -124,7 +123,7 @@ async def test_quiz_refuses_bad_letters_and_other_players_quizzes(
 
 
 # ---------------------------------------------------------------------------------------------- review
-async def test_review_schedules_cards_with_sm2_and_stores_due_dates(
+async def test_review_schedules_cards_with_fsrs_and_stores_due_dates(
     services: tuple[QuizService, PracticeService], clock: FrozenClock
 ) -> None:
     _, practice = services
@@ -133,27 +132,29 @@ async def test_review_schedules_cards_with_sm2_and_stores_due_dates(
     assert (await practice.start_review(ALICE.player)).added == 0, "cards are unique per player and card"
     card = await practice.next_card(ALICE.player)
     assert card is not None and card.front == "Front 1?" and card.back == "Back 1."
-    assert dict(card.next_intervals) == {"again": "1m", "hard": "6m", "good": "10m", "easy": "4d"}
+    # FSRS-6 defaults: learning steps 1m/10m (Hard: their mean), Easy: the initial stability 8.3 days.
+    assert dict(card.next_intervals) == {"again": "1m", "hard": "6m", "good": "10m", "easy": "8d"}
     out = await practice.grade_card(ALICE.player, card.card_id, "good", card.showing)
     assert (out.phase, out.next_in) == ("learning", "10m")
     # The other new card is due now, so it comes before the learning card.
     second = await practice.next_card(ALICE.player)
     assert second is not None and second.front == "Front 2?"
     out2 = await practice.grade_card(ALICE.player, second.card_id, "e", second.showing)
-    assert (out2.phase, out2.interval_days, out2.next_in) == ("review", 4, "4d")
+    assert (out2.phase, out2.interval_days, out2.next_in) == ("review", 8, "8d")
     # Nothing due now: the learning card due in 10 minutes is within Anki's 20-minute learn-ahead.
     ahead = await practice.next_card(ALICE.player)
     assert ahead is not None and ahead.card_id == card.card_id and ahead.phase == "learning"
     clock.advance(600)
     out = await practice.grade_card(ALICE.player, card.card_id, "3", ahead.showing)
-    assert (out.phase, out.interval_days) == ("review", 1)
+    assert (out.phase, out.interval_days) == ("review", 2)  # Good's stability 2.3 days, rounded
     assert await practice.next_card(ALICE.player) is None
     summary = await practice.start_review(ALICE.player)
-    assert summary.due_now == 0 and summary.next_due == clock.now() + dt.timedelta(days=1)
-    clock.advance(86400)
+    assert summary.due_now == 0 and summary.next_due == clock.now() + dt.timedelta(days=2)
+    clock.advance(2 * 86400)
     due = await practice.next_card(ALICE.player)
     assert due is not None and due.card_id == card.card_id
-    assert dict(due.next_intervals) == {"again": "10m", "hard": "2d", "good": "3d", "easy": "4d"}
+    # The previews are what grading schedules (no fuzz): recalled on the due day, stability grows.
+    assert dict(due.next_intervals) == {"again": "10m", "hard": "8d", "good": "11d", "easy": "19d"}
     out = await practice.grade_card(ALICE.player, due.card_id, "again", due.showing)
     assert (out.phase, out.lapses, out.next_in) == ("relearning", 1, "10m")
     assert (await practice.stats(ALICE.player)).reviews == 4
@@ -214,6 +215,132 @@ async def test_players_with_due_cards_for_a_nudge(services: tuple[QuizService, P
     assert [(n.player.user_id, n.due) for n in nudges] == [("alice", 2)]
 
 
+# ---------------------------------------------------------------------------------------------- daily nudge
+async def test_the_daily_nudge_is_opt_in_private_and_sent_at_most_once_a_day(
+    services: tuple[QuizService, PracticeService], clock: FrozenClock
+) -> None:
+    _, practice = services
+    carol = actor("carol")
+    for who in (ALICE, BOB):
+        await practice.start_review(who.player)  # 2 cards due each
+    platform = FakePlatform(unreachable={"bob"})
+    report = await practice.send_nudges(platform)
+    assert platform.nudges == [] and report.sent == (), "nobody opted in: nobody is nudged"
+    assert await practice.nudge_enabled(ALICE.player) is False
+    for who in (ALICE, BOB, carol):
+        assert await practice.set_nudge(who.player, True) is True
+    assert await practice.nudge_enabled(ALICE.player) is True
+
+    report = await practice.send_nudges(platform)
+    today = clock.now().date()
+    assert [(p.user_id, c.due, c.day, c.display_name) for p, c in platform.nudges] == [
+        ("alice", 2, today, "Alice")
+    ]
+    assert [p.user_id for p in report.failed] == ["bob"], "carol has nothing due; bob's DMs are closed"
+    # Later the same day: Alice is not nudged again; Bob's undelivered nudge is tried again.
+    clock.advance(3600)
+    platform.unreachable.clear()
+    await practice.send_nudges(platform)
+    assert [p.user_id for p, _ in platform.nudges] == ["alice", "bob"]
+    assert (await practice.send_nudges(platform)).sent == ()
+
+    # The next day, two processes run the job at once: each player still gets one nudge.
+    clock.advance(86400)
+    first, second = FakePlatform(), FakePlatform()
+    await asyncio.gather(practice.send_nudges(first), practice.send_nudges(second))
+    sent = sorted(p.user_id for p, _ in first.nudges + second.nudges)
+    assert sent == ["alice", "bob"]
+    # Opting out stops it.
+    await practice.set_nudge(ALICE.player, False)
+    clock.advance(86400)
+    third = FakePlatform()
+    await practice.send_nudges(third)
+    assert [p.user_id for p, _ in third.nudges] == ["bob"]
+
+
+# ------------------------------------------------------------------------------------------ FSRS parameters
+class RecordingOptimizer:
+    """A ParameterOptimizer that records what it was given and returns FSRS's defaults with a longer
+    initial Easy stability (w3 = 20 days), which the previews must then show.
+    """
+
+    def __init__(self) -> None:
+        self.calls: list[int] = []
+
+    def optimize(self, reviews: Any) -> tuple[float, ...]:
+        from bot.core.srs import DEFAULT_SCHEDULER
+
+        self.calls.append(len(reviews))
+        params = list(DEFAULT_SCHEDULER.parameters)
+        params[3] = 20.0
+        return tuple(params)
+
+
+async def test_parameters_are_optimised_from_the_players_own_reviews_past_the_threshold(
+    db_url: str, clock: FrozenClock
+) -> None:
+    from bot.core.practice import OPTIMIZE_MIN_REVIEWS
+    from bot.storage.models import CardReviewRow
+
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
+    cards = [dict(c, id=f"card-{i}", front=f"Front {i}?") for i, c in enumerate(_cards() * 5)]
+    await quiz.admin_import(ADMIN, cards)
+    await practice.start_review(ALICE.player)
+    first = await practice.next_card(ALICE.player)
+    assert first is not None and dict(first.next_intervals)["easy"] == "8d"
+    optimizer = RecordingOptimizer()
+    # A short history: the defaults stay, and the optimizer is not even started.
+    await practice.grade_card(ALICE.player, first.card_id, "good", first.showing)
+    outcome = await practice.optimize_parameters(ALICE.player, optimizer)
+    assert (outcome.optimized, outcome.reviews, outcome.needed) == (False, 0, OPTIMIZE_MIN_REVIEWS)
+    assert "512" in outcome.reason and optimizer.calls == []
+
+    # 10 cards reviewed every other day, 60 times each: 59 countable reviews per card.
+    async with factory() as session, session.begin():
+        from sqlalchemy import select
+
+        from bot.storage.models import ReviewCardModel
+
+        card_ids = list(await session.scalars(select(ReviewCardModel.id).order_by(ReviewCardModel.id)))
+        assert len(card_ids) == 10
+        start = clock.now() - dt.timedelta(days=200)
+        session.add_all(
+            CardReviewRow(
+                card_id=cid,
+                grade="again" if (cid + n) % 7 == 0 else "good",
+                reviewed_at=start + dt.timedelta(days=2 * n, minutes=cid),
+                phase="review",
+                interval_days=2,
+                due_at=start + dt.timedelta(days=2 * n + 2),
+            )
+            for cid in card_ids
+            for n in range(60)
+        )
+    # What serve runs daily: every player with enough reviews and no fresh parameters.
+    [outcome] = await practice.optimize_all(optimizer)
+    # 590, plus the real review graded above: 82 days after its card's last logged one.
+    assert outcome.optimized and outcome.reviews == 591 and outcome.parameters is not None
+    assert optimizer.calls == [601], "the whole history goes to the optimizer"
+    assert await practice.optimize_all(optimizer) == [], "fitted today: not again"
+    clock.advance(31 * 86400)
+    assert await practice.optimize_all(optimizer, platforms=frozenset({"discord"})) == [], "not served here"
+    assert [o.optimized for o in await practice.optimize_all(optimizer)] == [True], "refreshed monthly"
+    clock.advance(-31 * 86400)
+    # Bob's deck is scheduled with the defaults; Alice's with her parameters.
+    await practice.start_review(BOB.player)
+    bob_card = await practice.next_card(BOB.player)
+    alice_card = await practice.next_card(ALICE.player)
+    assert bob_card is not None and alice_card is not None
+    assert dict(bob_card.next_intervals)["easy"] == "8d"
+    assert dict(alice_card.next_intervals)["easy"] == "20d"
+    out = await practice.grade_card(ALICE.player, alice_card.card_id, "easy", alice_card.showing)
+    assert out.interval_days == 20
+    await engine.dispose()
+
+
 # ---------------------------------------------------------------------------------------------- explain
 async def test_explain_grades_concepts_and_stores_the_attempt(
     services: tuple[QuizService, PracticeService],
@@ -242,5 +369,7 @@ async def test_explain_grades_concepts_and_stores_the_attempt(
     assert other.question_id != prompt.question_id
     with pytest.raises(PracticeError, match="empty"):
         await practice.submit_explanation(ALICE.player, prompt.version_id, "   ")
-    with pytest.raises(NotFoundError, match="Available topics: DataParallel, Multi-GPU basics"):
+    with pytest.raises(
+        NotFoundError, match=r"Available topics: Checkpointing, Collectives, .*, torch\.compile"
+    ):
         await practice.explain_prompt(ALICE.player, "sharding")

@@ -10,8 +10,10 @@ import pytest
 from sqlalchemy import text
 from sqlalchemy.exc import DBAPIError
 
-from bot.core.ports import AnswerWrite, AttemptConflictError, TransientConflictError
-from bot.core.service import QuizService, period_keys, scope_keys
+from bot.core.ports import AttemptConflictError, TransientConflictError
+from bot.core.repositories import AnswerWrite
+from bot.core.service import QuizService
+from bot.core.standings import standing_keys
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, START, actor, test_bank
@@ -47,10 +49,10 @@ async def test_record_answer_writes_ends_and_refuses_a_taken_attempt(
     await svc.start_problem(actor("bob"), p.id)
     at = START + dt.timedelta(seconds=10)
     async with uow:
-        ann = await uow.play_context(p.id, actor("ann").player)
-        bob = await uow.play_context(p.id, actor("bob").player)
+        ann = await uow.plays.play_context(p.id, actor("ann").player)
+        bob = await uow.plays.play_context(p.id, actor("bob").player)
     assert ann and ann.session and ann.player_pk and bob and bob.session and bob.player_pk
-    keys = (scope_keys(ch.channel_pk, ch.channel), period_keys(ch.day))
+    keys = standing_keys(ch.channel_pk, ch.channel, ch.day)
 
     def write(session_id: int, player_pk: int, key: str) -> AnswerWrite:
         return AnswerWrite(
@@ -58,22 +60,22 @@ async def test_record_answer_writes_ends_and_refuses_a_taken_attempt(
         )
 
     async with uow:
-        assert await uow.record_answer(write(ann.session.id, ann.player_pk, "k-ann")) is True
+        assert await uow.plays.record_answer(write(ann.session.id, ann.player_pk, "k-ann")) is True
     assert await _count(url, "SELECT count(*) FROM standings") == 6
     assert await _count(url, "SELECT count(*) FROM standings WHERE points = 150 AND correct = 1") == 6
 
     # The same attempt number again (a concurrent click that lost): refused, nothing written.
     with pytest.raises(AttemptConflictError):
         async with uow:
-            await uow.record_answer(write(ann.session.id, ann.player_pk, "k-ann-2"))
+            await uow.plays.record_answer(write(ann.session.id, ann.player_pk, "k-ann-2"))
     assert await _count(url, "SELECT count(*) FROM attempts") == 1
     assert await _count(url, "SELECT sum(points) FROM standings") == 6 * 150
 
     # A session ended meanwhile (the challenge closed): the attempt is kept, the end and standings not.
     async with uow:
-        assert await uow.finish_session(bob.session.id, "timeout", 0, at)
+        assert await uow.plays.finish_session(bob.session.id, "timeout", 0, at)
     async with uow:
-        assert await uow.record_answer(write(bob.session.id, bob.player_pk, "k-bob")) is False
+        assert await uow.plays.record_answer(write(bob.session.id, bob.player_pk, "k-bob")) is False
     assert await _count(url, "SELECT count(*) FROM attempts") == 2
     assert await _count(url, f"SELECT count(*) FROM standings WHERE player_pk = {bob.player_pk}") == 0
     timed_out = f"SELECT count(*) FROM play_sessions WHERE id = {bob.session.id} AND outcome = 'timeout'"
@@ -96,12 +98,12 @@ async def test_play_context_counts_finished_problems_of_this_challenge_only(
     first, second = today.problems[0], today.problems[1]
     await svc.start_problem(kim, first.id)
     async with uow:
-        ctx = await uow.play_context(first.id, kim.player, "k", for_answer=True)
+        ctx = await uow.plays.play_context(first.id, kim.player, "k", for_answer=True)
     assert ctx is not None and ctx.finished == 0, "yesterday's five finished problems are not today's"
     await svc.answer(kim, first.id, "A")
     await svc.start_problem(kim, second.id)
     async with uow:
-        ctx = await uow.play_context(second.id, kim.player, "k2", for_answer=True)
+        ctx = await uow.plays.play_context(second.id, kim.player, "k2", for_answer=True)
     assert ctx is not None and ctx.finished == 1
 
 

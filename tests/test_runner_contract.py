@@ -17,6 +17,7 @@ import pytest
 from bot.core.errors import RunnerUnavailableError
 from bot.core.verdicts import RunSpec
 from bot.runner_client import (
+    CAPACITY_KEYS,
     HARDWARE_KEYS,
     HEALTH_KEYS,
     RANK_KEYS,
@@ -25,8 +26,10 @@ from bot.runner_client import (
 )
 from runner.api import create_app
 from runner.config import RunnerConfig
+from runner.hardware import probe
 from runner.sandbox import bubblewrap_path
-from runner.service import RunnerService
+from runner.service import RunnerService, RunRequest
+from runner.verdict import Mode
 
 TOKEN = "contract-token"
 
@@ -66,6 +69,32 @@ async def test_health_keys_and_values(client: HttpRunnerClient, runner_service: 
     assert health.sandboxed and health.max_nproc == 8
     assert set(runner_service.health()) == HEALTH_KEYS
     assert set(runner_service.health()["hardware"]) == HARDWARE_KEYS
+    # What a fleet routes on (bot/runner_fleet.py): an idle runner has all its slots free.
+    capacity = health.extra["capacity"]
+    assert set(capacity) == CAPACITY_KEYS
+    assert capacity["max_concurrent_jobs"] == 2 and capacity["free_slots"] == 2
+    assert capacity["queued_jobs"] == 0 and capacity["cpu_cores"] >= 1
+    assert health.extra["test_advertised"] is False
+
+
+def test_a_test_runner_advertises_gpus_but_runs_on_what_it_has() -> None:
+    """--test-advertise-gpus (testing only): health claims the shape; verdicts say what really ran."""
+    real = probe().gpus
+    svc = RunnerService(
+        RunnerConfig(memory_mb=2048, pool={}, max_concurrent_jobs=1, test_advertise_gpus=real + 2)
+    )
+    try:
+        health = svc.health()
+        assert health["hardware"]["gpus"] == real + 2 and health["test_advertised"] is True
+        assert "nccl" in health["backends"]
+        assert health["hardware"]["names"][0] == f"advertised for tests (really {real} GPUs)"
+        # It refuses an NCCL job it cannot really run (a rank more than its real GPUs), before it starts.
+        verdict = svc.run(RunRequest("print(1)", mode=Mode.DDP, nproc=real + 1, backend="nccl"))
+        assert verdict.status.value == "unsupported" and verdict.hardware.gpus == real
+        assert verdict.notes[0].startswith(f"test runner: it advertises {real + 2} GPUs")
+        assert verdict.ranks == []
+    finally:
+        svc.close()
 
 
 async def test_the_verdict_has_exactly_the_keys_the_client_reads(runner_service: RunnerService) -> None:
@@ -208,6 +237,8 @@ async def test_the_openapi_schema_has_exactly_the_keys_the_client_reads(
     health_props = _properties(schema, health)
     assert set(health_props) == HEALTH_KEYS
     assert {"max_nproc", "max_timeout_s"} <= set(_properties(schema, health_props["limits"]))
+    assert set(_properties(schema, health_props["capacity"])) == CAPACITY_KEYS
+    assert {"capacity", "test_advertised"} <= set(_resolve(schema, health)["required"])
     # Answers the client turns into a clear error are documented.
     assert {"200", "401", "413", "422"} <= set(runs["responses"])
     assert runs["security"] == [{"HTTPBearer": []}]

@@ -1,7 +1,7 @@
 """The scheduler on real databases (SQLite and PostgreSQL), driven by a controllable clock.
 
-The clock is the only fake: APScheduler's real cron/date triggers compute the runs, the ClockedAsyncIO
-scheduler submits what is due by the clock, and the service writes to the real database.
+The clock is the only fake: APScheduler's real cron/date triggers compute the runs, the scheduler's job
+table starts what is due by the clock, and the service writes to the real database.
 """
 
 from __future__ import annotations
@@ -461,7 +461,8 @@ def test_parsers() -> None:
 
 
 def test_schedule_cli_targets_the_console_channel_of_play() -> None:
-    from bot import cli, serve_cli
+    from bot import cli
+    from bot.cli import serve as serve_cli
 
     assert serve_cli.CONSOLE_CHANNEL == cli.CONSOLE_CHANNEL
 
@@ -501,3 +502,50 @@ async def test_find_challenge_uses_the_schedules_day(env: Env) -> None:
     assert card.day == dt.date(2026, 11, 24)
     found = await env.quiz.find_challenge(CHANNEL)
     assert found is not None and found.challenge_id == card.challenge_id
+
+
+async def test_job_table_coalesces_skips_a_running_instance_and_stops() -> None:
+    """The job table's own semantics: a job that fell behind runs once, one instance per job, stop ends."""
+    import asyncio
+
+    from apscheduler.triggers.interval import IntervalTrigger
+
+    from bot.scheduling import JobTable, ScheduledJob
+
+    start = dt.datetime(2026, 11, 21, 9, 0, tzinfo=UTC)
+    clock = FrozenClock(start)
+    table = JobTable(clock)
+    runs: list[dt.datetime] = []
+    release = asyncio.Event()
+
+    async def job() -> None:
+        runs.append(clock.now())
+        await release.wait()
+
+    trigger = IntervalTrigger(seconds=60, start_date=start, timezone=UTC)
+    table.add(ScheduledJob("every-minute", job, (), trigger, start + dt.timedelta(seconds=60)))
+    table.start()
+    try:
+        clock.current = start + dt.timedelta(minutes=10, seconds=30)  # ten runs missed
+        table.run_due()
+        await asyncio.sleep(0)
+        assert runs == [clock.current], "coalesced: one run for the ten missed"
+        following = table.get("every-minute")
+        assert following is not None and following.next_run_time == start + dt.timedelta(minutes=11)
+        clock.current = start + dt.timedelta(minutes=11)
+        table.run_due()  # the first run is still going: skipped, and the job moves on
+        await asyncio.sleep(0)
+        assert len(runs) == 1
+        assert following.next_run_time == start + dt.timedelta(minutes=12)
+        release.set()
+        await asyncio.sleep(0)
+        clock.current = start + dt.timedelta(minutes=12)
+        table.run_due()
+        await asyncio.sleep(0)
+        assert len(runs) == 2
+    finally:
+        # A wake-up set at the moment of stopping must not keep the task alive (asyncio.wait_for in 3.11
+        # could swallow that cancellation).
+        table.add(ScheduledJob("late", job, (), trigger, start + dt.timedelta(days=1)))
+        await asyncio.wait_for(table.stop(), 5)
+    assert not table.running

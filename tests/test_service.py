@@ -21,10 +21,12 @@ from bot.core.errors import (
     RankZeroError,
     TimeUpError,
 )
-from bot.core.models import DIFFICULTY_ORDER, ChannelRef
+from bot.core.models import ChannelRef
 from bot.core.ports import TransientConflictError
 from bot.core.service import QuizService
+from bot.core.vocabulary import Difficulty
 from bot.storage.db import make_engine
+from bot.storage.repositories.plays import SqlPlayRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -40,7 +42,7 @@ async def test_daily_challenge_has_five_ramped_mixed_problems(service: QuizServi
     assert len(challenge.problems) == 5
     levels = [p.question.difficulty for p in challenge.problems]
     assert levels == ["intermediate", "intermediate", "advanced", "advanced", "expert"]
-    assert [DIFFICULTY_ORDER[x] for x in levels] == sorted(DIFFICULTY_ORDER[x] for x in levels)
+    assert [Difficulty(x).rank for x in levels] == sorted(Difficulty(x).rank for x in levels)
     topics = [p.question.topic for p in challenge.problems]
     assert len(set(topics)) == 5, topics
 
@@ -498,17 +500,19 @@ async def test_close_is_retried_when_the_database_aborts_it_for_a_deadlock(
     nothing behind, so it runs again (the PostgreSQL error's translation is tested in test_record_answer)."""
     ch = await _today(service)
     await service.start_problem(actor("ann"), ch.problems[0].id)
-    real = SqlUnitOfWork.expire_sessions
+    real = SqlPlayRepository.expire_sessions
     calls = 0
 
-    async def aborted_once(self: SqlUnitOfWork, challenge_id: int, now: dt.datetime) -> list[tuple[int, int]]:
+    async def aborted_once(
+        self: SqlPlayRepository, challenge_id: int, now: dt.datetime
+    ) -> list[tuple[int, int]]:
         nonlocal calls
         calls += 1
         if calls == 1:
             raise TransientConflictError("deadlock detected (simulated)")
         return await real(self, challenge_id, now)
 
-    monkeypatch.setattr(SqlUnitOfWork, "expire_sessions", aborted_once)
+    monkeypatch.setattr(SqlPlayRepository, "expire_sessions", aborted_once)
     card = await service.close_challenge(ch.id)
     assert card is not None and calls == 2
     assert len(platform.results) == 1

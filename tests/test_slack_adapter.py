@@ -19,9 +19,9 @@ from pydantic import SecretStr
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.app import EVENTS_PATH, SlackAdapter, build_adapter
+from bot.bootstrap import Services, build_services
 from bot.config import Settings
 from bot.core.models import Actor, PlayerRef
-from bot.serve import Services, build_services
 from tests.conftest import ADMIN, START, make_spec, test_bank
 from tests.fakes import FrozenClock
 from tests.slack_fake import SECRET, TEAM, FakeSlackApi, SlackSender, sign
@@ -32,7 +32,7 @@ LISTED = "ULISTED"  # an admin by RANKZERO_ADMINS
 
 
 class Harness:
-    """Everything a test drives: the sender, the fake API, the services, the clock, the timer gate."""
+    """Everything a test drives: the sender, the fake API, the services, the clock."""
 
     def __init__(
         self,
@@ -47,7 +47,6 @@ class Harness:
         self.services = services
         self.adapter = adapter
         self.clock = clock
-        self.timer_gate = asyncio.Event()
         #: (method, error) refusals a test provokes on purpose (any other fails the test).
         self.expected_refusals: list[tuple[str, str]] = []
 
@@ -120,18 +119,11 @@ async def _harness(
     adapter.ctx.clock = clock
     services = await build_services(settings, [adapter], clock=clock, migrate=False)
     await services.quiz.admin_import(ADMIN, bank)
-    gate_holder: dict[str, asyncio.Event] = {}
-
-    async def gated_sleep(_seconds: float) -> None:
-        await gate_holder["gate"].wait()
-
-    adapter.ctx._sleep = gated_sleep
     await adapter.start(services)
     assert adapter.http is not None
     url = f"http://127.0.0.1:{adapter.http.port}{EVENTS_PATH}"
     async with httpx.AsyncClient(timeout=10) as http:
         h = Harness(SlackSender(url, api, http), api, services, adapter, clock)
-        gate_holder["gate"] = h.timer_gate
         try:
             yield h
             # Strict fake: whatever Slack refused (a 429 retried is fine) is a failure unless expected.
@@ -264,8 +256,7 @@ async def test_time_up_updates_the_modal(slack: Harness) -> None:
     view_id, view = await slack.start(challenge_id)
     pid = int(buttons(view)[0].split(":")[2])
     n = len(slack.api.of("views.update"))
-    slack.clock.advance(121)
-    slack.timer_gate.set()  # the timer's sleep "ends" at the stored deadline
+    slack.clock.advance(121)  # the timer's sleep_until wakes at the stored deadline
     updated = (await slack.api.wait_for("views.update", n + 1))[-1].args
     assert updated["view_id"] == view_id
     assert "Time is up" in text_of(updated["view"])
@@ -438,7 +429,7 @@ async def test_a_redelivered_event_is_dropped_by_another_process(slack: Harness)
     assert (await slack.send.event(event, "Ev777")).status_code == 200
     await slack.api.wait_for("views.publish")
     # Another process (no memory of this delivery) gets Slack's retry: the database drops it.
-    slack.adapter.ctx._seen.clear()
+    slack.adapter.ctx.deliveries.forget_local()
     retry = {"X-Slack-Retry-Num": "1", "X-Slack-Retry-Reason": "http_timeout"}
     assert (await slack.send.event(event, "Ev777", headers=retry)).status_code == 200
     await asyncio.sleep(0.3)

@@ -24,6 +24,7 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack.app import build_adapter
 from bot.adapters.slack.listeners import disputes as sd
+from bot.bootstrap import PlatformRouter
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, DisputeService, question_from_spec
 from bot.core.disputes import AdminNotice, match_verdict
@@ -38,7 +39,6 @@ from bot.core.verdicts import (
     RunVerdict,
     StuckAt,
 )
-from bot.serve import PlatformRouter
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import make_spec
 from tests.slack_fake import TEAM
@@ -104,7 +104,7 @@ def contradicted_bank() -> list[dict[str, Any]]:
 def use_runner(h: Harness, runner: PrintRunner) -> None:
     """Give the services a DisputeService over ``runner``, posting notices through the real router."""
     factory = session_factory(h.services.app.engine)
-    h.services.app.disputes = DisputeService(
+    h.services.app.disputes = h.adapter.ctx.commands.disputes = DisputeService(
         lambda: SqlUnitOfWork(factory),
         h.clock,
         runner,

@@ -17,7 +17,7 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import ConfigurationError
 from bot.core.ports import TransientConflictError
 from tests.conftest import make_spec, test_bank

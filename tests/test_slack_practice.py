@@ -16,7 +16,7 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from bot.adapters.slack import practice_blocks as pb
-from bot.app import shipped_bank_specs
+from bot.bootstrap import shipped_bank_specs
 from bot.core.models import Actor, PlayerRef
 from bot.storage.models import AttemptRow, ChallengeRow, ReviewCardModel
 from tests.conftest import START, test_bank
@@ -117,14 +117,14 @@ async def test_review_reveal_and_grade_store_the_due_date(slack: Harness) -> Non
     back = await slack.click_in_view(PLAYER, reveal[0], view_id)
     assert "Back 1 &amp; more." in text_of(back)
     labels = [e["text"]["text"] for b in back["blocks"] if b["type"] == "actions" for e in b["elements"]]
-    assert labels == ["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 4d"]  # Anki defaults, new card
+    assert labels == ["Again · 1m", "Hard · 6m", "Good · 10m", "Easy · 8d"]  # FSRS defaults, new card
 
     easy = next(a for a in buttons(back) if a.endswith(":easy"))
     nxt = await slack.click_in_view(PLAYER, easy, view_id)
-    assert "*easy*: next review in 4d" in text_of(nxt) and "Front 2" in text_of(nxt)
+    assert "*easy*: next review in 8d" in text_of(nxt) and "Front 2" in text_of(nxt)
     async with async_sessionmaker(slack.services.app.engine)() as s:
         due = await s.scalar(select(ReviewCardModel.due_at).where(ReviewCardModel.question_id == "card-1"))
-    assert due is not None and due.replace(tzinfo=dt.UTC) == START + dt.timedelta(days=4)
+    assert due is not None and due.replace(tzinfo=dt.UTC) == START + dt.timedelta(days=8)
 
     # A second click on the same showing's grade is a no-op: no update, no second review.
     updates = len(slack.api.of("views.update"))
@@ -146,6 +146,31 @@ async def test_review_reveal_and_grade_store_the_due_date(slack: Harness) -> Non
     )
     assert "No cards due right now" in text_of(finished) and "Next card due in" in text_of(finished)
     assert (await slack.services.app.practice.stats(PAT)).reviews == 3
+
+
+async def test_review_nudge_on_then_the_daily_nudge_is_a_dm_once_a_day(slack: Harness) -> None:
+    _, view = await _command_modal(slack, PLAYER, "review nudge maybe")
+    assert "/rankzero review nudge on" in text_of(view)
+    practice = slack.services.app.practice
+    assert await practice.nudge_enabled(PAT) is False, "a bad value changes nothing"
+    _, view = await _command_modal(slack, PLAYER, "review nudge on")
+    assert "Daily reminder *on*" in text_of(view) and await practice.nudge_enabled(PAT)
+    await practice.start_review(PAT)
+    gone = PlayerRef("slack", "UGONE", "Gone")  # left the workspace: Slack knows no such user
+    await practice.start_review(gone)
+    await practice.set_nudge(gone, True)
+    slack.expected_refusals.append(("chat.postMessage", "channel_not_found"))
+    report = await practice.send_nudges(slack.adapter.platform)
+    assert [p.user_id for p in report.sent] == [PLAYER] and [p.user_id for p in report.failed] == ["UGONE"]
+    [dm] = [c.args for c in slack.api.of("chat.postMessage") if c.args.get("channel") == PLAYER]
+    assert "*2 flashcards are due*" in dm["text"] and "/rankzero review nudge off" in text_of(dm)
+    slack.expected_refusals.append(("chat.postMessage", "channel_not_found"))
+    assert (await practice.send_nudges(slack.adapter.platform)).sent == (), "once a day"
+    slack.clock.advance(86400)
+    _, view = await _command_modal(slack, PLAYER, "review nudge off")
+    assert "Daily reminder *off*" in text_of(view)
+    await practice.set_nudge(gone, False)
+    assert (await practice.send_nudges(slack.adapter.platform)).sent == ()
 
 
 # ---------------------------------------------------------------------- explain
@@ -176,6 +201,25 @@ async def test_explain_submission_shows_covered_and_missed_concepts(slack: Harne
 
     r = await slack.send.submit(PLAYER, pb.EXPLAIN_CALLBACK, {"answer": answer}, metadata="not-a-version")
     assert r.json()["response_action"] == "errors" and "out of date" in r.json()["errors"]["answer"]
+
+
+async def test_explain_names_a_misconception_and_the_missed_concepts(slack: Harness) -> None:
+    _, view = await _command_modal(slack, PLAYER, "explain basics")
+    answer = (
+        "Check torch.cuda.is_available() and wrap the model in DataParallel; it moves the model and every "
+        "batch to the GPU automatically <!channel> & more."
+    )
+    r = await slack.send.submit(
+        PLAYER, pb.EXPLAIN_CALLBACK, {"answer": answer}, metadata=view["private_metadata"]
+    )
+    shown = text_of(r.json()["view"])
+    assert "*Misconception*" in shown
+    assert (
+        ":warning: You wrote that wrapping the model moves the model and the data to the GPUs by itself: "
+        "DataParallel and DDP move nothing for you" in shown
+    )
+    assert "*Missed*" in shown and ":x: Move the model to the GPU" in shown
+    assert "<!channel>" not in shown  # the answer is never echoed unescaped
 
 
 # ---------------------------------------------------------------------- App Home and help

@@ -37,5 +37,5 @@ async def test_a_played_challenge_is_never_removed(service: QuizService) -> None
     challenge, _ = await service.open_challenge(CHANNEL)
     await service.start_problem(actor("ann"), challenge.problems[0].id)
     async with service._uow() as uow:
-        assert not await uow.delete_unposted_challenge(challenge.id)
+        assert not await uow.challenges.delete_unposted_challenge(challenge.id)
     assert await service.find_challenge(CHANNEL) is not None

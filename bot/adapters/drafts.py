@@ -6,9 +6,10 @@ private_metadata, for an hour at most; the oldest are dropped past a limit. Clos
 outcome, so a late second click on Save says "already added" rather than "expired".
 
 The store answers from memory (its interface is synchronous, as the adapters use it) and writes every
-change through to a :class:`DraftRepository` (bot/storage/drafts.py) in order, in the background. At start,
-:meth:`DraftStore.load` reads the recent drafts back, and :meth:`DraftStore.fetch` finds a draft another
-process made or one this process has not loaded: a restart or a second process loses no admin's question.
+change through to a :class:`DraftRepository` (bot/storage/repositories/drafts.py) in order, in the
+background. At start, :meth:`DraftStore.load` reads the recent drafts back, and :meth:`DraftStore.fetch`
+finds a draft another process made or one this process has not loaded: a restart or a second process
+loses no admin's question.
 Without a repository (tests, the console) the store is memory only, as before.
 """
 
@@ -48,17 +49,36 @@ class Draft:
 
 
 class StoredDraftLike(Protocol):
-    """What a repository returns for one draft."""
+    """What a repository returns for one draft (read-only, so a frozen dataclass fits)."""
 
-    key: str
-    owner_id: str
-    spec: dict[str, Any]
-    created_at: dt.datetime
-    outcome: str | None
+    @property
+    def key(self) -> str:
+        """The draft's key."""
+        ...
+
+    @property
+    def owner_id(self) -> str:
+        """Who may save it."""
+        ...
+
+    @property
+    def spec(self) -> dict[str, Any]:
+        """The question spec."""
+        ...
+
+    @property
+    def created_at(self) -> dt.datetime:
+        """When it was made."""
+        ...
+
+    @property
+    def outcome(self) -> str | None:
+        """What became of it (None while open)."""
+        ...
 
 
 class DraftRepository(Protocol):
-    """Where drafts are written through (bot/storage/drafts.py: SqlDraftRepository)."""
+    """Where drafts are written through (bot/storage/repositories/drafts.py: SqlDraftRepository)."""
 
     async def save(self, key: str, owner_id: str, spec: dict[str, Any], created_at: dt.datetime) -> None:
         """Keep a new draft."""

@@ -58,10 +58,19 @@ ADAPTERS: list[AdapterSpec] = [
     ),
     AdapterSpec(
         "slack",
-        # HTTP mode needs the signing secret, Socket Mode the app-level token (either one).
-        ("RANKZERO_SLACK_BOT_TOKEN", "RANKZERO_SLACK_SIGNING_SECRET|RANKZERO_SLACK_APP_TOKEN"),
-        lambda s: s.slack_bot_token is not None
-        and (s.slack_app_token is not None or s.slack_signing_secret is not None),
+        # HTTP mode needs the signing secret, Socket Mode the app-level token (either one); OAuth mode
+        # (many workspaces) the client id and secret with the signing secret instead of a bot token.
+        (
+            "RANKZERO_SLACK_BOT_TOKEN|RANKZERO_SLACK_CLIENT_ID+RANKZERO_SLACK_CLIENT_SECRET",
+            "RANKZERO_SLACK_SIGNING_SECRET|RANKZERO_SLACK_APP_TOKEN",
+        ),
+        lambda s: (
+            s.slack_oauth
+            or (
+                s.slack_bot_token is not None
+                and (s.slack_app_token is not None or s.slack_signing_secret is not None)
+            )
+        ),
         "bot.adapters.slack.app:build_adapter",
     ),
     AdapterSpec(

@@ -6,6 +6,7 @@ import datetime as dt
 from dataclasses import dataclass, field
 
 from bot.core.models import Choice, Outcome, StandingRow
+from bot.core.vocabulary import Period, Scope
 
 
 @dataclass(frozen=True)
@@ -159,8 +160,8 @@ class ResultsCard:
 class LeaderboardCard:
     """Top players of a scope and period, plus the caller's own line when outside the top."""
 
-    scope: str
-    period: str
+    scope: Scope
+    period: Period
     title: str
     rows: tuple[StandingRow, ...]
     me: StandingRow | None
@@ -205,3 +206,12 @@ class ReminderCard:
     title: str
     day: dt.date
     closes_at: dt.datetime
+
+
+@dataclass(frozen=True)
+class PracticeNudgeCard:
+    """The daily private reminder a player opted into: how many flashcards are due (UTC ``day``)."""
+
+    display_name: str
+    due: int
+    day: dt.date

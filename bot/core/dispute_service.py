@@ -23,7 +23,6 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core import scoring
-from bot.core.dispute_ports import DisputeRecord, QuestionFlag, QuestionPlay
 from bot.core.disputes import AdminNotice, MatchResult, gpu_shortfall, match_verdict
 from bot.core.errors import (
     ConfigurationError,
@@ -35,8 +34,10 @@ from bot.core.errors import (
 )
 from bot.core.models import LETTERS, Actor, Choice, Question
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, UnitOfWork
-from bot.core.service import period_keys, scope_keys
+from bot.core.repositories import DisputeRecord, QuestionFlag, QuestionPlay
+from bot.core.standings import standing_keys
 from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
+from bot.core.vocabulary import Difficulty, Kind
 
 log = logging.getLogger(__name__)
 
@@ -99,9 +100,9 @@ def question_from_spec(spec: dict[str, Any], version_id: int = 0, version: int =
         version_id=version_id,
         id=str(spec.get("id", "preview")),
         version=version,
-        kind=str(spec.get("kind", "predict_output")),
+        kind=str(spec.get("kind", Kind.PREDICT_OUTPUT)),
         topic=str(spec.get("topic", "")),
-        difficulty=str(spec.get("difficulty", "intermediate")),
+        difficulty=str(spec.get("difficulty", Difficulty.INTERMEDIATE)),
         prompt=str(spec.get("prompt") or ""),
         code=spec.get("code"),
         hint=spec.get("hint"),
@@ -191,7 +192,13 @@ def needs_preview(spec: dict[str, Any]) -> bool:
     """Whether a valid question spec from a chat form is shown on the runner before it may be saved:
     a predict_output question with code and a runner block (what ``preview_question`` runs).
     """
-    return spec.get("kind") == "predict_output" and bool(spec.get("code")) and spec.get("runner") is not None
+    return (
+        spec.get("kind") == Kind.PREDICT_OUTPUT and bool(spec.get("code")) and spec.get("runner") is not None
+    )
+
+
+#: Seconds DisputeService remembers the runner's health before asking again.
+HEALTH_TTL_S = 60.0
 
 
 class DisputeService:
@@ -216,6 +223,7 @@ class DisputeService:
         self._per_hour = runs_per_hour
         self._timeout = run_timeout_s
         self._health: RunnerHealth | None = None
+        self._health_at = 0.0
 
     # ------------------------------------------------------------------ the runner
     def _require_runner(self) -> RunnerClient:
@@ -227,9 +235,15 @@ class DisputeService:
         return self._runner
 
     async def runner_health(self) -> RunnerHealth:
-        """The runner's capabilities (asked once, then remembered)."""
-        if self._health is None:
+        """The runner's capabilities, remembered for HEALTH_TTL_S.
+
+        Not forever: a fleet's largest runner may be down when first asked and back later, and whether a
+        GPU question "cannot be reproduced" must follow it.
+        """
+        now = asyncio.get_running_loop().time()
+        if self._health is None or now - self._health_at > HEALTH_TTL_S:
             self._health = await self._require_runner().health()
+            self._health_at = now
         return self._health
 
     async def _run(
@@ -259,7 +273,7 @@ class DisputeService:
         """What the runner really prints for a question an admin is about to save."""
         self._require_admin(actor)
         question = question_from_spec(spec)
-        if question.kind != "predict_output" or not question.code:
+        if question.kind != Kind.PREDICT_OUTPUT or not question.code:
             raise NotFoundError("only predict_output questions with code can be previewed on the runner")
         return await self.check_question(question)
 
@@ -273,13 +287,15 @@ class DisputeService:
                 f"the variant is {len(code)} characters; keep it under {MAX_VARIANT_CHARS}"
             )
         async with self._uow() as uow:
-            challenge_id = await uow.challenge_id_of_problem(problem_id)
-            challenge = await uow.get_challenge_by_id(challenge_id) if challenge_id is not None else None
+            challenge_id = await uow.challenges.challenge_id_of_problem(problem_id)
+            challenge = (
+                await uow.challenges.get_challenge_by_id(challenge_id) if challenge_id is not None else None
+            )
             if challenge is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
             problem = next(p for p in challenge.problems if p.id == problem_id)
-            player_pk = await uow.ensure_player(actor.player)
-            session = await uow.get_session(problem_id, player_pk)
+            player_pk = await uow.players.ensure_player(actor.player)
+            session = await uow.plays.get_session(problem_id, player_pk)
             over = challenge.status == "closed" or (
                 session is not None and (session.finished or now >= session.deadline)
             )
@@ -331,8 +347,15 @@ class DisputeService:
             async with self._uow() as uow:
                 await uow.disputes.delete_dispute(dispute_id)
             return DisputeCard(
-                question.id, question.version, question.prompt, spec, variant, question.choices, None,
-                None, shortfall,
+                question.id,
+                question.version,
+                question.prompt,
+                spec,
+                variant,
+                question.choices,
+                None,
+                None,
+                shortfall,
             )
         card = DisputeCard(
             question.id,
@@ -410,7 +433,7 @@ class DisputeService:
         letter = letter.strip().upper()
         now = self._clock.now()
         async with self._uow() as uow:
-            latest = await uow.latest_question(question_id)
+            latest = await uow.questions.latest_question(question_id)
             if latest is None:
                 raise NotFoundError(f"no question with id {question_id!r}: see `rankzero questions list`")
             if latest.choice(letter) is None:
@@ -420,20 +443,20 @@ class DisputeService:
                 )
             if latest.correct_letter == letter:
                 raise InvalidAnswerError(f"{letter} is already the official answer of {question_id}")
-            spec = await uow.disputes.version_spec(latest.version_id)
+            spec = await uow.questions.version_spec(latest.version_id)
             if spec is None:  # pragma: no cover - the version was just read
                 raise NotFoundError(f"question {question_id!r} lost its latest version")
             spec["choices"] = [
                 {**c, "correct": LETTERS[i] == letter} for i, c in enumerate(spec.get("choices") or [])
             ]
-            await uow.disputes.add_corrected_version(question_id, spec, now)
-            new = await uow.latest_question(question_id)
+            await uow.questions.add_corrected_version(question_id, spec, now)
+            new = await uow.questions.latest_question(question_id)
             assert new is not None and new.version == latest.version + 1
-            await uow.disputes.repoint_problems(question_id, new.version_id)
+            await uow.corrections.repoint_problems(question_id, new.version_id)
             rescored = points_delta = 0
             players: set[int] = set()
             channels: dict[int, int] = {}
-            for play in await uow.disputes.question_plays(question_id):
+            for play in await uow.corrections.question_plays(question_id):
                 delta = await self._rescore_play(uow, play, letter)
                 if delta is None:
                     continue
@@ -442,7 +465,7 @@ class DisputeService:
                 if delta:
                     players.add(play.session.player_pk)
                 channels[play.channel_pk] = channels.get(play.channel_pk, 0) + 1
-            correction_id = await uow.disputes.add_correction(
+            correction_id = await uow.corrections.add_correction(
                 question_id,
                 latest.version_id,
                 new.version_id,
@@ -454,7 +477,7 @@ class DisputeService:
                 points_delta,
             )
             for channel_pk, n in channels.items():
-                await uow.disputes.add_correction_note(
+                await uow.corrections.add_correction_note(
                     correction_id,
                     channel_pk,
                     f"Correction: the answer to {question_id} is {letter}, not {latest.correct_letter} "
@@ -480,24 +503,23 @@ class DisputeService:
         if not s.attempts:
             return None
         for a in s.attempts:
-            await uow.disputes.set_attempt_correct(s.id, a.attempt_no, a.letter == letter)
+            await uow.corrections.set_attempt_correct(s.id, a.attempt_no, a.letter == letter)
         new = rescore(play, letter, play.question.attempts)
         was_correct = s.outcome == "correct"
         old_ms = next((a.elapsed_ms for a in s.attempts if a.correct), 0) if was_correct else 0
-        await uow.disputes.set_session_result(s.id, new.outcome, new.points, new.finished_at)
+        await uow.corrections.set_session_result(s.id, new.outcome, new.points, new.finished_at)
         d_points = new.points - s.points
         d_correct = int(new.outcome == "correct") - int(was_correct)
         d_ms = new.answer_ms - old_ms
         if d_points or d_correct or d_ms:
-            await uow.disputes.adjust_standings(
-                scope_keys(play.channel_pk, play.channel),
-                period_keys(play.day),
+            await uow.corrections.adjust_standings(
+                standing_keys(play.channel_pk, play.channel, play.day),
                 s.player_pk,
                 d_points,
                 d_correct,
                 d_ms,
             )
-            await uow.disputes.adjust_completion(play.challenge_id, s.player_pk, d_correct, d_points)
+            await uow.corrections.adjust_completion(play.challenge_id, s.player_pk, d_correct, d_points)
         return d_points
 
 

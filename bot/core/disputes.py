@@ -20,6 +20,7 @@ from typing import Literal
 
 from bot.core.models import Choice, Question
 from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
+from bot.core.vocabulary import Kind
 
 Verification = Literal["confirmed", "contradicted", "cannot_check"]
 
@@ -102,12 +103,20 @@ class AdminNotice:
 
 
 def gpu_shortfall(spec: RunSpec, health: RunnerHealth) -> str | None:
-    """'cannot reproduce here: needs N GPUs ...' when the runner has fewer GPUs than the question needs."""
+    """'cannot reproduce here: needs N GPUs ...' when the runner has fewer GPUs than the question needs.
+
+    For a fleet, ``health`` describes its largest runner: the text then says that no runner has enough.
+    """
     if spec.gpus > health.hardware.gpus:
         has = health.hardware.gpus
+        who = (
+            f"this runner has {has}"
+            if health.fleet_size <= 1
+            else f"none of the {health.fleet_size} runners has more than {has}"
+        )
         return (
             f"cannot reproduce here: needs {spec.gpus} GPU{'s' if spec.gpus != 1 else ''}, "
-            f"this runner has {has} ({health.hardware.describe()}); a CPU result would be misleading"
+            f"{who} ({health.hardware.describe()}); a CPU result would be misleading"
         )
     return None
 
@@ -217,7 +226,7 @@ def match_verdict(question: Question, verdict: RunVerdict, code: str | None = No
     code = code if code is not None else question.code
     official = question.correct_letter
     observed = describe_outcome(verdict, code)
-    if question.kind != "predict_output":
+    if question.kind != Kind.PREDICT_OUTPUT:
         return MatchResult(
             observed,
             None,

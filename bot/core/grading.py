@@ -1,54 +1,133 @@
 """Grade a free-text "explain" answer by the concepts it covers. Pure, deterministic, no models.
 
-Each concept of an explain prompt lists keywords (single words, phrases, or code like ``model.to`` and
-``cuda:0``). An answer covers a concept when at least one keyword occurs in it, affirmatively.
+Each concept of an explain prompt lists ``keywords`` (full weight), optional ``weak`` keywords (half
+weight) and optional ``misconceptions``. An answer covers a concept when the keywords it states
+affirmatively weigh at least 1, and it asserts none of the concept's misconceptions. It *passes* when it
+covers at least 60% of the concepts (rounded up), asserts no misconception, and explains rather than
+lists keywords.
 
 Why this matcher, and not embeddings or an LLM: answers are short (a paragraph), the bank's authors
-already enumerate the wording a correct answer uses, and graders must be deterministic, explainable
-("matched: 'scatters'") and fast enough to run inside a chat interaction (microseconds, no network). What
-keyword matching gets wrong is handled by normalising both sides the same way:
+already enumerate the wording a correct answer uses and the false claims players make, and grades must
+be deterministic, explainable ("matched: 'scatters'", "you wrote that ...") and fast enough to run inside
+a chat interaction (microseconds, no network). What keyword matching gets wrong is handled this way:
 
 1. **Tokens with word boundaries.** Text is lower-cased and split into word tokens, so ``gather`` never
-   matches inside "together" and ``split`` not inside "splitter". Code punctuation inside a word is kept as
-   its own token (``model.to(device)`` → ``model . to``, ``cuda:0`` → ``cuda : 0``), so code keywords
-   match code in answers, including inside longer calls (``torch.cuda.is_available()``). Possessives drop
-   ("model's" → "model"); hyphens and slashes count as spaces ("all-reduce" = "all reduce"; a
-   multi-word keyword also matches its closed-up form, "allreduce").
-2. **Light stemming.** A small suffix stripper (plural -s/-es/-ies, -ed, -ing, -ly, final -e, doubled
-   final consonants, British -ise/-isation → -ize/-ization) maps "splits", "splitting", "split" to one
-   stem and "copies"/"copied" to "copy". It is deliberately conservative (no Porter step 2-5), so
-   unrelated words do not collide; keywords go through the same function, so they always match
-   themselves.
-3. **Aliases.** A short table of domain synonyms ("device" = "gpu", "chop"/"partition" = "split",
-   "piece" = "chunk", "backprop", "sync", "grad") is applied to both sides, for wordings the bank's
-   keyword lists do not spell out.
-4. **Phrases.** A multi-word keyword matches only as consecutive tokens ("in parallel", "main gpu").
-5. **Negation.** An occurrence preceded, within the same clause and at most 3 tokens back, by a negator
-   (not, no, never, without, n't...) does not count: "it does not copy the model" does not cover
-   "the model is replicated". A keyword that itself begins with a negator ("does not scale", "without
-   changing") is matched as written.
-
-Unknown concepts are reported as missed, so a player sees exactly what to add.
+   matches inside "together". Code punctuation inside a word is its own token (``model.to(device)`` →
+   ``model . to``), so code keywords match code in answers. Hyphens and slashes count as spaces
+   ("all-reduce" = "all reduce"; a multi-word keyword also matches its closed-up form, "allreduce").
+2. **A real stemmer.** The Snowball English stemmer (``snowballstemmer``) maps inflections to one stem
+   ("splits", "splitting" → "split"); British ``-ise`` spellings are mapped to ``-ize`` first, and a short
+   alias table joins domain synonyms ("device" = "gpu", "backprop", "grads").
+3. **Typo tolerance.** An answer word of 6+ letters that is not in the prompt's vocabulary is corrected
+   to a vocabulary word with the same first letter within one edit (two for 9+ letters), using
+   rapidfuzz's optimal-string-alignment distance ("gradeints" → "gradients", "paralel" → "parallel").
+4. **Keyword forms.** A plain keyword is a phrase of consecutive tokens. ``"a|b + c"`` means one of
+   ``a`` or ``b``, and ``c``, anywhere in the same clause, for wordings whose order varies
+   ("labels|inputs + to the gpu").
+5. **Weights.** A keyword made only of generic words (:data:`GENERIC`: "available", "labels", "data",
+   "model", "gpu", ...) counts half, as do the concept's ``weak`` keywords: one such word alone never
+   earns a concept. Every distinct keyword counts once.
+6. **Negation.** A keyword preceded within its clause by a negator (not, no, never, without, n't) at
+   most 3 tokens back does not count ("it does not copy the model"). A keyword that itself begins with
+   a negator ("does not scale") is matched as written.
+7. **Misconceptions.** A pattern (same ``a|b + c`` form) found in a clause with no negator in it
+   (other than one the pattern spells) and no disclaimer ("myth", "wrong", "mistake") asserts the
+   misconception: the concept fails and the claim is named back with its correction. "You must
+   synchronize the gradients yourself" asserts it; "you do not need to synchronize the gradients
+   yourself" does not, nor does "a common mistake is to think you must...".
+8. **Keyword salad.** An answer of several words where almost none are the glue of prose (articles,
+   prepositions, auxiliaries: :data:`GLUE_WORDS`), such as "scatter replicate gather gradients", is a
+   list, not an explanation: it covers nothing. Code (``x = f(y)``) is exempt.
 """
 
 from __future__ import annotations
 
+import math
 import re
-from collections.abc import Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
 
+import snowballstemmer
+from rapidfuzz import process
+from rapidfuzz.distance import OSA, Levenshtein
+
 #: Words that negate what follows them in the same clause.
 NEGATORS = frozenset({"not", "no", "never", "without", "neither", "nor", "cannot", "none", "nothing"})
-#: How many tokens back a negator still applies.
+#: Words that mark a clause as reporting a false claim rather than asserting it.
+DISCLAIMERS = frozenset(
+    {
+        "myth",
+        "misconception",
+        "mistake",
+        "mistaken",
+        "wrong",
+        "wrongly",
+        "false",
+        "falsely",
+        "incorrect",
+        "incorrectly",
+        "contrary",
+        "misbelief",
+    }
+)
+#: How many tokens back a negator still applies to a keyword.
 NEGATION_WINDOW = 3
+#: Share of the concepts an answer must cover to pass (rounded up).
+PASS_SHARE = 0.6
+#: Weight of a weak or generic keyword; a concept needs a total weight of 1.
+WEAK_WEIGHT = 0.5
 
-_CLAUSE_SPLIT = re.compile(r"[;,!?\n]|\.(?![a-z0-9_])|\bbut\b|\bwhereas\b|\bwhile\b")
+#: Words too common in answers about multi-GPU training to earn a concept alone (they count half).
+_GENERIC_TEXT = """
+    available availability label labels target targets data dataset model models network gpu gpus
+    device devices cuda torch pytorch tensor tensors input inputs output outputs batch batches train
+    training use used using run runs running work works make makes fast faster speed slow time code
+    thing things way step steps need needs get gets set value values number numbers memory result
+    results sample samples loss process processes each every all same different one two many more
+    less
+"""
+GENERIC = frozenset(_GENERIC_TEXT.split())
+#: English function words; an answer with almost none of them is a list of keywords, not prose.
+_FUNCTION_WORDS_TEXT = """
+    a an the and or but so then than that this these those it its they them their there here is are
+    was were be been being has have had do does did to of in on at by for from with into onto over
+    under per each every all any some no not never if when while which who what where why how as
+    because since until after before during between across through about up down out off own only
+    also just still too very can could will would should must may might need needs i you we he she
+    our your my his her us me one get gets got make makes made go goes same other others back again
+    once both
+"""
+FUNCTION_WORDS = frozenset(_FUNCTION_WORDS_TEXT.split())
+#: The glue of English prose (articles, prepositions, auxiliaries, pronouns, conjunctions): an answer with
+#: almost none of it lists keywords instead of relating them. Quantifiers ("every", "same") are not glue.
+_GLUE_WORDS_TEXT = """
+    a an the and or but so then than that this these those it its they them their there is are was
+    were be been being has have had do does did to of in on at by for from with into onto over under
+    per via if when while which who what where how as because since after before during between
+    across through about can could will would should must may might i you we he she our your my his
+    her us me not also just only still very too
+"""
+GLUE_WORDS = frozenset(_GLUE_WORDS_TEXT.split())
+#: Below this share of glue words, an answer of :data:`SALAD_MIN_WORDS` words or more is a salad.
+SALAD_GLUE_SHARE = 0.1
+SALAD_MIN_WORDS = 4
+
+_CLAUSE_SPLIT = re.compile(
+    r"[;,!?\n]|[.:](?![a-z0-9_])|\b(?:but|whereas|while|so|because|since|otherwise|although|though|"
+    r"unless)\b"
+)
 _TOKEN = re.compile(r"[a-z0-9_]+|(?<=[a-z0-9_])[.:](?=[a-z0-9_])")
+_ITEM = re.compile(r"\S+")
+_CODE = re.compile(r"[A-Za-z_]\w*\([^)]*\)|\s=\s|\w=\w")
 _CONTRACTION = re.compile(r"([a-z])n['’]t\b")
+_BARE_CONTRACTION = re.compile(r"\b(do|does|did|is|are|was|were|has|have|had|could|would|should)nt\b")
 _POSSESSIVE = re.compile(r"['’]s\b")
-_DOUBLE = re.compile(r"([bdfgklmnprt])\1$")
+_BRITISH = re.compile(r"\b([a-z]{4,})is(e|es|ed|ing|ation|ations)\b")
+_GROUPS = re.compile(r"\s\+\s")
+
+_STEMMER = snowballstemmer.stemmer("english")
 
 #: Domain aliases, applied to answers and keywords alike (so either spelling matches the other). Kept
 #: short and specific: a generic word here ("part", "share") would cover concepts by accident.
@@ -56,82 +135,123 @@ ALIASES: dict[str, str] = {
     "device": "gpu",
     "gpus": "gpu",  # the stemmer keeps "-us" endings (bus, status), so plural GPUs are listed here
     "cpus": "cpu",
+    "card": "gpu",
     "chop": "split",
     "partition": "split",
     "piece": "chunk",
     "backprop": "backpropagation",
     "sync": "synchronize",
     "grad": "gradient",
+    "replicate": "replica",
+    "easily": "easy",
+    "microbatch": "micro-batch",
 }
 
 
 @lru_cache(maxsize=65536)
 def stem(word: str) -> str:
-    """A conservative English stem: enough to unify inflections of the same word."""
-    if len(word) <= 3 or not word.isalpha():
+    """The Snowball English stem of one lower-case word; words with digits or ``_`` stay as written."""
+    if not word.isalpha():
         return word
-    w = word
-    w = re.sub(r"isation$", "ization", w)
-    w = re.sub(r"is(e|es|ed|ing)$", r"iz\1", w)
-    if w.endswith(("ies", "ied")) and len(w) > 4:
-        w = w[:-3] + "y"
-    elif w.endswith(("sses", "xes", "ches", "shes", "zes")):
-        w = w[:-2]
-    elif w.endswith("s") and not w.endswith(("ss", "us", "is")):
-        w = w[:-1]
-    if w.endswith("ily") and len(w) > 5:
-        w = w[:-3] + "y"
-    elif w.endswith("ly") and len(w) > 5:
-        w = w[:-2]
-    for suffix in ("ing", "ed"):
-        if w.endswith(suffix) and len(w) - len(suffix) >= 3:
-            w = w[: -len(suffix)]
-            w = _DOUBLE.sub(r"\1", w)
-            break
-    if w.endswith("e") and len(w) > 4:
-        w = w[:-1]
-    return w
+    return str(_STEMMER.stemWord(word))
 
 
-_ALIAS_STEMS = {stem(k): stem(v) for k, v in ALIASES.items()}
-
-
-def _canonical(token: str) -> str:
-    stemmed = stem(token)
-    return _ALIAS_STEMS.get(stemmed, stemmed)
+def _alias_stems() -> dict[str, str]:
+    """Each alias's stem -> the stems of what it stands for (space-separated)."""
+    out = {}
+    for key, value in ALIASES.items():
+        target = " ".join(stem(t) for t in _TOKEN.findall(_normalise(value)))
+        out[stem(key)] = target
+    return out
 
 
 def _normalise(text: str) -> str:
     text = text.lower().replace("’", "'")
-    text = text.replace("can't", "can not").replace("won't", "will not")
+    text = text.replace("can't", "can not").replace("won't", "will not").replace("cant ", "can not ")
     text = _CONTRACTION.sub(r"\1 not", text)
+    text = _BARE_CONTRACTION.sub(r"\1 not", text)
     text = _POSSESSIVE.sub("", text)
+    text = _BRITISH.sub(r"\1iz\2", text)
     return re.sub(r"[-/]", " ", text)
 
 
-def tokenize(text: str) -> list[list[str]]:
-    """Clauses of stemmed tokens."""
-    clauses = _CLAUSE_SPLIT.split(_normalise(text))
-    out = []
-    for clause in clauses:
-        tokens = [_canonical(t) for t in _TOKEN.findall(clause)]
-        if tokens:
-            out.append(tokens)
-    return out
+_ALIAS_STEMS = _alias_stems()
+
+
+def _canonical(token: str) -> list[str]:
+    """A raw token's stem, or the stems of its alias ("microbatch" → "micro", "batch")."""
+    stemmed = stem(token)
+    alias = _ALIAS_STEMS.get(stemmed)
+    return alias.split() if alias else [stemmed]
+
+
+def _tokens(text: str, correct: Callable[[str], str] | None = None) -> list[str]:
+    raw = _TOKEN.findall(text)
+    if correct is not None:
+        raw = [correct(t) for t in raw]
+    return [c for t in raw for c in _canonical(t)]
+
+
+def tokenize(text: str, correct: Callable[[str], str] | None = None) -> list[list[str]]:
+    """Clauses of stemmed tokens; ``correct`` first maps each raw word (typo correction)."""
+    return [
+        tokens for clause in _CLAUSE_SPLIT.split(_normalise(text)) if (tokens := _tokens(clause, correct))
+    ]
 
 
 def keyword_tokens(keyword: str) -> list[str]:
-    """A keyword as the token sequence it must match."""
-    return [_canonical(t) for t in _TOKEN.findall(_normalise(keyword))]
+    """A plain keyword (one phrase) as the token sequence it must match."""
+    return _tokens(_normalise(keyword))
 
 
+# ---------------------------------------------------------------------------------------------- keywords
+Phrase = tuple[str, ...]
+Group = tuple[Phrase, ...]
+
+
+@lru_cache(maxsize=8192)
+def parse_keyword(keyword: str) -> tuple[Group, ...]:
+    """``"a|b + c"`` as groups of alternative phrases; a phrase also matches its closed-up form."""
+    groups = []
+    for group_text in _GROUPS.split(keyword):
+        alternatives: list[Phrase] = []
+        for alt in group_text.split("|"):
+            phrase = tuple(keyword_tokens(alt))
+            if not phrase:
+                continue
+            alternatives.append(phrase)
+            if len(phrase) > 1 and all(t.isalnum() for t in phrase):
+                closed = _normalise(alt).replace(" ", "")
+                alternatives.append(tuple(_tokens(closed)))
+        if alternatives:
+            groups.append(tuple(dict.fromkeys(alternatives)))
+    return tuple(groups)
+
+
+def _is_generic(groups: tuple[Group, ...]) -> bool:
+    generic = _GENERIC_STEMS | _FUNCTION_STEMS
+    return all(all(t in generic for phrase in group for t in phrase) for group in groups)
+
+
+_GENERIC_STEMS = frozenset(c for w in GENERIC for c in _canonical(w))
+_FUNCTION_STEMS = frozenset(c for w in FUNCTION_WORDS for c in _canonical(w))
+_NEGATOR_STEMS = frozenset(stem(w) for w in NEGATORS)
+_DISCLAIMER_STEMS = frozenset(stem(w) for w in DISCLAIMERS)
+
+
+# ---------------------------------------------------------------------------------------------- results
 @dataclass(frozen=True)
 class ConceptResult:
-    """One concept and whether the answer covers it (with the keyword that matched)."""
+    """One concept and whether the answer covers it (with the keyword that matched, or the false claim)."""
 
     name: str
     covered: bool
+    #: The player's own words that earned the concept ("gathered", "sync … gradients").
     matched: str | None = None
+    #: The misconception the answer asserted for this concept ("gradients must be synchronised by hand").
+    misconception: str | None = None
+    #: What is true instead ("DDP all-reduces them during backward").
+    correction: str | None = None
 
 
 @dataclass(frozen=True)
@@ -139,6 +259,8 @@ class ExplainGrade:
     """How an explain answer did: each concept's result, in the question's order."""
 
     concepts: tuple[ConceptResult, ...]
+    #: Why the answer as a whole earned nothing (a keyword list), or None.
+    note: str | None = None
 
     @property
     def covered(self) -> int:
@@ -151,57 +273,221 @@ class ExplainGrade:
         return len(self.concepts)
 
     @property
+    def required(self) -> int:
+        """Concepts an answer must cover to pass."""
+        return math.ceil(PASS_SHARE * self.total)
+
+    @property
     def missed(self) -> tuple[str, ...]:
         """Names of the concepts the answer did not cover."""
         return tuple(c.name for c in self.concepts if not c.covered)
 
+    @property
+    def misconceptions(self) -> tuple[ConceptResult, ...]:
+        """The concepts whose misconception the answer asserted."""
+        return tuple(c for c in self.concepts if c.misconception)
 
-def _negated(clause: list[str], start: int) -> bool:
-    return any(t in NEGATORS for t in clause[max(0, start - NEGATION_WINDOW) : start])
-
-
-@lru_cache(maxsize=4096)
-def _needles(keyword: str) -> tuple[tuple[str, ...], ...]:
-    """A keyword's token sequences: as written and, for a multi-word keyword, closed up ("allreduce")."""
-    needle = tuple(keyword_tokens(keyword))
-    if not needle:
-        return ()
-    alternatives = [needle]
-    if len(needle) > 1 and all(t.isalnum() for t in needle):
-        alternatives.append((_canonical("".join(_TOKEN.findall(_normalise(keyword)))),))
-    return tuple(alternatives)
+    @property
+    def passed(self) -> bool:
+        """Enough concepts, no misconception, and prose rather than a keyword list."""
+        return self.note is None and not self.misconceptions and self.covered >= self.required
 
 
-_Index = dict[str, list[tuple[list[str], int]]]
+# ---------------------------------------------------------------------------------------------- matching
+_Index = dict[str, list[tuple[int, int]]]
 
 
-def _index(clauses: list[list[str]]) -> _Index:
-    """Where each token occurs: token -> [(clause, position)], so a keyword is looked up, not scanned."""
-    index: _Index = {}
-    for clause in clauses:
-        for i, token in enumerate(clause):
-            index.setdefault(token, []).append((clause, i))
-    return index
+class _Answer:
+    """An answer's clauses, indexed by token, with typos corrected toward the prompt's vocabulary.
 
+    Each clause keeps, beside its canonical tokens, the words as the player wrote them, so that a match
+    can be quoted back in the player's own words ("gathered", not the stem "gather").
+    """
 
-def _find(index: _Index, keyword: str) -> bool:
-    alternatives = _needles(keyword)
-    if not alternatives:
-        return False
-    check_negation = alternatives[0][0] not in NEGATORS
-    for alt in alternatives:
-        n = len(alt)
-        for clause, i in index.get(alt[0], ()):
-            if tuple(clause[i : i + n]) == alt and not (check_negation and _negated(clause, i)):
+    def __init__(self, text: str, vocabulary: frozenset[str]) -> None:
+        self.clauses: list[list[str]] = []
+        self.words: list[list[str]] = []
+        for clause_text in _CLAUSE_SPLIT.split(_normalise(text)):
+            tokens: list[str] = []
+            words: list[str] = []
+            for word in _TOKEN.findall(clause_text):
+                fixed = word if word in vocabulary else _fuzzy(word, vocabulary)
+                for token in _canonical(fixed):
+                    tokens.append(token)
+                    words.append(word)
+            if tokens:
+                self.clauses.append(tokens)
+                self.words.append(words)
+        self.index: _Index = {}
+        for ci, clause in enumerate(self.clauses):
+            for i, token in enumerate(clause):
+                self.index.setdefault(token, []).append((ci, i))
+
+    def positions(self, group: Group) -> dict[int, list[tuple[int, int]]]:
+        """Where any phrase of ``group`` occurs, per clause: (start, length)."""
+        found: dict[int, list[tuple[int, int]]] = {}
+        for phrase in group:
+            n = len(phrase)
+            for ci, i in self.index.get(phrase[0], ()):
+                if tuple(self.clauses[ci][i : i + n]) == phrase:
+                    found.setdefault(ci, []).append((i, n))
+        return found
+
+    def negated(self, ci: int, start: int) -> bool:
+        """Whether a negator stands at most :data:`NEGATION_WINDOW` tokens before ``start``."""
+        lo = max(0, start - NEGATION_WINDOW)
+        return any(t in _NEGATOR_STEMS for t in self.clauses[ci][lo:start])
+
+    def quote(self, ci: int, spans: list[tuple[int, int]]) -> str:
+        """The player's own words at ``spans`` of clause ``ci``, joined by an ellipsis."""
+        words = self.words[ci]
+        return " … ".join(" ".join(dict.fromkeys(words[i : i + n])) for i, n in sorted(spans))
+
+    def affirms(self, groups: tuple[Group, ...]) -> str | None:
+        """A concept keyword: every group in one clause, none just after a negator; the words matched."""
+        if not groups:
+            return None
+        leading_negator = groups[0][0][0] in _NEGATOR_STEMS
+        per_group = [self.positions(g) for g in groups]
+        for ci in sorted(set.intersection(*(set(p) for p in per_group))):
+            spans = []
+            for p in per_group:
+                ok = [(i, n) for i, n in p[ci] if leading_negator or not self.negated(ci, i)]
+                if not ok:
+                    break
+                spans.append(ok[0])
+            else:
+                return self.quote(ci, spans)
+        return None
+
+    def asserts(self, groups: tuple[Group, ...]) -> bool:
+        """A misconception pattern: every group in one clause, no negator in it, no disclaimer."""
+        if not groups:
+            return False
+        per_group = [self.positions(g) for g in groups]
+        for ci in set.intersection(*(set(p) for p in per_group)):
+            clause = self.clauses[ci]
+            # Any negator in the clause, before or after ("fixes nothing"), withdraws the claim, except
+            # one the pattern itself spells ("no + extra + communication").
+            own = {
+                i
+                for g, p in zip(groups, per_group, strict=True)
+                for i, _ in p[ci]
+                if g[0][0] in _NEGATOR_STEMS
+            }
+            negated = any(t in _NEGATOR_STEMS and i not in own for i, t in enumerate(clause))
+            if not negated and not any(t in _DISCLAIMER_STEMS for t in clause):
                 return True
-    return False
+        return False
 
 
-def grade_explanation(answer: str, concepts: Sequence[dict[str, Any]]) -> ExplainGrade:
-    """Which of ``concepts`` (``[{name, keywords: [...]}]``, as in the bank) the answer covers."""
-    index = _index(tokenize(answer))
-    results = []
-    for concept in concepts:
-        matched = next((str(k) for k in concept.get("keywords") or () if _find(index, str(k))), None)
-        results.append(ConceptResult(str(concept["name"]), matched is not None, matched))
-    return ExplainGrade(tuple(results))
+def _fuzzy(word: str, vocabulary: frozenset[str]) -> str:
+    """``word``, or the vocabulary word it is a typo of: same first letter, one edit (two from 9
+    letters); a 5-letter word only by swapping two neighbours ("modle"), since one substitution there
+    turns real words into each other ("state"/"stage").
+    """
+    if (
+        len(word) < 5
+        or word[0].isdigit()
+        or word in FUNCTION_WORDS
+        or stem(word) in _vocabulary_stems(vocabulary)
+    ):
+        return word  # a known word, or another inflection of one ("scaled" for "scale"): not a typo
+    cutoff = 2 if len(word) >= 9 else 1
+    # Sorted, so that a tie between two candidates is broken the same way in every process.
+    candidates = sorted(w for w in vocabulary if w[0] == word[0] and abs(len(w) - len(word)) <= cutoff)
+    best = process.extractOne(word, candidates, scorer=OSA.distance, score_cutoff=cutoff)
+    if best is None:
+        return word
+    if len(word) == 5 and Levenshtein.distance(word, str(best[0])) < 2:
+        return word
+    return str(best[0])
+
+
+@lru_cache(maxsize=256)
+def _vocabulary_stems(vocabulary: frozenset[str]) -> frozenset[str]:
+    return frozenset(stem(w) for w in vocabulary)
+
+
+@lru_cache(maxsize=256)
+def _vocabulary(keywords: tuple[str, ...]) -> frozenset[str]:
+    """The raw (unstemmed) words of a prompt's keywords that typos are corrected toward."""
+    return frozenset(
+        w
+        for k in keywords
+        for w in _TOKEN.findall(_normalise(k.replace("|", " ").replace("+", " ")))
+        if len(w) >= 5 and not w[0].isdigit()
+    )
+
+
+def glue_share(text: str) -> float:
+    """The share of glue words among an answer's whitespace-separated items (code counts as content)."""
+    items = [i for i in _ITEM.findall(_normalise(text)) if any(ch.isalnum() for ch in i)]
+    if not items:
+        return 0.0
+    return sum(i.strip(".,;:!?()'\"") in GLUE_WORDS for i in items) / len(items)
+
+
+def is_salad(text: str) -> bool:
+    """A list of keywords rather than an explanation: several items, almost no function words.
+
+    Code (an assignment or a call, ``x = f(y)``) is exempt: a terse code answer is still an answer.
+    """
+    if _CODE.search(text) or len(_ITEM.findall(text)) < SALAD_MIN_WORDS:
+        return False
+    return glue_share(text) < SALAD_GLUE_SHARE
+
+
+def _strings(value: object) -> list[str]:
+    return [str(v) for v in value] if isinstance(value, list | tuple) else []
+
+
+def _misconceptions(concept: Mapping[str, Any]) -> list[Mapping[str, Any]]:
+    value = concept.get("misconceptions") or ()
+    return [m for m in value if isinstance(m, Mapping)]
+
+
+def _grade_concept(answer: _Answer, concept: Mapping[str, Any]) -> ConceptResult:
+    name = str(concept["name"])
+    for wrong in _misconceptions(concept):
+        if any(answer.asserts(parse_keyword(p)) for p in _strings(wrong.get("patterns"))):
+            return ConceptResult(
+                name, False, misconception=str(wrong.get("claim") or ""), correction=wrong.get("correction")
+            )
+    score = 0.0
+    best: tuple[float, str] | None = None
+    weighted = [(k, 1.0) for k in _strings(concept.get("keywords"))]
+    weighted += [(k, WEAK_WEIGHT) for k in _strings(concept.get("weak"))]
+    for keyword, weight in weighted:
+        groups = parse_keyword(keyword)
+        quoted = answer.affirms(groups)
+        if quoted is None:
+            continue
+        if _is_generic(groups):
+            weight = min(weight, WEAK_WEIGHT)
+        score += weight
+        if best is None or weight > best[0]:
+            best = (weight, quoted)
+    if score >= 1.0 and best is not None:
+        return ConceptResult(name, True, best[1])
+    return ConceptResult(name, False)
+
+
+def grade_explanation(answer: str, concepts: Sequence[Mapping[str, Any]]) -> ExplainGrade:
+    """Grade ``answer`` against ``concepts``: ``[{name, keywords, weak?, misconceptions?}]``, as in a bank."""
+    keywords = [
+        k
+        for c in concepts
+        for k in (
+            _strings(c.get("keywords"))
+            + _strings(c.get("weak"))
+            + [p for m in _misconceptions(c) for p in _strings(m.get("patterns"))]
+        )
+    ]
+    parsed = _Answer(answer, _vocabulary(tuple(keywords)))
+    results = tuple(_grade_concept(parsed, c) for c in concepts)
+    if is_salad(answer) and any(r.covered for r in results):
+        note = "your answer lists keywords; explain in sentences how they fit together"
+        results = tuple(ConceptResult(r.name, False, None, r.misconception, r.correction) for r in results)
+        return ExplainGrade(results, note)
+    return ExplainGrade(results)

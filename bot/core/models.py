@@ -6,8 +6,6 @@ import datetime as dt
 from dataclasses import dataclass, field
 from typing import Any, Literal
 
-Difficulty = Literal["beginner", "intermediate", "advanced", "expert"]
-DIFFICULTY_ORDER: dict[str, int] = {"beginner": 0, "intermediate": 1, "advanced": 2, "expert": 3}
 LETTERS = "ABCDEF"
 Outcome = Literal["correct", "wrong", "timeout"]
 

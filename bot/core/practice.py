@@ -1,4 +1,4 @@
-"""Practice use cases: a 5-question quiz, flashcard review with SM-2, and explain prompts.
+"""Practice use cases: a 5-question quiz, flashcard review with FSRS, the daily nudge, and explain prompts.
 
 Every public method is one service call in its own unit of work. Practice never writes standings,
 points, completions or badges: the competitive leaderboard is untouched, and practice figures come from
@@ -7,21 +7,30 @@ points, completions or badges: the competitive leaderboard is untouched, and pra
 
 from __future__ import annotations
 
+import asyncio
 import datetime as dt
+import functools
+import itertools
+import logging
 import random
 from collections.abc import Callable, Sequence
+from typing import Protocol
 
+from fsrs import Scheduler
+
+from bot.core.cards import PracticeNudgeCard
 from bot.core.errors import InvalidAnswerError, NotFoundError, RankZeroError
 from bot.core.grading import grade_explanation
 from bot.core.models import PlayerRef, Question, QuestionCandidate
-from bot.core.ports import Clock
+from bot.core.ports import Clock, UnitOfWork
 from bot.core.practice_models import (
     DueNudge,
     ExplainPromptCard,
     ExplainResultCard,
     FlashcardCard,
+    NudgeReport,
+    OptimizeOutcome,
     PracticeStatsCard,
-    PracticeUnitOfWork,
     QuizFeedback,
     QuizItemResult,
     QuizQuestionCard,
@@ -29,13 +38,24 @@ from bot.core.practice_models import (
     QuizRow,
     ReviewCardRow,
     ReviewOutcome,
+    ReviewRecord,
     ReviewSummary,
 )
-from bot.core.sm2 import ANKI_DEFAULTS, GRADES, CardState, Grade, Sm2Config, schedule
+from bot.core.srs import GRADES, CardState, Grade, make_scheduler, previews, schedule
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Kind
 
-#: Kinds a practice quiz draws from (every multiple-choice kind of the bank).
-QUIZ_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
+log = logging.getLogger(__name__)
+
 QUIZ_SIZE = 5
+#: Reviews a player needs before their FSRS parameters are optimised: the reviews fsrs's Optimizer
+#: learns from (a card's first 64 reviews, each made a day or more after that card's previous one).
+#: Below 512, its mini-batch size, fsrs returns the default parameters unchanged, so running it earlier
+#: would spend CPU for nothing (fsrs 6.3.2's ``compute_optimal_parameters``).
+OPTIMIZE_MIN_REVIEWS = 512
+#: How long fitted parameters are kept before ``serve`` fits them again to the longer history.
+PARAMETERS_REFRESH = dt.timedelta(days=30)
+#: fsrs's Optimizer reads only the first 64 reviews of each card.
+_OPTIMIZER_SEQ_LEN = 64
 #: Anki's "learn ahead limit": when nothing is due, learning cards due within this are shown early.
 LEARN_AHEAD = dt.timedelta(minutes=20)
 #: Longest explain answer we grade (a chat message is shorter; this bounds the grader's work).
@@ -81,6 +101,41 @@ def format_delay(delta: dt.timedelta) -> str:
     return f"{days / 365:.1f}y"
 
 
+class ParameterOptimizer(Protocol):
+    """Fits FSRS parameters to one player's review history (CPU-bound: run in a worker thread)."""
+
+    def optimize(self, reviews: Sequence[ReviewRecord]) -> tuple[float, ...]:
+        """The optimised parameters (21 floats, within fsrs's bounds)."""
+        ...
+
+
+class NudgeSender(Protocol):
+    """The one platform method the daily nudge needs: a private message to a player."""
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """Tell ``player`` privately (a DM) that flashcards are due; raise if it cannot be delivered."""
+        ...
+
+
+def optimizer_reviews(reviews: Sequence[ReviewRecord]) -> int:
+    """How many of these reviews fsrs's Optimizer learns from: per card, among its first 64 reviews,
+    those made at least a whole day after the card's previous review.
+    """
+    by_card: dict[int, list[dt.datetime]] = {}
+    for r in reviews:
+        by_card.setdefault(r.card_id, []).append(r.reviewed_at)
+    count = 0
+    for times in by_card.values():
+        times = sorted(times)[:_OPTIMIZER_SEQ_LEN]
+        count += sum((later - earlier).days > 0 for earlier, later in itertools.pairwise(times))
+    return count
+
+
+@functools.lru_cache(maxsize=256)
+def _scheduler_for(parameters: tuple[float, ...] | None) -> Scheduler:
+    return make_scheduler(parameters)
+
+
 def _choose_topic(wanted: str | None, topics: Sequence[str], what: str) -> list[str]:
     """Topics matching ``wanted`` (case-insensitive: exact name first, else substring); all if None."""
     if wanted is None or not wanted.strip():
@@ -107,15 +162,13 @@ class PracticeService:
 
     def __init__(
         self,
-        uow_factory: Callable[[], PracticeUnitOfWork],
+        uow_factory: Callable[[], UnitOfWork],
         clock: Clock,
         *,
-        sm2: Sm2Config = ANKI_DEFAULTS,
         seed: int | None = None,
     ) -> None:
         self._uow = uow_factory
         self._clock = clock
-        self._sm2 = sm2
         self._rng = random.Random(seed)
 
     # ------------------------------------------------------------------ quiz
@@ -123,8 +176,9 @@ class PracticeService:
         """Start a quiz of 5 multiple-choice questions (fewer if the topic has fewer); return the first."""
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            candidates = await uow.practice_candidates(player_pk, QUIZ_KINDS)
+            player_pk = await uow.players.ensure_player(player)
+            # A quiz draws from every multiple-choice kind of the bank.
+            candidates = await uow.practice.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS)
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "quiz questions")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
@@ -134,14 +188,14 @@ class PracticeService:
                 )
             picks = _pick(pool, QUIZ_SIZE, self._rng)
             label = topics[0] if topic and len(topics) == 1 else topic
-            quiz = await uow.create_quiz(player_pk, label, [c.version_id for c in picks], now)
+            quiz = await uow.practice.create_quiz(player_pk, label, [c.version_id for c in picks], now)
         card = self._quiz_card(quiz)
         assert card is not None
         return card
 
-    async def _own_quiz(self, uow: PracticeUnitOfWork, player: PlayerRef, quiz_id: int) -> QuizRow:
-        player_pk = await uow.ensure_player(player)
-        quiz = await uow.get_quiz(quiz_id)
+    async def _own_quiz(self, uow: UnitOfWork, player: PlayerRef, quiz_id: int) -> QuizRow:
+        player_pk = await uow.players.ensure_player(player)
+        quiz = await uow.practice.get_quiz(quiz_id)
         if quiz is None or quiz.player_pk != player_pk:
             raise NotFoundError(f"no quiz {quiz_id} of yours: start one with `quiz`")
         return quiz
@@ -184,13 +238,15 @@ class PracticeService:
             if q.choice(chosen) is None:
                 letters = "/".join(c.letter for c in q.choices)
                 raise InvalidAnswerError(f"{letter!r} is not a choice of this question: answer {letters}")
-            recorded = await uow.answer_quiz_item(quiz_id, position, chosen, chosen == q.correct_letter, now)
+            recorded = await uow.practice.answer_quiz_item(
+                quiz_id, position, chosen, chosen == q.correct_letter, now
+            )
             quiz = await self._own_quiz(uow, player, quiz_id)
             answered = [i for i in quiz.items if i.letter is not None]
             score = sum(bool(i.correct) for i in answered)
             finished = len(answered) == len(quiz.items)
             if finished:
-                await uow.finish_quiz(quiz_id, score, now)
+                await uow.practice.finish_quiz(quiz_id, score, now)
             stored = next(i for i in quiz.items if i.position == position)
         return QuizFeedback(
             quiz_id=quiz_id,
@@ -224,12 +280,19 @@ class PracticeService:
         """
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            added = await uow.ensure_review_cards(player_pk, now)
-            totals = await uow.practice_totals(player_pk, now)
+            player_pk = await uow.players.ensure_player(player)
+            added = await uow.practice.ensure_review_cards(player_pk, now)
+            totals = await uow.practice.practice_totals(player_pk, now)
         return ReviewSummary(totals.cards, totals.cards_due, totals.new_cards, added, totals.next_due)
 
-    def _flashcard(self, row: ReviewCardRow, remaining: int, now: dt.datetime) -> FlashcardCard:
+    @staticmethod
+    async def _scheduler(uow: UnitOfWork, player_pk: int) -> Scheduler:
+        """The player's FSRS scheduler: their optimised parameters, else FSRS's defaults."""
+        return _scheduler_for(await uow.practice_settings.fsrs_parameters(player_pk))
+
+    def _flashcard(
+        self, row: ReviewCardRow, remaining: int, now: dt.datetime, scheduler: Scheduler
+    ) -> FlashcardCard:
         q = row.question
         if row.source == "bank":
             front = str(q.extra.get("front") or q.prompt)
@@ -238,11 +301,7 @@ class PracticeService:
             front = q.prompt
             right = next((c for c in q.choices if c.correct), None)
             back = f"{right.letter}. {right.text}" if right else ""
-        previews = []
-        for grade in GRADES:
-            after = schedule(row.state, grade, now, self._sm2)
-            assert after.due is not None
-            previews.append((grade, format_delay(after.due - now)))
+        shown = tuple((g, format_delay(delay)) for g, delay in previews(row.state, now, scheduler))
         return FlashcardCard(
             card_id=row.id,
             question_id=q.id,
@@ -254,7 +313,7 @@ class PracticeService:
             explanation=q.explanation,
             phase=row.state.phase,
             lapses=row.state.lapses,
-            next_intervals=tuple(previews),
+            next_intervals=shown,
             remaining=remaining,
             showing=row.state.reps,
         )
@@ -265,19 +324,22 @@ class PracticeService:
         """
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            due = await uow.due_cards(player_pk, now, 1)
-            totals = await uow.practice_totals(player_pk, now)
+            player_pk = await uow.players.ensure_player(player)
+            due = await uow.practice.due_cards(player_pk, now, 1)
+            totals = await uow.practice.practice_totals(player_pk, now)
             remaining = totals.cards_due
             if not due:
-                due = await uow.due_cards(player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning"))
+                due = await uow.practice.due_cards(
+                    player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning")
+                )
                 remaining = len(due)
-        return self._flashcard(due[0], remaining, now) if due else None
+            scheduler = await self._scheduler(uow, player_pk)
+        return self._flashcard(due[0], remaining, now, scheduler) if due else None
 
     async def grade_card(
         self, player: PlayerRef, card_id: int, grade: Grade | str, showing: int | None = None
     ) -> ReviewOutcome:
-        """Self-grade a card (again/hard/good/easy) and schedule it with SM-2.
+        """Self-grade a card (again/hard/good/easy) and schedule it with FSRS (the player's parameters).
 
         ``showing`` is the card's :attr:`FlashcardCard.showing` (adapters put it in the button id): a
         second grade of the same showing (double click, redelivery) changes nothing and returns
@@ -286,8 +348,8 @@ class PracticeService:
         g = parse_grade(grade)
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            row = await uow.get_review_card(card_id)
+            player_pk = await uow.players.ensure_player(player)
+            row = await uow.practice.get_review_card(card_id)
             if row is None or row.player_pk != player_pk:
                 raise NotFoundError(f"no card {card_id} in your deck: run `review` to get your due cards")
             if showing is not None and showing != row.state.reps:
@@ -295,9 +357,9 @@ class PracticeService:
             if row.state.due is not None and row.state.due > now + LEARN_AHEAD:
                 wait = format_delay(row.state.due - now)
                 raise PracticeError(f"that card is not due yet (next review in {wait}): run `review` later")
-            after = schedule(row.state, g, now, self._sm2)
-            if not await uow.save_review(card_id, row.state, after, g, now):
-                current = await uow.get_review_card(card_id)
+            after = schedule(row.state, g, now, await self._scheduler(uow, player_pk))
+            if not await uow.practice.save_review(card_id, row.state, after, g, now):
+                current = await uow.practice.get_review_card(card_id)
                 assert current is not None
                 return self._outcome(row.id, g, current.state, now, duplicate=True)
         return self._outcome(row.id, g, after, now)
@@ -320,23 +382,123 @@ class PracticeService:
         )
 
     async def players_due(self) -> list[DueNudge]:
-        """Players with cards due now, for a daily nudge (adapters send the DM / ephemeral message)."""
+        """Players with cards due now (opted into the nudge or not)."""
         async with self._uow() as uow:
-            rows = await uow.players_with_due_cards(self._clock.now())
+            rows = await uow.practice.players_with_due_cards(self._clock.now())
         return [DueNudge(p, n) for p, n in rows]
+
+    # ------------------------------------------------------------------ the daily nudge
+    async def set_nudge(self, player: PlayerRef, enabled: bool) -> bool:
+        """Opt the player into (or out of) the daily private reminder of due cards; return the setting."""
+        async with self._uow() as uow:
+            player_pk = await uow.players.ensure_player(player)
+            await uow.practice_settings.set_nudge(player_pk, enabled, self._clock.now())
+        return enabled
+
+    async def nudge_enabled(self, player: PlayerRef) -> bool:
+        """Whether the player opted into the daily reminder (off unless they turned it on)."""
+        async with self._uow() as uow:
+            return await uow.practice_settings.nudge_enabled(await uow.players.ensure_player(player))
+
+    async def send_nudges(
+        self, platform: NudgeSender, *, platforms: frozenset[str] | None = None
+    ) -> NudgeReport:
+        """Remind every opted-in player with cards due, at most once per player and UTC day.
+
+        Each reminder is claimed first (a row unique per player and day, committed before the message
+        is sent), so two processes, or a run repeated within the day, never send it twice. A message
+        the platform refuses releases its claim, so a later run that day tries again. ``platforms``: the
+        players' platforms this process can reach (None: all); the others are left to their process.
+        """
+        now = self._clock.now()
+        day = now.astimezone(dt.UTC).date()
+        async with self._uow() as uow:
+            candidates = await uow.practice_settings.nudge_candidates(now, day)
+        if platforms is not None:
+            candidates = [c for c in candidates if c[1].platform in platforms]
+        sent: list[PlayerRef] = []
+        failed: list[PlayerRef] = []
+        for player_pk, player, due in candidates:
+            async with self._uow() as uow:
+                if not await uow.practice_settings.claim_nudge(player_pk, day, due, now):
+                    continue  # another process reminded this player today
+            try:
+                await platform.send_practice_nudge(player, PracticeNudgeCard(player.display_name, due, day))
+            except Exception:  # one unreachable player (DMs closed, left the server) stops no other
+                log.warning(
+                    "could not send the practice nudge to %s:%s",
+                    player.platform,
+                    player.user_id,
+                    exc_info=True,
+                )
+                async with self._uow() as uow:
+                    await uow.practice_settings.release_nudge(player_pk, day)
+                failed.append(player)
+            else:
+                sent.append(player)
+        return NudgeReport(tuple(sent), tuple(failed))
+
+    # ------------------------------------------------------------------ per-player FSRS parameters
+    async def optimize_parameters(self, player: PlayerRef, optimizer: ParameterOptimizer) -> OptimizeOutcome:
+        """Fit FSRS's parameters to the player's own review history once it is long enough
+        (:data:`OPTIMIZE_MIN_REVIEWS`), store them, and schedule the player's next reviews with them.
+        """
+        async with self._uow() as uow:
+            player_pk = await uow.players.ensure_player(player)
+            history = await uow.practice.review_history(player_pk)
+        usable = optimizer_reviews(history)
+        if usable < OPTIMIZE_MIN_REVIEWS:
+            reason = (
+                f"{usable} of the {OPTIMIZE_MIN_REVIEWS} reviews needed (reviews of a card a day or more "
+                "after its previous one): FSRS's default parameters stay in use"
+            )
+            return OptimizeOutcome(usable, OPTIMIZE_MIN_REVIEWS, False, None, reason)
+        # The optimizer runs torch for seconds: off the event loop, so chat handlers keep answering.
+        parameters = tuple(await asyncio.to_thread(optimizer.optimize, history))
+        make_scheduler(parameters)  # fsrs validates the count and the bounds before anything is stored
+        async with self._uow() as uow:
+            await uow.practice_settings.save_fsrs_parameters(player_pk, parameters, usable, self._clock.now())
+        return OptimizeOutcome(
+            usable, OPTIMIZE_MIN_REVIEWS, True, parameters, f"optimised from {usable} reviews"
+        )
+
+    async def optimize_all(
+        self,
+        optimizer: ParameterOptimizer,
+        *,
+        platforms: frozenset[str] | None = None,
+        refresh: dt.timedelta = PARAMETERS_REFRESH,
+    ) -> list[OptimizeOutcome]:
+        """Fit the parameters of every player with enough reviews whose parameters are missing or older
+        than ``refresh`` (``serve`` runs this daily); one player's failure stops no other.
+        """
+        async with self._uow() as uow:
+            stale_before = self._clock.now() - refresh
+            players = await uow.practice_settings.optimization_candidates(OPTIMIZE_MIN_REVIEWS, stale_before)
+        outcomes = []
+        for player in players:
+            if platforms is not None and player.platform not in platforms:
+                continue
+            try:
+                outcomes.append(await self.optimize_parameters(player, optimizer))
+            except RankZeroError:
+                raise  # the optimizer is not installed: the same for everyone
+            except Exception:
+                log.exception("FSRS optimisation failed for %s:%s", player.platform, player.user_id)
+        return outcomes
 
     # ------------------------------------------------------------------ explain
     async def explain_prompt(self, player: PlayerRef, topic: str | None = None) -> ExplainPromptCard:
         """An explain prompt (optionally on a topic), the one this player practised least first."""
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            candidates = await uow.practice_candidates(player_pk, ("explain",))
+            player_pk = await uow.players.ensure_player(player)
+            candidates = await uow.practice.practice_candidates(player_pk, (Kind.EXPLAIN,))
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "explain prompts")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
                 raise NotFoundError("the question bank has no explain prompts: import it first")
             pick = _pick(pool, 1, self._rng)[0]
-            q = await uow.question_version(pick.version_id)
+            q = await uow.questions.question_version(pick.version_id)
         assert q is not None
         return ExplainPromptCard(
             question_id=q.id,
@@ -359,12 +521,14 @@ class PracticeService:
             )
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            q = await uow.question_version(version_id)
-            if q is None or q.kind != "explain":
+            player_pk = await uow.players.ensure_player(player)
+            q = await uow.questions.question_version(version_id)
+            if q is None or q.kind != Kind.EXPLAIN:
                 raise NotFoundError(f"no explain prompt with version id {version_id}")
             grade = grade_explanation(text, _concepts(q))
-            attempt_id = await uow.add_explain_attempt(player_pk, version_id, text, grade.concepts, now)
+            attempt_id = await uow.practice.add_explain_attempt(
+                player_pk, version_id, text, grade.concepts, now
+            )
         return ExplainResultCard(
             attempt_id=attempt_id,
             question_id=q.id,
@@ -373,6 +537,7 @@ class PracticeService:
             concepts=grade.concepts,
             model_answer=str(q.extra.get("model_answer") or ""),
             explanation=q.explanation,
+            note=grade.note,
         )
 
     # ------------------------------------------------------------------ stats
@@ -380,9 +545,9 @@ class PracticeService:
         """A player's practice figures (separate from the competitive stats)."""
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            t = await uow.practice_totals(player_pk, now)
-            name = await uow.player_name(player_pk)
+            player_pk = await uow.players.ensure_player(player)
+            t = await uow.practice.practice_totals(player_pk, now)
+            name = await uow.players.player_name(player_pk)
         return PracticeStatsCard(
             display_name=name,
             quizzes=t.quizzes,

@@ -1,4 +1,5 @@
-"""Practice modes as data: what to show (cards) and what the practice use cases need from storage (port).
+"""Practice modes as data: what to show (cards) and the rows practice storage returns (its port is
+bot/core/repositories/practice.py: PracticeRepository).
 
 Practice (quiz, flashcard review, explain) lives beside the competitive challenge and never touches
 standings, points or badges; its results are stored in their own tables and reported separately.
@@ -7,14 +8,12 @@ standings, points or badges; its results are stored in their own tables and repo
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import Sequence
 from dataclasses import dataclass
-from typing import Literal, Protocol
+from typing import Literal
 
 from bot.core.grading import ConceptResult
-from bot.core.models import Choice, PlayerRef, Question, QuestionCandidate
-from bot.core.ports import UnitOfWork
-from bot.core.sm2 import CardState, Grade, Phase
+from bot.core.models import Choice, PlayerRef, Question
+from bot.core.srs import CardState, Grade, Phase
 
 CardSource = Literal["bank", "mistake"]
 
@@ -144,11 +143,18 @@ class ExplainResultCard:
     concepts: tuple[ConceptResult, ...]
     model_answer: str
     explanation: str | None
+    #: Why the whole answer earned nothing (it lists keywords instead of explaining), or None.
+    note: str | None = None
 
     @property
     def missed(self) -> tuple[str, ...]:
         """Names of the concepts the answer missed."""
         return tuple(c.name for c in self.concepts if not c.covered)
+
+    @property
+    def misconceptions(self) -> tuple[ConceptResult, ...]:
+        """Concepts failed by a false claim in the answer (each with its claim and correction)."""
+        return tuple(c for c in self.concepts if c.misconception)
 
 
 @dataclass(frozen=True)
@@ -173,6 +179,34 @@ class DueNudge:
 
     player: PlayerRef
     due: int
+
+
+@dataclass(frozen=True)
+class NudgeReport:
+    """What one nudge run did: players reminded, skipped (already reminded today), failed to reach."""
+
+    sent: tuple[PlayerRef, ...]
+    failed: tuple[PlayerRef, ...]
+
+
+@dataclass(frozen=True)
+class OptimizeOutcome:
+    """The result of optimising a player's FSRS parameters from their own review history."""
+
+    reviews: int
+    needed: int
+    optimized: bool
+    parameters: tuple[float, ...] | None
+    reason: str
+
+
+@dataclass(frozen=True)
+class ReviewRecord:
+    """One logged self-grade, as the FSRS optimizer reads it."""
+
+    card_id: int
+    grade: Grade
+    reviewed_at: dt.datetime
 
 
 # ---------------------------------------------------------------------------------------------- port rows
@@ -224,80 +258,3 @@ class PracticeTotals:
     concepts_covered: int
     concepts_total: int
     next_due: dt.datetime | None
-
-
-class PracticeUnitOfWork(UnitOfWork, Protocol):
-    """The unit of work of practice use cases: the core's plus practice tables."""
-
-    async def __aenter__(self) -> PracticeUnitOfWork: ...
-
-    async def question_version(self, version_id: int) -> Question | None:
-        """A stored question version."""
-        ...
-
-    async def practice_candidates(self, player_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
-        """Active questions of these kinds (latest version); ``uses`` = times this player practised it."""
-        ...
-
-    async def create_quiz(
-        self, player_pk: int, topic: str | None, version_ids: Sequence[int], now: dt.datetime
-    ) -> QuizRow:
-        """Store a new quiz with its questions in order."""
-        ...
-
-    async def get_quiz(self, quiz_id: int) -> QuizRow | None:
-        """A quiz with its items."""
-        ...
-
-    async def answer_quiz_item(
-        self, quiz_id: int, position: int, letter: str, correct: bool, now: dt.datetime
-    ) -> bool:
-        """Record the answer to one quiz question once (``WHERE letter IS NULL``); True if recorded."""
-        ...
-
-    async def finish_quiz(self, quiz_id: int, correct: int, now: dt.datetime) -> bool:
-        """Mark a quiz finished with its score once; True for the call that finished it."""
-        ...
-
-    async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
-        """Give the player a card for every active bank flashcard and every challenge question they got
-        wrong or timed out on (idempotent: unique per player and question); return how many were added.
-        """
-        ...
-
-    async def due_cards(
-        self, player_pk: int, until: dt.datetime, limit: int, phases: Sequence[str] | None = None
-    ) -> list[ReviewCardRow]:
-        """The player's cards due by ``until`` (optionally of these phases), soonest first."""
-        ...
-
-    async def get_review_card(self, card_id: int) -> ReviewCardRow | None:
-        """A card by id."""
-        ...
-
-    async def save_review(
-        self, card_id: int, before: CardState, after: CardState, grade: Grade, now: dt.datetime
-    ) -> bool:
-        """Store a card's new state if it is still ``before`` (a second grade of the same showing is
-        refused: False) and log the review.
-        """
-        ...
-
-    async def practice_totals(self, player_pk: int, now: dt.datetime) -> PracticeTotals:
-        """Counts of the player's quizzes, reviews, cards and explain attempts."""
-        ...
-
-    async def add_explain_attempt(
-        self,
-        player_pk: int,
-        version_id: int,
-        answer: str,
-        concepts: Sequence[ConceptResult],
-        now: dt.datetime,
-    ) -> int:
-        """Store a graded explain answer; return its id."""
-        ...
-
-    async def players_with_due_cards(self, now: dt.datetime) -> list[tuple[PlayerRef, int]]:
-        """Players with at least one card due, and how many."""
-        ...

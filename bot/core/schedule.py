@@ -11,9 +11,9 @@ import datetime as dt
 import re
 from dataclasses import dataclass, replace
 
+from bot.core.calendar import zone
 from bot.core.errors import ConfigurationError
 from bot.core.models import ChannelRef
-from bot.core.service import zone
 
 #: ISO weekday (Monday=1) of each day name, as APScheduler's cron ``day_of_week`` also spells them.
 WEEKDAYS: dict[str, int] = {"mon": 1, "tue": 2, "wed": 3, "thu": 4, "fri": 5, "sat": 6, "sun": 7}

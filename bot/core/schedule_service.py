@@ -27,7 +27,9 @@ from bot.core.schedule import (
     slot_on,
     window_end,
 )
-from bot.core.service import QuizService, period_keys, scope_keys
+from bot.core.service import QuizService
+from bot.core.standings import PeriodKey, ScopeKey
+from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
 
@@ -118,8 +120,8 @@ class ScheduleService:
         """
         _require_admin(actor)
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
-            current = await uow.get_schedule(channel_pk)
+            channel_pk = await uow.players.ensure_channel(channel)
+            current = await uow.schedules.get_schedule(channel_pk)
             config = merge(
                 current.config if current else None,
                 post_time=post_time,
@@ -133,7 +135,7 @@ class ScheduleService:
                 weekly_summary=weekly_summary,
                 default_timezone=channel.timezone if channel.timezone != "UTC" else self._default_tz,
             )
-            saved = await uow.save_schedule(channel_pk, config, self._clock.now())
+            saved = await uow.schedules.save_schedule(channel_pk, config, self._clock.now())
         log.info("schedule of %s set: %s", channel.channel_id, saved.config)
         await self._changed()
         return saved
@@ -142,11 +144,11 @@ class ScheduleService:
         """Pause (or resume) a channel's schedule (admin); open challenges still close on time."""
         _require_admin(actor)
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
-            current = await uow.get_schedule(channel_pk)
+            channel_pk = await uow.players.ensure_channel(channel)
+            current = await uow.schedules.get_schedule(channel_pk)
             if current is None:
                 raise NotFoundError("this channel has no schedule: set one first (schedule set --time 09:00)")
-            saved = await uow.save_schedule(
+            saved = await uow.schedules.save_schedule(
                 channel_pk, replace(current.config, paused=paused), self._clock.now()
             )
         await self._changed()
@@ -155,8 +157,8 @@ class ScheduleService:
     async def show_schedule(self, channel: ChannelRef, upcoming: int = 3) -> ScheduleView | None:
         """A channel's schedule and its next ``upcoming`` post times (none while paused)."""
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
-            schedule = await uow.get_schedule(channel_pk)
+            channel_pk = await uow.players.ensure_channel(channel)
+            schedule = await uow.schedules.get_schedule(channel_pk)
         if schedule is None:
             return None
         posts: list[dt.datetime] = []
@@ -170,16 +172,16 @@ class ScheduleService:
     async def schedules(self) -> list[Schedule]:
         """Every stored schedule."""
         async with self._uow() as uow:
-            return await uow.list_schedules()
+            return await uow.schedules.list_schedules()
 
     async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
         """(challenge id, channel pk, closes_at) of every open challenge with a closing time."""
         async with self._uow() as uow:
-            return await uow.open_windows()
+            return await uow.challenges.open_windows()
 
     async def _schedule(self, channel_pk: int) -> Schedule | None:
         async with self._uow() as uow:
-            return await uow.get_schedule(channel_pk)
+            return await uow.schedules.get_schedule(channel_pk)
 
     @staticmethod
     def reminder_at(schedule: Schedule | None, closes_at: dt.datetime) -> dt.datetime | None:
@@ -205,7 +207,7 @@ class ScheduleService:
             return PostOutcome("skipped", "no slot in the past week")
         day = local_date(cfg, slot)
         async with self._uow() as uow:
-            existing = await uow.get_challenge(channel_pk, day)
+            existing = await uow.challenges.get_challenge(channel_pk, day)
         if existing is not None and existing.closes_at is not None:
             # Posted already (another process, this job before a restart, an admin's post-now): nothing
             # was missed, whatever the time is now.
@@ -262,10 +264,10 @@ class ScheduleService:
         schedule's window and is posted now, by the one caller that gave it the window.
         """
         async with self._uow() as uow:
-            adopted = await uow.adopt_window(challenge.id, closes_at)
+            adopted = await uow.challenges.adopt_window(challenge.id, closes_at)
         if not adopted:  # another process adopted it first
             async with self._uow() as uow:
-                current = await uow.get_challenge_by_id(challenge.id)
+                current = await uow.challenges.get_challenge_by_id(challenge.id)
             closes = current.closes_at if current is not None else None
             reminder = self.reminder_at(schedule, closes) if closes else None
             return PostOutcome("posted", "already posted", challenge.id, closes, reminder)
@@ -275,7 +277,7 @@ class ScheduleService:
             ref = await self._platform.post_challenge(schedule.channel, card)
             if ref is not None:
                 async with self._uow() as uow:
-                    await uow.set_message_ref(challenge.id, ref)
+                    await uow.challenges.set_message_ref(challenge.id, ref)
         return PostOutcome(
             "posted",
             "opened earlier; given the schedule's window",
@@ -295,7 +297,7 @@ class ScheduleService:
         _require_admin(actor)
         now = self._clock.now()
         async with self._uow() as uow:
-            schedule = await uow.get_schedule(await uow.ensure_channel(channel))
+            schedule = await uow.schedules.get_schedule(await uow.players.ensure_channel(channel))
         if schedule is None:
             return await self._quiz.post_daily(channel)
         cfg = schedule.config
@@ -324,10 +326,12 @@ class ScheduleService:
         """Post the closing reminder once (claimed in the database); False if claimed or closed."""
         now = self._clock.now()
         async with self._uow() as uow:
-            challenge = await uow.get_challenge_by_id(challenge_id)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
             if challenge is None or challenge.status != "open" or challenge.closes_at is None:
                 return False
-            if now >= challenge.closes_at or not await uow.claim("reminder", str(challenge_id), now):
+            if now >= challenge.closes_at or not await uow.schedules.claim(
+                "reminder", str(challenge_id), now
+            ):
                 return False
         card = ReminderCard(challenge.id, challenge.title, challenge.day, challenge.closes_at)
         if self._platform is not None:
@@ -342,7 +346,7 @@ class ScheduleService:
         """
         now = self._clock.now()
         async with self._uow() as uow:
-            schedule = await uow.get_schedule(channel_pk)
+            schedule = await uow.schedules.get_schedule(channel_pk)
             if schedule is None or schedule.config.paused:
                 return None
             cfg, summary_day = schedule.config, schedule.config.summary_day
@@ -355,13 +359,12 @@ class ScheduleService:
             # a Monday summary (the default suggestion) reports the full week just ended. From the slot,
             # not from now: a summary made up after midnight still reports the same week.
             week_day = local_date(cfg, slot) - dt.timedelta(days=1)
-            week_key = period_keys(week_day)[2]
-            if not await uow.claim("summary", f"{channel_pk}:{week_key}", now):
+            week = PeriodKey.week(week_day)
+            if not await uow.schedules.claim("summary", f"{channel_pk}:{week.key}", now):
                 return None
-            scope = scope_keys(channel_pk, schedule.channel)[0]
-            rows, _, total = await uow.leaderboard(scope, week_key, 10, None)
+            rows, _, total = await uow.standings.leaderboard(ScopeKey.channel(channel_pk), week, 10, None)
         card = LeaderboardCard(
-            "channel", "week", f"Weekly summary · {week_key[2:]}", tuple(rows), None, total
+            Scope.CHANNEL, Period.WEEK, f"Weekly summary · {week.label}", tuple(rows), None, total
         )
         if self._platform is not None:
             await self._platform.post_weekly_summary(schedule.channel, card)

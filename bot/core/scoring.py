@@ -19,9 +19,17 @@ import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
-from bot.core.models import DIFFICULTY_ORDER, QuestionCandidate
+from bot.core.models import QuestionCandidate
+from bot.core.vocabulary import Difficulty
 
-BASE_POINTS: dict[str, int] = {"beginner": 50, "intermediate": 100, "advanced": 150, "expert": 200}
+#: Base points by difficulty, keyed by the members (all of them: tests/test_vocabulary.py checks it) and
+#: read with the plain strings questions carry (a member hashes as its value: no conversion per answer).
+BASE_POINTS: dict[str, int] = {
+    Difficulty.BEGINNER: 50,
+    Difficulty.INTERMEDIATE: 100,
+    Difficulty.ADVANCED: 150,
+    Difficulty.EXPERT: 200,
+}
 SPEED_BONUS_SHARE = 0.2
 HINT_COST_SHARE = 0.25
 SECOND_ATTEMPT_FACTOR = 0.5
@@ -132,14 +140,17 @@ def badges_earned(
     return earned
 
 
-def difficulty_ramp(n: int) -> list[str]:
+def difficulty_ramp(n: int) -> list[Difficulty]:
     """Target difficulties for n problems, ramping from intermediate to expert (5 -> I, I, A, A, E)."""
-    levels = ["intermediate", "advanced", "expert"]
+    levels = [Difficulty.INTERMEDIATE, Difficulty.ADVANCED, Difficulty.EXPERT]
     if n <= 1:
-        return ["intermediate"][:n]
+        return levels[:n]
     # Spread the three levels over n slots; the last slot is always expert.
-    return [levels[min(2, (i * 3) // n)] if i < n - 1 else "expert" for i in range(n)]
+    return [levels[min(2, (i * 3) // n)] if i < n - 1 else Difficulty.EXPERT for i in range(n)]
 
+
+#: A difficulty's rank by its plain string (candidates come from the database as strings).
+_RANKS: dict[str, int] = {level.value: level.rank for level in Difficulty}
 
 #: Days a family rests in a channel after one of its instances was asked there.
 FAMILY_REST_DAYS = 7
@@ -187,13 +198,13 @@ def pick_problems(
         topics = {c.topic for c in chosen}
 
         def rank(
-            c: QuestionCandidate, target: str = target, topics: set[str] = topics
+            c: QuestionCandidate, target: Difficulty = target, topics: set[str] = topics
         ) -> tuple[int, int, float]:
-            distance = abs(DIFFICULTY_ORDER[c.difficulty] - DIFFICULTY_ORDER[target])
+            distance = abs(_RANKS[c.difficulty] - target.rank)
             return (distance, 1 if c.topic in topics else 0, used[c.family] / size[c.family])
 
         best = min(pool, key=rank)
         chosen.append(best)
         remaining.remove(best)
-    chosen.sort(key=lambda c: DIFFICULTY_ORDER[c.difficulty])
+    chosen.sort(key=lambda c: _RANKS[c.difficulty])
     return chosen

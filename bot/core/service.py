@@ -13,9 +13,9 @@ import logging
 import random
 from collections.abc import Callable, Sequence
 from typing import Any
-from zoneinfo import ZoneInfo, ZoneInfoNotFoundError
 
 from bot.core import scoring
+from bot.core.calendar import local_day
 from bot.core.cards import (
     BadgeAward,
     ChallengeCard,
@@ -57,23 +57,19 @@ from bot.core.models import (
 )
 from bot.core.ports import (
     AlreadyExistsError,
-    AnswerWrite,
     AttemptConflictError,
     ChatPlatform,
     Clock,
-    CompletionRow,
-    QuestionRow,
-    SyncReport,
     TransientConflictError,
     UnitOfWork,
 )
+from bot.core.repositories import AnswerWrite, CompletionRow, QuestionRow, SyncReport
+from bot.core.standings import PeriodKey, ScopeKey, standing_keys
 from bot.core.transactions import OwnTransactions, Transactions
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Period, Scope, parse_enum
 
 log = logging.getLogger(__name__)
 
-CHALLENGE_KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
-SCOPES = ("channel", "workspace")
-PERIODS = ("today", "week", "all")
 #: How many times a conflicting attempt insert is retried before reporting "no attempts left".
 _ATTEMPT_RETRIES = 5
 #: Closing a challenge again after the database aborted it to break a deadlock.
@@ -82,32 +78,6 @@ _CLOSE_RETRIES = 3
 STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
 #: At most this many streak lines in a results post (longest first).
 RESULTS_STREAKS = 10
-
-
-def zone(name: str) -> ZoneInfo:
-    """The IANA timezone ``name``, or a ConfigurationError that says how to fix it."""
-    try:
-        return ZoneInfo(name)
-    except (ZoneInfoNotFoundError, ValueError):
-        raise ConfigurationError(
-            f"unknown timezone {name!r}: use an IANA name such as 'Europe/Berlin' or 'America/New_York'"
-        ) from None
-
-
-def local_day(now: dt.datetime, tz: str) -> dt.date:
-    """The calendar date of ``now`` in timezone ``tz``."""
-    return now.astimezone(zone(tz)).date()
-
-
-def period_keys(day: dt.date) -> tuple[str, str, str]:
-    """Standing period keys a challenge day counts towards: all time, the day, its ISO week."""
-    year, week, _ = day.isocalendar()
-    return ("all", f"d:{day.isoformat()}", f"w:{year}-W{week:02d}")
-
-
-def scope_keys(channel_pk: int, channel: ChannelRef) -> tuple[str, str]:
-    """Standing scope keys: the channel and its workspace (Discord server / Slack workspace)."""
-    return (f"ch:{channel_pk}", f"ws:{channel.platform}:{channel.workspace_id}")
 
 
 def _player_key(actor: Actor) -> tuple[str, str]:
@@ -165,7 +135,7 @@ class QuizService:
         day = day or local_day(now, channel.timezone)
 
         async def find(uow: UnitOfWork) -> Challenge | None:
-            return await uow.find_challenge(channel, day)
+            return await uow.challenges.find_challenge(channel, day)
 
         # Every player's first click reads the day's challenge: one lookup, grouped with the start and
         # answer calls of the moment when it exists.
@@ -173,11 +143,11 @@ class QuizService:
         if existing is not None:
             return existing, False
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
-            existing = await uow.get_challenge(channel_pk, day)
+            channel_pk = await uow.players.ensure_channel(channel)
+            existing = await uow.challenges.get_challenge(channel_pk, day)
             if existing is not None:  # created since the lookup above
                 return existing, False
-            candidates = await uow.question_candidates(channel_pk, CHALLENGE_KINDS)
+            candidates = await uow.questions.question_candidates(channel_pk, MULTIPLE_CHOICE_KINDS)
             if not candidates:
                 raise NotFoundError(
                     "the question bank is empty: import questions first "
@@ -187,7 +157,7 @@ class QuizService:
             picks = scoring.pick_problems(candidates, problems or self._n, rng, day)
             title = f"Multi-GPU challenge · {day.isoformat()}"
             try:
-                challenge = await uow.create_challenge(
+                challenge = await uow.challenges.create_challenge(
                     channel_pk,
                     day,
                     title,
@@ -202,8 +172,8 @@ class QuizService:
         if challenge is None:
             # Another process created it between our read and insert: read theirs.
             async with self._uow() as uow:
-                channel_pk = await uow.ensure_channel(channel)
-                found = await uow.get_challenge(channel_pk, day)
+                channel_pk = await uow.players.ensure_channel(channel)
+                found = await uow.challenges.get_challenge(channel_pk, day)
             if found is None:  # pragma: no cover - unique key guarantees it exists
                 raise NotFoundError("challenge vanished after a concurrent create")
             return found, False
@@ -239,12 +209,12 @@ class QuizService:
                 # the bot may post, a Discord permission fix) creates and posts it again; a challenge
                 # already played stays and is posted again through the claim above.
                 async with self._uow() as uow:
-                    removed = await uow.delete_unposted_challenge(challenge.id)
+                    removed = await uow.challenges.delete_unposted_challenge(challenge.id)
                 log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
                 raise
             if ref is not None:
                 async with self._uow() as uow:
-                    await uow.set_message_ref(challenge.id, ref)
+                    await uow.challenges.set_message_ref(challenge.id, ref)
         return card
 
     async def _claim_post(self, challenge: Challenge, created: bool) -> bool:
@@ -256,7 +226,7 @@ class QuizService:
             return False
         now = self._clock.now()
         async with self._uow() as uow:
-            claimed = await uow.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
+            claimed = await uow.schedules.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
         # The creator always posts: its claim only keeps re-posters off during its first minute. A claim it
         # finds taken belongs to a refused challenge removed this minute whose id SQLite gave out again.
         return claimed or created
@@ -279,7 +249,7 @@ class QuizService:
     async def get_challenge(self, challenge_id: int) -> Challenge:
         """A challenge by id, or NotFoundError."""
         async with self._uow() as uow:
-            challenge = await uow.get_challenge_by_id(challenge_id)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
         if challenge is None:
             raise NotFoundError(f"no challenge with id {challenge_id}")
         return challenge
@@ -289,13 +259,13 @@ class QuizService:
         creates one (only a post does, so that every challenge is posted and gets its window).
         """
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
+            channel_pk = await uow.players.ensure_channel(channel)
             if day is None:
                 # "Today" in the schedule's timezone when there is one: that is the day posts are made on.
-                schedule = await uow.get_schedule(channel_pk)
+                schedule = await uow.schedules.get_schedule(channel_pk)
                 tz = schedule.config.timezone if schedule is not None else channel.timezone
                 day = local_day(self._clock.now(), tz)
-            found = await uow.get_challenge(channel_pk, day)
+            found = await uow.challenges.get_challenge(channel_pk, day)
         return self.challenge_card(found) if found is not None else None
 
     async def close_open_challenge(
@@ -307,9 +277,9 @@ class QuizService:
         latest one already closed, or an id of another channel); None when a concurrent close won.
         """
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
+            channel_pk = await uow.players.ensure_channel(channel)
             if challenge_id is None:
-                challenge = await uow.latest_challenge(channel_pk)
+                challenge = await uow.challenges.latest_challenge(channel_pk)
                 if challenge is None:
                     raise NotFoundError("this channel has no challenge to close")
                 if challenge.status != "open":
@@ -318,7 +288,7 @@ class QuizService:
                         "closed; give an id to close an older one"
                     )
             else:
-                challenge = await uow.get_challenge_by_id(challenge_id)
+                challenge = await uow.challenges.get_challenge_by_id(challenge_id)
                 if challenge is None or challenge.channel_pk != channel_pk:
                     raise NotFoundError(f"no challenge with id {challenge_id} in this channel")
                 if challenge.status != "open":
@@ -328,8 +298,10 @@ class QuizService:
     # ------------------------------------------------------------------ playing
     async def _problem(self, uow: UnitOfWork, problem_id: int) -> tuple[Challenge, Problem]:
         # Problems are read through their challenge so every check sees the challenge's status.
-        challenge_id = await uow.challenge_id_of_problem(problem_id)
-        challenge = await uow.get_challenge_by_id(challenge_id) if challenge_id is not None else None
+        challenge_id = await uow.challenges.challenge_id_of_problem(problem_id)
+        challenge = (
+            await uow.challenges.get_challenge_by_id(challenge_id) if challenge_id is not None else None
+        )
         if challenge is None:
             raise NotFoundError(f"no problem with id {problem_id}")
         return challenge, next(p for p in challenge.problems if p.id == problem_id)
@@ -362,11 +334,13 @@ class QuizService:
         """The first problem of the challenge that is not over for this player (None when all are)."""
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(actor.player)
-            challenge = await uow.get_challenge_by_id(challenge_id)
+            player_pk = await uow.players.ensure_player(actor.player)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
             if challenge is None:
                 raise NotFoundError(f"no challenge with id {challenge_id}")
-            sessions = {s.problem_id: s for s in await uow.sessions_in_challenge(challenge_id, player_pk)}
+            sessions = {
+                s.problem_id: s for s in await uow.plays.sessions_in_challenge(challenge_id, player_pk)
+            }
             # A problem left running past its deadline (the player quit) is over: record the time-out
             # now, so completion and streaks do not wait for the challenge to close.
             for running in sessions.values():
@@ -383,7 +357,7 @@ class QuizService:
         now = self._clock.now()
 
         async def job(uow: UnitOfWork) -> ProblemCard:
-            ctx = await uow.play_context(problem_id, actor.player)
+            ctx = await uow.plays.play_context(problem_id, actor.player)
             if ctx is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
             challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
@@ -392,12 +366,12 @@ class QuizService:
             if session is None:
                 player_pk = ctx.player_pk
                 if player_pk is None:
-                    player_pk = await uow.ensure_player(actor.player, likely_new=True)
+                    player_pk = await uow.players.ensure_player(actor.player, likely_new=True)
                 deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
-                session = await uow.create_session(problem_id, player_pk, now, deadline)
+                session = await uow.plays.create_session(problem_id, player_pk, now, deadline)
             if not session.finished and now >= session.deadline:
                 await self._finish_timeout(uow, challenge, session)
-                session = await uow.get_session(problem_id, session.player_pk) or session
+                session = await uow.plays.get_session(problem_id, session.player_pk) or session
             return self._problem_card(challenge, problem, session)
 
         return await self._tx.run(job, _player_key(actor))
@@ -406,8 +380,8 @@ class QuizService:
         """The player's current view of a started problem."""
         async with self._uow() as uow:
             challenge, problem = await self._problem(uow, problem_id)
-            player_pk = await uow.ensure_player(actor.player)
-            session = await uow.get_session(problem_id, player_pk)
+            player_pk = await uow.players.ensure_player(actor.player)
+            session = await uow.plays.get_session(problem_id, player_pk)
         if session is None:
             raise NotStartedError("press Start first: the problem has not been started")
         return self._problem_card(challenge, problem, session)
@@ -417,8 +391,8 @@ class QuizService:
         now = self._clock.now()
         async with self._uow() as uow:
             challenge, problem = await self._problem(uow, problem_id)
-            player_pk = await uow.ensure_player(actor.player)
-            session = await uow.get_session(problem_id, player_pk)
+            player_pk = await uow.players.ensure_player(actor.player)
+            session = await uow.plays.get_session(problem_id, player_pk)
             if session is None:
                 raise NotStartedError("start the problem before asking for its hint")
             if not problem.question.hint:
@@ -428,7 +402,7 @@ class QuizService:
                 await uow.commit()
                 raise TimeUpError("time is up for this problem: no hint needed any more")
             if not session.finished:
-                await uow.mark_hint(session.id, now)
+                await uow.plays.mark_hint(session.id, now)
         return HintCard(problem_id, problem.question.hint, scoring.hint_cost(problem.question.difficulty))
 
     async def answer(
@@ -456,7 +430,7 @@ class QuizService:
             async with self._uow() as fresh:
                 return await self._replay(actor, problem_id, fresh)
         _, problem = await self._problem(uow, problem_id)
-        session = await uow.get_session(problem_id, await uow.ensure_player(actor.player))
+        session = await uow.plays.get_session(problem_id, await uow.players.ensure_player(actor.player))
         if session is None:
             raise NotStartedError("start the problem before answering it")
         return self._feedback(problem, session, duplicate=True)
@@ -467,7 +441,7 @@ class QuizService:
         now = self._clock.now()
 
         async def job(uow: UnitOfWork) -> Feedback | None:
-            ctx = await uow.play_context(problem_id, actor.player, idempotency_key, for_answer=True)
+            ctx = await uow.plays.play_context(problem_id, actor.player, idempotency_key, for_answer=True)
             if ctx is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
             challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
@@ -517,12 +491,22 @@ class QuizService:
                 )
             standings = None
             if correct:
-                standings = (scope_keys(challenge.channel_pk, challenge.channel), period_keys(challenge.day))
+                standings = standing_keys(challenge.channel_pk, challenge.channel, challenge.day)
             # All the answer's writes at once (one statement on PostgreSQL): attempt, end, standings.
-            ended = await uow.record_answer(
+            ended = await uow.plays.record_answer(
                 AnswerWrite(
-                    session.id, session.player_pk, q.version_id, attempt_no, letter, correct, now, elapsed_ms,
-                    idempotency_key, outcome, points, standings,
+                    session.id,
+                    session.player_pk,
+                    q.version_id,
+                    attempt_no,
+                    letter,
+                    correct,
+                    now,
+                    elapsed_ms,
+                    idempotency_key,
+                    outcome,
+                    points,
+                    standings,
                 )
             )
             session = dataclasses.replace(
@@ -531,7 +515,7 @@ class QuizService:
             if outcome is not None:
                 if not ended:
                     # Ended concurrently (the challenge closed): report what is stored.
-                    stored = await uow.get_session(problem_id, session.player_pk)
+                    stored = await uow.plays.get_session(problem_id, session.player_pk)
                     return self._feedback(problem, stored or session)
                 session = dataclasses.replace(session, outcome=outcome, points=points, finished_at=now)
                 await self._after_finish(uow, challenge, session.player_pk, ctx.finished)
@@ -573,8 +557,8 @@ class QuizService:
         now = self._clock.now()
         async with self._uow() as uow:
             challenge, problem = await self._problem(uow, problem_id)
-            player_pk = await uow.ensure_player(actor.player)
-            session = await uow.get_session(problem_id, player_pk)
+            player_pk = await uow.players.ensure_player(actor.player)
+            session = await uow.plays.get_session(problem_id, player_pk)
             if session is None:
                 raise NotStartedError("the problem was never started")
             if not session.finished:
@@ -582,11 +566,11 @@ class QuizService:
                     left = (session.deadline - now).total_seconds()
                     raise ProblemOverError(f"time is not up yet: {left:.0f} s left")
                 await self._finish_timeout(uow, challenge, session)
-                session = await uow.get_session(problem_id, player_pk) or session
+                session = await uow.plays.get_session(problem_id, player_pk) or session
         return self._feedback(problem, session)
 
     async def _finish_timeout(self, uow: UnitOfWork, challenge: Challenge, session: PlaySession) -> None:
-        if await uow.finish_session(session.id, "timeout", 0, session.deadline):
+        if await uow.plays.finish_session(session.id, "timeout", 0, session.deadline):
             await self._after_finish(uow, challenge, session.player_pk)
 
     async def _after_finish(
@@ -602,9 +586,9 @@ class QuizService:
         if finished_before is not None:
             if finished_before + 1 < challenge.problem_count:
                 return []
-        elif await uow.finished_count(challenge.id, player_pk) < challenge.problem_count:
+        elif await uow.plays.finished_count(challenge.id, player_pk) < challenge.problem_count:
             return []
-        sessions = await uow.sessions_in_challenge(challenge.id, player_pk)
+        sessions = await uow.plays.sessions_in_challenge(challenge.id, player_pk)
         if len(sessions) < challenge.problem_count or not all(s.finished for s in sessions):
             return []
         correct = [s for s in sessions if s.outcome == "correct"]
@@ -620,26 +604,28 @@ class QuizService:
             hints_used=sum(1 for s in sessions if s.hint_used),
             max_answer_s=max_answer_s,
         )
-        if not await uow.record_completion(challenge, player_pk, row, sum(s.points for s in sessions)):
+        if not await uow.standings.record_completion(
+            challenge, player_pk, row, sum(s.points for s in sessions)
+        ):
             return []
-        history = await uow.completions(player_pk, challenge.channel_pk)
+        history = await uow.standings.completions(player_pk, challenge.channel_pk)
         perfect = [c.day for c in history if c.problems and c.correct == c.problems]
         outcome = scoring.ChallengeOutcome(
             row.day, row.problems, row.correct, row.hints_used, row.max_answer_s
         )
         awards = scoring.badges_earned(outcome, perfect, [c.day for c in history])
-        return await uow.award_badges(player_pk, challenge.id, awards, self._clock.now())
+        return await uow.standings.award_badges(player_pk, challenge.id, awards, self._clock.now())
 
     async def summary(self, actor: Actor, challenge_id: int) -> PlayerChallengeSummary:
         """The player's score on a challenge, badges earned on it and current streak."""
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(actor.player)
-            challenge = await uow.get_challenge_by_id(challenge_id)
+            player_pk = await uow.players.ensure_player(actor.player)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
             if challenge is None:
                 raise NotFoundError(f"no challenge with id {challenge_id}")
-            sessions = await uow.sessions_in_challenge(challenge_id, player_pk)
-            badges = [b for p, b in await uow.challenge_badges(challenge_id) if p == player_pk]
-            history = await uow.completions(player_pk, challenge.channel_pk)
+            sessions = await uow.plays.sessions_in_challenge(challenge_id, player_pk)
+            badges = [b for p, b in await uow.standings.challenge_badges(challenge_id) if p == player_pk]
+            history = await uow.standings.completions(player_pk, challenge.channel_pk)
         today = local_day(self._clock.now(), challenge.channel.timezone)
         return PlayerChallengeSummary(
             challenge_id=challenge_id,
@@ -671,19 +657,21 @@ class QuizService:
     async def _close_once(self, challenge_id: int) -> ResultsCard | None:
         now = self._clock.now()
         async with self._uow() as uow:
-            challenge = await uow.get_challenge_by_id(challenge_id)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
             if challenge is None:
                 raise NotFoundError(f"no challenge with id {challenge_id}")
-            if not await uow.close_challenge(challenge_id, now):
+            if not await uow.challenges.close_challenge(challenge_id, now):
                 return None
-            for _sid, player_pk in await uow.expire_sessions(challenge_id, now):
+            for _sid, player_pk in await uow.plays.expire_sessions(challenge_id, now):
                 await self._after_finish(uow, challenge, player_pk)
             # Backstop: on PostgreSQL a player's last two problems ending concurrently can each see the
             # other still running, so neither records the completion; every session is over now.
-            for player_pk in await uow.players_missing_completion(challenge_id, challenge.problem_count):
+            for player_pk in await uow.plays.players_missing_completion(
+                challenge_id, challenge.problem_count
+            ):
                 await self._after_finish(uow, challenge, player_pk)
             card = await self._results(uow, challenge)
-            notes = await uow.disputes.take_correction_notes(challenge.channel_pk, now)
+            notes = await uow.corrections.take_correction_notes(challenge.channel_pk, now)
             card = dataclasses.replace(card, notes=tuple(notes))
         if self._platform is not None:
             await self._platform.post_results(challenge.channel, card, challenge.message_ref)
@@ -692,18 +680,18 @@ class QuizService:
     async def results(self, challenge_id: int) -> ResultsCard:
         """The results of a challenge as they stand (closed or not)."""
         async with self._uow() as uow:
-            challenge = await uow.get_challenge_by_id(challenge_id)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
             if challenge is None:
                 raise NotFoundError(f"no challenge with id {challenge_id}")
             return await self._results(uow, challenge)
 
     async def _results(self, uow: UnitOfWork, challenge: Challenge) -> ResultsCard:
-        tallies = {t.problem_id: t for t in await uow.problem_tallies(challenge.id)}
-        standings = await uow.challenge_standings(challenge.id)
+        tallies = {t.problem_id: t for t in await uow.plays.problem_tallies(challenge.id)}
+        standings = await uow.standings.challenge_standings(challenge.id)
         names = {r.player_pk: r.display_name for r in standings}
         badges = []
-        for player_pk, code in await uow.challenge_badges(challenge.id):
-            name = names.get(player_pk) or await uow.player_name(player_pk)
+        for player_pk, code in await uow.standings.challenge_badges(challenge.id):
+            name = names.get(player_pk) or await uow.players.player_name(player_pk)
             badges.append((name, _award(code)))
         problems = []
         for p in challenge.problems:
@@ -742,7 +730,9 @@ class QuizService:
         From the completions the badges use, so the post agrees with the 7/30-day streak badges; one
         query for all the day's players.
         """
-        completed = await uow.completion_days(challenge.channel_pk, [row.player_pk for row in standings])
+        completed = await uow.standings.completion_days(
+            challenge.channel_pk, [row.player_pk for row in standings]
+        )
         lines: list[StreakLine] = []
         for row in standings:
             days = completed[row.player_pk]
@@ -759,39 +749,42 @@ class QuizService:
         self,
         channel: ChannelRef,
         *,
-        scope: str = "channel",
-        period: str = "all",
+        scope: Scope | str = Scope.CHANNEL,
+        period: Period | str = Period.ALL,
         player: PlayerRef | None = None,
         limit: int = 10,
     ) -> LeaderboardCard:
-        """Top ``limit`` players of a channel or its workspace for today, this week or all time."""
-        if scope not in SCOPES:
-            raise ConfigurationError(f"unknown scope {scope!r}: use one of {', '.join(SCOPES)}")
-        if period not in PERIODS:
-            raise ConfigurationError(f"unknown period {period!r}: use one of {', '.join(PERIODS)}")
+        """Top ``limit`` players of a channel or its workspace for today, this week or all time.
+
+        ``scope`` and ``period`` may be the enums' plain strings (what chat commands type).
+        """
+        try:
+            scope = parse_enum(Scope, scope, "scope")
+            period = parse_enum(Period, period, "period")
+        except ValueError as exc:
+            raise ConfigurationError(str(exc)) from None
         today = local_day(self._clock.now(), channel.timezone)
-        all_key, day_key, week_key = period_keys(today)
-        period_key = {"all": all_key, "today": day_key, "week": week_key}[period]
+        period_key = PeriodKey.of(period, today)
         async with self._uow() as uow:
-            channel_pk = await uow.ensure_channel(channel)
-            player_pk = await uow.ensure_player(player) if player else None
-            scope_key = scope_keys(channel_pk, channel)[SCOPES.index(scope)]
-            rows, me, total = await uow.leaderboard(scope_key, period_key, limit, player_pk)
-        where = "this channel" if scope == "channel" else "this workspace"
-        when = {"all": "all time", "today": f"today ({today.isoformat()})", "week": "this week"}[period]
-        return LeaderboardCard(scope, period, f"Leaderboard · {where} · {when}", tuple(rows), me, total)
+            channel_pk = await uow.players.ensure_channel(channel)
+            player_pk = await uow.players.ensure_player(player) if player else None
+            scope_key = ScopeKey.of(scope, channel_pk, channel)
+            rows, me, total = await uow.standings.leaderboard(scope_key, period_key, limit, player_pk)
+        when = f"{period.label} ({today.isoformat()})" if period is Period.TODAY else period.label
+        title = f"Leaderboard · {scope.label} · {when}"
+        return LeaderboardCard(scope, period, title, tuple(rows), me, total)
 
     async def stats(self, player: PlayerRef, channel: ChannelRef | None = None) -> StatsCard:
         """A player's record: points, accuracy by topic and kind, streaks, badges."""
         now = self._clock.now()
         async with self._uow() as uow:
-            player_pk = await uow.ensure_player(player)
-            history = await uow.completions(player_pk, None)
-            by_topic = await uow.player_accuracy(player_pk, "topic")
-            by_kind = await uow.player_accuracy(player_pk, "kind")
-            badges = await uow.badge_counts(player_pk)
-            name = await uow.player_name(player_pk)
-            points = await uow.player_points(player_pk)
+            player_pk = await uow.players.ensure_player(player)
+            history = await uow.standings.completions(player_pk, None)
+            by_topic = await uow.standings.player_accuracy(player_pk, "topic")
+            by_kind = await uow.standings.player_accuracy(player_pk, "kind")
+            badges = await uow.standings.badge_counts(player_pk)
+            name = await uow.players.player_name(player_pk)
+            points = await uow.standings.player_points(player_pk)
         today = local_day(now, channel.timezone if channel else "UTC")
         days = [c.day for c in history]
         return StatsCard(
@@ -817,21 +810,21 @@ class QuizService:
         """Import validated question specs in one transaction (new versions for edited questions)."""
         self._require_admin(actor)
         async with self._uow() as uow:
-            return await uow.sync_questions(specs, self._clock.now())
+            return await uow.questions.sync_questions(specs, self._clock.now())
 
     async def admin_retire(self, actor: Actor, question_id: str) -> None:
         """Retire a question so it is no longer picked (history keeps it)."""
         self._require_admin(actor)
         async with self._uow() as uow:
-            if not await uow.retire_question(question_id, self._clock.now()):
+            if not await uow.questions.retire_question(question_id, self._clock.now()):
                 raise NotFoundError(f"no question with id {question_id!r}: see `rankzero questions list`")
 
     async def list_questions(self, include_retired: bool = False) -> list[QuestionRow]:
         """The bank as stored."""
         async with self._uow() as uow:
-            return await uow.list_questions(include_retired)
+            return await uow.questions.list_questions(include_retired)
 
     async def export_questions(self, include_retired: bool = False) -> list[dict[str, Any]]:
         """The latest version of every question, as specs (round-trips through import)."""
         async with self._uow() as uow:
-            return await uow.latest_specs(include_retired)
+            return await uow.questions.latest_specs(include_retired)

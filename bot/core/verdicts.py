@@ -154,3 +154,5 @@ class RunnerHealth:
     max_nproc: int
     max_timeout_s: float
     extra: dict[str, Any] = field(default_factory=dict)
+    #: Runners behind this answer: 1 for one runner; a fleet reports its largest runner's hardware.
+    fleet_size: int = 1

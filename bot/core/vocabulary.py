@@ -68,7 +68,11 @@ class Difficulty(StrEnum):
     @property
     def rank(self) -> int:
         """0 for beginner up to 3 for expert (for sorting and "at least this hard" filters)."""
-        return list(Difficulty).index(self)
+        return _DIFFICULTY_RANKS[self]
+
+
+#: Member -> position, computed once (challenge picking ranks every candidate by it).
+_DIFFICULTY_RANKS: dict[Difficulty, int] = {level: i for i, level in enumerate(Difficulty)}
 
 
 class Period(StrEnum):

@@ -12,6 +12,7 @@ from sqlalchemy import (
     CheckConstraint,
     Date,
     DateTime,
+    Double,
     ForeignKey,
     Index,
     Integer,
@@ -429,15 +430,22 @@ class PracticeQuizItemRow(Base):
 
 
 class ReviewCardModel(Base):
-    """A player's flashcard and its SM-2 state; one per (player, question), due dates stored."""
+    """A player's flashcard and its FSRS state; one per (player, question), due dates stored.
+
+    ``phase`` is FSRS's state plus ``new`` (Learning, never reviewed); ``stability`` (days) and
+    ``difficulty`` (1-10) are FSRS's memory state, NULL until the first review.
+    """
 
     __tablename__ = "review_cards"
     __table_args__ = (
         UniqueConstraint("player_pk", "question_id"),
         CheckConstraint("source IN ('bank', 'mistake')", name="source_valid"),
         CheckConstraint("phase IN ('new', 'learning', 'review', 'relearning')", name="phase_valid"),
-        CheckConstraint("ease >= 1300", name="ease_floor"),
         CheckConstraint("interval_days >= 0 AND step >= 0 AND reps >= 0 AND lapses >= 0", name="counts"),
+        CheckConstraint("stability IS NULL OR stability > 0", name="stability_positive"),
+        CheckConstraint(
+            "difficulty IS NULL OR (difficulty >= 1 AND difficulty <= 10)", name="difficulty_range"
+        ),
         Index("ix_review_cards_due", "player_pk", "due_at"),
     )
 
@@ -447,7 +455,8 @@ class ReviewCardModel(Base):
     source: Mapped[str] = mapped_column(String(8))
     phase: Mapped[str] = mapped_column(String(12))
     step: Mapped[int] = mapped_column(Integer)
-    ease: Mapped[int] = mapped_column(Integer)
+    stability: Mapped[float | None] = mapped_column(Double)
+    difficulty: Mapped[float | None] = mapped_column(Double)
     interval_days: Mapped[int] = mapped_column(Integer)
     due_at: Mapped[dt.datetime]
     reps: Mapped[int] = mapped_column(Integer)
@@ -457,7 +466,10 @@ class ReviewCardModel(Base):
 
 
 class CardReviewRow(Base):
-    """One self-grade of a card (the review log), with the schedule it produced."""
+    """One self-grade of a card (the review log the FSRS optimizer learns from), with the schedule it
+    produced. ``ease`` is set on reviews logged under SM-2 (before FSRS), ``stability``/``difficulty``
+    on reviews scheduled by FSRS.
+    """
 
     __tablename__ = "card_reviews"
     __table_args__ = (
@@ -471,8 +483,43 @@ class CardReviewRow(Base):
     reviewed_at: Mapped[dt.datetime]
     phase: Mapped[str] = mapped_column(String(12))
     interval_days: Mapped[int] = mapped_column(Integer)
-    ease: Mapped[int] = mapped_column(Integer)
+    ease: Mapped[int | None] = mapped_column(Integer)
+    stability: Mapped[float | None] = mapped_column(Double)
+    difficulty: Mapped[float | None] = mapped_column(Double)
     due_at: Mapped[dt.datetime]
+
+
+class PracticeSettingsRow(Base):
+    """A player's practice settings: the daily nudge opt-in and their optimised FSRS parameters."""
+
+    __tablename__ = "practice_settings"
+    __table_args__ = (
+        CheckConstraint("parameters_reviews IS NULL OR parameters_reviews >= 0", name="reviews_counted"),
+    )
+
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
+    daily_nudge: Mapped[bool] = mapped_column(Boolean, default=False)
+    #: FSRS's 21 parameters fitted to this player's reviews (NULL: the defaults).
+    fsrs_parameters: Mapped[list[Any] | None] = mapped_column(JSON)
+    parameters_reviews: Mapped[int | None] = mapped_column(Integer)
+    parameters_at: Mapped[dt.datetime | None]
+    updated_at: Mapped[dt.datetime]
+
+
+class PracticeNudgeRow(Base):
+    """The claim of one player's daily reminder: unique per player and UTC day, taken before sending."""
+
+    __tablename__ = "practice_nudges"
+    __table_args__ = (
+        UniqueConstraint("player_pk", "day"),
+        CheckConstraint("due >= 1", name="due_positive"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
+    day: Mapped[dt.date] = mapped_column(Date)
+    due: Mapped[int] = mapped_column(Integer)
+    claimed_at: Mapped[dt.datetime]
 
 
 class ExplainAttemptRow(Base):
@@ -522,3 +569,81 @@ class DeliveredEventRow(Base):
 
     key: Mapped[str] = mapped_column(String(200), primary_key=True)
     seen_at: Mapped[dt.datetime] = mapped_column(index=True)
+
+
+# ---------------------------------------------------------------- Slack OAuth installs (issue 17)
+# slack_sdk's AsyncSQLAlchemyInstallationStore and AsyncSQLAlchemyOAuthStateStore read and write these three
+# tables through their own Table objects (built by their public build_*_table class methods); the tables
+# are declared here so that a migration creates them and `alembic check` keeps them in step.
+# tests/test_slack_oauth.py compares these declarations with slack_sdk's, column by column. Their datetimes
+# are naive UTC, as slack_sdk writes them (slack_sdk.oauth.sqlalchemy_utils.normalize_datetime_for_db).
+class SlackInstallationRow(Base):
+    """One OAuth install of the Slack app: by a user in a workspace, or org-wide on Enterprise Grid
+    (``is_enterprise_install``, ``enterprise_id`` set and ``team_id`` maybe empty). The latest row per
+    (client, enterprise, team) is the current one; slack_sdk keeps the history.
+    """
+
+    __tablename__ = "slack_installations"
+    __table_args__ = (
+        Index("slack_installations_idx", "client_id", "enterprise_id", "team_id", "user_id", "installed_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    client_id: Mapped[str] = mapped_column(String(32))
+    app_id: Mapped[str] = mapped_column(String(32))
+    enterprise_id: Mapped[str | None] = mapped_column(String(32))
+    enterprise_name: Mapped[str | None] = mapped_column(String(200))
+    enterprise_url: Mapped[str | None] = mapped_column(String(200))
+    team_id: Mapped[str | None] = mapped_column(String(32))
+    team_name: Mapped[str | None] = mapped_column(String(200))
+    bot_token: Mapped[str | None] = mapped_column(String(200))
+    bot_id: Mapped[str | None] = mapped_column(String(32))
+    bot_user_id: Mapped[str | None] = mapped_column(String(32))
+    bot_scopes: Mapped[str | None] = mapped_column(String(1000))
+    bot_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    bot_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    user_id: Mapped[str] = mapped_column(String(32))
+    user_token: Mapped[str | None] = mapped_column(String(200))
+    user_scopes: Mapped[str | None] = mapped_column(String(1000))
+    user_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    user_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    incoming_webhook_url: Mapped[str | None] = mapped_column(String(200))
+    incoming_webhook_channel: Mapped[str | None] = mapped_column(String(200))
+    incoming_webhook_channel_id: Mapped[str | None] = mapped_column(String(200))
+    incoming_webhook_configuration_url: Mapped[str | None] = mapped_column(String(200))
+    is_enterprise_install: Mapped[bool] = mapped_column(Boolean, default=False)
+    token_type: Mapped[str | None] = mapped_column(String(32))
+    installed_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
+class SlackBotRow(Base):
+    """The bot token of one workspace (or Grid org) install: what posts there. Deleted on uninstall."""
+
+    __tablename__ = "slack_bots"
+    __table_args__ = (Index("slack_bots_idx", "client_id", "enterprise_id", "team_id", "installed_at"),)
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    client_id: Mapped[str] = mapped_column(String(32))
+    app_id: Mapped[str] = mapped_column(String(32))
+    enterprise_id: Mapped[str | None] = mapped_column(String(32))
+    enterprise_name: Mapped[str | None] = mapped_column(String(200))
+    team_id: Mapped[str | None] = mapped_column(String(32))
+    team_name: Mapped[str | None] = mapped_column(String(200))
+    bot_token: Mapped[str | None] = mapped_column(String(200))
+    bot_id: Mapped[str | None] = mapped_column(String(32))
+    bot_user_id: Mapped[str | None] = mapped_column(String(32))
+    bot_scopes: Mapped[str | None] = mapped_column(String(1000))
+    bot_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    bot_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
+    is_enterprise_install: Mapped[bool] = mapped_column(Boolean, default=False)
+    installed_at: Mapped[dt.datetime] = mapped_column(DateTime)
+
+
+class SlackOAuthStateRow(Base):
+    """An OAuth ``state`` handed to an installer's browser: good once, until ``expire_at`` (naive UTC)."""
+
+    __tablename__ = "slack_oauth_states"
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True, autoincrement=True)
+    state: Mapped[str] = mapped_column(String(200))
+    expire_at: Mapped[dt.datetime] = mapped_column(DateTime)

@@ -1,21 +1,31 @@
-"""aiosqlite with one trip to the connection's thread per statement.
+"""SQLite for SQLAlchemy's aiosqlite dialect, with one trip to the database thread per statement.
 
-aiosqlite runs every sqlite3 call on a worker thread, one queue hop each way per call (~0.1 ms on this
-project's machines), and SQLAlchemy's aiosqlite adapter makes four such calls per statement: create a
-cursor, execute, fetch the rows, close the cursor. A statement itself takes a few microseconds in SQLite,
-so those hops were most of the answer path's time (profiled in benchmarks/engine.py: the event loop sat
-idle waiting for the thread). ``OneHopConnection`` keeps aiosqlite's thread and queue (so SQLite never
-blocks the event loop, not even while it waits on a lock held by another process) and runs
-create/execute/fetch/close as one call on that thread.
+sqlite3 is blocking, so an async driver runs it on a worker thread, one queue hop each way per call (~0.1
+ms on this project's machines). SQLAlchemy's aiosqlite adapter makes four such calls per statement (create
+a cursor, execute, fetch the rows, close the cursor), and a statement itself takes a few microseconds in
+SQLite, so those hops were most of the answer path's time (profiled with benchmarks/engine.py: the event
+loop sat idle waiting for the thread). Here create/execute/fetch/close are one call on the thread.
+
+Public APIs only: the stdlib's sqlite3 and a one-thread ``concurrent.futures`` executor (so SQLite never
+blocks the event loop, not even while it waits on a lock held by another process), handed to SQLAlchemy
+through ``create_async_engine(async_creator=...)``; the object returned offers the methods SQLAlchemy's
+aiosqlite adapter calls on an aiosqlite connection (aiosqlite's public method names). It replaces a
+subclass of ``aiosqlite.Connection`` that used aiosqlite's private ``_conn``/``_execute``/``_thread``.
+
+Not offered: setting ``isolation_level`` through SQLAlchemy (its aiosqlite adapter reaches into aiosqlite's
+private queue for that): connections are opened in autocommit mode (``isolation_level=None``) and
+``bot.storage.db`` issues BEGIN IMMEDIATE itself.
 """
 
 from __future__ import annotations
 
+import asyncio
 import sqlite3
-from collections.abc import Iterable, Sequence
-from typing import Any
+from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
+from typing import Any, TypeVar
 
-import aiosqlite
+T = TypeVar("T")
 
 
 class OneHopCursor:
@@ -35,7 +45,7 @@ class OneHopCursor:
         conn = self._connection
 
         def run() -> tuple[Any, int, int | None, list[Any]]:
-            cur = conn._conn.cursor()
+            cur = conn.sqlite.cursor()
             try:
                 if parameters is None:
                     cur.execute(sql)
@@ -46,7 +56,7 @@ class OneHopCursor:
             finally:
                 cur.close()
 
-        self.description, self.rowcount, self.lastrowid, self._rows = await conn._execute(run)  # type: ignore[no-untyped-call]
+        self.description, self.rowcount, self.lastrowid, self._rows = await conn.run(run)
         return self
 
     async def executemany(self, sql: str, seq_of_parameters: Iterable[Any]) -> OneHopCursor:
@@ -54,7 +64,7 @@ class OneHopCursor:
         conn = self._connection
 
         def run() -> tuple[int, int | None]:
-            cur = conn._conn.cursor()
+            cur = conn.sqlite.cursor()
             try:
                 cur.executemany(sql, seq_of_parameters)
                 return cur.rowcount, cur.lastrowid
@@ -62,7 +72,7 @@ class OneHopCursor:
                 cur.close()
 
         self.description = None
-        self.rowcount, self.lastrowid = await conn._execute(run)  # type: ignore[no-untyped-call]
+        self.rowcount, self.lastrowid = await conn.run(run)
         return self
 
     async def fetchall(self) -> list[Any]:
@@ -83,23 +93,78 @@ class OneHopCursor:
         """Nothing to do: the sqlite3 cursor was closed on the worker thread."""
 
 
-class OneHopConnection(aiosqlite.Connection):
-    """An aiosqlite connection whose cursors execute and fetch in one call on the worker thread."""
+class OneHopConnection:
+    """A sqlite3 connection owned by one worker thread; every call is one trip to that thread."""
 
-    async def cursor(self) -> OneHopCursor:  # type: ignore[override]
+    def __init__(self, connection: sqlite3.Connection, thread: ThreadPoolExecutor) -> None:
+        #: The sqlite3 connection: use it only inside ``run`` (it belongs to the worker thread).
+        self.sqlite = connection
+        self._thread = thread
+        self._closed = False
+
+    async def run(self, fn: Callable[..., T], *args: Any) -> T:
+        """Run ``fn(*args)`` on the connection's thread and return its result."""
+        if self._closed:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+        return await asyncio.get_running_loop().run_in_executor(self._thread, fn, *args)
+
+    async def cursor(self) -> OneHopCursor:
         """A cursor (created without a trip to the thread: the sqlite3 one is made per statement)."""
         return OneHopCursor(self)
 
+    async def execute(
+        self, sql: str, parameters: Sequence[Any] | dict[str, Any] | None = None
+    ) -> OneHopCursor:
+        """Execute one statement on a new cursor (aiosqlite's ``Connection.execute``)."""
+        return await OneHopCursor(self).execute(sql, parameters)
+
+    async def commit(self) -> None:
+        """Commit the current transaction."""
+        await self.run(self.sqlite.commit)
+
+    async def rollback(self) -> None:
+        """Roll the current transaction back."""
+        await self.run(self.sqlite.rollback)
+
+    async def create_function(self, *args: Any, **kwargs: Any) -> None:
+        """Register a SQL function (SQLAlchemy registers ``regexp``)."""
+        await self.run(lambda: self.sqlite.create_function(*args, **kwargs))
+
+    @property
+    def isolation_level(self) -> str | None:
+        """sqlite3's isolation level (None: autocommit, BEGIN is ours)."""
+        return self.sqlite.isolation_level
+
+    async def close(self) -> None:
+        """Close the connection and end its thread (a second close does nothing)."""
+        if self._closed:
+            return
+        try:
+            await self.run(self.sqlite.close)
+        finally:
+            self._closed = True
+            self._thread.shutdown(wait=False)
+
+    def stop(self) -> None:
+        """Close without waiting (SQLAlchemy's terminate, e.g. a connection dropped by a cancelled task)."""
+        if not self._closed:
+            self._closed = True
+            self._thread.submit(self.sqlite.close)
+            self._thread.shutdown(wait=False)
+
 
 async def connect(database: str, *, busy_timeout_s: float) -> OneHopConnection:
-    """Open ``database`` (a path or ``:memory:``) like ``aiosqlite.connect``, with one-hop cursors."""
+    """Open ``database`` (a path or ``:memory:``) in autocommit mode on a thread of its own."""
+    # One thread per connection: a sqlite3 connection must stay on the thread that opened it. The
+    # executor's thread ends with the interpreter (concurrent.futures joins idle workers at exit).
+    thread = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rankzero-sqlite")
 
-    def connector() -> sqlite3.Connection:
-        return sqlite3.connect(database, timeout=busy_timeout_s)
+    def opened() -> sqlite3.Connection:
+        return sqlite3.connect(database, timeout=busy_timeout_s, isolation_level=None)
 
-    connection = OneHopConnection(connector, 64)
-    # Like SQLAlchemy's own aiosqlite connect: a connection never closed must not keep the process alive.
-    # (aiosqlite 0.22's layout, pinned in pyproject.toml: the worker thread is an attribute.)
-    connection._thread.daemon = True
-    await connection
-    return connection
+    try:
+        connection = await asyncio.get_running_loop().run_in_executor(thread, opened)
+    except BaseException:
+        thread.shutdown(wait=False)
+        raise
+    return OneHopConnection(connection, thread)

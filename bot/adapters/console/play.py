@@ -18,13 +18,21 @@ from rich.markup import escape
 
 from bot.adapters.console import dispute_render, render
 from bot.adapters.console.safe import visible
-from bot.core.cards import ChallengeCard, LeaderboardCard, ProblemCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ProblemCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.dispute_service import DisputeService
 from bot.core.disputes import AdminNotice
 from bot.core.errors import RankZeroError, TimeUpError
-from bot.core.models import Actor, ChannelRef
+from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import Clock
 from bot.core.service import QuizService
+from bot.core.vocabulary import Period
 
 #: How often the countdown is redrawn while waiting for a key.
 TICK_S = 0.25
@@ -96,6 +104,14 @@ class ConsolePlatform:
         """Print the week's leaderboard."""
         self._console.print(render.leaderboard(card))
 
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """Print the daily reminder of due flashcards (the terminal is the player's inbox)."""
+        cards = "flashcard is" if card.due == 1 else "flashcards are"
+        self._console.print(
+            f"[bold cyan]🔔 {escape(visible(card.display_name))}: {card.due} {cards} due. "
+            "`rankzero review` to study them (`rankzero review --nudge off` stops these reminders)[/]"
+        )
+
 
 class ConsoleGame:
     """Plays one player's daily challenge in the terminal."""
@@ -142,7 +158,7 @@ class ConsoleGame:
                     return 0
         summary = await self._service.summary(self._actor, challenge.id)
         self._console.print(render.summary(summary))
-        board = await self._service.leaderboard(self._channel, player=self._actor.player, period="today")
+        board = await self._service.leaderboard(self._channel, player=self._actor.player, period=Period.TODAY)
         self._console.print(render.leaderboard(board))
         return 0
 

@@ -105,7 +105,7 @@ class ConsolePractice:
 
     # ------------------------------------------------------------------ review
     async def review(self) -> int:
-        """Show due cards: front, reveal on any key, self-grade 1-4 / a h g e; SM-2 schedules the next one."""
+        """Show due cards: front, reveal on any key, self-grade 1-4 / a h g e; FSRS schedules the next one."""
         summary = await self._practice.start_review(self._player)
         self._console.print(render.review_summary(summary, self._clock.now()))
         with self._in.keys_mode():

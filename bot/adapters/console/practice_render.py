@@ -167,6 +167,11 @@ def explain_result(card: ExplainResultCard) -> RenderableType:
     for c in card.concepts:
         if c.covered:
             parts.append(Text.assemble(("  ✓ ", "green"), c.name, (f"  (\u201c{c.matched}\u201d)", "dim")))
+    for c in card.misconceptions:
+        # Text, not markup: the claim and correction are bank text and must not be parsed as rich markup.
+        parts.append(Text.assemble(("  ! ", "yellow"), f"You wrote that {c.misconception}: {c.correction}"))
+    if card.note:
+        parts.append(Text(f"  {card.note}", "yellow"))
     if card.missed:
         parts.append(Text("Missed:", "bold red"))
         parts.extend(Text.assemble(("  ✗ ", "red"), name) for name in card.missed)

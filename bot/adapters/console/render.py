@@ -23,18 +23,26 @@ from bot.core.cards import (
     ResultsCard,
     StatsCard,
 )
+from bot.core.vocabulary import Difficulty, Kind
 
-KIND_LABELS = {
-    "predict_output": "❓ Predict Output",
-    "conceptual": "🧠 Conceptual",
-    "hyperparameter": "🎛 Hyperparameter",
-    "debug": "🔧 Debug",
-    "metrics": "📈 Metrics",
-    "model_choice": "🏗 Model Choice",
-    "flashcard": "🗂 Recall",
-    "explain": "✍ Explain",
+#: How a kind and a difficulty look in a terminal, keyed by the members (all of them:
+#: tests/test_vocabulary.py checks it) and read with the plain strings cards carry.
+KIND_LABELS: dict[str, str] = {
+    Kind.PREDICT_OUTPUT: "❓ Predict Output",
+    Kind.CONCEPTUAL: "🧠 Conceptual",
+    Kind.HYPERPARAMETER: "🎛 Hyperparameter",
+    Kind.DEBUG: "🔧 Debug",
+    Kind.METRICS: "📈 Metrics",
+    Kind.MODEL_CHOICE: "🏗 Model Choice",
+    Kind.FLASHCARD: "🗂 Recall",
+    Kind.EXPLAIN: "✍ Explain",
 }
-DIFFICULTY_STYLE = {"beginner": "green", "intermediate": "cyan", "advanced": "yellow", "expert": "red"}
+DIFFICULTY_STYLE: dict[str, str] = {
+    Difficulty.BEGINNER: "green",
+    Difficulty.INTERMEDIATE: "cyan",
+    Difficulty.ADVANCED: "yellow",
+    Difficulty.EXPERT: "red",
+}
 
 
 def clock(seconds: float) -> str:

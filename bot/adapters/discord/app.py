@@ -15,20 +15,23 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import discord
+import yarl
 from discord import app_commands
+from discord.gateway import DiscordWebSocket
 
 from bot.adapters.discord.commands import CommandHandler, register_commands
 from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.disputes import DisputeHandler, DraftButton
 from bot.adapters.discord.failures import RankZeroTree
 from bot.adapters.discord.platform import DiscordPlatform
-from bot.adapters.discord.play import PLATFORM, PlayHandler
+from bot.adapters.discord.play import PLATFORM, PlayHandler, admin_policy
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
 from bot.adapters.discord.practice_components import PracticeButton
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
 from bot.core.ports import Clock, SystemClock
+from bot.core.sharding import ShardSet
 
 if TYPE_CHECKING:
     from bot.serve import Services
@@ -110,9 +113,9 @@ class DiscordAdapter:
         guild_id: int | None = None,
         admin_channel_id: int | None = None,
         sharded: bool = False,
+        shards: ShardSet | None = None,
         timezone: str = "UTC",
         clock: Clock | None = None,
-        tick_s: float = 5.0,
         sync_state: Path | None = None,
     ) -> None:
         self._token = token
@@ -122,10 +125,15 @@ class DiscordAdapter:
         self.guild_id = guild_id
         self.timezone = timezone
         self.clock = clock or SystemClock()
-        self.tick_s = tick_s
-        self.client: RankZeroClient | RankZeroShardedClient = (
-            RankZeroShardedClient() if sharded else RankZeroClient()
-        )
+        #: The shards this process connects (None: every guild, one shard or discord.py's automatic count).
+        self.shards = shards
+        self.client: RankZeroClient | RankZeroShardedClient
+        if shards is not None:
+            # discord.py's public sharding API: only these shards' gateway connections are opened, so
+            # Discord sends this process only their guilds' events and interactions.
+            self.client = RankZeroShardedClient(shard_ids=list(shards.ids), shard_count=shards.count)
+        else:
+            self.client = RankZeroShardedClient() if sharded else RankZeroClient()
         self.platform = DiscordPlatform(self.client, admin_channel_id=admin_channel_id)
         self.play: PlayHandler | None = None
         self.commands: CommandHandler | None = None
@@ -134,13 +142,8 @@ class DiscordAdapter:
 
     def attach(self, services: Services) -> None:
         """Register the handlers on the client (no network): buttons, slash commands, modals."""
-        self.play = PlayHandler(
-            services.quiz,
-            self.clock,
-            admin_roles=self.admin_roles,
-            timezone=self.timezone,
-            tick_s=self.tick_s,
-        )
+        admins = admin_policy(self.admin_roles)
+        self.play = PlayHandler(services.quiz, self.clock, admins=admins, timezone=self.timezone)
         self.client.rankzero = self.play
         self.commands = CommandHandler(
             services.quiz,
@@ -154,7 +157,7 @@ class DiscordAdapter:
         self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)
         self.client.rankzero_drafts = self.commands.disputes_ui
         if self.commands.practice is not None:
-            self.practice = PracticeHandler(self.commands.practice, admin_roles=self.admin_roles)
+            self.practice = PracticeHandler(self.commands.practice, admins=admins)
             self.client.rankzero_practice = self.practice
             register_practice_commands(self.client.tree, self.practice)
 
@@ -233,6 +236,7 @@ class DiscordAdapter:
             "gateway": gateway,
             "latency_ms": round(latency * 1000, 1) if math.isfinite(latency) else None,
             "guilds": len(client.guilds),
+            "shards": str(self.shards) if self.shards is not None else None,
         }
 
     async def start(self, services: Services) -> None:
@@ -256,12 +260,18 @@ class DiscordAdapter:
 def build_adapter(settings: Settings) -> DiscordAdapter:
     """The adapter for ``settings.discord_token``."""
     assert settings.discord_token is not None
+    # discord.py reads both from class attributes: one adapter per process, so setting them here is safe.
+    if settings.discord_api_url:
+        discord.http.Route.BASE = settings.discord_api_url.rstrip("/")
+    if settings.discord_gateway_url:
+        DiscordWebSocket.DEFAULT_GATEWAY = yarl.URL(settings.discord_gateway_url)
     return DiscordAdapter(
         settings.discord_token.get_secret_value(),
         admin_roles=settings.discord_admin_roles,
         guild_id=settings.discord_guild_id,
         admin_channel_id=settings.discord_admin_channel_id,
         sharded=settings.discord_sharded,
+        shards=settings.discord_shard_set,
         timezone=settings.default_timezone,
         sync_state=settings.data_dir / "discord-commands.sha256",
     )

@@ -1,32 +1,27 @@
 """Slash commands and the question modal: payload -> one service call -> render.
 
 Every command acknowledges first (a deferred ephemeral response, within Discord's 3 s), except
-``/question add`` whose first response must be the modal itself. Admin rights are decided here (Manage
-Server or a configured role) and enforced by the services (NotAdminError); the adapter also refuses early
-where a non-admin would otherwise fill in a form for nothing.
+``/question add`` whose first response must be the modal itself. The bodies are the command layer's
+(bot.commands): this module turns interactions into its calls (Actor, ChannelRef, typed options) and
+renders the cards. Admin rights are decided by the layer from what Discord reports (Manage Server, the
+member's roles) and enforced again by the services (NotAdminError).
 """
 
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
-from typing import Any, Literal
+from collections.abc import Awaitable, Callable, Iterable, Sequence
+from enum import StrEnum
+from typing import Any
 
 import discord
 from discord import app_commands
-from pydantic import ValidationError
 
 from bot.adapters.discord import dispute_render, practice_render, render
-from bot.adapters.discord.disputes import (
-    DisputeHandler,
-    RunnerLineError,
-    VariantModal,
-    register_dispute_commands,
-    runner_hint,
-    split_runner_line,
-)
+from bot.adapters.discord.disputes import DisputeHandler, VariantModal, VariantRunner
 from bot.adapters.discord.failures import SafeModal
-from bot.adapters.discord.play import PLATFORM, actor_of, channel_of
+from bot.adapters.discord.play import PLATFORM, actor_of, admin_policy, channel_of
+from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
     code_block,
@@ -34,22 +29,23 @@ from bot.adapters.discord.sanitize import (
     no_mentions,
     plain,
     safe_text,
-    split_text,
     truncate,
 )
-from bot.core.dispute_service import needs_preview
-from bot.core.errors import NotAdminError, RankZeroError
-from bot.core.models import PlayerRef
+from bot.commands import questions
+from bot.commands.handlers import Commands, NoChallenge, PostCheck
+from bot.commands.parsing import parse_period, parse_retire, parse_scope
+from bot.core.errors import PostRefusedError, RankZeroError
+from bot.core.models import Actor, PlayerRef
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, Period, Scope
 from questions.loader import BankValidationError, validate_text_async
-from questions.schema import QuestionSpec
 
 log = logging.getLogger(__name__)
 
-LETTERS = "ABCDEFGHIJ"
+LETTERS = questions.LETTERS
 #: What the daily post needs in its channel (the embed is refused without Embed Links).
 POST_PERMISSIONS = {
     "view_channel": "View Channel",
@@ -60,69 +56,23 @@ GRANT_HINT = (
     "A server admin can grant RankZero View Channel, Send Messages and Embed Links in this channel "
     "(channel settings → Permissions → add the RankZero role or app)."
 )
-REFUSAL = "only admins can do that (Manage Server permission or a RankZero admin role): ask a server admin"
 #: Largest YAML attachment /question import reads.
 MAX_IMPORT_BYTES = 512 * 1024
 
 Reply = Callable[[str | None, discord.Embed | None], Awaitable[None]]
 
+#: What /leaderboard calls each scope: Discord's word for a workspace is "server".
+SCOPE_NAMES: dict[Scope, str] = {Scope.CHANNEL: "channel", Scope.WORKSPACE: "server"}
 
-def spec_from_form(
-    *,
-    qid: str,
-    kind: str,
-    topic: str,
-    difficulty: str,
-    prompt: str,
-    code: str,
-    choices: str,
-    correct: str,
-    notes: str,
-) -> dict[str, Any]:
-    """The question spec a modal describes.
 
-    Choices come one per line (A, B, C...); ``notes`` is the hint, a ``---`` line, then the explanation.
-    The code's first line may give the runner settings (``runner: ddp 2 init``, see disputes.py); a
-    malformed one raises RunnerLineError.
-    """
-    runner, code = split_runner_line(code, kind)
-    # A literal "\n" in a choice is a line break: outputs of several ranks span lines.
-    lines = [c.strip().replace("\\n", "\n") for c in choices.splitlines() if c.strip()]
-    letter = correct.strip().upper()
-    hint, _, explanation = notes.partition("\n---")
-    spec: dict[str, Any] = {
-        "id": qid.strip(),
-        "kind": kind,
-        "topic": topic.strip(),
-        "difficulty": difficulty,
-        "prompt": prompt.strip(),
-        "choices": [
-            {"text": text, "correct": LETTERS[i] == letter} for i, text in enumerate(lines[: len(LETTERS)])
-        ],
-    }
-    if code.strip():
-        spec["code"] = code
-    if runner is not None:
-        spec["runner"] = runner
-    if hint.strip():
-        spec["hint"] = hint.strip()
-    if explanation.strip():
-        spec["explanation"] = explanation.strip()
-    return spec
+def choices_of(values: Iterable[StrEnum]) -> list[app_commands.Choice[str]]:
+    """Slash-command choices from the vocabulary, so a member added there is offered here too."""
+    return [app_commands.Choice(name=v.value, value=v.value) for v in values]
 
 
 def missing_post_permissions(permissions: discord.Permissions) -> list[str]:
     """The names of the post permissions ``permissions`` lacks (the interaction's ``app_permissions``)."""
     return [label for name, label in POST_PERMISSIONS.items() if not getattr(permissions, name)]
-
-
-def validation_errors(exc: ValidationError) -> list[str]:
-    """``field: message`` for each problem of a spec, as an admin can act on them."""
-    out = []
-    for err in exc.errors():
-        where = ".".join(str(p) for p in err["loc"]) or "question"
-        out.append(f"{where}: {err['msg']}")
-    return out
 
 
 class QuestionModal(SafeModal, title="Add a question"):
@@ -163,7 +113,7 @@ class QuestionModal(SafeModal, title="Add a question"):
         """Validate and import, or show the admin exactly what to fix."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            spec = spec_from_form(
+            spec = questions.spec_from_text_form(
                 **self.meta,
                 prompt=self.prompt.value,
                 code=self.code.value,
@@ -171,9 +121,9 @@ class QuestionModal(SafeModal, title="Add a question"):
                 correct=self.correct.value,
                 notes=self.notes.value,
             )
-        except RunnerLineError as exc:
+        except questions.RunnerLineError as exc:
             error = render.error_text(f"the question was not added:\n• code: {exc}")
-            await self.handler._send(interaction, error)
+            await send_private(interaction, error)
             return
         await self.handler.add_question(interaction, spec)
 
@@ -192,14 +142,36 @@ class CommandHandler:
         practice: PracticeService | None = None,
     ) -> None:
         self.quiz = quiz
-        #: Practice (/quiz, /review, /explain and the practice panel of /stats); None: not wired.
-        self.practice = practice
-        self.schedules = schedules
-        self.disputes = disputes
-        self.admin_roles = tuple(admin_roles)
         self.timezone = timezone
+        #: Who is an admin (Manage Server, or one of the configured roles): decided by the command layer.
+        self.admins = admin_policy(admin_roles)
+        #: The platform-neutral command bodies; this handler translates and renders.
+        self.commands = Commands(quiz, schedules, self.admins, disputes=disputes, practice=practice)
         #: The runner preview of new questions (Save/Cancel), /question correct and /question flags.
-        self.disputes_ui = DisputeHandler(self)
+        self.disputes_ui = DisputeHandler(self.commands, self.admins)
+
+    @property
+    def schedules(self) -> ScheduleService:
+        """The schedule service the commands use."""
+        return self.commands.schedules
+
+    @property
+    def practice(self) -> PracticeService | None:
+        """Practice (/quiz, /review, /explain and the practice panel of /stats); None: not wired."""
+        return self.commands.practice
+
+    @property
+    def disputes(self) -> Any | None:
+        """The dispute service (None: no runner configured); replaceable (tests point it at a runner)."""
+        return self.commands.disputes
+
+    @disputes.setter
+    def disputes(self, service: Any | None) -> None:
+        self.commands.disputes = service
+
+    def actor(self, interaction: discord.Interaction[Any]) -> Actor:
+        """The Actor behind ``interaction``."""
+        return actor_of(interaction, self.admins)
 
     async def _send(
         self,
@@ -208,17 +180,7 @@ class CommandHandler:
         embed: discord.Embed | None = None,
         view: discord.ui.View | None = None,
     ) -> None:
-        chunks = split_text(text) if text else [None]
-        for i, chunk in enumerate(chunks):
-            kwargs: dict[str, Any] = {"ephemeral": True, "allowed_mentions": no_mentions()}
-            if i == len(chunks) - 1:
-                if embed is not None:
-                    kwargs["embed"] = embed
-                if view is not None:
-                    kwargs["view"] = view
-            await interaction.followup.send(chunk, **kwargs) if chunk else await interaction.followup.send(
-                **kwargs
-            )
+        await send_private(interaction, text, embed, view)
 
     async def run(
         self,
@@ -230,32 +192,40 @@ class CommandHandler:
         """Acknowledge, refuse non-admins of admin commands, run ``body``, show domain errors."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            if admin and not actor_of(interaction, self.admin_roles).is_admin:
-                raise NotAdminError(REFUSAL)
+            if admin:
+                self.admins.require(self.actor(interaction))
             await body()
         except RankZeroError as exc:
             await self._send(interaction, render.error_text(str(exc)))
 
+    def variant_runner(self, problem: int) -> VariantRunner:
+        """What the variant form runs on submit: ``/dispute`` of ``problem`` with the typed code."""
+
+        async def run_variant(interaction: discord.Interaction[Any], code: str) -> None:
+            await self.run(interaction, lambda: self.dispute(interaction, problem, code))
+
+        return run_variant
+
     # ------------------------------------------------------------------ players
     async def leaderboard(self, interaction: discord.Interaction[Any], scope: str, period: str) -> None:
         """Top players of the channel or server."""
-        card = await self.quiz.leaderboard(
+        card = await self.commands.leaderboard(
+            self.actor(interaction),
             channel_of(interaction, self.timezone),
-            scope="workspace" if scope == "server" else "channel",
-            period=period,
-            player=actor_of(interaction).player,
+            parse_scope(scope),
+            parse_period(period),
         )
         await self._send(interaction, embed=render.leaderboard_embed(card))
 
     async def stats(self, interaction: discord.Interaction[Any], member: discord.abc.User | None) -> None:
         """A player's record (yours by default)."""
-        who = actor_of(interaction).player
+        who = self.actor(interaction).player
         if member is not None:
             who = PlayerRef(PLATFORM, str(member.id), member.display_name)
-        card = await self.quiz.stats(who, channel_of(interaction, self.timezone))
-        embeds = [render.stats_embed(card)]
-        if self.practice is not None:  # practice is shown apart from the competitive record
-            embeds.append(practice_render.practice_stats_embed(await self.practice.stats(who)))
+        stats = await self.commands.stats(who, channel_of(interaction, self.timezone))
+        embeds = [render.stats_embed(stats.record)]
+        if stats.practice is not None:  # practice is shown apart from the competitive record
+            embeds.append(practice_render.practice_stats_embed(stats.practice))
         await interaction.followup.send(
             embeds=practice_render.fit_message(embeds), ephemeral=True, allowed_mentions=no_mentions()
         )
@@ -265,12 +235,10 @@ class CommandHandler:
 
         Never creates one: only the schedule (or an admin's post-now) posts a challenge, with its window.
         """
-        channel = channel_of(interaction, self.timezone)
-        card = await self.quiz.find_challenge(channel)
-        if card is None:
-            schedule = await self.schedules.show_schedule(channel, upcoming=1)
-            if schedule is not None and schedule.next_posts:
-                at = schedule.next_posts[0]
+        card = await self.commands.challenge(channel_of(interaction, self.timezone))
+        if isinstance(card, NoChallenge):
+            if card.next_post is not None:
+                at = card.next_post
                 when = f"The next one is scheduled {render.relative(at)} ({render.absolute(at)})."
             else:
                 when = "This channel has no daily schedule running."
@@ -287,7 +255,9 @@ class CommandHandler:
         if self.disputes is None:
             await self._send(interaction, render.error_text("the runner is not configured on this bot"))
             return
-        card = await self.disputes.dispute(actor_of(interaction, self.admin_roles), problem, code)
+        card = await self.commands.dispute(
+            self.actor(interaction), channel_of(interaction, self.timezone), problem, code
+        )
         embed = dispute_render.verdict_embed(card)
         thread = await self._dispute_thread(interaction, f"Dispute · {card.question_id}")
         if thread is None:
@@ -313,33 +283,32 @@ class CommandHandler:
             return None
 
     # ------------------------------------------------------------------ admins
-    async def _can_post_here(self, interaction: discord.Interaction[Any]) -> bool:
-        """Whether the bot may post the daily challenge in this channel; otherwise say what to grant."""
-        missing = missing_post_permissions(interaction.app_permissions)
-        if not missing:
-            return True
-        await self._send(
-            interaction,
-            render.error_text(
-                f"I cannot post in this channel: I lack {', '.join(missing)} here. {GRANT_HINT} "
-                "Then run this command again."
-            ),
-        )
-        return False
+    def _can_post_here(self, interaction: discord.Interaction[Any]) -> PostCheck:
+        """The check that the bot may post the daily challenge in this channel (else: what to grant)."""
+
+        async def check() -> None:
+            missing = missing_post_permissions(interaction.app_permissions)
+            if missing:
+                raise PostRefusedError(
+                    f"I cannot post in this channel: I lack {', '.join(missing)} here. {GRANT_HINT} "
+                    "Then run this command again."
+                )
+
+        return check
 
     async def schedule_set(self, interaction: discord.Interaction[Any], **options: Any) -> None:
         """Set the channel's schedule."""
-        if not await self._can_post_here(interaction):
-            return
-        given = {k: v for k, v in options.items() if v is not None}
-        saved = await self.schedules.set_schedule(
-            actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone), **given
+        saved = await self.commands.schedule_set(
+            self.actor(interaction),
+            channel_of(interaction, self.timezone),
+            options,
+            self._can_post_here(interaction),
         )
         await self._send(interaction, f"Schedule saved: {plain(describe_schedule(saved))}.")
 
     async def schedule_show(self, interaction: discord.Interaction[Any]) -> None:
         """Show the channel's schedule and next posts."""
-        view = await self.schedules.show_schedule(channel_of(interaction, self.timezone))
+        view = await self.commands.schedule_show(channel_of(interaction, self.timezone))
         if view is None:
             await self._send(interaction, "This channel has no schedule: `/rankzero schedule set`.")
             return
@@ -348,8 +317,8 @@ class CommandHandler:
 
     async def schedule_pause(self, interaction: discord.Interaction[Any], resume: bool) -> None:
         """Pause (or resume) the channel's schedule."""
-        saved = await self.schedules.pause_schedule(
-            actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone), paused=not resume
+        saved = await self.commands.schedule_pause(
+            self.actor(interaction), channel_of(interaction, self.timezone), paused=not resume
         )
         await self._send(interaction, "Schedule resumed." if not saved.config.paused else "Schedule paused.")
 
@@ -357,11 +326,11 @@ class CommandHandler:
         """Post today's challenge in this channel now (once per day and channel), with the channel's
         schedule settings (closing time, problems, overrides) when it has a schedule.
         """
-        if not await self._can_post_here(interaction):
-            return
         try:
-            card = await self.schedules.post_now(
-                actor_of(interaction, self.admin_roles), channel_of(interaction, self.timezone)
+            card = await self.commands.post_now(
+                self.actor(interaction),
+                channel_of(interaction, self.timezone),
+                self._can_post_here(interaction),
             )
         except discord.HTTPException as exc:
             # Refused by Discord: the service removed the unposted challenge; the next post-now posts it.
@@ -393,7 +362,7 @@ class CommandHandler:
 
     async def close_now(self, interaction: discord.Interaction[Any], challenge: int) -> None:
         """Close a challenge now; its results are posted by the service."""
-        results = await self.quiz.close_challenge(challenge)
+        results = await self.commands.close_challenge(self.actor(interaction), challenge)
         await self._send(
             interaction, "Closed; results posted." if results else "That challenge was already closed."
         )
@@ -401,22 +370,21 @@ class CommandHandler:
     async def add_question(self, interaction: discord.Interaction[Any], spec: dict[str, Any]) -> None:
         """Validate a modal's question with the YAML schema, then import it (or list the errors)."""
         try:
-            valid = QuestionSpec.model_validate(spec)
-        except ValidationError as exc:
-            errors = "\n".join(f"• {e}" for e in runner_hint(validation_errors(exc)))
+            dumped = questions.validate_question(spec)
+        except questions.QuestionInvalid as exc:
+            errors = "\n".join(f"• {e}" for e in questions.runner_hint(exc.lines()))
             await self._send(interaction, render.error_text(f"the question was not added:\n{errors}"))
             return
-        dumped = valid.model_dump(mode="json", exclude_none=True)
-        if needs_preview(dumped):  # the admin sees the runner's real output; only Save imports it
+        if questions.wants_preview(dumped):  # the admin sees the runner's real output; only Save imports
             await self.disputes_ui.preview_draft(interaction, dumped)
             return
         try:
-            report = await self.quiz.admin_import(actor_of(interaction, self.admin_roles), [dumped])
+            report = await self.commands.import_questions(self.actor(interaction), [dumped])
         except RankZeroError as exc:
             await self._send(interaction, render.error_text(str(exc)))
             return
         state = "added" if report.added else ("updated" if report.updated else "unchanged")
-        await self._send(interaction, f"Question `{valid.id}` {state}.")
+        await self._send(interaction, f"Question `{dumped['id']}` {state}.")
 
     async def import_questions(self, interaction: discord.Interaction[Any], file: discord.Attachment) -> None:
         """Import a YAML bank file attached to the command."""
@@ -433,7 +401,7 @@ class CommandHandler:
             await self._send(interaction, render.error_text(f"nothing imported:\n{lines}"))
             return
         specs = [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
-        report = await self.quiz.admin_import(actor_of(interaction, self.admin_roles), specs)
+        report = await self.commands.import_questions(self.actor(interaction), specs)
         await self._send(
             interaction,
             f"Imported {plain(file.filename)}: {len(report.added)} added, {len(report.updated)} updated, "
@@ -442,16 +410,13 @@ class CommandHandler:
 
     async def retire(self, interaction: discord.Interaction[Any], question: str) -> None:
         """Retire a question."""
-        await self.quiz.admin_retire(actor_of(interaction, self.admin_roles), question)
-        await self._send(interaction, f"Question {plain(question)} retired.")
+        question_id = parse_retire([question])
+        await self.commands.retire(self.actor(interaction), question_id)
+        await self._send(interaction, f"Question {plain(question_id)} retired.")
 
     async def preview(self, interaction: discord.Interaction[Any], question: str) -> None:
         """Show a question as players would see it, with its answer."""
-        specs = [s for s in await self.quiz.export_questions(include_retired=True) if s.get("id") == question]
-        if not specs:
-            await self._send(interaction, render.error_text(f"no question with id {question!r}"))
-            return
-        spec = specs[0]
+        spec = await self.commands.preview(self.actor(interaction), question.strip())
         embed = discord.Embed(
             title=f"Preview · {spec['id']} · {spec.get('topic', '')}",
             description=safe_text(spec.get("prompt") or ""),
@@ -471,10 +436,14 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     """Add RankZero's slash commands to ``tree``."""
 
     @tree.command(name="leaderboard", description="Top players of this channel or server")
+    @app_commands.choices(
+        scope=[app_commands.Choice(name=name, value=name) for name in SCOPE_NAMES.values()],
+        period=choices_of(Period),
+    )
     async def leaderboard(
         interaction: discord.Interaction[Any],
-        scope: Literal["channel", "server"] = "channel",
-        period: Literal["today", "week", "all"] = "all",
+        scope: str = SCOPE_NAMES[Scope.CHANNEL],
+        period: str = Period.ALL.value,
     ) -> None:
         await h.run(interaction, lambda: h.leaderboard(interaction, scope, period))
 
@@ -493,7 +462,7 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     )
     async def dispute(interaction: discord.Interaction[Any], problem: int, variant: bool = False) -> None:
         if variant and h.disputes is not None:  # the form must be the first response
-            await interaction.response.send_modal(VariantModal(h, problem))
+            await interaction.response.send_modal(VariantModal(h.variant_runner(problem)))
             return
         await h.run(interaction, lambda: h.dispute(interaction, problem, None))
 
@@ -565,18 +534,17 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     )
 
     @question.command(name="add", description="Add a multiple-choice question through a form")
+    @app_commands.choices(difficulty=choices_of(Difficulty), kind=choices_of(MULTIPLE_CHOICE_KINDS))
     async def question_add(
         interaction: discord.Interaction[Any],
         id: str,
         topic: str,
-        difficulty: Literal["intermediate", "advanced", "expert"],
-        kind: Literal[
-            "predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice"
-        ] = "conceptual",
+        difficulty: str,
+        kind: str = Kind.CONCEPTUAL.value,
     ) -> None:
         # The modal must be the first response, so the refusal is decided before opening it.
-        if not actor_of(interaction, h.admin_roles).is_admin:
-            await interaction.response.send_message(render.error_text(REFUSAL), ephemeral=True)
+        if not h.actor(interaction).is_admin:
+            await interaction.response.send_message(render.error_text(h.admins.refusal), ephemeral=True)
             return
         await interaction.response.send_modal(QuestionModal(h, id, kind, topic, difficulty))
 
@@ -592,6 +560,19 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     async def question_preview(interaction: discord.Interaction[Any], question: str) -> None:
         await h.run(interaction, lambda: h.preview(interaction, question), admin=True)
 
-    register_dispute_commands(question, h)
+    @question.command(name="correct", description="Fix a question's answer and re-score past attempts")
+    @app_commands.describe(question="the question id", letter="the right choice, e.g. B")
+    async def question_correct(
+        interaction: discord.Interaction[Any],
+        question: str,
+        letter: app_commands.Range[str, 1, 1],
+    ) -> None:
+        await h.run(interaction, lambda: h.disputes_ui.correct(interaction, question, letter), admin=True)
+
+    @question.command(name="flags", description="Questions whose official answer a dispute contradicted")
+    @app_commands.describe(everything="also the resolved ones")
+    async def question_flags(interaction: discord.Interaction[Any], everything: bool = False) -> None:
+        await h.run(interaction, lambda: h.disputes_ui.flags(interaction, everything), admin=True)
+
     tree.add_command(rankzero)
     tree.add_command(question)

@@ -26,9 +26,9 @@ from bot.adapters.discord.sanitize import (
     safe_text,
     truncate,
 )
-from bot.core.dispute_ports import QuestionFlag
 from bot.core.dispute_service import CorrectionCard, DisputeCard
 from bot.core.disputes import AdminNotice
+from bot.core.repositories import QuestionFlag
 from bot.core.verdicts import RankOutcome, RunVerdict
 
 #: Characters of runner output shared by all ranks of one verdict, at most (the rest of the embed's 6000

@@ -1,14 +1,8 @@
 """Disputes and admin questions on Discord: the runner preview before saving a question, ``/dispute`` with a
 variant typed in a form, ``/question correct`` and ``/question flags``.
 
-The runner settings of a question added through the form go on the **first line of its Code field**::
-
-    runner: MODE [RANKS] [gpus=N] [init]
-
-``MODE`` is ``python``, ``dp`` or ``ddp``; ``RANKS`` the number of ddp ranks (1 otherwise); ``gpus=N`` the
-GPUs needed to reproduce it faithfully; ``init`` lets the runner call ``init_process_group`` first. E.g.
-``runner: ddp 2 init``. The line is removed from the code. A ``predict_output`` question with code and no
-such line runs as one plain Python process (``runner: python``); the schema checks the rest.
+The runner settings of a question added through the form go on the **first line of its Code field**
+(``runner: ddp 2 init``; read by bot.commands.questions, which every platform's form shares).
 
 The preview. A valid ``predict_output`` question with code is not imported on submit: its draft is kept in
 this process under a random key (:class:`DraftStore`, one hour, oldest dropped past 200) and the admin gets
@@ -21,6 +15,7 @@ from __future__ import annotations
 
 import logging
 import re
+from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, Any, Protocol
 
 import discord
@@ -28,77 +23,29 @@ import discord
 from bot.adapters.discord import dispute_render, render
 from bot.adapters.discord.failures import SafeModal, tell_failure
 from bot.adapters.discord.play import actor_of
+from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import no_mentions, safe_text
 from bot.adapters.drafts import DraftStore
+from bot.commands.admin import AdminPolicy
+from bot.commands.handlers import Commands
+from bot.commands.parsing import parse_correct
 from bot.core.errors import ConfigurationError, RankZeroError
 
 if TYPE_CHECKING:
-    from bot.adapters.discord.commands import CommandHandler
-    from bot.core.ports import SyncReport
+    from bot.core.repositories import SyncReport
 
 log = logging.getLogger(__name__)
 
 #: The longest variant the form takes (Discord's limit for a text input).
 MAX_VARIANT_INPUT = 4000
 
-RUNNER_SYNTAX = "runner: MODE [RANKS] [gpus=N] [init], e.g. `runner: ddp 2 init` (MODE: python, dp or ddp)"
-#: The runner block of a predict_output question with code and no runner line.
-DEFAULT_RUNNER: dict[str, Any] = {"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False}
 EXPIRED = (
     "This draft is gone (drafts are kept one hour in memory, and a restart drops them): run `/question add` "
     "again."
 )
 
-_RUNNER_LINE = re.compile(r"\A[ \t]*runner[ \t]*:(?P<rest>[^\n]*)(?:\n|\Z)", re.IGNORECASE)
-_GPUS = re.compile(r"gpus?=(\d+)", re.IGNORECASE)
-_NPROC = re.compile(r"(?:nproc=)?(\d+)", re.IGNORECASE)
-
-
-class RunnerLineError(ValueError):
-    """The Code field's ``runner:`` line cannot be read."""
-
-
-# ---------------------------------------------------------------------- the form's runner line
-def parse_runner_line(rest: str) -> dict[str, Any]:
-    """The ``runner`` block a line's settings describe (after ``runner:``); ranges are the schema's job."""
-    tokens = rest.replace(",", " ").split()
-    if not tokens:
-        raise RunnerLineError(f"the runner line names no mode: write {RUNNER_SYNTAX}")
-    mode = tokens[0].lower()
-    if mode not in ("python", "dp", "ddp"):
-        raise RunnerLineError(f"unknown runner mode {tokens[0]!r}: write {RUNNER_SYNTAX}")
-    runner: dict[str, Any] = {"mode": mode, "nproc": 1, "gpus": 0, "init_process_group": False}
-    for token in tokens[1:]:
-        if m := _GPUS.fullmatch(token):
-            runner["gpus"] = int(m[1])
-        elif m := _NPROC.fullmatch(token):
-            runner["nproc"] = int(m[1])
-        elif token.lower() in ("init", "init_process_group"):
-            runner["init_process_group"] = True
-        else:
-            raise RunnerLineError(f"unknown runner setting {token!r}: write {RUNNER_SYNTAX}")
-    return runner
-
-
-def split_runner_line(code: str, kind: str) -> tuple[dict[str, Any] | None, str]:
-    """``(runner block or None, code without the runner line)`` from the form's Code field.
-
-    Only the first line is read. A predict_output question with code and no runner line gets
-    :data:`DEFAULT_RUNNER`; other kinds get none unless the line is there (the schema then judges it).
-    """
-    m = _RUNNER_LINE.match(code)
-    if m is not None:
-        return parse_runner_line(m["rest"]), code[m.end() :]
-    if kind == "predict_output" and code.strip():
-        return dict(DEFAULT_RUNNER), code
-    return None, code
-
-
-def runner_hint(errors: list[str]) -> list[str]:
-    """``errors`` plus how to write the runner line when one of them is about the runner block."""
-    if any("runner" in e for e in errors):
-        return [*errors, f"give the runner settings as the Code field's first line: {RUNNER_SYNTAX}"]
-    return errors
+#: Runs a variant typed in the form: (the form's interaction, its code).
+VariantRunner = Callable[[discord.Interaction[Any], str], Awaitable[None]]
 
 
 # ---------------------------------------------------------------------- the Save / Cancel buttons
@@ -169,35 +116,33 @@ class VariantModal(SafeModal, title="Dispute with your variant"):
         max_length=MAX_VARIANT_INPUT,
     )
 
-    def __init__(self, handler: CommandHandler, problem: int) -> None:
+    def __init__(self, run_variant: VariantRunner) -> None:
         super().__init__(timeout=900)
-        self.handler = handler
-        self.problem = problem
+        self.run_variant = run_variant
 
     async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
         """Run the variant and show the verdict (like ``/dispute`` without one)."""
-        code = self.code.value
-        await self.handler.run(interaction, lambda: self.handler.dispute(interaction, self.problem, code))
+        await self.run_variant(interaction, self.code.value)
 
 
 # ---------------------------------------------------------------------- the handler
 class DisputeHandler:
     """The runner preview of a new question, its Save/Cancel, and the admin commands on flags."""
 
-    def __init__(self, commands: CommandHandler) -> None:
+    def __init__(self, commands: Commands, admins: AdminPolicy) -> None:
         self.commands = commands
+        self.admins = admins
         self.drafts = DraftStore()
 
     async def preview_draft(self, interaction: discord.Interaction[Any], spec: dict[str, Any]) -> None:
         """Run a valid draft on the runner and show the verdict with Save / Cancel (nothing imported yet)."""
-        h = self.commands
-        actor = actor_of(interaction, h.admin_roles)
+        actor = actor_of(interaction, self.admins)
         question_id = str(spec.get("id", "?"))
         key = self.drafts.put(spec, str(interaction.user.id))
         try:
-            if h.disputes is None:
+            if self.commands.disputes is None:
                 raise ConfigurationError("no runner is configured on this bot (RANKZERO_RUNNER_URL)")
-            card = await h.disputes.preview_question(actor, spec)
+            card = await self.commands.disputes.preview_question(actor, spec)
         except RankZeroError as exc:
             embed = dispute_render.preview_error_embed(question_id, str(exc))
             verified = False
@@ -208,7 +153,7 @@ class DisputeHandler:
         else:
             embed = dispute_render.verdict_embed(card, preview=True)
             verified = True
-        await h._send(
+        await send_private(
             interaction,
             f"What the runner really printed for `{safe_text(question_id)}`. Nothing is saved until you "
             "press **Save**; **Cancel** drops the draft.",
@@ -219,12 +164,11 @@ class DisputeHandler:
     async def on_draft(self, interaction: discord.Interaction[Any], verb: str, key: str) -> None:
         """Save imports the draft, Cancel drops it; the preview message says which, buttons removed."""
         await interaction.response.defer()  # a deferred update of the preview message
-        h = self.commands
         draft = self.drafts.get(key)
         if draft is None:
             await self._close_message(interaction, self.drafts.outcome(key) or EXPIRED)
             return
-        actor = actor_of(interaction, h.admin_roles)
+        actor = actor_of(interaction, self.admins)
         if not actor.is_admin or str(interaction.user.id) != draft.owner_id:
             await interaction.followup.send(
                 render.error_text("only the admin who filled in this form can save or cancel it"),
@@ -247,7 +191,7 @@ class DisputeHandler:
         report: SyncReport | None = None
         error = ""
         try:
-            report = await h.quiz.admin_import(actor, [draft.spec])
+            report = await self.commands.import_questions(actor, [draft.spec])
         except RankZeroError as exc:
             error = f"not saved: {exc}"
         except Exception:  # a bug or a lost connection: logged; the admin may try again
@@ -278,34 +222,11 @@ class DisputeHandler:
 
     async def correct(self, interaction: discord.Interaction[Any], question: str, letter: str) -> None:
         """``/question correct``: fix the official answer and re-score past attempts."""
-        h = self.commands
-        if h.disputes is None:
-            raise ConfigurationError("disputes are not set up on this bot")
-        card = await h.disputes.correct_answer(actor_of(interaction, h.admin_roles), question, letter)
-        await h._send(interaction, dispute_render.correction_text(card))
+        question_id, letter = parse_correct([question, letter])
+        card = await self.commands.correct(actor_of(interaction, self.admins), question_id, letter)
+        await send_private(interaction, dispute_render.correction_text(card))
 
     async def flags(self, interaction: discord.Interaction[Any], everything: bool) -> None:
         """``/question flags``: questions a dispute contradicted (open ones, or all)."""
-        h = self.commands
-        if h.disputes is None:
-            raise ConfigurationError("disputes are not set up on this bot")
-        flags = await h.disputes.flags(actor_of(interaction, h.admin_roles), None if everything else "open")
-        await h._send(interaction, embed=dispute_render.flags_embed(flags, everything=everything))
-
-
-def register_dispute_commands(question: discord.app_commands.Group, h: CommandHandler) -> None:
-    """Add ``correct`` and ``flags`` to the ``/question`` group (admins only)."""
-
-    @question.command(name="correct", description="Fix a question's answer and re-score past attempts")
-    @discord.app_commands.describe(question="the question id", letter="the right choice, e.g. B")
-    async def question_correct(
-        interaction: discord.Interaction[Any],
-        question: str,
-        letter: discord.app_commands.Range[str, 1, 1],
-    ) -> None:
-        await h.run(interaction, lambda: h.disputes_ui.correct(interaction, question, letter), admin=True)
-
-    @question.command(name="flags", description="Questions whose official answer a dispute contradicted")
-    @discord.app_commands.describe(everything="also the resolved ones")
-    async def question_flags(interaction: discord.Interaction[Any], everything: bool = False) -> None:
-        await h.run(interaction, lambda: h.disputes_ui.flags(interaction, everything), admin=True)
+        flags = await self.commands.flags(actor_of(interaction, self.admins), everything=everything)
+        await send_private(interaction, embed=dispute_render.flags_embed(flags, everything=everything))

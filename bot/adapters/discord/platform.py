@@ -6,12 +6,12 @@ import logging
 
 import discord
 
-from bot.adapters.discord import dispute_render, render
+from bot.adapters.discord import dispute_render, practice_render, render
 from bot.adapters.discord.sanitize import no_mentions, safe_text, split_text
 from bot.adapters.notices import NoticeThrottle
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, PlayerRef
 
 log = logging.getLogger(__name__)
 
@@ -125,3 +125,8 @@ class DiscordPlatform:
         target = self.client.get_partial_messageable(self.admin_channel_id)
         for chunk in split_text(text):
             await target.send(chunk, allowed_mentions=no_mentions())
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """DM the player (Discord answers 403 code 50007 when their DMs are closed: that propagates)."""
+        channel = await self.client.create_dm(discord.Object(id=int(player.user_id)))
+        await channel.send(practice_render.nudge_text(card), allowed_mentions=no_mentions())

@@ -1,13 +1,12 @@
-"""Button clicks: payload -> one service call -> render, and the per-player countdown that edits on time up.
+"""Button clicks: payload -> the command layer's problem flow -> render; the time-up edit.
 
-Every click is acknowledged first (a deferred response, well within Discord's 3 s), then the service is
-called and the message edited through the interaction's webhook. Game rules stay in QuizService.
+Every click is acknowledged first (a deferred response, well within Discord's 3 s), then the flow
+(bot.commands.flow) makes the service calls and arms the deadline timer, and the message is edited
+through the interaction's webhook. Game rules stay in QuizService.
 """
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
 import logging
 from collections.abc import Sequence
 from typing import Any
@@ -16,6 +15,9 @@ import discord
 
 from bot.adapters.discord import render
 from bot.adapters.discord.sanitize import no_mentions
+from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.flow import ProblemFlow
+from bot.commands.timer import DeadlineTimers
 from bot.core.cards import Feedback, HintCard, ProblemCard
 from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
@@ -27,15 +29,33 @@ log = logging.getLogger(__name__)
 PLATFORM = "discord"
 
 
-def actor_of(interaction: discord.Interaction[Any], admin_roles: Sequence[int] = ()) -> Actor:
-    """The player behind an interaction; admin = Manage Server permission or one of ``admin_roles``."""
-    user = interaction.user
+#: What a member who is not an admin is told.
+REFUSAL = "only admins can do that (Manage Server permission or a RankZero admin role): ask a server admin"
+
+
+def admin_policy(admin_roles: Sequence[int] = ()) -> AdminPolicy:
+    """Discord's admins: Manage Server (or Administrator), or a member of one of ``admin_roles``."""
+    return AdminPolicy(refusal=REFUSAL, admin_roles=admin_roles)
+
+
+def rights_of(interaction: discord.Interaction[Any]) -> PlatformRights:
+    """What Discord reports about the user behind ``interaction`` (the layer decides from it)."""
     perms = interaction.permissions
     # A Member's roles resolve through the guild cache the (non-privileged) guilds intent keeps; a user
     # outside a guild (a DM) has none.
-    role_ids = {role.id for role in getattr(user, "roles", ())}
-    is_admin = bool(perms.manage_guild or perms.administrator) or bool(role_ids & set(admin_roles))
-    return Actor(PlayerRef(PLATFORM, str(user.id), user.display_name), is_admin)
+    role_ids = frozenset(str(role.id) for role in getattr(interaction.user, "roles", ()))
+    return PlatformRights(
+        manages_workspace=bool(perms.manage_guild or perms.administrator), role_ids=role_ids
+    )
+
+
+def actor_of(interaction: discord.Interaction[Any], admins: AdminPolicy | None = None) -> Actor:
+    """The player behind an interaction, admin or not according to ``admins`` (Manage Server only when
+    no policy is given).
+    """
+    user = interaction.user
+    player = PlayerRef(PLATFORM, str(user.id), user.display_name)
+    return (admins or admin_policy()).actor(player, rights_of(interaction))
 
 
 def channel_of(interaction: discord.Interaction[Any], timezone: str = "UTC") -> ChannelRef:
@@ -46,78 +66,6 @@ def channel_of(interaction: discord.Interaction[Any], timezone: str = "UTC") -> 
     return ChannelRef(PLATFORM, workspace, str(interaction.channel_id), name, timezone)
 
 
-class Countdowns:
-    """One asyncio timer per (player, problem): at the stored deadline it records the time-out and edits
-    the player's ephemeral message. Best effort (a restart loses timers); the stored deadline is what counts.
-    """
-
-    def __init__(self, quiz: QuizService, clock: Clock, *, tick_s: float = 5.0) -> None:
-        self._quiz = quiz
-        self._clock = clock
-        #: The timer re-reads the clock at least this often (so it follows the clock, not its own sleep).
-        self.tick_s = tick_s
-        self._tasks: dict[tuple[str, int], asyncio.Task[None]] = {}
-        self._latest: dict[tuple[str, int], discord.Interaction[Any]] = {}
-
-    def arm(self, interaction: discord.Interaction[Any], actor: Actor, card: ProblemCard) -> None:
-        """(Re)start the timer of this problem; later edits go through ``interaction``'s webhook."""
-        key = (actor.player.user_id, card.problem_id)
-        self._latest[key] = interaction
-        if key in self._tasks and not self._tasks[key].done():
-            return
-        self._tasks[key] = asyncio.create_task(self._run(key, actor, card))
-
-    def disarm(self, user_id: str, problem_id: int) -> None:
-        """Stop a timer (the problem ended some other way)."""
-        key = (user_id, problem_id)
-        task = self._tasks.pop(key, None)
-        self._latest.pop(key, None)
-        if task is not None and task is not asyncio.current_task():
-            task.cancel()
-
-    @property
-    def armed(self) -> int:
-        """How many timers are running."""
-        return sum(1 for t in self._tasks.values() if not t.done())
-
-    async def _run(self, key: tuple[str, int], actor: Actor, card: ProblemCard) -> None:
-        try:
-            # Polling on purpose: the deadline is measured on the service's clock, which may not be
-            # the event loop's (tests move a frozen clock), so sleep in ticks and re-read it.
-            while (left := (card.deadline - self._clock.now()).total_seconds()) > 0:  # noqa: ASYNC110
-                await asyncio.sleep(min(left, self.tick_s))
-            feedback = await self._quiz.time_up(actor, card.problem_id)
-            view = await self._quiz.view_problem(actor, card.problem_id)
-            interaction = self._latest.get(key)
-            if interaction is not None:
-                await interaction.edit_original_response(
-                    content=None,
-                    embed=render.problem_embed(view, feedback),
-                    view=render.problem_view(view, feedback),
-                    allowed_mentions=no_mentions(),
-                )
-        except asyncio.CancelledError:
-            raise
-        except RankZeroError as exc:  # e.g. answered meanwhile: nothing to announce
-            log.debug("countdown %s ended without edit: %s", key, exc)
-        except discord.HTTPException as exc:  # token expired, message gone: the deadline still counts
-            log.info("countdown %s could not edit the message: %s", key, exc)
-        except Exception:  # a database error: the stored deadline still counts, the next click shows it
-            log.exception("countdown %s failed", key)
-        finally:
-            self._tasks.pop(key, None)
-            self._latest.pop(key, None)
-
-    async def close(self) -> None:
-        """Cancel every timer."""
-        tasks = list(self._tasks.values())
-        for task in tasks:
-            task.cancel()
-        for task in tasks:
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-
-
 class PlayHandler:
     """Handles RankZero button clicks (start, answer, hint, next) for the private problem flow."""
 
@@ -126,14 +74,33 @@ class PlayHandler:
         quiz: QuizService,
         clock: Clock,
         *,
-        admin_roles: Sequence[int] = (),
+        admins: AdminPolicy | None = None,
         timezone: str = "UTC",
-        tick_s: float = 5.0,
     ) -> None:
         self.quiz = quiz
-        self.admin_roles = tuple(admin_roles)
+        self.admins = admins or admin_policy()
         self.timezone = timezone
-        self.countdowns = Countdowns(quiz, clock, tick_s=tick_s)
+        #: The shared problem flow (bot.commands.flow); its surface is the latest click's interaction,
+        #: whose webhook edits the player's ephemeral message.
+        self.flow: ProblemFlow[discord.Interaction[Any]] = ProblemFlow(quiz, clock, self._time_up)
+
+    @property
+    def countdowns(self) -> DeadlineTimers:
+        """The time-up timers of the problems shown (best effort; the stored deadline is what counts)."""
+        return self.flow.timers
+
+    @staticmethod
+    async def _time_up(interaction: discord.Interaction[Any], card: ProblemCard, feedback: Feedback) -> None:
+        """A problem's time ran out while shown: edit the player's message to say so."""
+        try:
+            await interaction.edit_original_response(
+                content=None,
+                embed=render.problem_embed(card, feedback),
+                view=render.problem_view(card, feedback),
+                allowed_mentions=no_mentions(),
+            )
+        except discord.HTTPException as exc:  # token expired, message gone: the deadline still counts
+            log.info("time-up of problem %s could not edit the message: %s", card.problem_id, exc)
 
     async def on_button(
         self, interaction: discord.Interaction[Any], action: str, args: tuple[str, ...]
@@ -145,7 +112,7 @@ class PlayHandler:
         else:
             # Buttons on the ephemeral message: update that message in place.
             await interaction.response.defer()
-        actor = actor_of(interaction, self.admin_roles)
+        actor = actor_of(interaction, self.admins)
         try:
             if action == "start" or action == "next":
                 await self._show_next(interaction, actor, int(args[0]))
@@ -182,35 +149,26 @@ class PlayHandler:
     async def _show_next(
         self, interaction: discord.Interaction[Any], actor: Actor, challenge_id: int
     ) -> None:
-        problem = await self.quiz.next_problem(actor, challenge_id)
-        if problem is None:
-            summary = await self.quiz.summary(actor, challenge_id)
+        shown = await self.flow.next(actor, challenge_id, interaction)
+        if shown.card is not None:
+            await self._edit(interaction, shown.card)
+        elif shown.summary is not None:
             await interaction.edit_original_response(
-                content=None, embed=render.summary_embed(summary), view=None, allowed_mentions=no_mentions()
+                content=None,
+                embed=render.summary_embed(shown.summary),
+                view=None,
+                allowed_mentions=no_mentions(),
             )
-            return
-        card = await self.quiz.start_problem(actor, problem.id)
-        await self._edit(interaction, card)
-        if not card.over:
-            self.countdowns.arm(interaction, actor, card)
 
     async def _answer(
         self, interaction: discord.Interaction[Any], actor: Actor, problem_id: int, letter: str
     ) -> None:
         # The interaction id is the idempotency key: a redelivered click is not a second attempt.
-        feedback = await self.quiz.answer(
-            actor, problem_id, letter, idempotency_key=f"discord:{interaction.id}"
-        )
-        card = await self.quiz.view_problem(actor, problem_id)
-        await self._edit(interaction, card, feedback)
-        if feedback.over:
-            self.countdowns.disarm(actor.player.user_id, problem_id)
-        else:
-            self.countdowns.arm(interaction, actor, card)
+        shown = await self.flow.answer(actor, problem_id, letter, f"discord:{interaction.id}", interaction)
+        assert shown.card is not None
+        await self._edit(interaction, shown.card, shown.feedback)
 
     async def _hint(self, interaction: discord.Interaction[Any], actor: Actor, problem_id: int) -> None:
-        hint = await self.quiz.hint(actor, problem_id)
-        card = await self.quiz.view_problem(actor, problem_id)
-        await self._edit(interaction, card, None, hint)
-        if not card.over:
-            self.countdowns.arm(interaction, actor, card)
+        shown = await self.flow.hint(actor, problem_id, interaction)
+        assert shown.card is not None
+        await self._edit(interaction, shown.card, None, shown.hint)

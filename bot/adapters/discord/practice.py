@@ -9,9 +9,9 @@ acknowledging) response is the answer form itself. Buttons are persistent (pract
 from __future__ import annotations
 
 import logging
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Literal
 
 import discord
 from discord import app_commands
@@ -21,9 +21,11 @@ from bot.adapters.discord.failures import SafeModal
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.render import error_text
 from bot.adapters.discord.sanitize import no_mentions
+from bot.commands.admin import AdminPolicy
+from bot.commands.practice import PracticeFlow
 from bot.core.errors import RankZeroError
 from bot.core.models import PlayerRef
-from bot.core.practice import MAX_ANSWER_CHARS, PracticeService, parse_grade
+from bot.core.practice import MAX_ANSWER_CHARS, PracticeService
 
 log = logging.getLogger(__name__)
 
@@ -68,12 +70,14 @@ class ExplainModal(SafeModal, title="Your explanation"):
 class PracticeHandler:
     """The bodies of the practice commands and buttons."""
 
-    def __init__(self, practice: PracticeService, *, admin_roles: Sequence[int] = ()) -> None:
+    def __init__(self, practice: PracticeService, *, admins: AdminPolicy | None = None) -> None:
         self.practice = practice
-        self.admin_roles = tuple(admin_roles)
+        self.admins = admins
+        #: The platform-neutral practice steps (bot.commands.practice); this handler renders them.
+        self.flow = PracticeFlow(practice)
 
     def _player(self, interaction: discord.Interaction[Any]) -> PlayerRef:
-        return actor_of(interaction, self.admin_roles).player
+        return actor_of(interaction, self.admins).player
 
     @staticmethod
     async def _show(interaction: discord.Interaction[Any], screen: Screen) -> None:
@@ -100,23 +104,29 @@ class PracticeHandler:
         """``/quiz [topic]``: five untimed questions, the first one now."""
 
         async def body(player: PlayerRef) -> Screen:
-            card = await self.practice.start_quiz(player, topic)
+            card = await self.flow.start_quiz(player, topic)
             return Screen(embeds=[render.quiz_question_embed(card)], view=render.quiz_question_view(card))
 
         await self._command(interaction, body)
 
-    async def review(self, interaction: discord.Interaction[Any]) -> None:
-        """``/review``: the player's due flashcards, one at a time."""
+    async def review(self, interaction: discord.Interaction[Any], nudge: str | None = None) -> None:
+        """``/review [nudge:on|off]``: the player's due flashcards, one at a time; with ``nudge``, turn
+        the daily DM of due cards on or off instead.
+        """
 
         async def body(player: PlayerRef) -> Screen:
-            summary = await self.practice.start_review(player)
-            card = await self.practice.next_card(player)
-            if card is None:
-                return Screen(embeds=[render.review_done_embed(0, summary)])
+            if nudge is not None:
+                on = await self.flow.set_nudge(player, nudge)
+                return Screen(content=render.nudge_setting_text(on))
+            step = await self.flow.review(player)
+            if step.card is None:
+                assert step.summary is not None
+                return Screen(embeds=[render.review_done_embed(0, step.summary)])
+            assert step.summary is not None
             return Screen(
-                content=render.review_summary_text(summary),
-                embeds=[render.flashcard_front_embed(card)],
-                view=render.flashcard_front_view(card, 0),
+                content=render.review_summary_text(step.summary),
+                embeds=[render.flashcard_front_embed(step.card)],
+                view=render.flashcard_front_view(step.card, 0),
             )
 
         await self._command(interaction, body)
@@ -125,7 +135,7 @@ class PracticeHandler:
         """``/explain [topic]``: an explain prompt with its Answer button."""
 
         async def body(player: PlayerRef) -> Screen:
-            card = await self.practice.explain_prompt(player, topic)
+            card = await self.flow.explain(player, topic)
             return Screen(embeds=[render.explain_prompt_embed(card)], view=render.explain_prompt_view(card))
 
         await self._command(interaction, body)
@@ -170,47 +180,52 @@ class PracticeHandler:
         await self._show(interaction, screen)
 
     async def _answer_quiz(self, player: PlayerRef, quiz_id: int, position: int, letter: str) -> Screen:
-        fb = await self.practice.answer_quiz(player, quiz_id, position, letter)
-        embeds = [render.quiz_feedback_embed(fb)]
-        if fb.finished:
-            embeds.append(render.quiz_result_embed(await self.practice.quiz_result(player, quiz_id)))
-        return Screen(embeds=embeds, view=render.quiz_next_view(fb))
+        step = await self.flow.answer_quiz(player, quiz_id, position, letter)
+        assert step.feedback is not None
+        embeds = [render.quiz_feedback_embed(step.feedback)]
+        if step.result is not None:
+            embeds.append(render.quiz_result_embed(step.result))
+        return Screen(embeds=embeds, view=render.quiz_next_view(step.feedback))
 
     async def _next_question(self, player: PlayerRef, quiz_id: int) -> Screen:
-        card = await self.practice.quiz_question(player, quiz_id)
-        if card is None:  # every question answered (e.g. Next clicked on an old message)
-            return Screen(embeds=[render.quiz_result_embed(await self.practice.quiz_result(player, quiz_id))])
-        return Screen(embeds=[render.quiz_question_embed(card)], view=render.quiz_question_view(card))
+        step = await self.flow.next_question(player, quiz_id)
+        if step.question is None:  # every question answered (e.g. Next clicked on an old message)
+            assert step.result is not None
+            return Screen(embeds=[render.quiz_result_embed(step.result)])
+        return Screen(
+            embeds=[render.quiz_question_embed(step.question)], view=render.quiz_question_view(step.question)
+        )
 
     async def _reveal(self, player: PlayerRef, card_id: int, showing: int, reviewed: int) -> Screen:
-        card = await self.practice.next_card(player)
-        if card is None:
-            return Screen(
-                embeds=[render.review_done_embed(reviewed, await self.practice.start_review(player))]
-            )
-        if (card.card_id, card.showing) != (card_id, showing):
+        step = await self.flow.reveal(player, card_id, showing)
+        if step.card is None:
+            assert step.summary is not None
+            return Screen(embeds=[render.review_done_embed(reviewed, step.summary)])
+        if step.moved:
             # Graded meanwhile (another message, a double click): show the card that is due now.
             return Screen(
                 content="That card was already graded; here is your next one.",
-                embeds=[render.flashcard_front_embed(card)],
-                view=render.flashcard_front_view(card, reviewed),
+                embeds=[render.flashcard_front_embed(step.card)],
+                view=render.flashcard_front_view(step.card, reviewed),
             )
-        return Screen(embeds=[render.flashcard_back_embed(card)], view=render.grade_view(card, reviewed))
+        return Screen(
+            embeds=[render.flashcard_back_embed(step.card)], view=render.grade_view(step.card, reviewed)
+        )
 
     async def _grade(
         self, player: PlayerRef, card_id: int, showing: int, grade: str, reviewed: int
     ) -> Screen:
-        out = await self.practice.grade_card(player, card_id, parse_grade(grade), showing)
-        reviewed += 0 if out.duplicate else 1
-        line = render.review_outcome_text(out)
-        card = await self.practice.next_card(player)
-        if card is None:
-            summary = await self.practice.start_review(player)
-            return Screen(content=line, embeds=[render.review_done_embed(reviewed, summary)])
+        step = await self.flow.grade(player, card_id, showing, grade)
+        assert step.outcome is not None
+        reviewed += 0 if step.outcome.duplicate else 1
+        line = render.review_outcome_text(step.outcome)
+        if step.card is None:
+            assert step.summary is not None
+            return Screen(content=line, embeds=[render.review_done_embed(reviewed, step.summary)])
         return Screen(
             content=line,
-            embeds=[render.flashcard_front_embed(card)],
-            view=render.flashcard_front_view(card, reviewed),
+            embeds=[render.flashcard_front_embed(step.card)],
+            view=render.flashcard_front_view(step.card, reviewed),
         )
 
     async def submit_explanation(
@@ -218,7 +233,7 @@ class PracticeHandler:
     ) -> None:
         """Grade a submitted explanation and show it under the prompt (the Answer button goes away)."""
         try:
-            result = await self.practice.submit_explanation(self._player(interaction), version_id, text)
+            result = await self.flow.submit_explanation(self._player(interaction), version_id, text)
         except RankZeroError as exc:  # e.g. only blanks: the prompt and its Answer button stay
             await interaction.followup.send(
                 error_text(str(exc)), ephemeral=True, allowed_mentions=no_mentions()
@@ -237,8 +252,11 @@ def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeH
         await h.quiz(interaction, topic)
 
     @tree.command(name="review", description="Practice: your due flashcards (spaced repetition)")
-    async def review(interaction: discord.Interaction[Any]) -> None:
-        await h.review(interaction)
+    @app_commands.describe(nudge="a daily DM when cards are due: on or off (then no review now)")
+    async def review(
+        interaction: discord.Interaction[Any], nudge: Literal["on", "off"] | None = None
+    ) -> None:
+        await h.review(interaction, nudge)
 
     @tree.command(name="explain", description="Practice: explain a concept in your own words, graded")
     @app_commands.describe(topic="a topic, e.g. DDP (default: any)")

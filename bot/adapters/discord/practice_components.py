@@ -6,7 +6,7 @@ after a restart once the new client registers :class:`PracticeButton`:
 - ``rz:practice:quiz:<quiz>:<position>:<letter>``   answer a quiz question
 - ``rz:practice:next:<quiz>``                       the quiz's next question (or its result)
 - ``rz:practice:reveal:<card>:<showing>:<reviewed>`` show a flashcard's back and the grade buttons
-- ``rz:practice:grade:<card>:<showing>:<grade>:<reviewed>`` self-grade it (SM-2 schedules it)
+- ``rz:practice:grade:<card>:<showing>:<grade>:<reviewed>`` self-grade it (FSRS schedules it)
 - ``rz:practice:explain:<version>``                 open the answer form of an explain prompt
 
 ``showing`` (the card's review count) makes a repeated grade of the same showing a no-op in the service;

@@ -13,7 +13,7 @@ from typing import Any
 import discord
 
 from bot.adapters.discord.practice_components import PracticeButton
-from bot.adapters.discord.render import BLUE, GREEN, GREY, RED, bank_text, relative
+from bot.adapters.discord.render import BLUE, DIFFICULTY_ICONS, GREEN, GREY, RED, bank_text, relative
 from bot.adapters.discord.sanitize import (
     BUTTONS_PER_ROW,
     EMBED_TOTAL,
@@ -25,6 +25,7 @@ from bot.adapters.discord.sanitize import (
     safe_text,
     truncate,
 )
+from bot.core.cards import PracticeNudgeCard
 from bot.core.practice_models import (
     ExplainPromptCard,
     ExplainResultCard,
@@ -36,10 +37,9 @@ from bot.core.practice_models import (
     ReviewOutcome,
     ReviewSummary,
 )
-from bot.core.sm2 import Grade
+from bot.core.srs import Grade
 
 PURPLE = discord.Colour.purple()
-_DIFFICULTY = {"beginner": "⚪", "intermediate": "🟢", "advanced": "🟠", "expert": "🔴"}
 GRADE_STYLE: dict[Grade, discord.ButtonStyle] = {
     "again": discord.ButtonStyle.danger,
     "hard": discord.ButtonStyle.secondary,
@@ -85,7 +85,7 @@ def fit_message(embeds: Sequence[discord.Embed]) -> list[discord.Embed]:
 # ---------------------------------------------------------------------- quiz
 def quiz_question_embed(card: QuizQuestionCard) -> discord.Embed:
     """A quiz question: prompt, code, lettered choices."""
-    icon = _DIFFICULTY.get(card.difficulty, "")
+    icon = DIFFICULTY_ICONS.get(card.difficulty, "")
     embed = discord.Embed(
         title=f"Quiz {card.position}/{card.total} · {icon} {card.difficulty} · {plain(card.topic)}",
         description=bank_text(card.prompt),
@@ -214,7 +214,7 @@ def flashcard_back_embed(card: FlashcardCard) -> discord.Embed:
 
 
 def grade_view(card: FlashcardCard, reviewed: int) -> discord.ui.View:
-    """Again / Hard / Good / Easy, each labelled with the delay SM-2 would schedule: ``Good · 10m``."""
+    """Again / Hard / Good / Easy, each labelled with the delay FSRS would schedule: ``Good · 10m``."""
     return _view(
         *(
             PracticeButton(
@@ -241,6 +241,21 @@ def review_outcome_text(out: ReviewOutcome) -> str:
     return text
 
 
+def nudge_text(card: PracticeNudgeCard) -> str:
+    """The daily DM of a player who opted in."""
+    return (
+        f"🔔 **{_plural(card.due, 'flashcard')} due** in RankZero. `/review` to study them "
+        "(`/review nudge:off` stops this daily message)."
+    )
+
+
+def nudge_setting_text(on: bool) -> str:
+    """The answer to ``/review nudge:on|off``."""
+    if on:
+        return "Daily reminder **on**: one DM a day while flashcards are due (`/review nudge:off` to stop)."
+    return "Daily reminder **off**."
+
+
 def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
     """The end of a review session (or a session with nothing due)."""
     title = f"Reviewed {_plural(reviewed, 'card')}" if reviewed else "Nothing due right now"
@@ -252,14 +267,14 @@ def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
             "Your deck is empty: it fills with the bank's recall cards and the challenge questions you miss."
         )
     embed = discord.Embed(title=title, description="\n".join(lines), colour=GREEN if reviewed else GREY)
-    embed.set_footer(text="Cards are scheduled with SM-2 (Anki's defaults).")
+    embed.set_footer(text="Cards are scheduled with FSRS, the scheduler Anki uses.")
     return fit_embed(embed)
 
 
 # ---------------------------------------------------------------------- explain
 def explain_prompt_embed(card: ExplainPromptCard) -> discord.Embed:
     """An explain prompt."""
-    icon = _DIFFICULTY.get(card.difficulty, "")
+    icon = DIFFICULTY_ICONS.get(card.difficulty, "")
     embed = discord.Embed(
         title=f"✍ Explain · {icon} {card.difficulty} · {plain(card.topic)}",
         description=bank_text(card.prompt),
@@ -297,6 +312,14 @@ def explain_result_embed(card: ExplainResultCard) -> discord.Embed:
     ]
     if covered:
         embed.add_field(name="Covered", value=truncate("\n".join(covered), FIELD_VALUE), inline=False)
+    if card.misconceptions:
+        wrong = "\n".join(
+            f"⚠️ You wrote that {plain(c.misconception or '')}: {plain(c.correction or '')}"
+            for c in card.misconceptions
+        )
+        embed.add_field(name="Misconception", value=truncate(wrong, FIELD_VALUE), inline=False)
+    if card.note:
+        embed.add_field(name="Note", value=truncate(plain(card.note), FIELD_VALUE), inline=False)
     if card.missed:
         missed = "\n".join(f"❌ {plain(name)}" for name in card.missed)
         embed.add_field(name="Missed", value=truncate(missed, FIELD_VALUE), inline=False)

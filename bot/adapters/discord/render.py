@@ -33,13 +33,20 @@ from bot.core.cards import (
     ResultsCard,
     StatsCard,
 )
+from bot.core.vocabulary import Difficulty
 
 BLUE = discord.Colour.blurple()
 GREEN = discord.Colour.green()
 RED = discord.Colour.red()
 GREY = discord.Colour.dark_grey()
 
-_STYLE_BY_DIFFICULTY = {"intermediate": "🟢", "advanced": "🟠", "expert": "🔴"}
+#: The icon before a difficulty, keyed by the members (all of them: tests/test_vocabulary.py checks it).
+DIFFICULTY_ICONS: dict[str, str] = {
+    Difficulty.BEGINNER: "⚪",
+    Difficulty.INTERMEDIATE: "🟢",
+    Difficulty.ADVANCED: "🟠",
+    Difficulty.EXPERT: "🔴",
+}
 
 
 def relative(at: dt.datetime) -> str:
@@ -70,7 +77,7 @@ def _view(*items: discord.ui.Item[Any]) -> discord.ui.View:
 def challenge_embed(card: ChallengeCard) -> discord.Embed:
     """The daily post: title, problems' topics and difficulty, the window's end as a countdown."""
     lines = [
-        f"**{p.position}.** {plain(p.topic)} · {_STYLE_BY_DIFFICULTY.get(p.difficulty, '')} {p.difficulty}"
+        f"**{p.position}.** {plain(p.topic)} · {DIFFICULTY_ICONS.get(p.difficulty, '')} {p.difficulty}"
         for p in card.problems
     ]
     desc = "\n".join(lines)

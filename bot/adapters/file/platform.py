@@ -14,8 +14,8 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
-from bot.core.models import ChannelRef
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.models import ChannelRef, PlayerRef
 
 #: The channel platform name this adapter serves.
 PLATFORM = "file"
@@ -74,6 +74,11 @@ class FilePlatform:
         await self._write(
             "summary", channel, title=card.title, rows=[(r.display_name, r.points) for r in card.rows]
         )
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """Record the player's daily reminder of due flashcards."""
+        record = {"kind": "nudge", "pid": os.getpid(), "user_id": player.user_id, "due": card.due}
+        await asyncio.to_thread(self._append_raw, record | {"day": card.day.isoformat()})
 
     def __getattr__(self, name: str) -> Any:
         # Outbound calls added to the port later (e.g. admin notices) are recorded generically.

@@ -4,16 +4,27 @@ HTTP mode (production): Slack POSTs slash commands, interactivity and events to 
 verifies every request's signature (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the signing secret)
 and refuses timestamps more than 5 minutes away, both with 401. Socket Mode (development): the app opens
 a websocket with the app-level token (``xapp-...``), so no public URL is needed.
+
+OAuth mode (many workspaces, HTTP only): Bolt's AsyncOAuthFlow serves ``/slack/install`` (a link to
+Slack's authorization page with a one-use ``state``, tied to the browser by a cookie) and
+``/slack/oauth_redirect`` (the code exchanged with ``oauth.v2.access``; the install saved). The stores are
+slack_sdk's async SQLAlchemy ones over our database, built in bot/bootstrap.py and given in Services, so the
+Bolt app is made at start. Each request is authorized with its workspace's bot token (Bolt's installation
+store authorization) and answered with that workspace's client (``SlackContext.client``);
+``app_uninstalled`` and ``tokens_revoked`` delete the installation or bot and pause the workspace's
+schedules, so nothing is posted there until it installs again.
 """
 
 from __future__ import annotations
 
 import logging
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
-from slack_bolt.async_app import AsyncApp, AsyncBoltRequest
+from slack_bolt.async_app import AsyncApp, AsyncBoltContext, AsyncBoltRequest
+from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
@@ -22,9 +33,10 @@ from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
+from bot.adapters.slack.workspaces import Workspace
 from bot.config import Settings
-from bot.core.errors import ConfigurationError
-from bot.storage.deliveries import SqlDeliveryLog
+from bot.core.errors import ConfigurationError, RankZeroError
+from bot.core.models import Actor, PlayerRef
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -35,6 +47,29 @@ log = logging.getLogger(__name__)
 
 #: The path Slack posts to in HTTP mode (slash command, interactivity and event subscription URLs).
 EVENTS_PATH = "/slack/events"
+#: OAuth mode: where a workspace admin starts an install, and where Slack sends them back.
+INSTALL_PATH = "/slack/install"
+REDIRECT_PATH = "/slack/oauth_redirect"
+#: The bot scopes an install asks for (the same as the README's manifest).
+BOT_SCOPES = ("chat:write", "chat:write.public", "commands", "users:read", "channels:read", "groups:read")
+#: What a member of a workspace without an installation (uninstalled, token revoked) is told.
+NOT_INSTALLED = (
+    "RankZero is not installed in this workspace any more (it was uninstalled or its token revoked): "
+    "a workspace admin can install it again from the app's install page."
+)
+#: Who pauses a workspace's schedules when it uninstalls the app (the service wants an admin actor).
+UNINSTALL_ACTOR = Actor(PlayerRef(PLATFORM, "app_uninstalled", "Slack (app uninstalled)"), is_admin=True)
+
+
+@dataclass(frozen=True)
+class OAuthOptions:
+    """OAuth mode's settings (RANKZERO_SLACK_CLIENT_ID, _CLIENT_SECRET, _REDIRECT_URI, _AUTHORIZE_URL)."""
+
+    client_id: str
+    client_secret: str
+    redirect_uri: str | None = None
+    authorize_url: str | None = None
+    scopes: tuple[str, ...] = BOT_SCOPES
 
 
 def redelivery_key(body: dict[str, Any]) -> str | None:
@@ -48,42 +83,50 @@ def redelivery_key(body: dict[str, Any]) -> str | None:
     return None
 
 
-async def _first_anywhere(ctx: SlackContext, key: str) -> bool:
-    """Whether no process recorded this event yet (recording it now); True when the log is unavailable
-    (a redelivered Home tab is harmless, a lost event is not).
+def build_bolt_app(
+    ctx: SlackContext, signing_secret: str, oauth_settings: AsyncOAuthSettings | None = None
+) -> AsyncApp:
+    """The Bolt app with RankZero's listeners; outgoing Web API calls go through ``ctx.client`` (in OAuth
+    mode, with ``oauth_settings``, the request's workspace's client).
     """
-    deliveries = ctx.deliveries
-    if deliveries is None:
-        return True
-    try:
-        return bool(await deliveries.first(key, ctx.clock.now()))
-    except Exception:
-        log.exception("the delivery log failed; handling %s anyway", key)
-        return True
+    app = AsyncApp(
+        client=ctx.base_client,
+        signing_secret=signing_secret,
+        request_verification_enabled=True,
+        oauth_settings=oauth_settings,
+        # What a member of a workspace that uninstalled the app is told (through the response_url).
+        user_facing_authorize_error_message=NOT_INSTALLED if oauth_settings is not None else None,
+    )
+    if oauth_settings is not None:
 
+        @app.middleware
+        async def per_workspace(
+            req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+        ) -> BoltResponse | None:
+            # Runs after Bolt's authorization: the request's client carries its workspace's bot token.
+            context: AsyncBoltContext = req.context
+            ctx.enter_request(context.client, _bot_scopes(context), workspace_of(context))
+            return await next()
 
-def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
-    """The Bolt app with RankZero's listeners; outgoing Web API calls go through ``ctx.client``."""
-    app = AsyncApp(client=ctx.client, signing_secret=signing_secret, request_verification_enabled=True)
+        register_uninstall(app, ctx, oauth_settings)
 
     @app.middleware
     async def drop_redeliveries(
         req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
     ) -> BoltResponse | None:
-        # Slack redelivers (X-Slack-Retry-Num) when it did not see our answer in time; the first
-        # delivery is handled (or being handled), so acknowledge and do nothing. Answers also carry an
-        # idempotency key to the service, which catches redeliveries across processes.
+        # Slack redelivers events (X-Slack-Retry-Num) when it did not see our answer in time, maybe to
+        # another process: the command layer drops every delivery after the first, through the database
+        # for events. Clicks are remembered here; an answer's idempotency key protects it everywhere.
         key = redelivery_key(req.body)
-        if key is not None and not ctx.first_delivery(key):
-            log.info("dropped a redelivery (%s, retry %s)", key, req.headers.get("x-slack-retry-num"))
-            return BoltResponse(status=200, body="")
-        if key is not None and key.startswith("event:") and not await _first_anywhere(ctx, key):
-            # Another process (or this one before a restart) already took this event.
-            log.info("dropped a redelivery seen elsewhere (%s)", key)
-            return BoltResponse(status=200, body="")
+        if key is not None:
+            durable = key.startswith("event:")
+            first = await ctx.deliveries.first(key) if durable else ctx.deliveries.first_here(key)
+            if not first:
+                log.info("dropped a redelivery (%s, retry %s)", key, req.headers.get("x-slack-retry-num"))
+                return BoltResponse(status=200, body="")
         return await next()
 
-    failures.install(app, ctx.client)
+    failures.install(app, lambda: ctx.client)
     commands.register(app, ctx)
     actions.register(app, ctx)
     views.register(app, ctx)
@@ -93,19 +136,85 @@ def build_bolt_app(ctx: SlackContext, signing_secret: str) -> AsyncApp:
     return app
 
 
-class SlackHttpServer:
-    """Serves a Bolt app at ``EVENTS_PATH`` with aiohttp (Bolt's own aiohttp request conversion)."""
+def workspace_of(context: AsyncBoltContext) -> Workspace:
+    """The workspace of a request (Grid-aware: an org-wide install is its enterprise)."""
+    return Workspace(
+        context.enterprise_id or None, context.team_id or None, bool(context.is_enterprise_install)
+    )
 
-    def __init__(self, app: AsyncApp, host: str, port: int) -> None:
+
+def _bot_scopes(context: AsyncBoltContext) -> frozenset[str]:
+    result = context.authorize_result
+    scopes = result.bot_scopes if result is not None else None
+    return frozenset(scopes or ())
+
+
+def register_uninstall(app: AsyncApp, ctx: SlackContext, oauth_settings: AsyncOAuthSettings) -> None:
+    """``app_uninstalled`` and ``tokens_revoked``: delete what the installation store holds for the
+    workspace (its public API), then pause the workspace's schedules, so the scheduler posts nothing there
+    (a post that races it is refused as "not installed"). Nobody is told in Slack: the workspace is gone.
+    """
+    store = oauth_settings.installation_store
+    assert store is not None
+
+    async def pause_workspace(ws: Workspace) -> None:
+        schedules = ctx.services.schedules
+        for schedule in await schedules.schedules():
+            ch = schedule.channel
+            if ch.platform == PLATFORM and ch.workspace_id == ws.key and not schedule.config.paused:
+                try:
+                    await schedules.pause_schedule(UNINSTALL_ACTOR, ch)
+                except RankZeroError as exc:
+                    log.warning("could not pause the schedule of %s: %s", ch.channel_id, exc)
+                else:
+                    log.warning("Slack workspace %s: paused the schedule of %s", ws, ch.channel_id)
+
+    @app.event("app_uninstalled")
+    async def uninstalled(context: AsyncBoltContext) -> None:
+        ws = workspace_of(context)
+        await store.async_delete_all(enterprise_id=ws.enterprise_id, team_id=ws.team_id)
+        log.warning("Slack workspace %s uninstalled RankZero: its tokens are deleted", ws)
+        await pause_workspace(ws)
+
+    @app.event("tokens_revoked")
+    async def revoked(event: dict[str, Any], context: AsyncBoltContext) -> None:
+        ws = workspace_of(context)
+        tokens = event.get("tokens") or {}
+        for user_id in tokens.get("oauth") or []:
+            await store.async_delete_installation(
+                enterprise_id=ws.enterprise_id, team_id=ws.team_id, user_id=str(user_id)
+            )
+        if tokens.get("bot"):
+            await store.async_delete_bot(enterprise_id=ws.enterprise_id, team_id=ws.team_id)
+            log.warning("Slack workspace %s revoked RankZero's bot token", ws)
+            await pause_workspace(ws)
+
+
+class SlackHttpServer:
+    """Serves a Bolt app at ``EVENTS_PATH`` (and, in OAuth mode, the install and redirect pages) with
+    aiohttp (Bolt's own aiohttp request conversion).
+    """
+
+    def __init__(self, app: AsyncApp | None, host: str, port: int, *, oauth: bool = False) -> None:
+        #: The Bolt app (OAuth mode: set at start, when the stores exist).
         self.app = app
+        self._oauth = oauth
         self._host = host
         self._port = port
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
 
     async def _handle(self, request: web.Request) -> web.Response:
+        assert self.app is not None
         bolt_req = await to_bolt_request(request)
-        bolt_resp = await self.app.async_dispatch(bolt_req)
+        flow = self.app.oauth_flow
+        # The install pages are the OAuth flow's (unsigned browser GETs); everything else is Slack's.
+        if request.method == "GET" and flow is not None and request.path == flow.install_path:
+            bolt_resp = await flow.handle_installation(bolt_req)
+        elif request.method == "GET" and flow is not None and request.path == flow.redirect_uri_path:
+            bolt_resp = await flow.handle_callback(bolt_req)
+        else:
+            bolt_resp = await self.app.async_dispatch(bolt_req)
         return await to_aiohttp_response(bolt_resp)
 
     @property
@@ -119,7 +228,10 @@ class SlackHttpServer:
     async def start(self) -> None:
         """Listen."""
         web_app = web.Application()
-        web_app.add_routes([web.post(EVENTS_PATH, self._handle)])
+        routes = [web.post(EVENTS_PATH, self._handle)]
+        if self._oauth:
+            routes += [web.get(INSTALL_PATH, self._handle), web.get(REDIRECT_PATH, self._handle)]
+        web_app.add_routes(routes)
         self._runner = web.AppRunner(web_app, access_log=None)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, self._host, self._port)
@@ -151,18 +263,29 @@ class SlackAdapter:
         host: str = "127.0.0.1",
         port: int = 3000,
         admin_channel: str | None = None,
+        oauth: OAuthOptions | None = None,
     ) -> None:
+        if oauth is not None and (app_token is not None or not signing_secret):
+            raise ConfigurationError(
+                "Slack OAuth mode (RANKZERO_SLACK_CLIENT_ID and _CLIENT_SECRET) serves HTTP: set "
+                "RANKZERO_SLACK_SIGNING_SECRET and unset RANKZERO_SLACK_APP_TOKEN"
+            )
         if app_token is None and not signing_secret:
             raise ConfigurationError(
                 "Slack needs RANKZERO_SLACK_SIGNING_SECRET (HTTP mode) or RANKZERO_SLACK_APP_TOKEN "
                 "(Socket Mode, xapp-...): find them under Basic Information of your Slack app"
             )
         self.ctx = ctx
-        self.platform = SlackPlatform(ctx.client, admin_channel=admin_channel)
-        # Socket Mode does not sign requests; Bolt still wants a secret, which is then unused.
-        self.bolt = build_bolt_app(ctx, signing_secret or "socket-mode-unsigned")
+        self.platform = SlackPlatform(ctx.base_client, admin_channel=admin_channel)
+        self.oauth = oauth
+        self._signing_secret = signing_secret or "socket-mode-unsigned"
+        # Socket Mode does not sign requests; Bolt still wants a secret, which is then unused. OAuth mode
+        # builds the Bolt app at start (its stores live in the database the services open).
+        self.bolt: AsyncApp | None = None if oauth else build_bolt_app(ctx, self._signing_secret)
         self._app_token = app_token
-        self.http: SlackHttpServer | None = None if app_token else SlackHttpServer(self.bolt, host, port)
+        self.http: SlackHttpServer | None = (
+            None if app_token else SlackHttpServer(self.bolt, host, port, oauth=oauth is not None)
+        )
         self._socket: Any = None
         #: What /healthz reports: "not started", "token refused", "listening", "connected", "stopped".
         self.state = "not started"
@@ -173,9 +296,12 @@ class SlackAdapter:
         """Check the bot token (auth.test), attach the services, then listen (HTTP) or connect (Socket
         Mode). A refused token is a ConfigurationError, which ``serve`` turns into one line and exit 1.
         """
-        await self.check_token()
+        if self.oauth is None:
+            await self.check_token()
+        else:
+            self._start_oauth(services)
         self.ctx.bind(services)
-        self.ctx.deliveries = SqlDeliveryLog(services.app.engine)
+        self.ctx.deliveries.log = services.deliveries
         loaded = await disputes.drafts(self.ctx).load()  # admins' drafts from before a restart
         log.info("Slack: %d question drafts loaded", loaded)
         if self.http is not None:
@@ -183,12 +309,39 @@ class SlackAdapter:
             self.state = "listening"
             log.warning("Slack HTTP mode: listening on port %d at %s", self.http.port, EVENTS_PATH)
             return
+        assert self.bolt is not None
         from slack_bolt.adapter.socket_mode.async_handler import AsyncSocketModeHandler
 
         self._socket = AsyncSocketModeHandler(self.bolt, self._app_token)
         await self._socket.connect_async()
         self.state = "connected"
         log.warning("Slack Socket Mode: connected")
+
+    def _start_oauth(self, services: Services) -> None:
+        """Build the Bolt app with the OAuth flow over the services' installation and state stores."""
+        assert self.oauth is not None and self.http is not None
+        if services.slack_installations is None or services.slack_oauth_states is None:
+            raise ConfigurationError("Slack OAuth mode needs the installation stores (bot/bootstrap.py)")
+        settings = AsyncOAuthSettings(
+            client_id=self.oauth.client_id,
+            client_secret=self.oauth.client_secret,
+            scopes=list(self.oauth.scopes),
+            redirect_uri=self.oauth.redirect_uri,
+            install_path=INSTALL_PATH,
+            redirect_uri_path=REDIRECT_PATH,
+            # /slack/install sends the admin straight to Slack (no intermediate "Add to Slack" page).
+            install_page_rendering_enabled=False,
+            installation_store=services.slack_installations,
+            state_store=services.slack_oauth_states,
+            authorization_url=self.oauth.authorize_url,  # None: Slack's own page
+        )
+        self.bolt = build_bolt_app(self.ctx, self._signing_secret, settings)
+        self.http.app = self.bolt
+        self.platform.installations = services.slack_installations
+        self.platform.install_hint = self.oauth.redirect_uri or INSTALL_PATH
+        if self.oauth.redirect_uri and self.oauth.redirect_uri.endswith(REDIRECT_PATH):
+            self.platform.install_hint = self.oauth.redirect_uri[: -len(REDIRECT_PATH)] + INSTALL_PATH
+        log.warning("Slack OAuth mode: workspaces install at %s", INSTALL_PATH)
 
     async def check_token(self) -> None:
         """auth.test with the bot token: who the bot is, or a ConfigurationError saying what to fix."""
@@ -212,7 +365,8 @@ class SlackAdapter:
         """
         if self.http is not None:
             ok = self.state == "listening" and self.http.listening
-            return {"ok": ok, "mode": "http", "state": self.state if ok else "not listening"}
+            mode = "http+oauth" if self.oauth else "http"
+            return {"ok": ok, "mode": mode, "state": self.state if ok else "not listening"}
         client = getattr(self._socket, "client", None)
         connected = False
         if client is not None:
@@ -237,11 +391,31 @@ class SlackAdapter:
 def build_adapter(
     settings: Settings, *, client: AsyncWebClient | None = None, base_url: str | None = None
 ) -> SlackAdapter:
-    """The adapter for ``settings`` (``client``/``base_url`` point the Web API elsewhere, e.g. a fake)."""
-    if settings.slack_bot_token is None and client is None:
-        raise ConfigurationError("Slack needs RANKZERO_SLACK_BOT_TOKEN (xoxb-..., OAuth & Permissions)")
+    """The adapter for ``settings`` (``client``/``base_url`` point the Web API elsewhere, e.g. a fake):
+    OAuth mode when the client id, client secret and signing secret are set, else one bot token.
+    """
+    if bool(settings.slack_client_id) != bool(settings.slack_client_secret):
+        raise ConfigurationError(
+            "Slack OAuth mode needs both RANKZERO_SLACK_CLIENT_ID and RANKZERO_SLACK_CLIENT_SECRET "
+            "(Basic Information > App Credentials); set both, or neither for one workspace's bot token"
+        )
+    oauth: OAuthOptions | None = None
+    if settings.slack_client_id and settings.slack_client_secret:
+        oauth = OAuthOptions(
+            settings.slack_client_id,
+            settings.slack_client_secret.get_secret_value(),
+            redirect_uri=settings.slack_redirect_uri,
+            authorize_url=settings.slack_authorize_url,
+        )
+    if settings.slack_bot_token is None and client is None and oauth is None:
+        raise ConfigurationError(
+            "Slack needs RANKZERO_SLACK_BOT_TOKEN (xoxb-..., OAuth & Permissions), or "
+            "RANKZERO_SLACK_CLIENT_ID and RANKZERO_SLACK_CLIENT_SECRET for many workspaces (OAuth)"
+        )
     if client is None:
-        token = settings.slack_bot_token.get_secret_value() if settings.slack_bot_token else None
+        # OAuth mode: no token here; each request and post uses its workspace's bot token.
+        bot_token = settings.slack_bot_token if oauth is None else None
+        token = bot_token.get_secret_value() if bot_token else None
         kwargs: dict[str, Any] = {"token": token}
         base_url = base_url or settings.slack_api_url
         if base_url:
@@ -258,4 +432,5 @@ def build_adapter(
         host=settings.slack_host,
         port=settings.slack_port,
         admin_channel=settings.slack_admin_channel_id,
+        oauth=oauth,
     )

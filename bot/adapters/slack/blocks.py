@@ -25,6 +25,7 @@ from bot.core.cards import (
     ResultsCard,
     StatsCard,
 )
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
 
 Block = dict[str, Any]
 
@@ -274,8 +275,8 @@ def help_text(admin: bool) -> str:
         "`stats` your record (ranked) and your practice",
         "`quiz [topic]` 5 practice questions · `review` your due flashcards · "
         "`explain [topic]` explain a concept in your own words (private, never ranked)",
-        "`dispute <problem-id>` run a finished problem's code in the sandbox; add a variant of the code"
-        " in a ``` block after the id to run that instead",
+        "`dispute <problem-id>` (or `today:N`) run a finished problem's code in the sandbox; add a variant"
+        " of the code in a ``` block after it to run that instead",
     ]
     if admin:
         lines += [
@@ -373,8 +374,6 @@ def message_view(text: str) -> Block:
 
 
 # ---------------------------------------------------------------------- admin: question add
-KINDS = ("predict_output", "conceptual", "hyperparameter", "debug", "metrics", "model_choice")
-LEVELS = ("beginner", "intermediate", "advanced", "expert")
 #: block_id of each input of the question modal (= the QuestionSpec field it fills).
 QUESTION_FIELDS = (
     "id",
@@ -467,9 +466,9 @@ def question_modal(values: dict[str, str] | None = None, note: str | None = None
     """
     blocks = [
         _text_input("id", "Id (slug)", hint="lowercase letters, digits and '-', e.g. ddp-bucket-order"),
-        _select("kind", "Kind", KINDS),
+        _select("kind", "Kind", [k.value for k in MULTIPLE_CHOICE_KINDS]),
         _text_input("topic", "Topic"),
-        _select("difficulty", "Difficulty", LEVELS),
+        _select("difficulty", "Difficulty", [d.value for d in Difficulty]),
         _text_input("prompt", "Prompt", multiline=True),
         _text_input("code", "Code", multiline=True, optional=True),
         _text_input(

@@ -6,13 +6,9 @@ one service call and render the result with ``blocks``.
 
 from __future__ import annotations
 
-import asyncio
-import contextlib
-import datetime as dt
 import logging
 import time
-from collections import OrderedDict
-from collections.abc import Awaitable, Callable
+from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
 from slack_sdk.errors import SlackApiError
@@ -20,7 +16,12 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.platform import PLATFORM
-from bot.core.errors import RankZeroError
+from bot.adapters.slack.workspaces import Workspace
+from bot.commands.admin import AdminPolicy, PlatformRights
+from bot.commands.dedup import Redeliveries
+from bot.commands.flow import ProblemFlow
+from bot.commands.handlers import Commands
+from bot.core.cards import Feedback, ProblemCard
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import Clock, SystemClock
 
@@ -29,14 +30,23 @@ if TYPE_CHECKING:
 
 log = logging.getLogger(__name__)
 
+#: What a non-admin is told when they try an admin command.
+REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
 #: How long a users.info admin answer is trusted.
 ADMIN_CACHE_S = 300.0
-#: How many delivered event/action keys are remembered to drop Slack's redeliveries.
-SEEN_KEYS = 10_000
+
+#: In OAuth mode, the request being handled: its Web API client (with its workspace's bot token, made by
+#: Bolt's authorization), its bot scopes and its workspace. Set by the app's middleware; asyncio copies
+#: it into the listener tasks and timers started while handling the request.
+_REQUEST: ContextVar[tuple[AsyncWebClient, frozenset[str], Workspace] | None] = ContextVar(
+    "slack_request", default=None
+)
 
 
 class SlackContext:
-    """State of one running Slack adapter (one workspace, one bot token)."""
+    """State of one running Slack adapter: one workspace and bot token (single-workspace mode), or every
+    workspace that installed the app (OAuth mode: ``client`` and ``scopes`` are the current request's).
+    """
 
     def __init__(
         self,
@@ -45,23 +55,76 @@ class SlackContext:
         admins: frozenset[str] = frozenset(),
         timezone: str = "UTC",
         clock: Clock | None = None,
-        sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
-        self.client = client
-        self.admins = admins
+        #: The Web API client of single-workspace mode (in OAuth mode: the one without a token that
+        #: per-workspace clients copy their base URL and retries from).
+        self.base_client = client
+        #: Who is an admin: workspace admins/owners (users.info) and RANKZERO_ADMINS.
+        self.admin_policy = AdminPolicy(refusal=REFUSAL, admin_users=admins)
+        #: The platform-neutral command bodies, built when the services are attached.
+        self._commands: Commands | None = None
         self.timezone = timezone
-        self.clock: Clock = clock or SystemClock()
-        self._sleep = sleep
+        self._clock: Clock = clock or SystemClock()
+        #: The shared problem flow (bot.commands.flow), built when the services are attached; its
+        #: surface is the modal's view id.
+        self._flow: ProblemFlow[str] | None = None
         self._services: Services | None = None
         self._user_cache: dict[str, tuple[float, bool, str | None]] = {}
-        self._seen: OrderedDict[str, None] = OrderedDict()
-        #: view id -> problem id currently shown, so a late timer never overwrites the next problem.
-        self.showing: dict[str, int] = {}
-        self._timers: dict[tuple[str, int], asyncio.Task[None]] = {}
-        #: Delivered event ids in the database (bot/storage/deliveries.py), set at start.
-        self.deliveries: Any = None
+        #: Redelivered events are dropped here and, once started, through the database.
+        self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
-        self.scopes: frozenset[str] = frozenset()
+        self.token_scopes: frozenset[str] = frozenset()
+
+    # ------------------------------------------------------------------ the request's workspace
+    @property
+    def client(self) -> AsyncWebClient:
+        """The Web API client to answer the current request with (its workspace's bot token)."""
+        current = _REQUEST.get()
+        return current[0] if current is not None else self.base_client
+
+    @property
+    def scopes(self) -> frozenset[str]:
+        """The bot token's scopes, for the current request's workspace in OAuth mode."""
+        current = _REQUEST.get()
+        return current[1] if current is not None else self.token_scopes
+
+    @scopes.setter
+    def scopes(self, scopes: frozenset[str]) -> None:
+        self.token_scopes = scopes
+
+    @staticmethod
+    def enter_request(client: AsyncWebClient, scopes: frozenset[str], workspace: Workspace) -> None:
+        """Handle the current request (and what it starts) with this workspace's client (OAuth mode)."""
+        _REQUEST.set((client, scopes, workspace))
+
+    def workspace_id(self, body: dict[str, Any]) -> str:
+        """The ``ChannelRef.workspace_id`` of a payload: its Grid-aware key in OAuth mode (see
+        bot/adapters/slack/workspaces.py), else the team id.
+        """
+        current = _REQUEST.get()
+        if current is not None:
+            return current[2].key
+        team = body.get("team_id") or (body.get("team") or {}).get("id") or ""
+        return Workspace(body.get("enterprise_id") or None, str(team) or None).key
+
+    @property
+    def clock(self) -> Clock:
+        """The services' clock (the time-up timers wait on it)."""
+        return self._clock
+
+    @clock.setter
+    def clock(self, clock: Clock) -> None:
+        self._clock = clock
+        self.deliveries.clock = clock
+        if self._flow is not None:
+            self._flow.clock = clock
+
+    @property
+    def flow(self) -> ProblemFlow[str]:
+        """The problem flow over the services given at start."""
+        if self._flow is None:
+            raise RuntimeError("the Slack adapter has not been started")
+        return self._flow
 
     # ------------------------------------------------------------------ services
     @property
@@ -76,9 +139,24 @@ class SlackContext:
         """True once the adapter started (the services are attached)."""
         return self._services is not None
 
+    @property
+    def commands(self) -> Commands:
+        """The command layer over the services given at start."""
+        if self._commands is None:
+            raise RuntimeError("the Slack adapter has not been started")
+        return self._commands
+
     def bind(self, services: Services) -> None:
         """Attach the services (done by the adapter's start)."""
         self._services = services
+        self._commands = Commands(
+            services.quiz,
+            services.schedules,
+            self.admin_policy,
+            disputes=getattr(services.app, "disputes", None),
+            practice=getattr(services.app, "practice", None),
+        )
+        self._flow = ProblemFlow(services.quiz, self._clock, self._time_up)
 
     # ------------------------------------------------------------------ refs
     @staticmethod
@@ -89,9 +167,9 @@ class SlackContext:
         uid = str(user.get("id"))
         return PlayerRef(PLATFORM, uid, str(name or user.get("name") or user.get("username") or uid))
 
-    def channel(self, team_id: str, channel_id: str, name: str | None = None) -> ChannelRef:
-        """A ChannelRef of this workspace."""
-        return ChannelRef(PLATFORM, team_id, channel_id, name, self.timezone)
+    def channel(self, workspace_id: str, channel_id: str, name: str | None = None) -> ChannelRef:
+        """A ChannelRef in a workspace (``workspace_id``: a team id, or :meth:`workspace_id`'s key)."""
+        return ChannelRef(PLATFORM, workspace_id, channel_id, name, self.timezone)
 
     async def _user(self, user_id: str) -> tuple[bool, str | None]:
         """(workspace admin/owner?, display name) from users.info, cached 5 minutes."""
@@ -113,9 +191,10 @@ class SlackContext:
 
     async def is_admin(self, user_id: str) -> bool:
         """A configured admin (RANKZERO_ADMINS), or a workspace admin/owner according to users.info."""
-        if user_id in self.admins:
+        if user_id in self.admin_policy.admin_users:  # no users.info call needed
             return True
-        return (await self._user(user_id))[0]
+        admin, _ = await self._user(user_id)
+        return self.admin_policy.is_admin(user_id, PlatformRights(manages_workspace=admin))
 
     async def display_name(self, user_id: str) -> str:
         """The user's Slack display name (their id when users.info does not answer)."""
@@ -125,18 +204,9 @@ class SlackContext:
         """The Actor for a payload's user: Slack display name (users.info) and the admin decision."""
         uid = user if isinstance(user, str) else str(user.get("id"))
         admin, shown = await self._user(uid)
-        ref = self.player(user, shown or name)
-        return Actor(ref, admin or uid in self.admins)
-
-    # ------------------------------------------------------------------ retries
-    def first_delivery(self, key: str) -> bool:
-        """True the first time ``key`` is seen (later calls: a redelivery to drop)."""
-        if key in self._seen:
-            return False
-        self._seen[key] = None
-        while len(self._seen) > SEEN_KEYS:
-            self._seen.popitem(last=False)
-        return True
+        return self.admin_policy.actor(
+            self.player(user, shown or name), PlatformRights(manages_workspace=admin)
+        )
 
     # ------------------------------------------------------------------ views
     async def update_view(self, view_id: str, view: dict[str, Any]) -> bool:
@@ -152,40 +222,12 @@ class SlackContext:
             return False
         return True
 
-    # ------------------------------------------------------------------ time-up timers
-    def arm_timer(self, view_id: str, actor: Actor, problem_id: int, deadline: dt.datetime) -> None:
-        """At the problem's stored deadline, record the time-out and update the modal if still shown."""
-        key = (actor.player.user_id, problem_id)
-        if key in self._timers and not self._timers[key].done():
-            return
-        self.showing[view_id] = problem_id
-        self._timers[key] = asyncio.create_task(self._expire(view_id, actor, problem_id, deadline))
-
-    async def _expire(self, view_id: str, actor: Actor, problem_id: int, deadline: dt.datetime) -> None:
-        try:
-            await self._sleep(max(0.0, (deadline - self.clock.now()).total_seconds()))
-            quiz = self.services.quiz
-            try:
-                feedback = await quiz.time_up(actor, problem_id)
-            except RankZeroError as exc:
-                log.info("time-up of problem %s for %s: %s", problem_id, actor.player.user_id, exc)
-                return
-            if feedback.outcome != "timeout" or self.showing.get(view_id) != problem_id:
-                return  # answered in time, or the modal moved on
-            card = await quiz.view_problem(actor, problem_id)
-            await self.update_view(
-                view_id, bk.problem_view(card, feedback, note="Time is up for this problem.")
-            )
-        except Exception:  # a timer must never take the process down; the DB stays the truth
-            log.exception("time-up timer for problem %s failed", problem_id)
-        finally:
-            self._timers.pop((actor.player.user_id, problem_id), None)
+    # ------------------------------------------------------------------ time-up
+    async def _time_up(self, view_id: str, card: ProblemCard, feedback: Feedback) -> None:
+        """A problem's time ran out while its modal shows it: say so in the modal."""
+        await self.update_view(view_id, bk.problem_view(card, feedback, note="Time is up for this problem."))
 
     async def stop_timers(self) -> None:
         """Cancel pending timers (the next Start or answer records a time-out from the DB anyway)."""
-        for task in list(self._timers.values()):
-            task.cancel()
-        for task in list(self._timers.values()):
-            with contextlib.suppress(asyncio.CancelledError, Exception):
-                await task
-        self._timers.clear()
+        if self._flow is not None:
+            await self._flow.close()

@@ -20,9 +20,9 @@ from bot.adapters.slack.blocks import (
     fit_view,
     section,
 )
-from bot.core.dispute_ports import QuestionFlag
 from bot.core.dispute_service import CorrectionCard, DisputeCard
 from bot.core.disputes import AdminNotice
+from bot.core.repositories import QuestionFlag
 from bot.core.verdicts import RankOutcome, RunVerdict
 
 #: callback_id of the preview modal pushed over the "question add" form.

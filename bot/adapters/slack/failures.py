@@ -15,7 +15,7 @@ import asyncio
 import json
 import logging
 import time
-from collections.abc import Awaitable
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -111,8 +111,11 @@ async def tell(client: AsyncWebClient, body: dict[str, Any], text: str) -> bool:
     return False
 
 
-def install(app: Any, client: AsyncWebClient) -> None:
-    """Register the error handler on a Bolt AsyncApp."""
+def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> None:
+    """Register the error handler on a Bolt AsyncApp; ``client`` tells the user (or gives the current
+    request's client, in OAuth mode its workspace's).
+    """
+    client_of: Callable[[], AsyncWebClient] = client if callable(client) else (lambda: client)
 
     @app.error
     async def on_error(
@@ -129,11 +132,11 @@ def install(app: Any, client: AsyncWebClient) -> None:
             return BoltResponse(status=200, body=view, headers={"content-type": "application/json"})
         if response is not None:
             # Acknowledge now (Slack shows its own error after 3 s) and tell through the payload meanwhile.
-            task = asyncio.create_task(tell(client, body, text))
+            task = asyncio.create_task(tell(client_of(), body, text))
             _PENDING.add(task)
             task.add_done_callback(_PENDING.discard)
             return BoltResponse(status=200, body="")
-        await tell(client, body, text)
+        await tell(client_of(), body, text)
         # Bolt's async runner stores this handler's (absent) response as the ack once it returns; if its
         # 10 ms poll has not picked up the ack sent before the failure by then, the request is answered
         # 404 after 3 s. Returning a little later lets the poll see the real ack first.

@@ -37,6 +37,11 @@ def refusal_text(error: str, channel_id: str, needed: str | None = None) -> str:
             f"the Slack app lacks the {scope} scope: add it under OAuth & Permissions, reinstall the app "
             "to the workspace, then run the command again."
         )
+    if error in ("token_revoked", "invalid_auth", "account_inactive"):
+        return (
+            "Slack no longer accepts the app's token for this workspace (the app was uninstalled or its "
+            "token revoked): a workspace admin can install it again."
+        )
     if error == "is_archived":
         return f"{where} is archived: unarchive it or use another channel."
     if error in ("restricted_action", "restricted_action_read_only_channel"):

@@ -2,6 +2,11 @@
 
 A message reference is ``"<channel id>:<ts>"`` so the daily post can be edited (closed) and the results
 posted in its thread. Posts longer than 50 blocks are split into several messages.
+
+In OAuth mode each post uses the bot token of the channel's workspace, found in slack_sdk's installation
+store from ``ChannelRef.workspace_id`` (bot/adapters/slack/workspaces.py). A workspace that uninstalled the
+app (or revoked its token) has none: the post is refused with a PostRefusedError saying so, and nobody is
+told in Slack (the admin channel is one workspace's; another workspace's troubles are not its business).
 """
 
 from __future__ import annotations
@@ -10,15 +15,19 @@ import logging
 from typing import Any
 
 from slack_sdk.errors import SlackApiError
+from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.notices import NoticeThrottle
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import permissions
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.adapters.slack import practice_blocks as pb
+from bot.adapters.slack.workspaces import Workspace
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
-from bot.core.models import ChannelRef
+from bot.core.errors import PostRefusedError
+from bot.core.models import ChannelRef, PlayerRef
 
 log = logging.getLogger(__name__)
 
@@ -43,16 +52,50 @@ class SlackPlatform:
         self.admin_channel = admin_channel
         #: Repeats of the same refusal (a retried post) are logged, not told again.
         self.notices = NoticeThrottle()
+        #: OAuth mode: where each workspace's bot token is (set when the adapter starts); None: one token.
+        self.installations: AsyncInstallationStore | None = None
+        #: Where a workspace reinstalls the app (OAuth mode), for the refusal's text.
+        self.install_hint = "/slack/install"
+
+    async def client_for(self, channel: ChannelRef) -> AsyncWebClient:
+        """The client posting in ``channel``: the one token, or (OAuth mode) its workspace's bot token.
+
+        Raises PostRefusedError when the workspace has no installation (uninstalled, token revoked).
+        """
+        if self.installations is None:
+            return self.client
+        ws = Workspace.from_key(channel.workspace_id)
+        bot = await self.installations.async_find_bot(
+            enterprise_id=ws.enterprise_id, team_id=ws.team_id, is_enterprise_install=ws.is_enterprise_install
+        )
+        if bot is None or not bot.bot_token:
+            raise PostRefusedError(
+                f"RankZero is not installed in Slack workspace {ws} (it was uninstalled or its token was "
+                f"revoked): a workspace admin can install it again at {self.install_hint}."
+            )
+        # A copy of the base client (its base URL and retries) with this workspace's token.
+        return AsyncWebClient(
+            token=bot.bot_token,
+            base_url=self.client.base_url,
+            timeout=self.client.timeout,
+            retry_handlers=list(self.client.retry_handlers),
+        )
 
     async def _post(
-        self, channel: str, blocks: list[bk.Block], text: str, thread_ts: str | None = None
+        self,
+        channel: str,
+        blocks: list[bk.Block],
+        text: str,
+        thread_ts: str | None = None,
+        *,
+        client: AsyncWebClient | None = None,
     ) -> str | None:
         first: str | None = None
         for chunk in bk.split_message(blocks):
             kwargs: dict[str, Any] = {"channel": channel, "blocks": chunk, "text": bk.clip(text)}
             if thread_ts:
                 kwargs["thread_ts"] = thread_ts
-            resp = await self.client.chat_postMessage(**kwargs)
+            resp = await (client or self.client).chat_postMessage(**kwargs)
             first = first or str(resp.get("ts"))
         return first
 
@@ -62,8 +105,11 @@ class SlackPlatform:
         A refusal (not in the channel, a missing scope...) is told to the admin channel and raised as a
         PostRefusedError saying what to grant; the service then removes the unposted challenge.
         """
+        client = await self.client_for(channel)
         try:
-            ts = await self._post(channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title))
+            ts = await self._post(
+                channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title), client=client
+            )
         except SlackApiError as exc:
             refused = permissions.refusal(exc, channel.channel_id)
             # A refused post is retried until it works; the admins hear of each cause once per period.
@@ -77,7 +123,12 @@ class SlackPlatform:
         return f"{channel.channel_id}:{ts}" if ts else None
 
     async def _tell_admins(self, text: str) -> None:
-        """A line in the admin channel (logged when there is none, or when it fails too)."""
+        """A line in the admin channel (logged when there is none, or when it fails too). In OAuth mode it
+        is only logged: the admin channel belongs to one workspace, the refusal maybe to another.
+        """
+        if self.installations is not None:
+            log.warning("Slack (OAuth mode): %s", text)
+            return
         if not self.admin_channel:
             log.warning("no RANKZERO_SLACK_ADMIN_CHANNEL_ID for: %s", text)
             return
@@ -89,8 +140,9 @@ class SlackPlatform:
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Mark the daily post closed and post the results (in its thread when known)."""
         ref = split_ref(message_ref)
+        client = await self.client_for(channel)
         if ref is not None:
-            await self.client.chat_update(
+            await client.chat_update(
                 channel=ref[0], ts=ref[1], blocks=bk.closed_blocks(card), text=bk.esc(card.title)
             )
         await self._post(
@@ -98,19 +150,38 @@ class SlackPlatform:
             bk.results_blocks(card),
             f"Results · {bk.esc(card.title)}",
             thread_ts=ref[1] if ref else None,
+            client=client,
         )
 
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         """Remind the channel before the window closes."""
-        await self._post(channel.channel_id, bk.reminder_blocks(card), f"{bk.esc(card.title)} closes soon")
+        await self._post(
+            channel.channel_id,
+            bk.reminder_blocks(card),
+            f"{bk.esc(card.title)} closes soon",
+            client=await self.client_for(channel),
+        )
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""
-        await self._post(channel.channel_id, bk.leaderboard_blocks(card), bk.esc(card.title))
+        await self._post(
+            channel.channel_id,
+            bk.leaderboard_blocks(card),
+            bk.esc(card.title),
+            client=await self.client_for(channel),
+        )
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Post a notice (an official answer the runner contradicted) to the admin channel, if one is set."""
+        if self.installations is not None:
+            log.warning("admin notice (OAuth mode: no one workspace's channel to post it in): %s", notice)
+            return
         if not self.admin_channel:
             log.warning("admin notice (no RANKZERO_SLACK_ADMIN_CHANNEL_ID set): %s", notice)
             return
         await self._post(self.admin_channel, dbk.admin_notice_blocks(notice), dbk.admin_notice_text(notice))
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """DM the player: a user id as channel posts to the app's Messages tab with them (chat:write)."""
+        text = pb.nudge_text(card)
+        await self._post(player.user_id, [bk.section(text)], text)

@@ -26,6 +26,7 @@ from bot.adapters.slack.blocks import (
     section,
 )
 from bot.core import ids
+from bot.core.cards import PracticeNudgeCard
 from bot.core.practice import format_delay
 from bot.core.practice_models import (
     ExplainPromptCard,
@@ -87,6 +88,25 @@ def _modal(title: str, blocks: Sequence[Block], metadata: str = "") -> Block:
 def loading_view(title: str) -> Block:
     """What the modal shows while the service call runs (opened at once: trigger ids expire in 3 s)."""
     return _modal(title, [section(":hourglass_flowing_sand: Loading…")])
+
+
+def nudge_text(card: PracticeNudgeCard) -> str:
+    """The daily DM of a player who opted in (mrkdwn)."""
+    cards = "1 flashcard is" if card.due == 1 else f"{card.due} flashcards are"
+    return (
+        f":bell: *{cards} due* in RankZero. `/rankzero review` to study them "
+        "(`/rankzero review nudge off` stops this daily message)."
+    )
+
+
+def nudge_setting_text(on: bool) -> str:
+    """The answer to ``/rankzero review nudge on|off``."""
+    if on:
+        return (
+            "Daily reminder *on*: one message a day while flashcards are due "
+            "(`/rankzero review nudge off` to stop)."
+        )
+    return "Daily reminder *off*."
 
 
 def message_view(title: str, text: str) -> Block:
@@ -273,6 +293,14 @@ def explain_result_view(card: ExplainResultCard) -> Block:
     ]
     if covered:
         blocks.append(section("*Covered*\n" + "\n".join(covered)))
+    if card.misconceptions:
+        wrong = (
+            f":warning: You wrote that {esc(c.misconception or '')}: {esc(c.correction or '')}"
+            for c in card.misconceptions
+        )
+        blocks.append(section("*Misconception*\n" + "\n".join(wrong)))
+    if card.note:
+        blocks.append(section(f"*Note*\n{esc(card.note)}"))
     if card.missed:
         blocks.append(section("*Missed*\n" + "\n".join(f":x: {esc(name)}" for name in card.missed)))
     if card.model_answer:

@@ -1,8 +1,9 @@
 """Button clicks (block_actions): Start on the daily post, then answer / Hint / Next inside the modal.
 
-Each handler acks first (Slack wants an answer within 3 s), then makes its service call and updates the
-modal. An answer carries the action's ``action_ts`` as the service's idempotency key, so a redelivered
-click records nothing and changes nothing.
+Each handler acks first (Slack wants an answer within 3 s), then calls the command layer's problem flow
+(bot.commands.flow: the service calls and the time-up timer) and updates the modal. An answer carries
+the action's ``action_ts`` as the service's idempotency key, so a redelivered click records nothing and
+changes nothing.
 """
 
 from __future__ import annotations
@@ -15,9 +16,9 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
+from bot.commands.flow import Shown
 from bot.core import ids
-from bot.core.errors import RankZeroError, TimeUpError
-from bot.core.models import Actor
+from bot.core.errors import RankZeroError
 
 
 def _action(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
@@ -27,14 +28,12 @@ def _action(body: dict[str, Any]) -> tuple[str, tuple[str, ...]]:
     return decoded.action, decoded.args
 
 
-async def _next_view(ctx: SlackContext, actor: Actor, challenge_id: int) -> tuple[dict[str, Any], Any]:
-    """The modal for the player's next problem (started now), or their summary when all are over."""
-    quiz = ctx.services.quiz
-    problem = await quiz.next_problem(actor, challenge_id)
-    if problem is None:
-        return bk.summary_view(await quiz.summary(actor, challenge_id)), None
-    card = await quiz.start_problem(actor, problem.id)
-    return bk.problem_view(card), card
+def _next_view(shown: Shown) -> dict[str, Any]:
+    """The modal for the player's next problem, or their summary when all are over."""
+    if shown.card is not None:
+        return bk.problem_view(shown.card)
+    assert shown.summary is not None
+    return bk.summary_view(shown.summary)
 
 
 def register(app: AsyncApp, ctx: SlackContext) -> None:
@@ -52,12 +51,10 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         view_id = body[failures.OPENED_VIEW] = str(opened["view"]["id"])
         actor = await ctx.actor(body["user"])
         try:
-            view, card = await _next_view(ctx, actor, int(args[0]))
+            view = _next_view(await ctx.flow.next(actor, int(args[0]), view_id, view_id))
         except RankZeroError as exc:
-            view, card = bk.message_view(str(exc)), None
+            view = bk.message_view(str(exc))
         await ctx.update_view(view_id, view)
-        if card is not None and not card.over:
-            ctx.arm_timer(view_id, actor, card.problem_id, card.deadline)
 
     @app.action(re.compile(r"^rz:answer:"))
     async def answer(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -67,36 +64,32 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         view_id = str(body["view"]["id"])
         actor = await ctx.actor(body["user"])
         key = f"slack:{actor.player.user_id}:{body['actions'][0]['action_ts']}"
-        quiz = ctx.services.quiz
         try:
-            feedback = await quiz.answer(actor, problem_id, letter, idempotency_key=key)
-        except TimeUpError as exc:
-            card = await quiz.view_problem(actor, problem_id)
+            shown = await ctx.flow.answer(actor, problem_id, letter, key, view_id, view_id)
+        except RankZeroError as exc:  # late, out of attempts, already tried...: say it on the problem
+            card = await ctx.flow.view(actor, problem_id)
             await ctx.update_view(view_id, bk.problem_view(card, None, note=str(exc)))
             return
-        except RankZeroError as exc:
-            card = await quiz.view_problem(actor, problem_id)
-            await ctx.update_view(view_id, bk.problem_view(card, None, note=str(exc)))
-            return
-        if feedback.duplicate:
+        if shown.feedback is not None and shown.feedback.duplicate:
             return  # a redelivered click: already answered and shown
-        card = await quiz.view_problem(actor, problem_id)
-        await ctx.update_view(view_id, bk.problem_view(card, feedback))
+        assert shown.card is not None
+        await ctx.update_view(view_id, bk.problem_view(shown.card, shown.feedback))
 
     @app.action(re.compile(r"^rz:hint:"))
     async def hint(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         _, args = _action(body)
         problem_id = int(args[0])
+        view_id = str(body["view"]["id"])
         actor = await ctx.actor(body["user"])
-        quiz = ctx.services.quiz
-        note = None
         try:
-            await quiz.hint(actor, problem_id)
+            shown = await ctx.flow.hint(actor, problem_id, view_id, view_id)
         except RankZeroError as exc:
-            note = str(exc)
-        card = await quiz.view_problem(actor, problem_id)
-        await ctx.update_view(str(body["view"]["id"]), bk.problem_view(card, None, note=note))
+            card = await ctx.flow.view(actor, problem_id)
+            await ctx.update_view(view_id, bk.problem_view(card, None, note=str(exc)))
+            return
+        assert shown.card is not None
+        await ctx.update_view(view_id, bk.problem_view(shown.card))
 
     @app.action(re.compile(r"^rz:next:"))
     async def next_(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -105,10 +98,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         view_id = str(body["view"]["id"])
         actor = await ctx.actor(body["user"])
         try:
-            view, card = await _next_view(ctx, actor, int(args[0]))
+            view = _next_view(await ctx.flow.next(actor, int(args[0]), view_id, view_id))
         except RankZeroError as exc:
-            view, card = bk.message_view(str(exc)), None
-        ctx.showing[view_id] = card.problem_id if card is not None else -1
+            view = bk.message_view(str(exc))
         await ctx.update_view(view_id, view)
-        if card is not None and not card.over:
-            ctx.arm_timer(view_id, actor, card.problem_id, card.deadline)

@@ -17,58 +17,21 @@ from bot.adapters.slack import failures, permissions
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
-from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
+from bot.commands.handlers import NoChallenge, PostCheck
+from bot.commands.parsing import (
+    parse_close_now,
+    parse_leaderboard,
+    parse_post_now,
+    parse_retire,
+    parse_schedule_options,
+)
+from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.core.schedule_text import describe_schedule
 
 COMMAND = "/rankzero"
 
-#: ``schedule set`` options and the set_schedule argument each fills (ints where the CLI has ints).
-SCHEDULE_OPTIONS: dict[str, tuple[str, type]] = {
-    "--time": ("post_time", str),
-    "--tz": ("timezone", str),
-    "--days": ("days", str),
-    "--problems": ("problems", int),
-    "--time-limit": ("time_limit_s", int),
-    "--attempts": ("attempts", int),
-    "--window": ("window", str),
-    "--reminder": ("reminder", str),
-    "--weekly-summary": ("weekly_summary", str),
-}
-
 Handler = Callable[[SlackContext, Actor, ChannelRef, list[str], dict[str, Any]], Awaitable[list[bk.Block]]]
-
-
-def parse_schedule_options(words: list[str]) -> dict[str, Any]:
-    """``--time 09:00 --days mon-fri`` -> set_schedule keyword arguments, or a ConfigurationError."""
-    out: dict[str, Any] = {}
-    i = 0
-    while i < len(words):
-        opt = words[i]
-        if opt not in SCHEDULE_OPTIONS:
-            raise ConfigurationError(
-                f"unknown schedule option {opt!r}: use {', '.join(SCHEDULE_OPTIONS)} (each with a value)"
-            )
-        if i + 1 >= len(words):
-            raise ConfigurationError(
-                f"{opt} needs a value, e.g. {opt} {'09:00' if opt == '--time' else '...'}"
-            )
-        name, kind = SCHEDULE_OPTIONS[opt]
-        try:
-            out[name] = kind(words[i + 1])
-        except ValueError:
-            raise ConfigurationError(f"{opt} takes a whole number, not {words[i + 1]!r}") from None
-        i += 2
-    if not out:
-        raise ConfigurationError("schedule set needs at least one option, e.g. --time 09:00")
-    return out
-
-
-def _require_admin(actor: Actor) -> None:
-    if not actor.is_admin:
-        raise NotAdminError(
-            "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
-        )
 
 
 async def _help(
@@ -81,9 +44,9 @@ async def _challenge(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     # Only shows: a challenge is created by a post (scheduled or post-now), which also gives it its
-    # channel message and closing time. Creating one here would leave it unposted and never closed.
-    card = await ctx.services.quiz.find_challenge(ch)
-    if card is None:
+    # channel message and closing time.
+    card = await ctx.commands.challenge(ch)
+    if isinstance(card, NoChallenge):
         return [
             bk.section(
                 "There is no challenge in this channel today. Practise any time with `/rankzero quiz`,"
@@ -96,53 +59,56 @@ async def _challenge(
 async def _leaderboard(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    scope = next((a for a in args if a in ("channel", "workspace")), "channel")
-    period = next((a for a in args if a not in ("channel", "workspace")), "all")
-    card = await ctx.services.quiz.leaderboard(ch, scope=scope, period=period, player=actor.player)
-    return bk.leaderboard_blocks(card)
+    scope, period = parse_leaderboard(args)
+    return bk.leaderboard_blocks(await ctx.commands.leaderboard(actor, ch, scope, period))
 
 
 async def _stats(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    stats = await ctx.services.quiz.stats(actor.player, ch)
-    practice = await ctx.services.app.practice.stats(actor.player)
-    return [*bk.stats_blocks(stats), *pb.practice_stats_blocks(practice)]
+    stats = await ctx.commands.stats(actor.player, ch)
+    practice = [] if stats.practice is None else pb.practice_stats_blocks(stats.practice)
+    return [*bk.stats_blocks(stats.record), *practice]
 
 
 async def _dispute(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    return await disputes.dispute(ctx, actor, args, str(body.get("text") or ""))
+    return await disputes.dispute(ctx, actor, ch, args, str(body.get("text") or ""))
 
 
 async def _schedule(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    schedules = ctx.services.schedules
     sub = args[0] if args else "show"
     if sub == "set":
-        _require_admin(actor)
-        await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
-        await schedules.set_schedule(actor, ch, **parse_schedule_options(args[1:]))
+        ctx.admin_policy.require(actor)
+        options = parse_schedule_options(args[1:])
+        await ctx.commands.schedule_set(actor, ch, options, _can_post(ctx, ch))
     elif sub in ("pause", "resume"):
-        await schedules.pause_schedule(actor, ch, paused=sub == "pause")
+        await ctx.commands.schedule_pause(actor, ch, paused=sub == "pause")
     elif sub != "show":
         raise ConfigurationError("usage: /rankzero schedule show|set --time 09:00 ...|pause|resume")
-    view = await schedules.show_schedule(ch)
+    view = await ctx.commands.schedule_show(ch)
     if view is None:
         return [bk.section("This channel has no schedule: `/rankzero schedule set --time 09:00`")]
     nxt = ", ".join(bk.date_token(t) for t in view.next_posts) or "none (paused)"
     return [bk.section(f"*Schedule* · {bk.esc(describe_schedule(view.schedule))}\nNext posts: {nxt}")]
 
 
+def _can_post(ctx: SlackContext, ch: ChannelRef) -> PostCheck:
+    async def check() -> None:
+        await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
+
+    return check
+
+
 async def _post_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    _require_admin(actor)
-    await permissions.ensure_can_post(ctx.client, ch.channel_id, ctx.scopes)
-    # The channel's schedule (window, problem count, time limit, attempts) applies when it has one.
-    card = await ctx.services.schedules.post_now(actor, ch)
+    ctx.admin_policy.require(actor)
+    parse_post_now(args, command=COMMAND + " ")
+    card = await ctx.commands.post_now(actor, ch, _can_post(ctx, ch))
     closes = f", closes {bk.date_token(card.closes_at)}" if card.closes_at else ", open until `close-now`"
     return [bk.section(f"Posted *{bk.esc(card.title)}* (challenge {card.challenge_id}{closes}).")]
 
@@ -150,10 +116,8 @@ async def _post_now(
 async def _close_now(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    _require_admin(actor)
-    if len(args) > 1 or (args and not args[0].isdigit()):
-        raise ConfigurationError("usage: /rankzero close-now [challenge-id] (default: the latest open one)")
-    results = await ctx.services.quiz.close_open_challenge(ch, int(args[0]) if args else None)
+    ctx.admin_policy.require(actor)
+    results = await ctx.commands.close_now(actor, ch, parse_close_now(args, command=COMMAND + " "))
     if results is None:
         return [bk.section("That challenge was already closed.")]
     return [bk.section(f"Closed *{bk.esc(results.title)}*: {results.players} players; results posted.")]
@@ -162,14 +126,15 @@ async def _close_now(
 async def _question(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    _require_admin(actor)
+    ctx.admin_policy.require(actor)
     if args[:1] == ["add"]:
         # The dispatcher opened a "Loading" modal before the user lookup (see open_form_early).
         await ctx.update_view(str(body[failures.OPENED_VIEW]), bk.question_modal())
         return []
-    if args[:1] == ["retire"] and len(args) == 2:
-        await ctx.services.quiz.admin_retire(actor, args[1])
-        return [bk.section(f"Retired `{bk.esc(args[1])}`: it will not be picked again.")]
+    if args[:1] == ["retire"]:
+        question_id = parse_retire(args[1:], command=COMMAND + " ")
+        await ctx.commands.retire(actor, question_id)
+        return [bk.section(f"Retired `{bk.esc(question_id)}`: it will not be picked again.")]
     if args[:1] == ["correct"]:
         return await disputes.question_correct(ctx, actor, args[1:])
     if args[:1] == ["flags"]:
@@ -221,7 +186,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         await practice.open_early(ctx, sub, body)
         await open_form_early(ctx, sub, args, body)
         actor = await ctx.actor(str(body["user_id"]), str(body.get("user_name") or body["user_id"]))
-        channel = ctx.channel(str(body["team_id"]), str(body["channel_id"]), body.get("channel_name"))
+        channel = ctx.channel(ctx.workspace_id(body), str(body["channel_id"]), body.get("channel_name"))
         if handler is None:
             text = f"Unknown command `{bk.esc(sub)}`.\n{bk.help_text(actor.is_admin)}"
             await respond(text=text, blocks=[bk.section(text)], response_type="ephemeral")

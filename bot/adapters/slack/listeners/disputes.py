@@ -16,13 +16,11 @@ from __future__ import annotations
 import asyncio
 import json
 import logging
-import re
 import secrets
 import time
 import weakref
 from typing import Any
 
-from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 from slack_sdk.errors import SlackApiError
 
@@ -31,11 +29,11 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
+from bot.commands import questions
+from bot.commands.parsing import parse_correct, parse_dispute_target, parse_flags, split_variant
 from bot.core.dispute_service import DisputeCard
 from bot.core.errors import ConfigurationError, NotAdminError, RankZeroError
-from bot.core.models import Actor
-from bot.storage.drafts import SqlDraftRepository
-from questions.schema import QuestionSpec
+from bot.core.models import Actor, ChannelRef
 
 log = logging.getLogger(__name__)
 
@@ -48,54 +46,8 @@ MAX_METADATA = 3000
 UPDATE_TRIES = 3
 UPDATE_PAUSE_S = 0.5
 
-#: Form fields (block ids) of the question's ``runner`` block and the RunnerSpec field each fills.
-RUNNER_FIELDS: dict[str, str] = {
-    "runner_mode": "mode",
-    "runner_nproc": "nproc",
-    "runner_gpus": "gpus",
-    "runner_init": "init_process_group",
-}
 #: Why a non-admin's submission is refused (on the form's id field).
 ADMINS_ONLY = "only admins can add questions: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
-_LANG_TAG = re.compile(r"\A(?:python3?|py)[ \t]*\n")
-
-
-# ---------------------------------------------------------------------- the form's runner block
-def runner_from_form(
-    values: dict[str, str], kind: str | None, has_code: bool
-) -> tuple[dict[str, Any] | None, dict[str, str]]:
-    """The spec's ``runner`` block from the form's runner fields, and errors found on them.
-
-    A ``predict_output`` question with code always gets one (defaults: one plain Python process, no GPU);
-    any other question only when a runner field was filled (the schema then says whether it may have one).
-    """
-    given = {f: values[f] for f in RUNNER_FIELDS if f in values}
-    if not given and not (kind == "predict_output" and has_code):
-        return None, {}
-    errors: dict[str, str] = {}
-    runner: dict[str, Any] = {
-        "mode": given.get("runner_mode", "python").strip(),
-        "nproc": 1,
-        "gpus": 0,
-        "init_process_group": bool(given.get("runner_init")),
-    }
-    for field in ("runner_nproc", "runner_gpus"):
-        if field in given:
-            try:
-                runner[RUNNER_FIELDS[field]] = int(given[field].strip())
-            except ValueError:
-                errors[field] = f"a whole number, not {given[field].strip()!r}"
-    return runner, errors
-
-
-def runner_error_field(loc: tuple[Any, ...], message: str) -> str | None:
-    """The form field a schema error about the runner block belongs to (None: not a runner error)."""
-    if loc and loc[0] == "runner":
-        sub = str(loc[1]) if len(loc) > 1 else "nproc"  # RunnerSpec's own check is about nproc vs mode
-        return next((f for f, name in RUNNER_FIELDS.items() if name == sub), "runner_nproc")
-    if not loc and "'runner'" in message:
-        return "runner_mode"
-    return None
 
 
 # ---------------------------------------------------------------------- drafts
@@ -106,7 +58,7 @@ def drafts(ctx: SlackContext) -> DraftStore:
     """The draft store of one running adapter: in the database once the services are bound."""
     store = _STORES.get(ctx)
     if store is None:
-        repository = SqlDraftRepository(ctx.services.app.engine) if ctx.bound else None
+        repository = ctx.services.drafts if ctx.bound else None
         store = _STORES[ctx] = DraftStore(repository=repository)
     return store
 
@@ -148,7 +100,9 @@ async def begin_preview(
         actor = await ctx.actor(user)
         if not actor.is_admin:
             raise NotAdminError(ADMINS_ONLY)
-        return await ctx.services.app.disputes.preview_question(actor, spec)
+        if ctx.commands.disputes is None:
+            raise ConfigurationError("no runner is configured on this bot (RANKZERO_RUNNER_URL)")
+        return await ctx.commands.disputes.preview_question(actor, spec)
 
     run = asyncio.create_task(admin_preview())
     wait = max(0.0, PREVIEW_WAIT_S - (time.monotonic() - started))
@@ -214,9 +168,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         async def save_draft() -> failures.Submitted:
             actor = await ctx.actor(body["user"])
             try:
-                valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
-                await ctx.services.quiz.admin_import(actor, [valid])
-            except (RankZeroError, ValidationError) as exc:
+                valid = questions.validate_question(spec)
+                await ctx.commands.import_questions(actor, [valid])
+            except (RankZeroError, questions.QuestionInvalid) as exc:
                 return failures.Submitted(
                     {"response_action": "update", "view": bk.message_view(f"Not saved: {exc}")}
                 )
@@ -244,47 +198,25 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
 
 
 # ---------------------------------------------------------------------- slash subcommands
-def split_variant(text: str) -> tuple[str, str | None]:
-    """``dispute 12 ```code``` `` -> ("dispute 12 ", "code"); text without a fence -> (text, None).
+async def dispute(
+    ctx: SlackContext, actor: Actor, channel: ChannelRef, args: list[str], text: str
+) -> list[bk.Block]:
+    """``/rankzero dispute <problem> [```variant```]``: run it on the runner and render the verdict.
 
-    Slack sends ``&``, ``<`` and ``>`` of a command's text as entities; the code gets them back. A
-    leading ``python``/``py`` language tag is dropped.
+    ``<problem>`` is the number shown on the problem, ``today:N`` or a question id of today's challenge.
     """
-    head, fence, rest = text.partition("```")
-    if not fence:
-        return text, None
-    body, closing, _ = rest.rpartition("```")
-    if not closing:
-        raise ConfigurationError("the variant's code block is not closed: end it with ```")
-    code = _LANG_TAG.sub("", body.lstrip(" "), count=1)
-    code = code.replace("&lt;", "<").replace("&gt;", ">").replace("&amp;", "&")
-    if not code.strip():
-        raise ConfigurationError("the variant's code block is empty: put the snippet between the ```")
-    return head, code
-
-
-async def dispute(ctx: SlackContext, actor: Actor, args: list[str], text: str) -> list[bk.Block]:
-    """``/rankzero dispute <problem-id> [```variant```]``: run it on the runner and render the verdict."""
     _, code = split_variant(text)
-    if len(args) != 1 or not args[0].isdigit():
-        raise ConfigurationError(
-            "usage: /rankzero dispute <problem-id> (the number shown on the problem), optionally followed "
-            "by a variant of its code in a ``` block"
-        )
-    return dbk.dispute_blocks(await ctx.services.app.disputes.dispute(actor, int(args[0]), code))
+    reference = parse_dispute_target(args, command="/rankzero ")
+    return dbk.dispute_blocks(await ctx.commands.dispute(actor, channel, reference, code))
 
 
 async def question_correct(ctx: SlackContext, actor: Actor, args: list[str]) -> list[bk.Block]:
     """``question correct <id> <letter>``: fix the official answer and re-score past attempts."""
-    if len(args) != 2:
-        raise ConfigurationError("usage: /rankzero question correct <question-id> <letter>, e.g. ddp-hang B")
-    card = await ctx.services.app.disputes.correct_answer(actor, args[0], args[1])
-    return dbk.correction_blocks(card)
+    question_id, letter = parse_correct(args, command="/rankzero ")
+    return dbk.correction_blocks(await ctx.commands.correct(actor, question_id, letter))
 
 
 async def question_flags(ctx: SlackContext, actor: Actor, args: list[str]) -> list[bk.Block]:
     """``question flags [all]``: questions a dispute contradicted (open ones, or all with ``all``)."""
-    if args not in ([], ["all"]):
-        raise ConfigurationError("usage: /rankzero question flags [all]")
-    flags = await ctx.services.app.disputes.flags(actor, None if args == ["all"] else "open")
+    flags = await ctx.commands.flags(actor, everything=parse_flags(args, command="/rankzero "))
     return dbk.flags_blocks(flags)

@@ -11,6 +11,7 @@ from slack_bolt.async_app import AsyncApp
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
+from bot.core.vocabulary import Period, Scope
 
 
 def register(app: AsyncApp, ctx: SlackContext) -> None:
@@ -22,9 +23,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             return
         user = str(event["user"])
         player = ctx.player(user, await ctx.display_name(user))
-        channel = ctx.channel(str(body.get("team_id", "")), str(event.get("channel") or f"home-{user}"))
+        channel = ctx.channel(ctx.workspace_id(body), str(event.get("channel") or f"home-{user}"))
         quiz = ctx.services.quiz
         stats = await quiz.stats(player, channel)
-        board = await quiz.leaderboard(channel, scope="workspace", period="all", player=player)
+        board = await quiz.leaderboard(channel, scope=Scope.WORKSPACE, period=Period.ALL, player=player)
         practice = pb.practice_stats_blocks(await ctx.services.app.practice.stats(player))
         await ctx.client.views_publish(user_id=user, view=bk.home_view(stats, board, practice))

@@ -20,13 +20,16 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
+from bot.commands.practice import PracticeFlow, ReviewStep
 from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef
 from bot.core.practice import PracticeError, PracticeService
 
 
-def _practice(ctx: SlackContext) -> PracticeService:
-    return ctx.services.app.practice
+def _flow(ctx: SlackContext) -> PracticeFlow:
+    """The platform-neutral practice steps over the running services (bot.commands.practice)."""
+    practice: PracticeService = ctx.services.app.practice
+    return PracticeFlow(practice)
 
 
 #: Where the dispatcher leaves the id of the modal it opened for this command (see open_early).
@@ -61,13 +64,12 @@ async def _fill(
     await ctx.update_view(view_id, view)
 
 
-async def _review_view(ctx: SlackContext, player: PlayerRef, lead: str | None) -> dict[str, Any]:
-    """The next due card's front, or the end of the session."""
-    practice = _practice(ctx)
-    card = await practice.next_card(player)
-    if card is not None:
-        return pb.flashcard_front_view(card, lead)
-    return pb.review_done_view(await practice.start_review(player), ctx.clock.now(), lead)
+def _review_view(ctx: SlackContext, step: ReviewStep, lead: str | None) -> dict[str, Any]:
+    """The step's card front, or the end of the session."""
+    if step.card is not None:
+        return pb.flashcard_front_view(step.card, lead)
+    assert step.summary is not None
+    return pb.review_done_view(step.summary, ctx.clock.now(), lead)
 
 
 # ---------------------------------------------------------------------- slash subcommands
@@ -79,7 +81,7 @@ async def quiz_command(
     topic = " ".join(args).strip() or None
 
     async def make() -> dict[str, Any]:
-        return pb.quiz_question_view(await _practice(ctx).start_quiz(actor.player, topic))
+        return pb.quiz_question_view(await _flow(ctx).start_quiz(actor.player, topic))
 
     await _fill(ctx, view_id, pb.QUIZ_TITLE, make)
     return []
@@ -88,12 +90,23 @@ async def quiz_command(
 async def review_command(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
-    """``/rankzero review``: the due flashcards, one at a time."""
+    """``/rankzero review``: the due flashcards, one at a time; ``/rankzero review nudge on|off`` turns
+    the daily DM of due cards on or off instead.
+    """
     view_id = await _open_loading(ctx, body, pb.REVIEW_TITLE)
 
     async def make() -> dict[str, Any]:
-        summary = await _practice(ctx).start_review(actor.player)
-        return await _review_view(ctx, actor.player, pb.review_summary_line(summary))
+        if args[:1] == ["nudge"]:
+            try:
+                on = await _flow(ctx).set_nudge(actor.player, " ".join(args[1:]))
+            except ValueError:
+                return pb.message_view(
+                    pb.REVIEW_TITLE, "Use `/rankzero review nudge on` or `/rankzero review nudge off`."
+                )
+            return pb.message_view(pb.REVIEW_TITLE, pb.nudge_setting_text(on))
+        step = await _flow(ctx).review(actor.player)
+        assert step.summary is not None
+        return _review_view(ctx, step, pb.review_summary_line(step.summary))
 
     await _fill(ctx, view_id, pb.REVIEW_TITLE, make)
     return []
@@ -107,7 +120,7 @@ async def explain_command(
     topic = " ".join(args).strip() or None
 
     async def make() -> dict[str, Any]:
-        return pb.explain_modal(await _practice(ctx).explain_prompt(actor.player, topic))
+        return pb.explain_modal(await _flow(ctx).explain(actor.player, topic))
 
     await _fill(ctx, view_id, pb.EXPLAIN_TITLE, make)
     return []
@@ -132,29 +145,32 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         action, args = pb.parse_action(str(body["actions"][0]["action_id"]))
         view_id = str(body["view"]["id"])
         player = (await ctx.actor(body["user"])).player
-        practice = _practice(ctx)
+        flow = _flow(ctx)
         title = pb.QUIZ_TITLE if action.startswith("quiz") else pb.REVIEW_TITLE
 
         async def make() -> dict[str, Any] | None:
             if action == "quiz":
-                fb = await practice.answer_quiz(player, int(args[0]), int(args[1]), args[2])
-                return None if fb.duplicate else pb.quiz_feedback_view(fb)
+                answered = await flow.answer_quiz(player, int(args[0]), int(args[1]), args[2])
+                assert answered.feedback is not None
+                return None if answered.feedback.duplicate else pb.quiz_feedback_view(answered.feedback)
             if action == "quiznext":
-                question = await practice.quiz_question(player, int(args[0]))
-                if question is not None:
-                    return pb.quiz_question_view(question)
-                return pb.quiz_result_view(await practice.quiz_result(player, int(args[0])))
+                step = await flow.next_question(player, int(args[0]))
+                if step.question is not None:
+                    return pb.quiz_question_view(step.question)
+                assert step.result is not None
+                return pb.quiz_result_view(step.result)
             if action == "reveal":
-                card = await practice.next_card(player)
-                if card is not None and (card.card_id, card.showing) == (int(args[0]), int(args[1])):
-                    return pb.flashcard_back_view(card)
+                shown = await flow.reveal(player, int(args[0]), int(args[1]))
+                if shown.revealed and shown.card is not None:
+                    return pb.flashcard_back_view(shown.card)
                 # Graded meanwhile (another click, another device) or another card fell due first: go on
                 # with the deck as it is now rather than reveal a card that is not the next one.
-                return await _review_view(ctx, player, "Your deck changed meanwhile: here is your next card.")
-            out = await practice.grade_card(player, int(args[0]), args[2], int(args[1]))
-            if out.duplicate:
+                return _review_view(ctx, shown, "Your deck changed meanwhile: here is your next card.")
+            graded = await flow.grade(player, int(args[0]), int(args[1]), args[2])
+            assert graded.outcome is not None
+            if graded.outcome.duplicate:
                 return None  # a second click on the same showing: the first one updates the modal
-            return await _review_view(ctx, player, pb.outcome_line(out))
+            return _review_view(ctx, graded, pb.outcome_line(graded.outcome))
 
         try:
             view = await make()
@@ -178,7 +194,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         async def grade() -> failures.Submitted:
             player = (await ctx.actor(body["user"])).player
             try:
-                result = await _practice(ctx).submit_explanation(player, int(meta), answer)
+                result = await _flow(ctx).submit_explanation(player, int(meta), answer)
             except PracticeError as exc:  # empty or too long: said on the field, the text stays editable
                 late = pb.message_view(pb.EXPLAIN_TITLE, f"{exc}: run /rankzero explain again")
                 return failures.Submitted(

@@ -10,26 +10,24 @@ from __future__ import annotations
 import time
 from typing import Any
 
-from pydantic import ValidationError
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes
-from bot.core.dispute_service import needs_preview
+from bot.commands import questions
 from bot.core.errors import RankZeroError
-from questions.schema import QuestionSpec
 
 
 def spec_from_form(values: dict[str, str]) -> tuple[dict[str, Any], dict[str, str]]:
     """The spec dict of the form's values, and field errors found before the schema runs."""
     errors: dict[str, str] = {}
-    skip = ("choices", "code", *disputes.RUNNER_FIELDS)
+    skip = ("choices", "code", *questions.RUNNER_FIELDS)
     spec: dict[str, Any] = {k: v.strip() for k, v in values.items() if k not in skip}
     if "code" in values:
         spec["code"] = values["code"]
-    runner, runner_errors = disputes.runner_from_form(values, spec.get("kind"), "code" in values)
+    runner, runner_errors = questions.runner_from_fields(values, spec.get("kind"), "code" in values)
     errors.update(runner_errors)
     if runner is not None:
         spec["runner"] = runner
@@ -46,13 +44,12 @@ def spec_from_form(values: dict[str, str]) -> tuple[dict[str, Any], dict[str, st
     return spec, errors
 
 
-def schema_errors(exc: ValidationError) -> dict[str, str]:
-    """Pydantic errors keyed by the form field they belong to (model-level ones land on ``choices``)."""
+def schema_errors(exc: questions.QuestionInvalid) -> dict[str, str]:
+    """The schema's problems keyed by the form field they belong to (model-level ones land on ``choices``)."""
     out: dict[str, str] = {}
-    for err in exc.errors():
-        loc = tuple(err.get("loc") or ())
-        msg = str(err.get("msg", "invalid")).removeprefix("Value error, ")
-        field = disputes.runner_error_field(loc, msg) or (
+    for loc, message in exc.problems:
+        msg = message.removeprefix("Value error, ")
+        field = questions.runner_error_field(loc, msg) or (
             str(loc[0]) if loc and str(loc[0]) in bk.QUESTION_FIELDS else "choices"
         )
         out.setdefault(field, msg[:150])
@@ -67,16 +64,16 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         started = time.monotonic()
         typed = bk.question_values(view.get("state") or {})
         spec, errors = spec_from_form(typed)
+        valid: dict[str, Any] = {}
         if not errors:
             try:
-                QuestionSpec.model_validate(spec)
-            except ValidationError as exc:
+                valid = questions.validate_question(spec)
+            except questions.QuestionInvalid as exc:
                 errors = schema_errors(exc)
         if errors:
             await ack(response_action="errors", errors=errors)
             return
-        valid = QuestionSpec.model_validate(spec).model_dump(mode="json", exclude_none=True)
-        if needs_preview(valid):
+        if questions.wants_preview(valid):
             await disputes.begin_preview(ack, ctx, body["user"], valid, started)
             return
         question_id = str(valid.get("id", "?"))
@@ -86,7 +83,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             # failures.answer_submission): Slack gives a submission 3 s.
             actor = await ctx.actor(body["user"])
             try:
-                await ctx.services.quiz.admin_import(actor, [valid])
+                await ctx.commands.import_questions(actor, [valid])
             except RankZeroError as exc:
                 # Late (after "Working…"): the form comes back with what the admin typed, and why.
                 return failures.Submitted(

@@ -1,7 +1,8 @@
 """Console commands for disputes: ``rankzero dispute``, ``rankzero questions verify|preview|correct|flags``.
 
-Registered on bot.cli's groups by ``register()``; they use a configured runner (RANKZERO_RUNNER_URL and
-RANKZERO_RUNNER_TOKEN) or, when none is configured, start a local ``rankzero-runner serve`` on loopback.
+Registered on bot/cli/root.py's groups by name (imported when one of them runs); they use a configured
+runner (RANKZERO_RUNNER_URL and RANKZERO_RUNNER_TOKEN) or, when none is configured, start a local
+``rankzero-runner serve`` on loopback (bot/bootstrap.py wires either).
 """
 
 from __future__ import annotations
@@ -17,15 +18,14 @@ from rich.console import Console
 
 from bot.adapters.console import dispute_render
 from bot.adapters.console.safe import visible
-from bot.app import App
-from bot.cli import CONSOLE_CHANNEL
+from bot.bootstrap import App, open_runner
+from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
 from bot.core.errors import NotFoundError, RankZeroError
 from bot.core.models import Actor, Question
-from bot.core.ports import RunnerClient
 from bot.core.service import QuizService
-from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
+from bot.core.vocabulary import Kind
 from questions.loader import BankValidationError, default_bank_dir, load_paths
 
 
@@ -75,11 +75,11 @@ async def dispute_with_progress(
 ) -> DisputeCard:
     """Dispute ``problem_id``, calling ``progress`` with what is happening (a cold runner takes ~15 s)."""
     shape = await _run_shape(app, problem_id)
-    if isinstance(app.runner, LocalRunnerClient):
-        progress("starting the sandbox (a local runner: the first run takes a few seconds)…")
-        await app.runner.health()
-    elif app.runner is not None:
-        progress("checking the runner…")
+    if app.runner is not None:
+        if app.runner_is_local:
+            progress("starting the sandbox (a local runner: the first run takes a few seconds)…")
+        else:
+            progress("checking the runner…")
         await app.runner.health()
     progress(f"running {shape} in the sandbox…")
     return await app.disputes.dispute(actor, problem_id, code)
@@ -113,14 +113,12 @@ def dispute(settings: Settings, problem: tuple[str, ...], player: str | None, va
     PROBLEM is what `rankzero play` prints when a problem ends: today:3 (problem 3 of today's
     challenge), the question's id, or the problem number.
     """
-    from bot.cli import _player, _run
-
     console = Console()
     code = Path(variant).read_text(encoding="utf-8") if variant else None
 
     async def body(app: App) -> None:
         problem_id = await resolve_problem(app.service, " ".join(problem))
-        actor = Actor(_player(player))
+        actor = Actor(console_player(player))
         if console.is_terminal:
             with console.status("looking up the problem…") as status:
                 card = await dispute_with_progress(app, actor, problem_id, code, status.update)
@@ -128,7 +126,7 @@ def dispute(settings: Settings, problem: tuple[str, ...], player: str | None, va
             card = await dispute_with_progress(app, actor, problem_id, code, lambda s: console.print(s))
         console.print(dispute_render.dispute(card))
 
-    _run(settings, body, console=console, local_runner=True)
+    run_app(settings, body, console=console, local_runner=True)
 
 
 async def _verify(
@@ -137,19 +135,13 @@ async def _verify(
     def done(card: DisputeCard) -> None:
         console.print(dispute_render.verify_line(card), soft_wrap=True)  # one line per question, for logs
 
-    async def with_runner(runner: RunnerClient) -> list[DisputeCard]:
+    def say(msg: str) -> None:
+        console.print(f"[dim]{msg}[/dim]")
+
+    async with open_runner(settings, max_concurrent=max(2, concurrency), say=say) as runner:
         return await verify_questions(
             runner, questions, concurrency=concurrency, timeout_s=timeout_s, on_done=done
         )
-
-    if settings.runner_url:
-        token = settings.runner_token.get_secret_value() if settings.runner_token else None
-        async with HttpRunnerClient(settings.runner_url, token) as client:
-            return await with_runner(client)
-    console.print("[dim]no RANKZERO_RUNNER_URL: starting a local runner…[/dim]")
-    local = LocalRunner(max_concurrent=max(2, concurrency))
-    async with local as (url, token), HttpRunnerClient(url, token) as client:
-        return await with_runner(client)
 
 
 @click.command("verify")
@@ -164,7 +156,7 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
     contradicted, 2 when the runner cannot be reached or started.
     """
     console = Console()
-    runnable = [q for q in _load_questions(paths) if q.kind == "predict_output" and q.code and q.runner]
+    runnable = [q for q in _load_questions(paths) if q.kind == Kind.PREDICT_OUTPUT and q.code and q.runner]
     if not runnable:
         click.echo("no predict_output questions with code and a runner block in these files")
         return
@@ -190,22 +182,20 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
 @click.pass_obj
 def questions_preview(settings: Settings, path: str) -> None:
     """Show what the runner really prints for each predict_output question of a file, before importing it."""
-    from bot.cli import _load_or_exit, _player, _run
-
     console = Console()
-    specs = _load_or_exit((path,), importing=False)  # a bad file: its errors with file:line, exit 1
+    specs = load_specs_or_exit((path,), importing=False)  # a bad file: its errors with file:line, exit 1
 
     async def body(app: App) -> None:
         shown = 0
         for spec in specs:
-            if spec.get("kind") == "predict_output" and spec.get("code"):
-                card = await app.disputes.preview_question(Actor(_player(None), is_admin=True), spec)
+            if spec.get("kind") == Kind.PREDICT_OUTPUT and spec.get("code"):
+                card = await app.disputes.preview_question(Actor(console_player(None), is_admin=True), spec)
                 console.print(dispute_render.dispute(card))
                 shown += 1
         if not shown:
             console.print("no predict_output question with code in this file")
 
-    _run(settings, body, console=console, local_runner=True)
+    run_app(settings, body, console=console, local_runner=True)
 
 
 @click.command("correct")
@@ -214,15 +204,15 @@ def questions_preview(settings: Settings, path: str) -> None:
 @click.pass_obj
 def questions_correct(settings: Settings, question_id: str, letter: str) -> None:
     """Make LETTER the official answer of a question (admin): a new version; past attempts re-scored."""
-    from bot.cli import _player, _run
-
     console = Console()
 
     async def body(app: App) -> None:
-        card = await app.disputes.correct_answer(Actor(_player(None), is_admin=True), question_id, letter)
+        card = await app.disputes.correct_answer(
+            Actor(console_player(None), is_admin=True), question_id, letter
+        )
         console.print(dispute_render.correction(card))
 
-    _run(settings, body, console=console)
+    run_app(settings, body, console=console)
 
 
 @click.command("flags")
@@ -230,10 +220,11 @@ def questions_correct(settings: Settings, question_id: str, letter: str) -> None
 @click.pass_obj
 def questions_flags(settings: Settings, show_all: bool) -> None:
     """Questions whose official answer a dispute contradicted (admin)."""
-    from bot.cli import _player, _run
 
     async def body(app: App) -> None:
-        flags = await app.disputes.flags(Actor(_player(None), is_admin=True), None if show_all else "open")
+        flags = await app.disputes.flags(
+            Actor(console_player(None), is_admin=True), None if show_all else "open"
+        )
         for f in flags:
             click.echo(
                 f"#{f.id} {f.status:8} {f.question_id} v{f.question_version}: official "
@@ -242,11 +233,4 @@ def questions_flags(settings: Settings, show_all: bool) -> None:
         if not flags:
             click.echo("no flags")
 
-    _run(settings, body)
-
-
-def register(main: click.Group, questions: click.Group) -> None:
-    """Add the dispute commands to the CLI's groups."""
-    main.add_command(dispute)
-    for command in (questions_verify, questions_preview, questions_correct, questions_flags):
-        questions.add_command(command)
+    run_app(settings, body)

@@ -1,7 +1,7 @@
 """CLI commands of the scheduler: ``rankzero serve`` and ``rankzero schedule set|show|pause``.
 
-Registered on the main group by bot/cli.py. The schedule commands act on the console channel by default
-(the local user is its admin); ``--channel platform:workspace:channel`` names another one.
+Registered on the main group by bot/cli/root.py. The schedule commands act on the console channel by
+default (the local user is its admin); ``--channel platform:workspace:channel`` names another one.
 """
 
 from __future__ import annotations
@@ -13,29 +13,20 @@ import logging
 import click
 
 from bot.adapters.console.safe import visible
-from bot.adapters.registry import build_adapters, nothing_configured_help
-from bot.app import App, shipped_bank_specs
-from bot.cli_errors import database_message, is_database_error
+from bot.adapters.registry import nothing_configured_help
+from bot.bootstrap import App, build_adapters, build_app, shipped_bank_specs
+from bot.cli._common import CONSOLE_CHANNEL, console_player, run_app
+from bot.cli.errors import database_message, is_database_error
 from bot.config import Settings
+from bot.core.calendar import zone
 from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
-from bot.core.ports import SystemClock
+from bot.core.models import Actor, ChannelRef
 from bot.core.schedule import DAY_NAMES, days_text
 from bot.core.schedule_service import ScheduleService, ScheduleView
-from bot.core.service import zone
 from bot.serve import open_health
 from bot.serve import serve as serve_forever
-from bot.storage.uow import SqlUnitOfWork, session_factory
 
 log = logging.getLogger(__name__)
-#: The console's channel, as bot/cli.py names it (bot.cli imports this module, so not imported from it).
-CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
-
-
-def _player(name: str | None) -> PlayerRef:
-    from bot.cli import _player as player
-
-    return player(name)
 
 
 @click.command()
@@ -86,11 +77,9 @@ def serve(settings: Settings, use_console: bool) -> None:
 
 async def _seed_bank(settings: Settings) -> None:
     """Sync the shipped bank (several processes may start at once: a lost race is retried once)."""
-    from bot.app import build_app
-
     app = await build_app(settings)
     try:
-        admin = Actor(_player("rankzero-serve"), is_admin=True)
+        admin = Actor(console_player("rankzero-serve"), is_admin=True)
         for attempt in range(3):
             try:
                 specs = await asyncio.to_thread(shipped_bank_specs)  # parsing YAML: off the event loop
@@ -120,17 +109,9 @@ def _with_schedules(settings: Settings, body_fn: object) -> None:
     """Run ``body_fn(ScheduleService)`` with the app wired (errors become a message and exit 1)."""
 
     async def body(app: App) -> None:
-        svc = ScheduleService(
-            lambda: SqlUnitOfWork(session_factory(app.engine)),
-            SystemClock(),
-            app.service,
-            default_timezone=settings.default_timezone,
-        )
-        await body_fn(svc)  # type: ignore[operator]
+        await body_fn(app.schedules)  # type: ignore[operator]
 
-    from bot.cli import _run
-
-    _run(settings, body)
+    run_app(settings, body)
 
 
 def _show(view: ScheduleView) -> None:
@@ -184,7 +165,7 @@ def schedule_set(settings: Settings, /, channel_spec: str | None, **changes: obj
     channel = _channel(channel_spec)
 
     async def body(svc: ScheduleService) -> None:
-        await svc.set_schedule(Actor(_player(None), is_admin=True), channel, **changes)  # type: ignore[arg-type]
+        await svc.set_schedule(Actor(console_player(None), is_admin=True), channel, **changes)  # type: ignore[arg-type]
         view = await svc.show_schedule(channel)
         assert view is not None
         _show(view)
@@ -218,7 +199,7 @@ def schedule_pause(settings: Settings, channel_spec: str | None, resume: bool) -
     channel = _channel(channel_spec)
 
     async def body(svc: ScheduleService) -> None:
-        await svc.pause_schedule(Actor(_player(None), is_admin=True), channel, paused=not resume)
+        await svc.pause_schedule(Actor(console_player(None), is_admin=True), channel, paused=not resume)
         click.echo(f"schedule {'resumed' if resume else 'paused'} at {dt.datetime.now(dt.UTC):%H:%M} UTC")
 
     _with_schedules(settings, body)

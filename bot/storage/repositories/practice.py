@@ -1,6 +1,5 @@
-"""SqlPracticeUnitOfWork: the PracticeUnitOfWork port (quiz, flashcards, explain) over SQLAlchemy.
+"""SqlPracticeRepository: quizzes, flashcard reviews and explain answers (the PracticeRepository port).
 
-It extends :class:`SqlUnitOfWork`, so a practice use case is still one transaction on one session.
 Practice tables are written only here and never joined into standings.
 """
 
@@ -10,67 +9,57 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, case, func, select, update
+from sqlalchemy import and_, case, delete, func, select, update
 
 from bot.core.grading import ConceptResult
-from bot.core.models import PlayerRef, Question, QuestionCandidate
+from bot.core.models import PlayerRef, QuestionCandidate
 from bot.core.practice_models import (
     CardSource,
     PracticeTotals,
     QuizItemRow,
     QuizRow,
     ReviewCardRow,
+    ReviewRecord,
 )
-from bot.core.sm2 import ANKI_DEFAULTS, CardState, Grade
+from bot.core.srs import GRADES, CardState, Grade
+from bot.core.vocabulary import Kind
+from bot.storage.mapping import question_from_version
 from bot.storage.models import (
     CardReviewRow,
     ExplainAttemptRow,
     PlayerRow,
     PlaySessionRow,
+    PracticeNudgeRow,
     PracticeQuizItemRow,
     PracticeQuizRow,
+    PracticeSettingsRow,
     ProblemRow,
     QuestionVersionRow,
     ReviewCardModel,
 )
 from bot.storage.models import QuestionRow as QuestionModel
-from bot.storage.uow import SqlUnitOfWork, question_from_version
-
-
-def _latest_versions() -> Any:
-    return (
-        select(QuestionVersionRow.question_id, func.max(QuestionVersionRow.version).label("v"))
-        .group_by(QuestionVersionRow.question_id)
-        .subquery()
-    )
+from bot.storage.sql import SqlRepository, latest_versions
 
 
 def _state(row: ReviewCardModel) -> CardState:
     return CardState(
         phase=row.phase,  # type: ignore[arg-type]
         step=row.step,
-        ease=row.ease,
-        interval_days=row.interval_days,
+        stability=row.stability,
+        difficulty=row.difficulty,
         due=row.due_at,
+        last_review=row.last_reviewed_at,
+        interval_days=row.interval_days,
         reps=row.reps,
         lapses=row.lapses,
     )
 
 
-class SqlPracticeUnitOfWork(SqlUnitOfWork):
-    """One transaction for a practice use case."""
-
-    async def __aenter__(self) -> SqlPracticeUnitOfWork:
-        await super().__aenter__()
-        return self
-
-    async def question_version(self, version_id: int) -> Question | None:
-        """A stored question version."""
-        row = await self.s.get(QuestionVersionRow, version_id)
-        return question_from_version(row) if row is not None else None
+class SqlPracticeRepository(SqlRepository):
+    """The PracticeRepository port (bot/core/repositories/practice.py) over one unit of work."""
 
     async def _latest_active(self, kinds: Sequence[str]) -> list[QuestionVersionRow]:
-        latest = _latest_versions()
+        latest = latest_versions()
         stmt = (
             select(QuestionVersionRow)
             .join(
@@ -194,7 +183,7 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
     # ---------------------------------------------------------------- flashcards
     async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
         """Add the player's missing cards: bank flashcards, and challenge questions they missed."""
-        bank = [v.question_id for v in await self._latest_active(("flashcard",))]
+        bank = [v.question_id for v in await self._latest_active((Kind.FLASHCARD,))]
         missed = (
             select(QuestionVersionRow.question_id)
             .join(ProblemRow, ProblemRow.question_version_id == QuestionVersionRow.id)
@@ -217,7 +206,6 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
                 "source": source,
                 "phase": "new",
                 "step": 0,
-                "ease": ANKI_DEFAULTS.starting_ease,
                 "interval_days": 0,
                 "due_at": now,
                 "reps": 0,
@@ -230,11 +218,12 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
         if not values:
             return 0
         # ON CONFLICT: a concurrent session may have added the same card; the unique key keeps one.
-        result = await self.s.execute(self._insert(ReviewCardModel).values(values).on_conflict_do_nothing())
+        stmt = self._db.insert(ReviewCardModel).values(values).on_conflict_do_nothing()
+        result = await self.s.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
     async def _cards(self, where: Any, limit: int | None = None) -> list[ReviewCardRow]:
-        latest = _latest_versions()
+        latest = latest_versions()
         stmt = (
             select(ReviewCardModel, QuestionVersionRow)
             .join(latest, latest.c.question_id == ReviewCardModel.question_id)
@@ -286,7 +275,8 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
             .values(
                 phase=after.phase,
                 step=after.step,
-                ease=after.ease,
+                stability=after.stability,
+                difficulty=after.difficulty,
                 interval_days=after.interval_days,
                 due_at=after.due,
                 reps=after.reps,
@@ -303,7 +293,8 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
                 reviewed_at=now,
                 phase=after.phase,
                 interval_days=after.interval_days,
-                ease=after.ease,
+                stability=after.stability,
+                difficulty=after.difficulty,
                 due_at=after.due,
             )
         )
@@ -320,6 +311,18 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
             .order_by(PlayerRow.id)
         )
         return [(PlayerRef(p, u, name), int(n)) for p, u, name, n in rows.tuples()]
+
+    # ---------------------------------------------------------------- the review log (FSRS's optimizer)
+    async def review_history(self, player_pk: int) -> list[ReviewRecord]:
+        """Every logged self-grade of the player's cards, oldest first."""
+        rows = await self.s.execute(
+            select(CardReviewRow.card_id, CardReviewRow.grade, CardReviewRow.reviewed_at)
+            .join(ReviewCardModel, ReviewCardModel.id == CardReviewRow.card_id)
+            .where(ReviewCardModel.player_pk == player_pk)
+            .order_by(CardReviewRow.reviewed_at, CardReviewRow.id)
+        )
+        grades: dict[str, Grade] = {g: g for g in GRADES}
+        return [ReviewRecord(card, grades[grade], at) for card, grade, at in rows.tuples()]
 
     # ---------------------------------------------------------------- explain and totals
     async def add_explain_attempt(
@@ -408,4 +411,103 @@ class SqlPracticeUnitOfWork(SqlUnitOfWork):
             concepts_covered=int(covered),
             concepts_total=int(total),
             next_due=next_due,
+        )
+
+
+class SqlPracticeSettingsRepository(SqlRepository):
+    """Each player's practice settings: fitted FSRS parameters and the opt-in daily nudge with its claims."""
+
+    # ---------------------------------------------------------------- FSRS parameters
+    async def _settings(self, player_pk: int, now: dt.datetime) -> PracticeSettingsRow:
+        """The player's settings row, created (nudge off, default parameters) on first use."""
+        await self.s.execute(
+            self._db.insert(PracticeSettingsRow)
+            .values(player_pk=player_pk, daily_nudge=False, updated_at=now)
+            .on_conflict_do_nothing()
+        )
+        row = await self.s.get(PracticeSettingsRow, player_pk, populate_existing=True)
+        assert row is not None
+        return row
+
+    async def fsrs_parameters(self, player_pk: int) -> tuple[float, ...] | None:
+        """The player's optimised FSRS parameters, or None."""
+        found = await self.s.scalar(
+            select(PracticeSettingsRow.fsrs_parameters).where(PracticeSettingsRow.player_pk == player_pk)
+        )
+        return tuple(float(x) for x in found) if found else None
+
+    async def save_fsrs_parameters(
+        self, player_pk: int, parameters: Sequence[float], reviews: int, now: dt.datetime
+    ) -> None:
+        """Store the player's optimised parameters."""
+        row = await self._settings(player_pk, now)
+        row.fsrs_parameters = [float(x) for x in parameters]
+        row.parameters_reviews = reviews
+        row.parameters_at = now
+        row.updated_at = now
+        await self.s.flush()
+
+    async def optimization_candidates(self, min_reviews: int, stale_before: dt.datetime) -> list[PlayerRef]:
+        """Players with enough logged reviews and no parameters fitted since ``stale_before``."""
+        fitted = select(PracticeSettingsRow.player_pk).where(
+            PracticeSettingsRow.parameters_at >= stale_before
+        )
+        rows = await self.s.execute(
+            select(PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
+            .join(ReviewCardModel, ReviewCardModel.player_pk == PlayerRow.id)
+            .join(CardReviewRow, CardReviewRow.card_id == ReviewCardModel.id)
+            .where(PlayerRow.id.not_in(fitted))
+            .group_by(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
+            .having(func.count(CardReviewRow.id) >= min_reviews)
+            .order_by(PlayerRow.id)
+        )
+        return [PlayerRef(p, u, name) for p, u, name in rows.tuples()]
+
+    # ---------------------------------------------------------------- the daily nudge
+    async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
+        """Turn the player's daily reminder on or off."""
+        row = await self._settings(player_pk, now)
+        row.daily_nudge = enabled
+        row.updated_at = now
+        await self.s.flush()
+
+    async def nudge_enabled(self, player_pk: int) -> bool:
+        """Whether the player opted in."""
+        found = await self.s.scalar(
+            select(PracticeSettingsRow.daily_nudge).where(PracticeSettingsRow.player_pk == player_pk)
+        )
+        return bool(found)
+
+    async def nudge_candidates(self, now: dt.datetime, day: dt.date) -> list[tuple[int, PlayerRef, int]]:
+        """Opted-in players with cards due and no claim for ``day``."""
+        claimed = select(PracticeNudgeRow.id).where(
+            PracticeNudgeRow.player_pk == PlayerRow.id, PracticeNudgeRow.day == day
+        )
+        rows = await self.s.execute(
+            select(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name, func.count())
+            .join(PracticeSettingsRow, PracticeSettingsRow.player_pk == PlayerRow.id)
+            .join(ReviewCardModel, ReviewCardModel.player_pk == PlayerRow.id)
+            .where(
+                PracticeSettingsRow.daily_nudge.is_(True), ReviewCardModel.due_at <= now, ~claimed.exists()
+            )
+            .group_by(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
+            .order_by(PlayerRow.id)
+        )
+        return [(pk, PlayerRef(p, u, name), int(n)) for pk, p, u, name, n in rows.tuples()]
+
+    async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:
+        """First insert of (player, day) wins."""
+        result = await self.s.execute(
+            self._db.insert(PracticeNudgeRow)
+            .values(player_pk=player_pk, day=day, due=due, claimed_at=now)
+            .on_conflict_do_nothing()
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def release_nudge(self, player_pk: int, day: dt.date) -> None:
+        """Drop an undelivered claim."""
+        await self.s.execute(
+            delete(PracticeNudgeRow).where(
+                PracticeNudgeRow.player_pk == player_pk, PracticeNudgeRow.day == day
+            )
         )

@@ -1,84 +1,81 @@
-"""``rankzero``: play in the terminal, see leaderboards and stats, manage the database and the bank."""
+"""The ``rankzero`` group: play in the terminal, see leaderboards and stats, manage the database and the bank.
+
+The commands of serve.py, dispute.py and family.py are registered here by name and imported when they run.
+"""
 
 from __future__ import annotations
 
-import getpass
 import importlib
 import json
 import logging
 import sys
 from collections.abc import Awaitable, Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, TypeVar
+from typing import TYPE_CHECKING, Any
 
 import click
 
 from bot.adapters.console.safe import visible
-from bot.cli_errors import database_message, is_database_error
-from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
+from bot.cli.errors import database_message, is_database_error
+from bot.core.models import Actor
+from bot.core.vocabulary import Period
 
 # Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
 # `rankzero --help` and a typo'd command answer at once (benchmarks/cli_startup.py).
 if TYPE_CHECKING:
-    from rich.console import Console
-
     from bot.adapters.console.practice import ConsolePractice
-    from bot.app import App
+    from bot.bootstrap import App
     from bot.config import Settings
-
-T = TypeVar("T")
-#: The console's local "channel": one per database.
-CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
 
 
 # Commands defined in other modules, imported when they run: (module, attribute, short help for --help).
 # The text is the first sentence of the command's help (tests/test_cli_lazy.py checks that they agree).
 _LAZY_MAIN: dict[str, tuple[str, str, str]] = {
     "serve": (
-        "bot.serve_cli",
+        "bot.cli.serve",
         "serve",
         "Run the bot: the configured chat adapters, the scheduler and /healthz, until Ctrl-C.",
     ),
     "schedule": (
-        "bot.serve_cli",
+        "bot.cli.serve",
         "schedule",
         "Set, show and pause the console channel's daily schedule (admin).",
     ),
     "dispute": (
-        "bot.dispute_cli",
+        "bot.cli.dispute",
         "dispute",
         "Dispute a problem that is over for you: the runner runs its code and matches the choices.",
     ),
 }
 _LAZY_QUESTIONS: dict[str, tuple[str, str, str]] = {
     "verify": (
-        "bot.dispute_cli",
+        "bot.cli.dispute",
         "questions_verify",
         "Run every predict_output question on the runner: confirmed / contradicted / cannot check.",
     ),
     "preview": (
-        "bot.dispute_cli",
+        "bot.cli.dispute",
         "questions_preview",
         "Show what the runner really prints for each predict_output question of a file, before importing it.",
     ),
     "correct": (
-        "bot.dispute_cli",
+        "bot.cli.dispute",
         "questions_correct",
         "Make LETTER the official answer of a question (admin): a new version; past attempts re-scored.",
     ),
     "flags": (
-        "bot.dispute_cli",
+        "bot.cli.dispute",
         "questions_flags",
         "Questions whose official answer a dispute contradicted (admin).",
     ),
     "build": (
-        "bot.family_cli",
+        "bot.cli.family",
         "questions_build",
         "Instantiate every family; run each predict_output instance whose code, params or torch changed.",
     ),
     "stats": (
-        "bot.family_cli",
+        "bot.cli.family",
         "questions_stats",
         "Figures of the bank: multiple-choice questions, families, verified answers, days before a repeat.",
     ),
@@ -126,59 +123,15 @@ class LazyGroup(click.Group):
                 formatter.write_dl(rows)
 
 
-def _player(name: str | None) -> PlayerRef:
-    name = name or getpass.getuser() or "player"
-    return PlayerRef("console", name.lower(), name)
-
-
-def _run(
-    settings: Settings,
-    body: Callable[[App], Awaitable[T]],
-    *,
-    console: Console | None = None,
-    seed_bank: bool = False,
-    local_runner: bool = False,
-) -> T:
-    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1.
-
-    ``local_runner``: without RANKZERO_RUNNER_URL, disputes start a local runner on first use.
-    """
-    import asyncio
-
-    from rich.console import Console
-
-    from bot.adapters.console.play import ConsolePlatform
-    from bot.app import build_app, shipped_bank_specs
-    from questions.loader import BankValidationError
-
-    async def main() -> T:
-        app = await build_app(
-            settings, platform=ConsolePlatform(console or Console()), local_runner=local_runner
-        )
-        try:
-            if seed_bank:
-                # The shipped bank is synced each time: new questions and edits (as new versions) arrive
-                # with an upgrade of RankZero; retired questions stay retired.
-                await app.service.admin_import(Actor(_player(None), is_admin=True), shipped_bank_specs())
-            return await body(app)
-        finally:
-            await app.close()
-
-    try:
-        return asyncio.run(main())
-    except BankValidationError as exc:
-        for err in exc.errors:
-            click.echo(visible(str(err)), err=True)
-        raise SystemExit(1) from None
-    except RankZeroError as exc:
-        click.echo(f"error: {visible(str(exc))}", err=True)
-        raise SystemExit(1) from None
-    except Exception as exc:
-        if not is_database_error(exc):
-            raise
-        logging.getLogger(__name__).debug("database failure", exc_info=True)
-        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
-        raise SystemExit(1) from None
+def _settings_errors(exc: Any) -> str:
+    """A pydantic ValidationError of Settings as one line: each bad field, its variable and why."""
+    parts = []
+    for error in exc.errors():
+        field = ".".join(str(p) for p in error["loc"]) or "settings"
+        why = str(error["msg"]).removeprefix("Value error, ")
+        # Not the input: it may be a token or a URL with a password (the message names what is wrong).
+        parts.append(f"{field} (RANKZERO_{field.upper()}): {why}")
+    return "; ".join(parts)
 
 
 @click.group(cls=LazyGroup, lazy=_LAZY_MAIN)
@@ -208,7 +161,8 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
         # A bad value in the environment, .env or rankzero.toml (or a file that is not TOML at all): name it
         # instead of a traceback.
         where = f"{toml_path()} is not valid TOML: " if isinstance(exc, tomllib.TOMLDecodeError) else ""
-        click.echo(f"error: bad RankZero settings: {where}{exc}", err=True)
+        what = _settings_errors(exc) if isinstance(exc, ValidationError) else str(exc)
+        click.echo(f"error: bad RankZero settings: {where}{what}", err=True)
         raise SystemExit(2) from None
 
 
@@ -220,22 +174,21 @@ def play(settings: Settings, player: str | None) -> None:
     from rich.console import Console
 
     from bot.adapters.console.play import ConsoleGame, stdin_keys
-    from bot.core.ports import SystemClock
 
     console = Console()
-    actor = Actor(_player(player))
+    actor = Actor(console_player(player))
 
     async def body(app: App) -> int:
         game = ConsoleGame(
-            app.service, SystemClock(), actor, CONSOLE_CHANNEL, console, stdin_keys(), app.disputes
+            app.service, app.clock, actor, CONSOLE_CHANNEL, console, stdin_keys(), app.disputes
         )
         return await game.run()
 
-    raise SystemExit(_run(settings, body, console=console, seed_bank=True, local_runner=True))
+    raise SystemExit(run_app(settings, body, console=console, seed_bank=True, local_runner=True))
 
 
 @main.command()
-@click.option("--period", type=click.Choice(["today", "week", "all"]), default="all")
+@click.option("--period", type=click.Choice([p.value for p in Period]), default=Period.ALL.value)
 @click.option("--player", default=None, help="Whose rank to show (default: you).")
 @click.pass_obj
 def leaderboard(settings: Settings, period: str, player: str | None) -> None:
@@ -247,10 +200,10 @@ def leaderboard(settings: Settings, period: str, player: str | None) -> None:
     console = Console()
 
     async def body(app: App) -> None:
-        card = await app.service.leaderboard(CONSOLE_CHANNEL, period=period, player=_player(player))
+        card = await app.service.leaderboard(CONSOLE_CHANNEL, period=period, player=console_player(player))
         console.print(render.leaderboard(card))
 
-    _run(settings, body, console=console)
+    run_app(settings, body, console=console)
 
 
 @main.command()
@@ -266,10 +219,10 @@ def stats(settings: Settings, player: str | None) -> None:
     console = Console()
 
     async def body(app: App) -> None:
-        console.print(render.stats(await app.service.stats(_player(player), CONSOLE_CHANNEL)))
-        console.print(practice_stats(await app.practice.stats(_player(player))))
+        console.print(render.stats(await app.service.stats(console_player(player), CONSOLE_CHANNEL)))
+        console.print(practice_stats(await app.practice.stats(console_player(player))))
 
-    _run(settings, body, console=console)
+    run_app(settings, body, console=console)
 
 
 def _practice(
@@ -279,17 +232,16 @@ def _practice(
     from rich.console import Console
 
     from bot.adapters.console.practice import ConsolePractice, PracticeInput
-    from bot.core.ports import SystemClock
 
     console = Console()
 
     async def body(app: App) -> int:
         session = ConsolePractice(
-            app.practice, SystemClock(), _player(player), console, PracticeInput(sys.stdin)
+            app.practice, app.clock, console_player(player), console, PracticeInput(sys.stdin)
         )
         return await mode(session)
 
-    raise SystemExit(_run(settings, body, console=console, seed_bank=True))
+    raise SystemExit(run_app(settings, body, console=console, seed_bank=True))
 
 
 @main.command()
@@ -303,10 +255,43 @@ def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
 
 @main.command()
 @click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option(
+    "--nudge",
+    type=click.Choice(["on", "off"]),
+    default=None,
+    help="Turn the daily reminder of due cards on or off (then exit).",
+)
+@click.option(
+    "--optimize",
+    is_flag=True,
+    help="Fit FSRS's parameters to your own reviews (needs 512 usable ones and the optimizer extra).",
+)
 @click.pass_obj
-def review(settings: Settings, player: str | None) -> None:
-    """Practice: review your due flashcards (spaced repetition, SM-2); grade 1-4 or a/h/g/e."""
-    _practice(settings, player, lambda s: s.review())
+def review(settings: Settings, player: str | None, nudge: str | None, optimize: bool) -> None:
+    """Practice: review your due flashcards (spaced repetition, FSRS); grade 1-4 or a/h/g/e."""
+    if nudge is None and not optimize:
+        _practice(settings, player, lambda s: s.review())
+        return
+    from rich.console import Console
+
+    console = Console()
+
+    async def body(app: App) -> None:
+        who = console_player(player)
+        if nudge is not None:
+            on = await app.practice.set_nudge(who, nudge == "on")
+            console.print(
+                "Daily reminder on: you get one message a day while cards are due."
+                if on
+                else "Daily reminder off."
+            )
+        if optimize:
+            from bot.practice_optimizer import FsrsOptimizer
+
+            outcome = await app.practice.optimize_parameters(who, FsrsOptimizer(in_process=True))
+            console.print(f"FSRS parameters: {outcome.reason}.")
+
+    run_app(settings, body, console=console)
 
 
 @main.command()
@@ -332,7 +317,7 @@ def close(settings: Settings) -> None:
         if card is None:
             console.print("Already closed.")
 
-    _run(settings, body, console=console)
+    run_app(settings, body, console=console)
 
 
 @main.group()
@@ -363,21 +348,6 @@ def questions() -> None:
     """Validate, import, export, list and retire bank questions."""
 
 
-def _load_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
-    """Validate ``paths``; on errors print each one and a count, then exit 1."""
-    from questions.loader import BankValidationError, load_paths
-
-    try:
-        loaded = load_paths(paths)
-    except BankValidationError as exc:
-        for err in exc.errors:
-            click.echo(visible(str(err)), err=True)
-        outcome = "nothing imported" if importing else "fix them and validate again"
-        click.echo(f"{len(exc.errors)} error(s); {outcome}", err=True)
-        raise SystemExit(1) from None
-    return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
-
-
 @questions.command("validate")
 @click.argument("paths", nargs=-1, type=click.Path())
 def questions_validate(paths: tuple[str, ...]) -> None:
@@ -386,7 +356,7 @@ def questions_validate(paths: tuple[str, ...]) -> None:
     """
     from questions.loader import default_bank_dir
 
-    specs = _load_or_exit(paths or (str(default_bank_dir()),), importing=False)
+    specs = load_specs_or_exit(paths or (str(default_bank_dir()),), importing=False)
     click.echo(f"ok: {len(specs)} questions valid")
 
 
@@ -395,16 +365,16 @@ def questions_validate(paths: tuple[str, ...]) -> None:
 @click.pass_obj
 def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
     """Import bank files, all or nothing (one transaction); edits become new versions."""
-    specs = _load_or_exit(paths, importing=True)
+    specs = load_specs_or_exit(paths, importing=True)
 
     async def body(app: App) -> None:
-        report = await app.service.admin_import(Actor(_player(None), is_admin=True), specs)
+        report = await app.service.admin_import(Actor(console_player(None), is_admin=True), specs)
         click.echo(
             f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
             f"{len(report.unchanged)} unchanged"
         )
 
-    _run(settings, body)
+    run_app(settings, body)
 
 
 @questions.command("export")
@@ -419,7 +389,6 @@ def questions_export(settings: Settings, out: str | None, include_retired: bool)
 
     import yaml
 
-
     async def body(app: App) -> None:
         specs = await app.service.export_questions(include_retired)
         text = yaml.safe_dump({"questions": specs}, sort_keys=False, allow_unicode=True, width=100)
@@ -429,7 +398,7 @@ def questions_export(settings: Settings, out: str | None, include_retired: bool)
         else:
             sys.stdout.write(text)
 
-    _run(settings, body)
+    run_app(settings, body)
 
 
 @questions.command("list")
@@ -444,7 +413,7 @@ def questions_list(settings: Settings, include_retired: bool) -> None:
             line = f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}"
             click.echo(visible(line))
 
-    _run(settings, body)
+    run_app(settings, body)
 
 
 @questions.command("retire")
@@ -454,17 +423,17 @@ def questions_retire(settings: Settings, question_id: str) -> None:
     """Retire a question: it is no longer picked; past attempts keep it."""
 
     async def body(app: App) -> None:
-        await app.service.admin_retire(Actor(_player(None), is_admin=True), question_id)
+        await app.service.admin_retire(Actor(console_player(None), is_admin=True), question_id)
         click.echo(f"retired {question_id}")
 
-    _run(settings, body)
+    run_app(settings, body)
 
 
 @questions.command("schema")
 @click.option(
     "--out",
     type=click.Path(dir_okay=False),
-    default=str(Path(__file__).resolve().parents[1] / "questions" / "schema.json"),
+    default=str(Path(__file__).resolve().parents[2] / "questions" / "schema.json"),
     show_default=True,
 )
 def questions_schema(out: str) -> None:
@@ -473,7 +442,3 @@ def questions_schema(out: str) -> None:
 
     Path(out).write_text(json.dumps(json_schema(), indent=2) + "\n", encoding="utf-8")
     click.echo(f"wrote {out}")
-
-
-if __name__ == "__main__":  # pragma: no cover
-    main()

@@ -10,9 +10,9 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from bot.bootstrap import open_runner
 from bot.config import Settings
 from bot.core.errors import RankZeroError
-from bot.runner_client import HttpRunnerClient, LocalRunner
 from questions.build import BuildReport, build
 from questions.families import default_families_dir, default_generated_dir, load_families
 from questions.loader import BankValidationError, default_bank_dir, load_paths
@@ -31,23 +31,10 @@ async def _build(
     prune = not families  # the whole shipped set: a generated file without its family file is stale
     if not any(f.spec.runs for f in load_families(paths)):
         return await build(paths, out, None, check=check, force=force, prune=prune, on_progress=say)
-    if settings.runner_url:
-        token = settings.runner_token.get_secret_value() if settings.runner_token else None
-        async with HttpRunnerClient(settings.runner_url, token) as client:
-            return await build(
-                paths,
-                out,
-                client,
-                concurrency=concurrency,
-                check=check,
-                force=force,
-                prune=prune,
-                on_progress=say,
-            )
-    say("no RANKZERO_RUNNER_URL: starting a local runner…")
-    # A warm pool for 2-, 3- and 4-rank jobs (the shapes families use), refilled in the background.
-    local = LocalRunner(pool="1:1,2:2,3:1,4:1", max_concurrent=max(2, concurrency))
-    async with local as (url, token), HttpRunnerClient(url, token) as client:
+    # A local runner gets a warm pool for 2-, 3- and 4-rank jobs (the shapes families use), refilled in
+    # the background.
+    pool = "1:1,2:2,3:1,4:1"
+    async with open_runner(settings, pool=pool, max_concurrent=max(2, concurrency), say=say) as client:
         return await build(
             paths,
             out,
@@ -133,5 +120,3 @@ def questions_stats(paths: tuple[str, ...], as_json: bool) -> None:
                 click.echo(f"  {k:44} {v}")
         else:
             click.echo(f"{key:24} {value}")
-
-

@@ -1,0 +1,315 @@
+"""The composition root: Settings -> engine -> units of work -> services, for play, serve and the CLI.
+
+This is the one module that names concrete classes (SqlUnitOfWork, GroupCommit, HttpRunnerClient,
+FleetRunnerClient, LocalRunnerClient, the platform router, the delivery log and draft repository the chat
+adapters get as ports in :class:`Services`); everything else receives ports. Entry points call
+``build_app`` (the CLI commands), ``build_services`` (``rankzero serve``: adds the platform router and the
+scheduler) or ``open_runner`` (batch jobs that need only a runner); tests pass overrides (a clock, a
+platform, a runner) instead of patching.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import logging
+from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from contextlib import asynccontextmanager
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from sqlalchemy.ext.asyncio import AsyncEngine
+
+from bot.adapters import registry
+from bot.adapters.drafts import DraftRepository
+from bot.adapters.registry import Adapter
+from bot.commands.dedup import DeliveryLog
+from bot.config import Settings
+from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.dispute_service import DisputeService
+from bot.core.models import ChannelRef, PlayerRef
+from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
+from bot.core.practice import PracticeService
+from bot.core.schedule_service import ScheduleService
+from bot.core.service import QuizService
+from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
+from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
+from bot.storage.db import make_engine, upgrade_async
+from bot.storage.group_commit import GroupCommit, default_lanes
+from bot.storage.repositories.deliveries import SqlDeliveryLog
+from bot.storage.repositories.drafts import SqlDraftRepository
+from bot.storage.uow import SqlUnitOfWork, session_factory
+from questions.loader import default_bank_dir, load_paths
+
+if TYPE_CHECKING:
+    from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+    from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
+
+    from bot.scheduling import RankZeroScheduler
+
+log = logging.getLogger(__name__)
+
+
+def _units_of_work(engine: AsyncEngine) -> Callable[[], SqlUnitOfWork]:
+    """The unit-of-work factory over ``engine`` that every service shares (each unit of work hands out
+    the repositories: ``uow.plays``, ``uow.practice``...).
+
+    The only place the unit-of-work class is constructed.
+    """
+    factory = session_factory(engine)
+    return lambda: SqlUnitOfWork(factory)
+
+
+def _configured_runner(settings: Settings) -> HttpRunnerClient | FleetRunnerClient | None:
+    """The runner (or fleet of runners) RANKZERO_RUNNER_URL names, or None when it is unset."""
+    return runner_from_settings(settings)
+
+
+@dataclass
+class App:
+    """The wired application: its engine (to dispose), its clock and its services."""
+
+    engine: AsyncEngine
+    service: QuizService
+    #: Practice modes (quiz, flashcard review, explain); never touches standings.
+    practice: PracticeService = field(kw_only=True)
+    #: Disputes, previews, verification and answer corrections (bot/core/dispute_service.py).
+    disputes: DisputeService = field(kw_only=True)
+    #: Channel schedules (set, show, pause; the scheduled posts when ``rankzero serve`` runs them).
+    schedules: ScheduleService = field(kw_only=True)
+    #: The clock every service was given (the console game and practice sessions use it too).
+    clock: Clock = field(kw_only=True)
+    #: The runner client build_app opened (closed with the app), if any.
+    runner: OwnedRunner | None = field(default=None, kw_only=True)
+
+    @property
+    def runner_is_local(self) -> bool:
+        """True when disputes start a local ``rankzero-runner serve`` on first use (it takes seconds)."""
+        return isinstance(self.runner, LocalRunnerClient)
+
+    async def close(self) -> None:
+        """Release database connections (and the runner client's)."""
+        if self.runner is not None:
+            await self.runner.aclose()
+        await self.engine.dispose()
+
+
+async def build_app(
+    settings: Settings,
+    *,
+    platform: ChatPlatform | None = None,
+    clock: Clock | None = None,
+    migrate: bool = True,
+    runner: RunnerClient | None = None,
+    local_runner: bool = False,
+) -> App:
+    """Migrate the database (unless told not to) and wire the services.
+
+    ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when set;
+    otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    """
+    if migrate:
+        await upgrade_async(settings.database_url)
+    engine = make_engine(settings.database_url)
+    uow = _units_of_work(engine)
+    clock = clock or SystemClock()
+    service = QuizService(
+        uow,
+        clock,
+        platform,
+        problems_per_challenge=settings.problems_per_challenge,
+        # Players clicking together (right after the daily post) share transactions: group commit.
+        transactions=GroupCommit(uow, lanes=default_lanes(engine)),
+    )
+    practice = PracticeService(uow, clock)
+    owned: OwnedRunner | None = None
+    if runner is None:
+        owned = _configured_runner(settings)
+        if owned is None and local_runner:
+            owned = LocalRunnerClient()
+    runner = runner or owned
+    disputes = DisputeService(uow, clock, runner, platform, runs_per_hour=settings.disputes_per_hour)
+    schedules = ScheduleService(
+        uow,
+        clock,
+        service,
+        platform,
+        grace=dt.timedelta(minutes=settings.grace_minutes),
+        default_timezone=settings.default_timezone,
+    )
+    return App(
+        engine, service, practice=practice, disputes=disputes, schedules=schedules, clock=clock, runner=owned
+    )
+
+
+def shipped_bank_specs() -> list[dict[str, object]]:
+    """The bank shipped in questions/bank, validated, as spec dicts ready to import."""
+    return [q.spec.model_dump(mode="json", exclude_none=True) for q in load_paths([default_bank_dir()])]
+
+
+@asynccontextmanager
+async def open_runner(
+    settings: Settings, *, max_concurrent: int, pool: str | None = None, say: Callable[[str], None]
+) -> AsyncIterator[RunnerClient]:
+    """A runner for a batch job (verify, build): the configured one, else a local runner started for it.
+
+    ``pool``: the local runner's warm sandboxes (``ranks:count,...``; its default when None). ``say`` is
+    told when a local runner is being started (it takes seconds).
+    """
+    configured = _configured_runner(settings)
+    if configured is not None:
+        async with configured as client:
+            yield client
+        return
+    say("no RANKZERO_RUNNER_URL: starting a local runner…")
+    local = (
+        LocalRunner(pool=pool, max_concurrent=max_concurrent)
+        if pool
+        else LocalRunner(max_concurrent=max_concurrent)
+    )
+    async with local as (url, token), HttpRunnerClient(url, token) as client:
+        yield client
+
+
+# ---------------------------------------------------------------------- rankzero serve
+class PlatformRouter:
+    """The ChatPlatform of the service: each call goes to the adapter serving the channel's platform."""
+
+    def __init__(self, platforms: dict[str, ChatPlatform]) -> None:
+        self._platforms = platforms
+
+    def _for(self, channel: ChannelRef) -> ChatPlatform:
+        try:
+            return self._platforms[channel.platform]
+        except KeyError:
+            raise LookupError(f"no adapter serves platform {channel.platform!r} in this process") from None
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Post on the channel's platform."""
+        return await self._for(channel).post_challenge(channel, card)
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_results(channel, card, message_ref)
+
+    async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_reminder(channel, card, message_ref)
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Post on the channel's platform."""
+        await self._for(channel).post_weekly_summary(channel, card)
+
+    async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
+        """DM the player on their platform (a player of a platform this process does not serve: error)."""
+        platform = self._platforms.get(player.platform)
+        if platform is None:
+            raise LookupError(f"no adapter serves platform {player.platform!r} in this process")
+        await platform.send_practice_nudge(player, card)
+
+    def __getattr__(self, name: str) -> Any:
+        # Calls not bound to a channel (e.g. an admin notice added to the port later) go to every adapter.
+        if not name.startswith("post_"):
+            raise AttributeError(name)
+
+        async def broadcast(*args: Any, **kwargs: Any) -> None:
+            for platform in self._platforms.values():
+                method = getattr(platform, name, None)
+                if method is not None:
+                    await method(*args, **kwargs)
+
+        return broadcast
+
+
+@dataclass
+class Services:
+    """What adapters get at start: the use cases (schedule admin commands call ``schedules``) and the
+    storage they need as ports (adapters import no storage: the ``adapters-know-no-storage`` contract).
+    """
+
+    quiz: QuizService
+    schedules: ScheduleService
+    scheduler: RankZeroScheduler
+    app: App
+    #: Delivery keys every process sees (redelivered events dropped across processes and restarts).
+    deliveries: DeliveryLog | None = None
+    #: Where admins' question drafts are written through (bot/adapters/drafts.py's DraftStore).
+    drafts: DraftRepository | None = None
+    #: Slack OAuth mode: each workspace's install and bot token, and the OAuth states (in our database).
+    slack_installations: AsyncInstallationStore | None = None
+    slack_oauth_states: AsyncOAuthStateStore | None = None
+
+
+#: How long an OAuth ``state`` (install link) is good for, seconds.
+SLACK_STATE_TTL_S = 600
+
+
+def slack_oauth_stores(
+    settings: Settings, engine: AsyncEngine
+) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
+    """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
+    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them.
+    """
+    from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
+    from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
+
+    assert settings.slack_client_id is not None
+    return (
+        AsyncSQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine),
+        AsyncSQLAlchemyOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
+    )
+
+
+def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
+    """The chat adapters configured in ``settings`` (plus the terminal when ``console``).
+
+    The registry imports only the configured platforms' packages; ConfigurationError names a configured
+    platform whose adapter is missing from this build.
+    """
+    return registry.build_adapters(settings, console=console)
+
+
+def _optimizer_job(app: App, served: frozenset[str]) -> Callable[[], Awaitable[object]] | None:
+    """The daily per-player FSRS fit, when the optional optimizer is installed (else None: defaults)."""
+    from bot.practice_optimizer import INSTALL_HINT, FsrsOptimizer, optimizer_available
+
+    if not optimizer_available():
+        log.info("FSRS optimisation not installed (%s): players keep the default parameters", INSTALL_HINT)
+        return None
+    optimizer = FsrsOptimizer()
+
+    async def fit_all() -> object:
+        return await app.practice.optimize_all(optimizer, platforms=served)
+
+    return fit_all
+
+
+async def build_services(
+    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
+) -> Services:
+    """Wire the services for ``adapters`` (migrating the database first unless told not to)."""
+    from bot.scheduling import RankZeroScheduler  # APScheduler: only a serving process needs it
+
+    clock = clock or SystemClock()
+    router = PlatformRouter({a.name: a.platform for a in adapters})
+    app = await build_app(settings, platform=router, clock=clock, migrate=migrate)
+    served = frozenset(a.name for a in adapters)
+    scheduler = RankZeroScheduler(
+        app.schedules,
+        clock,
+        platforms=served,
+        owns=shards.owns if (shards := settings.discord_shard_set) is not None else None,
+        sync_interval_s=settings.schedule_sync_s,
+        nudge=lambda: app.practice.send_nudges(router, platforms=served),
+        optimize=_optimizer_job(app, served),
+    )
+    installations, states = slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
+    return Services(
+        app.service,
+        app.schedules,
+        scheduler,
+        app,
+        deliveries=SqlDeliveryLog(app.engine),
+        drafts=SqlDraftRepository(app.engine),
+        slack_installations=installations,
+        slack_oauth_states=states,
+    )

@@ -1,0 +1,102 @@
+"""What the CLI's command modules share: the console channel, the player, running a command on the app.
+
+Private to bot/cli (imported by its modules, by nothing else). It stays light: SQLAlchemy, pydantic, rich
+and the services are imported inside ``run_app``, when a command runs, never when ``--help`` lists them.
+"""
+
+from __future__ import annotations
+
+import getpass
+import logging
+from collections.abc import Awaitable, Callable
+from typing import TYPE_CHECKING, Any, TypeVar
+
+import click
+
+from bot.adapters.console.safe import visible
+from bot.cli.errors import database_message, is_database_error
+from bot.core.errors import RankZeroError
+from bot.core.models import Actor, ChannelRef, PlayerRef
+
+if TYPE_CHECKING:
+    from rich.console import Console
+
+    from bot.bootstrap import App
+    from bot.config import Settings
+
+T = TypeVar("T")
+#: The console's local "channel": one per database (play, dispute and the schedule commands use it).
+CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
+
+
+def console_player(name: str | None) -> PlayerRef:
+    """The console player called ``name`` (default: the login name)."""
+    name = name or getpass.getuser() or "player"
+    return PlayerRef("console", name.lower(), name)
+
+
+def run_app(
+    settings: Settings,
+    body: Callable[[App], Awaitable[T]],
+    *,
+    console: Console | None = None,
+    seed_bank: bool = False,
+    local_runner: bool = False,
+) -> T:
+    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1.
+
+    ``local_runner``: without RANKZERO_RUNNER_URL, disputes start a local runner on first use.
+    """
+    import asyncio
+
+    from rich.console import Console
+
+    from bot.adapters.console.play import ConsolePlatform
+    from bot.bootstrap import build_app, shipped_bank_specs
+    from questions.loader import BankValidationError
+
+    async def main() -> T:
+        app = await build_app(
+            settings, platform=ConsolePlatform(console or Console()), local_runner=local_runner
+        )
+        try:
+            if seed_bank:
+                # The shipped bank is synced each time: new questions and edits (as new versions) arrive
+                # with an upgrade of RankZero; retired questions stay retired.
+                await app.service.admin_import(
+                    Actor(console_player(None), is_admin=True), shipped_bank_specs()
+                )
+            return await body(app)
+        finally:
+            await app.close()
+
+    try:
+        return asyncio.run(main())
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(visible(str(err)), err=True)
+        raise SystemExit(1) from None
+    except RankZeroError as exc:
+        click.echo(f"error: {visible(str(exc))}", err=True)
+        raise SystemExit(1) from None
+    except Exception as exc:
+        if not is_database_error(exc):
+            raise
+        logging.getLogger(__name__).debug("database failure", exc_info=True)
+        click.echo(f"error: {database_message(settings.database_url, exc)}", err=True)
+        raise SystemExit(1) from None
+
+
+def load_specs_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
+    """Validate ``paths``; on errors print each one and a count, then exit 1."""
+    from questions.loader import BankValidationError, load_paths
+
+    try:
+        loaded = load_paths(paths)
+    except BankValidationError as exc:
+        for err in exc.errors:
+            click.echo(visible(str(err)), err=True)
+        outcome = "nothing imported" if importing else "fix them and validate again"
+        click.echo(f"{len(exc.errors)} error(s); {outcome}", err=True)
+        raise SystemExit(1) from None
+    return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]

@@ -1,0 +1,203 @@
+"""The commands every platform offers, as calls that take typed arguments and return cards.
+
+An adapter builds the :class:`~bot.core.models.Actor` (with :class:`~bot.commands.admin.AdminPolicy`) and
+the :class:`~bot.core.models.ChannelRef`, parses what was typed with :mod:`bot.commands.parsing` (or gets
+typed options from the platform), calls one method here and renders the result. Admin commands are
+refused here first, with the platform's own words; the services check again.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Awaitable, Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+from bot.commands.admin import AdminPolicy
+from bot.commands.parsing import TODAY_PROBLEM, schedule_changes
+from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard, StatsCard
+from bot.core.dispute_service import CorrectionCard, DisputeCard, DisputeService
+from bot.core.errors import ConfigurationError, NotFoundError
+from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.practice import PracticeService
+from bot.core.practice_models import PracticeStatsCard
+from bot.core.repositories import QuestionFlag, SyncReport
+from bot.core.schedule import Schedule
+from bot.core.schedule_service import ScheduleService, ScheduleView
+from bot.core.service import QuizService
+from bot.core.vocabulary import Period, Scope
+
+#: An adapter's check that the bot may post in the channel (raises PostRefusedError saying what to grant).
+PostCheck = Callable[[], Awaitable[None]]
+
+
+@dataclass(frozen=True)
+class NoChallenge:
+    """There is no challenge in the channel today; when the next scheduled one is (None: no schedule)."""
+
+    next_post: dt.datetime | None
+
+
+@dataclass(frozen=True)
+class Stats:
+    """A player's competitive record and, apart from it, their practice figures (None: not wired)."""
+
+    record: StatsCard
+    practice: PracticeStatsCard | None
+
+
+class Commands:
+    """The platform-neutral bodies of the chat commands."""
+
+    def __init__(
+        self,
+        quiz: QuizService,
+        schedules: ScheduleService,
+        admins: AdminPolicy,
+        *,
+        disputes: DisputeService | None = None,
+        practice: PracticeService | None = None,
+    ) -> None:
+        self.quiz = quiz
+        self.schedules = schedules
+        self.admins = admins
+        self.disputes = disputes
+        self.practice = practice
+
+    # ------------------------------------------------------------------ players
+    async def leaderboard(
+        self, actor: Actor, channel: ChannelRef, scope: Scope, period: Period
+    ) -> LeaderboardCard:
+        """The channel's or workspace's top players for ``period``, with the asking player's rank."""
+        return await self.quiz.leaderboard(channel, scope=scope, period=period, player=actor.player)
+
+    async def stats(self, player: PlayerRef, channel: ChannelRef) -> Stats:
+        """``player``'s record in ``channel``'s workspace, and their practice figures."""
+        record = await self.quiz.stats(player, channel)
+        practice = await self.practice.stats(player) if self.practice is not None else None
+        return Stats(record, practice)
+
+    async def challenge(self, channel: ChannelRef) -> ChallengeCard | NoChallenge:
+        """Today's challenge of the channel (for a late joiner). Never creates one: only a post does,
+        which also gives it its message and closing time.
+        """
+        card = await self.quiz.find_challenge(channel)
+        if card is not None:
+            return card
+        view = await self.schedules.show_schedule(channel, upcoming=1)
+        return NoChallenge(view.next_posts[0] if view is not None and view.next_posts else None)
+
+    async def dispute(
+        self, actor: Actor, channel: ChannelRef, reference: str | int, code: str | None = None
+    ) -> DisputeCard:
+        """Run a problem's code (or ``code``, a variant) on the runner; the service rate-limits runs per
+        player and refuses a problem that is not over for the player yet.
+        """
+        if self.disputes is None:
+            raise ConfigurationError("the runner is not configured on this bot (RANKZERO_RUNNER_URL)")
+        problem_id = await self.resolve_problem(channel, str(reference))
+        return await self.disputes.dispute(actor, problem_id, code)
+
+    async def resolve_problem(self, channel: ChannelRef, reference: str) -> int:
+        """The problem id ``reference`` names: its number, ``today:N`` (problem N of today's challenge in
+        ``channel``) or a question id asked in today's challenge there.
+        """
+        reference = reference.strip()
+        if reference.isdigit():
+            return int(reference)
+        card = await self.quiz.find_challenge(channel)
+        if card is None:
+            raise NotFoundError(
+                f"there is no challenge in this channel today, so {reference!r} names no problem: "
+                "give the problem's number (shown when it ended)"
+            )
+        challenge = await self.quiz.get_challenge(card.challenge_id)
+        if (today := TODAY_PROBLEM.fullmatch(reference)) is not None:
+            position = int(today.group(1))
+            for problem in challenge.problems:
+                if problem.position == position:
+                    return problem.id
+            raise NotFoundError(
+                f"today's challenge has problems 1 to {len(challenge.problems)}, not {position}"
+            )
+        for problem in challenge.problems:
+            if problem.question.id == reference:
+                return problem.id
+        listed = ", ".join(f"{p.position}: {p.question.id}" for p in challenge.problems)
+        raise NotFoundError(
+            f"no problem of today's challenge asks question {reference!r}; use today:N or one of ({listed})"
+        )
+
+    # ------------------------------------------------------------------ admins: schedules and posts
+    async def schedule_set(
+        self, actor: Actor, channel: ChannelRef, options: Mapping[str, Any], can_post: PostCheck
+    ) -> Schedule:
+        """Set the channel's schedule: admins only, and only where the bot can post (``can_post``)."""
+        self.admins.require(actor)
+        await can_post()
+        return await self.schedules.set_schedule(actor, channel, **schedule_changes(options))
+
+    async def schedule_show(self, channel: ChannelRef) -> ScheduleView | None:
+        """The channel's schedule and next posts (None: it has none)."""
+        return await self.schedules.show_schedule(channel)
+
+    async def schedule_pause(self, actor: Actor, channel: ChannelRef, *, paused: bool) -> Schedule:
+        """Pause or resume the channel's schedule (admins)."""
+        self.admins.require(actor)
+        return await self.schedules.pause_schedule(actor, channel, paused=paused)
+
+    async def post_now(self, actor: Actor, channel: ChannelRef, can_post: PostCheck) -> ChallengeCard:
+        """Post today's challenge here now, once per day and channel, with the channel's schedule
+        settings (closing time, problems, overrides) when it has one.
+        """
+        self.admins.require(actor)
+        await can_post()
+        return await self.schedules.post_now(actor, channel)
+
+    async def close_now(
+        self, actor: Actor, channel: ChannelRef, challenge_id: int | None
+    ) -> ResultsCard | None:
+        """Close an open challenge of this channel (its latest one by default); None when a concurrent
+        close won. NotFoundError when there is nothing open to close here.
+        """
+        self.admins.require(actor)
+        return await self.quiz.close_open_challenge(channel, challenge_id)
+
+    async def close_challenge(self, actor: Actor, challenge_id: int) -> ResultsCard | None:
+        """Close the challenge ``challenge_id`` wherever it is; None: it was already closed."""
+        self.admins.require(actor)
+        return await self.quiz.close_challenge(challenge_id)
+
+    # ------------------------------------------------------------------ admins: the question bank
+    async def import_questions(self, actor: Actor, specs: list[dict[str, Any]]) -> SyncReport:
+        """Add or update valid question specs (a form's, a file's)."""
+        self.admins.require(actor)
+        return await self.quiz.admin_import(actor, specs)
+
+    async def retire(self, actor: Actor, question_id: str) -> None:
+        """Retire a question: it is not picked again; history keeps it."""
+        self.admins.require(actor)
+        await self.quiz.admin_retire(actor, question_id)
+
+    async def preview(self, actor: Actor, question_id: str) -> dict[str, Any]:
+        """A question's spec with its answer (retired ones too)."""
+        self.admins.require(actor)
+        for spec in await self.quiz.export_questions(include_retired=True):
+            if spec.get("id") == question_id:
+                return spec
+        raise NotFoundError(f"no question with id {question_id!r}")
+
+    async def correct(self, actor: Actor, question_id: str, letter: str) -> CorrectionCard:
+        """Make ``letter`` the official answer and re-score past attempts."""
+        self.admins.require(actor)
+        return await self._disputes().correct_answer(actor, question_id, letter)
+
+    async def flags(self, actor: Actor, *, everything: bool) -> list[QuestionFlag]:
+        """Questions a dispute contradicted: the open ones, or all."""
+        self.admins.require(actor)
+        return await self._disputes().flags(actor, None if everything else "open")
+
+    def _disputes(self) -> DisputeService:
+        if self.disputes is None:
+            raise ConfigurationError("disputes are not set up on this bot")
+        return self.disputes

@@ -1,0 +1,118 @@
+"""Practice (quiz, review, explain) sequenced once for every platform.
+
+Each method is what one command or click does: the service calls in order, returned as a step the
+adapter renders. Nothing here is ranked or timed; the rules (SM-2, grading) stay in
+:class:`~bot.core.practice.PracticeService`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from bot.core.models import PlayerRef
+from bot.core.practice import PracticeService
+from bot.core.practice_models import (
+    ExplainPromptCard,
+    ExplainResultCard,
+    FlashcardCard,
+    QuizFeedback,
+    QuizQuestionCard,
+    QuizResultCard,
+    ReviewOutcome,
+    ReviewSummary,
+)
+
+
+@dataclass(frozen=True)
+class QuizStep:
+    """A quiz question to show, the feedback on an answer (with the result once the quiz is finished),
+    or the result alone (every question answered).
+    """
+
+    question: QuizQuestionCard | None = None
+    feedback: QuizFeedback | None = None
+    result: QuizResultCard | None = None
+
+
+@dataclass(frozen=True)
+class ReviewStep:
+    """The review's next screen: a card (its front, or its back when ``revealed``), or the end of the
+    session with its summary (``card`` None). ``outcome``: the grade just given; ``moved``: the deck
+    changed since the click (graded elsewhere, another card fell due), so ``card`` is the one due now.
+    """
+
+    card: FlashcardCard | None
+    summary: ReviewSummary | None = None
+    outcome: ReviewOutcome | None = None
+    revealed: bool = False
+    moved: bool = False
+
+
+class PracticeFlow:
+    """The practice commands and buttons, platform-neutral."""
+
+    def __init__(self, practice: PracticeService) -> None:
+        self.practice = practice
+
+    # ------------------------------------------------------------------ quiz
+    async def start_quiz(self, player: PlayerRef, topic: str | None) -> QuizQuestionCard:
+        """Five untimed questions (on ``topic`` when given); the first one."""
+        return await self.practice.start_quiz(player, topic)
+
+    async def answer_quiz(self, player: PlayerRef, quiz_id: int, position: int, letter: str) -> QuizStep:
+        """Feedback on the answer; the quiz's result too when that was its last question."""
+        feedback = await self.practice.answer_quiz(player, quiz_id, position, letter)
+        result = await self.practice.quiz_result(player, quiz_id) if feedback.finished else None
+        return QuizStep(feedback=feedback, result=result)
+
+    async def next_question(self, player: PlayerRef, quiz_id: int) -> QuizStep:
+        """The quiz's next question, or its result when every question is answered (an old Next)."""
+        question = await self.practice.quiz_question(player, quiz_id)
+        if question is not None:
+            return QuizStep(question=question)
+        return QuizStep(result=await self.practice.quiz_result(player, quiz_id))
+
+    # ------------------------------------------------------------------ review
+    async def set_nudge(self, player: PlayerRef, choice: str) -> bool:
+        """Turn the daily DM of due cards on or off (``choice``: "on"/"off", any case); the new setting.
+
+        Raises ValueError for any other word, so each adapter shows its own usage line.
+        """
+        cleaned = choice.strip().lower()
+        if cleaned not in ("on", "off"):
+            raise ValueError(f"nudge must be 'on' or 'off', not {choice.strip()[:20]!r}")
+        return await self.practice.set_nudge(player, cleaned == "on")
+
+    async def review(self, player: PlayerRef) -> ReviewStep:
+        """Start a review session: what is due (the summary) and the first card's front."""
+        summary = await self.practice.start_review(player)
+        return ReviewStep(await self.practice.next_card(player), summary)
+
+    async def reveal(self, player: PlayerRef, card_id: int, showing: int) -> ReviewStep:
+        """The back of the card the click was for, if it is still the one due; else the deck as it is."""
+        card = await self.practice.next_card(player)
+        if card is None:
+            return ReviewStep(None, await self.practice.start_review(player))
+        if (card.card_id, card.showing) != (card_id, showing):
+            return ReviewStep(card, moved=True)
+        return ReviewStep(card, revealed=True)
+
+    async def grade(self, player: PlayerRef, card_id: int, showing: int, grade: str) -> ReviewStep:
+        """Self-grade a card (SM-2 schedules it), then the next due card or the end of the session.
+
+        A second click on the same showing changes nothing (``outcome.duplicate``).
+        """
+        outcome = await self.practice.grade_card(player, card_id, grade, showing)
+        card = await self.practice.next_card(player)
+        if card is None:
+            return ReviewStep(None, await self.practice.start_review(player), outcome=outcome)
+        return ReviewStep(card, outcome=outcome)
+
+    # ------------------------------------------------------------------ explain
+    async def explain(self, player: PlayerRef, topic: str | None) -> ExplainPromptCard:
+        """A concept to explain in one's own words."""
+        return await self.practice.explain_prompt(player, topic)
+
+    async def submit_explanation(self, player: PlayerRef, version_id: int, answer: str) -> ExplainResultCard:
+        """Grade an explanation by the concepts it names."""
+        return await self.practice.submit_explanation(player, version_id, answer)

@@ -1,0 +1,129 @@
+"""The ``uow.practice`` and ``uow.practice_settings`` ports (SQL: bot/storage/repositories/practice.py)."""
+
+from __future__ import annotations
+
+import datetime as dt
+from collections.abc import Sequence
+from typing import Protocol
+
+from bot.core.grading import ConceptResult
+from bot.core.models import PlayerRef, QuestionCandidate
+from bot.core.practice_models import PracticeTotals, QuizRow, ReviewCardRow, ReviewRecord
+from bot.core.srs import CardState, Grade
+
+
+class PracticeRepository(Protocol):
+    """Quizzes, flashcard reviews and explain answers (``uow.practice``); never joined into standings."""
+
+    async def practice_candidates(self, player_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
+        """Active questions of these kinds (latest version); ``uses`` = times this player practised it."""
+        ...
+
+    async def create_quiz(
+        self, player_pk: int, topic: str | None, version_ids: Sequence[int], now: dt.datetime
+    ) -> QuizRow:
+        """Store a new quiz with its questions in order."""
+        ...
+
+    async def get_quiz(self, quiz_id: int) -> QuizRow | None:
+        """A quiz with its items."""
+        ...
+
+    async def answer_quiz_item(
+        self, quiz_id: int, position: int, letter: str, correct: bool, now: dt.datetime
+    ) -> bool:
+        """Record the answer to one quiz question once (``WHERE letter IS NULL``); True if recorded."""
+        ...
+
+    async def finish_quiz(self, quiz_id: int, correct: int, now: dt.datetime) -> bool:
+        """Mark a quiz finished with its score once; True for the call that finished it."""
+        ...
+
+    async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
+        """Give the player a card for every active bank flashcard and every challenge question they got
+        wrong or timed out on (idempotent: unique per player and question); return how many were added.
+        """
+        ...
+
+    async def due_cards(
+        self, player_pk: int, until: dt.datetime, limit: int, phases: Sequence[str] | None = None
+    ) -> list[ReviewCardRow]:
+        """The player's cards due by ``until`` (optionally of these phases), soonest first."""
+        ...
+
+    async def get_review_card(self, card_id: int) -> ReviewCardRow | None:
+        """A card by id."""
+        ...
+
+    async def save_review(
+        self, card_id: int, before: CardState, after: CardState, grade: Grade, now: dt.datetime
+    ) -> bool:
+        """Store a card's new state if it is still ``before`` (a second grade of the same showing is
+        refused: False) and log the review.
+        """
+        ...
+
+    async def players_with_due_cards(self, now: dt.datetime) -> list[tuple[PlayerRef, int]]:
+        """Players with at least one card due, and how many."""
+        ...
+
+    async def add_explain_attempt(
+        self,
+        player_pk: int,
+        version_id: int,
+        answer: str,
+        concepts: Sequence[ConceptResult],
+        now: dt.datetime,
+    ) -> int:
+        """Store a graded explain answer; return its id."""
+        ...
+
+    async def practice_totals(self, player_pk: int, now: dt.datetime) -> PracticeTotals:
+        """Counts of the player's quizzes, reviews, cards and explain attempts."""
+        ...
+
+    async def review_history(self, player_pk: int) -> list[ReviewRecord]:
+        """Every logged self-grade of the player's cards, oldest first (what FSRS's optimizer learns from)."""
+        ...
+
+
+class PracticeSettingsRepository(Protocol):
+    """Each player's practice settings (``uow.practice_settings``): FSRS parameters, the daily nudge."""
+
+    async def fsrs_parameters(self, player_pk: int) -> tuple[float, ...] | None:
+        """The player's optimised FSRS parameters, or None (the defaults)."""
+        ...
+
+    async def save_fsrs_parameters(
+        self, player_pk: int, parameters: Sequence[float], reviews: int, now: dt.datetime
+    ) -> None:
+        """Store the player's optimised parameters and how many reviews they came from."""
+        ...
+
+    async def optimization_candidates(self, min_reviews: int, stale_before: dt.datetime) -> list[PlayerRef]:
+        """Players with at least ``min_reviews`` logged reviews whose parameters were never fitted, or
+        fitted before ``stale_before``.
+        """
+        ...
+
+    async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
+        """Turn the player's daily reminder of due cards on or off."""
+        ...
+
+    async def nudge_enabled(self, player_pk: int) -> bool:
+        """Whether the player opted into the daily reminder."""
+        ...
+
+    async def nudge_candidates(self, now: dt.datetime, day: dt.date) -> list[tuple[int, PlayerRef, int]]:
+        """Opted-in players with cards due at ``now`` and no reminder claimed for ``day``:
+        (player_pk, player, cards due).
+        """
+        ...
+
+    async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:
+        """Claim the player's reminder of ``day`` (unique per player and day); False if already taken."""
+        ...
+
+    async def release_nudge(self, player_pk: int, day: dt.date) -> None:
+        """Drop a claim whose message could not be delivered, so a later run tries again that day."""
+        ...

@@ -1,0 +1,28 @@
+"""The ``uow.schedules`` storage port; its SQL implementation is bot/storage/repositories/schedules.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Protocol
+
+from bot.core.schedule import Schedule, ScheduleConfig
+
+
+class ScheduleRepository(Protocol):
+    """Channel schedules and the scheduler's one-time claims (``uow.schedules``)."""
+
+    async def get_schedule(self, channel_pk: int) -> Schedule | None:
+        """A channel's schedule."""
+        ...
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every stored schedule (paused ones included)."""
+        ...
+
+    async def save_schedule(self, channel_pk: int, config: ScheduleConfig, now: dt.datetime) -> Schedule:
+        """Insert or replace a channel's schedule; the channel takes the schedule's timezone."""
+        ...
+
+    async def claim(self, kind: str, key: str, now: dt.datetime) -> bool:
+        """Claim a one-time side effect (unique (kind, key)); True only for the first claimer."""
+        ...

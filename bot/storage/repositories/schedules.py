@@ -1,0 +1,89 @@
+"""SqlScheduleRepository: channel schedules and the scheduler's one-time claims."""
+
+from __future__ import annotations
+
+import datetime as dt
+from typing import Any
+
+from sqlalchemy import literal, select, update
+
+from bot.core.schedule import Schedule, ScheduleConfig
+from bot.storage.mapping import to_channel_ref
+from bot.storage.models import ChannelRow, SchedulerClaimRow, ScheduleRow
+from bot.storage.sql import SqlRepository
+
+
+class SqlScheduleRepository(SqlRepository):
+    """The ScheduleRepository port (bot/core/repositories/schedules.py) over one unit of work."""
+
+    async def _schedules(self, where: Any) -> list[Schedule]:
+        rows = (
+            await self.s.execute(
+                select(ScheduleRow, ChannelRow)
+                .join(ChannelRow, ChannelRow.id == ScheduleRow.channel_pk)
+                .where(where)
+                .order_by(ScheduleRow.channel_pk)
+            )
+        ).tuples()
+        return [
+            Schedule(
+                channel_pk=r.channel_pk,
+                channel=to_channel_ref(c),
+                config=ScheduleConfig(
+                    hour=r.post_hour,
+                    minute=r.post_minute,
+                    timezone=r.timezone,
+                    days=tuple(int(d) for d in r.days),
+                    problems=r.problems,
+                    time_limit_s=r.time_limit_s,
+                    attempts=r.attempts,
+                    window_minutes=r.window_minutes,
+                    reminder_minutes=r.reminder_minutes,
+                    summary_day=r.summary_day,
+                    paused=r.paused,
+                ),
+                updated_at=r.updated_at,
+            )
+            for r, c in rows
+        ]
+
+    async def get_schedule(self, channel_pk: int) -> Schedule | None:
+        """A channel's schedule."""
+        found = await self._schedules(ScheduleRow.channel_pk == channel_pk)
+        return found[0] if found else None
+
+    async def list_schedules(self) -> list[Schedule]:
+        """Every stored schedule."""
+        return await self._schedules(literal(True))
+
+    async def save_schedule(self, channel_pk: int, config: ScheduleConfig, now: dt.datetime) -> Schedule:
+        """Insert or replace the channel's schedule (one row per channel) and adopt its timezone."""
+        values = {
+            "post_hour": config.hour,
+            "post_minute": config.minute,
+            "timezone": config.timezone,
+            "days": "".join(str(d) for d in sorted(config.days)),
+            "problems": config.problems,
+            "time_limit_s": config.time_limit_s,
+            "attempts": config.attempts,
+            "window_minutes": config.window_minutes,
+            "reminder_minutes": config.reminder_minutes,
+            "summary_day": config.summary_day,
+            "paused": config.paused,
+            "updated_at": now,
+        }
+        stmt = self._db.insert(ScheduleRow).values(channel_pk=channel_pk, **values)
+        await self.s.execute(stmt.on_conflict_do_update(index_elements=["channel_pk"], set_=values))
+        # Days, streaks and leaderboards of the channel follow the schedule's timezone.
+        await self.s.execute(
+            update(ChannelRow).where(ChannelRow.id == channel_pk).values(timezone=config.timezone)
+        )
+        saved = await self.get_schedule(channel_pk)
+        assert saved is not None
+        return saved
+
+    async def claim(self, kind: str, key: str, now: dt.datetime) -> bool:
+        """First insert of (kind, key) wins; a concurrent or later claimer gets False."""
+        stmt = self._db.insert(SchedulerClaimRow).values(kind=kind, key=key, claimed_at=now)
+        result = await self.s.execute(stmt.on_conflict_do_nothing())
+        return bool(result.rowcount)  # type: ignore[attr-defined]

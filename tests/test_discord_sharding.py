@@ -1,0 +1,243 @@
+"""Discord sharding (issue 17): the shard setting, guild -> shard ownership, and the fake gateway's routing.
+
+The gateway tests connect discord.py's real AutoShardedClient (and RankZero's adapter) to the fake gateway
+(tests/discord_fake.py): each connection gets only its shards' guilds and interactions, and a bad IDENTIFY
+is closed with Discord's code. The scheduler's part, with two real ``rankzero serve`` processes, is in
+tests/test_serve_shards.py.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import datetime as dt
+import os
+import subprocess
+import sys
+from collections.abc import AsyncIterator
+from pathlib import Path
+from typing import Any
+
+import discord
+import pytest
+import yarl
+from discord.gateway import DiscordWebSocket
+from pydantic import ValidationError
+
+from bot.adapters.discord.app import DiscordAdapter
+from bot.config import Settings
+from bot.core.models import ChannelRef
+from bot.core.schedule import Schedule, ScheduleConfig
+from bot.core.sharding import ShardSet, parse_shards, shard_of
+from bot.scheduling import RankZeroScheduler
+from tests.discord_fake import (
+    CLOSE_AUTHENTICATION_FAILED,
+    CLOSE_INVALID_SHARD,
+    CLOSE_SHARDING_REQUIRED,
+    FakeDiscord,
+    Interactions,
+    guild_shard,
+)
+
+ROOT = Path(__file__).resolve().parents[1]
+
+
+def guild_on(shard: int, count: int, n: int = 0) -> int:
+    """A guild id (a snowflake) that Discord puts on ``shard`` of ``count``."""
+    return ((count * (1000 + n) + shard) << 22) | 12345
+
+
+# ---------------------------------------------------------------------- the setting
+@pytest.mark.parametrize(
+    ("text", "ids", "count"), [("0/1", (0,), 1), ("1,0/4", (0, 1), 4), (" 3 / 4 ", (3,), 4)]
+)
+def test_parse_shards(text: str, ids: tuple[int, ...], count: int) -> None:
+    assert parse_shards(text) == ShardSet(ids, count)
+
+
+@pytest.mark.parametrize(
+    ("text", "says"),
+    [
+        ("2/2", "shard id(s) [2] outside 0..1"),
+        ("0,0/2", "shard id(s) [0] given twice"),
+        ("0,1", 'write it as "IDS/COUNT"'),
+        ("a/2", "whole numbers"),
+        ("0/0", "count must be between 1"),
+        ("-1/2", "outside 0..1"),
+    ],
+)
+def test_bad_shards_are_refused_with_one_line(text: str, says: str) -> None:
+    with pytest.raises(ValueError, match=None) as caught:
+        parse_shards(text)
+    assert says in str(caught.value) and "\n" not in str(caught.value)
+    with pytest.raises(ValidationError) as settings_error:
+        Settings(discord_shards=text, database_url="sqlite+aiosqlite:///:memory:")
+    assert "discord_shards" in str(settings_error.value) and says in str(settings_error.value)
+
+
+def test_serve_stops_on_bad_shards_with_one_line(tmp_path: Path) -> None:
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env |= {
+        "RANKZERO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'x.db'}",
+        "RANKZERO_DISCORD_TOKEN": "secret-token-value",
+        "RANKZERO_DISCORD_SHARDS": "1,2/2",
+    }
+    done = subprocess.run(
+        [sys.executable, "-m", "bot.cli", "serve"],
+        env=env,
+        cwd=ROOT,
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+    assert done.returncode == 2
+    assert done.stderr.strip().splitlines() == [
+        "error: bad RankZero settings: discord_shards (RANKZERO_DISCORD_SHARDS): shards '1,2/2': shard id(s) "
+        "[2] outside 0..1 (ids are 0 to count - 1)"
+    ]
+    assert not (tmp_path / "x.db").exists()
+
+
+def test_without_the_setting_one_process_serves_every_guild() -> None:
+    assert Settings(database_url="sqlite+aiosqlite:///:memory:").discord_shard_set is None
+    settings = Settings(discord_shards="1/2", database_url="sqlite+aiosqlite:///:memory:")
+    assert settings.discord_shard_set == ShardSet((1,), 2)
+
+
+def test_ownership_follows_discords_formula() -> None:
+    # Discord's own example (docs: Gateway, "Sharding Formula"): this guild is on shard 1 of 2... computed
+    # here by the fake's independent copy of the formula, so the two cannot drift apart unnoticed.
+    for count in (1, 2, 3, 16):
+        for n in range(20):
+            guild = guild_on(n % count, count, n)
+            assert shard_of(guild, count) == guild_shard(guild, count) == n % count
+    zero, one = ShardSet((0,), 2), ShardSet((1,), 2)
+    on_one = ChannelRef("discord", str(guild_on(1, 2)), "5")
+    assert one.owns(on_one) and not zero.owns(on_one)
+    # Not sharded: Slack, the console and Discord DMs (Discord sends DMs to shard 0 only) -> shard 0.
+    for unsharded in (
+        ChannelRef("slack", "T1", "C1"),
+        ChannelRef("console", "local", "x"),
+        ChannelRef("discord", "dm", "9"),
+    ):
+        assert zero.owns(unsharded) and not one.owns(unsharded)
+
+
+# ---------------------------------------------------------------------- the scheduler's filter
+class _Schedules:
+    """What RankZeroScheduler reads from ScheduleService, over a fixed list (no database needed)."""
+
+    def __init__(self, schedules: list[Schedule]) -> None:
+        self._schedules = schedules
+
+    async def schedules(self) -> list[Schedule]:
+        return self._schedules
+
+    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
+        return []
+
+    def subscribe(self, _: Any) -> None:
+        pass
+
+
+async def test_the_scheduler_makes_jobs_only_for_its_shards_channels() -> None:
+    channels = [
+        ChannelRef("discord", str(guild_on(0, 2, 1)), "10"),
+        ChannelRef("discord", str(guild_on(1, 2, 2)), "11"),
+        ChannelRef("slack", "T1", "C1"),
+    ]
+    now = dt.datetime(2026, 1, 5, 12, tzinfo=dt.UTC)
+    config = ScheduleConfig(hour=9, minute=0, timezone="UTC")
+    schedules = [Schedule(pk, channel, config, now) for pk, channel in enumerate(channels, 1)]
+
+    class Clock:
+        def now(self) -> dt.datetime:
+            return now
+
+    jobs = {}
+    for shards in (ShardSet((0,), 2), ShardSet((1,), 2)):
+        scheduler = RankZeroScheduler(
+            _Schedules(schedules),  # type: ignore[arg-type]
+            Clock(),
+            platforms=frozenset({"discord", "slack"}),
+            owns=shards.owns,
+        )
+        await scheduler.rebuild()
+        jobs[str(shards)] = {j.id for j in scheduler.jobs.jobs()}
+    assert jobs == {"0/2": {"post:1", "post:3"}, "1/2": {"post:2"}}
+
+
+# ---------------------------------------------------------------------- the fake gateway
+@pytest.fixture
+async def gateway(fake: FakeDiscord, monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
+    """The fake with four guilds, two per shard of 2, and discord.py's gateway URL pointed at it."""
+    monkeypatch.setattr(
+        DiscordWebSocket, "DEFAULT_GATEWAY", yarl.URL(fake.root.replace("http", "ws") + "/gateway")
+    )
+    for n in range(4):
+        fake.gateway.add_guild(guild_on(n % 2, 2, n), [700 + n])
+    yield fake
+
+
+async def _connected(client: discord.AutoShardedClient) -> asyncio.Task[None]:
+    await client.login("token")
+    runner = asyncio.create_task(client.connect(reconnect=False))
+    await asyncio.wait_for(client.wait_until_ready(), 20)
+    return runner
+
+
+async def _closed(client: discord.Client, runner: asyncio.Task[None]) -> None:
+    await client.close()
+    runner.cancel()
+    await asyncio.gather(runner, return_exceptions=True)
+
+
+async def test_each_shard_gets_only_its_guilds_and_interactions(gateway: FakeDiscord) -> None:
+    adapters = [DiscordAdapter("token", shards=ShardSet((shard,), 2)) for shard in (0, 1)]
+    runners = [await _connected(a.client) for a in adapters]  # type: ignore[arg-type]
+    try:
+        assert sorted(gateway.gateway.identified) == [(0, 2), (1, 2)]
+        for shard, adapter in enumerate(adapters):
+            expected = {g for g in gateway.gateway.guilds if guild_shard(g, 2) == shard}
+            assert {g.id for g in adapter.client.guilds} == expected and len(expected) == 2
+            health = adapter.health()
+            assert health["ok"] and health["guilds"] == 2 and health["shards"] == f"{shard}/2"
+
+        # An interaction from a guild on shard 1 reaches only shard 1's process.
+        guild = next(g for g in gateway.gateway.guilds if guild_shard(g, 2) == 1)
+        payload = Interactions(gateway)._base(3, 111, "alice", 0, [], 701)
+        payload |= {"guild_id": str(guild), "data": {"custom_id": "not-ours", "component_type": 2}}
+        payload["channel"]["guild_id"] = str(guild)
+        waits = [asyncio.ensure_future(a.client.wait_for("interaction", timeout=3)) for a in adapters]
+        await asyncio.sleep(0)
+        assert await gateway.gateway.dispatch_to_guild(guild, "INTERACTION_CREATE", payload) == 1
+        zero, one = await asyncio.gather(*waits, return_exceptions=True)
+        assert isinstance(zero, TimeoutError), "shard 0's process never hears of shard 1's guild"
+        assert isinstance(one, discord.Interaction) and one.guild_id == guild
+    finally:
+        for adapter, runner in zip(adapters, runners, strict=True):
+            await _closed(adapter.client, runner)
+    gateway.take_rejections()  # the unknown button may be answered or not: not this test's subject
+
+
+@pytest.mark.parametrize(
+    ("shard_ids", "count", "min_shards", "token", "code"),
+    [
+        ([2], 2, 1, "token", CLOSE_INVALID_SHARD),
+        ([0], 2, 4, "token", CLOSE_SHARDING_REQUIRED),
+        ([0], 2, 1, "another bot's token", CLOSE_AUTHENTICATION_FAILED),
+    ],
+)
+async def test_a_bad_identify_is_closed_as_discord_does(
+    gateway: FakeDiscord, shard_ids: list[int], count: int, min_shards: int, token: str, code: int
+) -> None:
+    gateway.gateway.min_shards = min_shards
+    gateway.gateway.token = token
+    client = discord.AutoShardedClient(
+        intents=discord.Intents(guilds=True), shard_ids=shard_ids, shard_count=count
+    )
+    await client.login("token")  # the fake's REST API takes any token; its gateway checks it
+    with pytest.raises(discord.ConnectionClosed) as closed:
+        await asyncio.wait_for(client.connect(reconnect=True), 20)
+    assert closed.value.code == code and gateway.gateway.refused == [code]
+    assert gateway.gateway.identified == [] and not client.guilds
+    await client.close()
