@@ -1,6 +1,7 @@
 """Verdict latency of the runner against bare torchrun / python, for every shape, spaced and back to back.
 
-Usage: python benchmarks/runner_latency.py [--runs 5] [--burst 8] [--shapes 1,2,4,8,spawn]
+Usage: python benchmarks/runner_latency.py [--runs 5] [--burst 8] [--shapes 1,2,4,8,spawn] [--warm-spawn]
+                                          [--timeout 120]
 
 Each shape runs a snippet written like the question bank's and PyTorch's tutorials: a model wrapped in
 DistributedDataParallel (whose constructor imports torch's compiler stack on first use), one SGD step on
@@ -16,6 +17,9 @@ The runner is a real ``rankzero-runner serve`` (bubblewrap sandboxes, default wa
 "back to back" sends ``--burst`` requests one after the other, each as soon as the previous verdict came,
 without waiting for the pool (results time brings disputes together).  The bare runs are cold
 interpreters without a sandbox; pool state does not apply to them, so one median serves both ratios.
+``--warm-spawn`` starts the runner with that option (mp.spawn workers forked from the warm rank; see
+runner/README.md for why it is off by default).  The load average is printed at the start and the end:
+on a shared machine the figures mean little without it.
 """
 
 from __future__ import annotations
@@ -115,8 +119,18 @@ def main() -> int:
     parser.add_argument("--runs", type=int, default=5, help="spaced requests and bare runs per shape")
     parser.add_argument("--burst", type=int, default=8, help="back-to-back requests per shape")
     parser.add_argument("--shapes", default="1,2,4,8,spawn")
+    parser.add_argument(
+        "--timeout", type=float, default=120, help="the runner's deadline per request, seconds"
+    )
+    parser.add_argument(
+        "--warm-spawn",
+        action="store_true",
+        help="start the runner with --warm-spawn (mp.spawn workers forked from the warm rank)",
+    )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
+    # The figures only mean something next to how busy the machine was: printed at the start and the end.
+    load_at_start = os.getloadavg()
 
     import torch
 
@@ -130,8 +144,8 @@ def main() -> int:
 
     def body(shape: str) -> dict[str, object]:
         if shape == "spawn":
-            return {"code": SPAWN, "mode": "python", "timeout_s": 120}
-        return {"code": DDP_STEP, "mode": "ddp", "nproc": int(shape), "timeout_s": 120}
+            return {"code": SPAWN, "mode": "python", "timeout_s": args.timeout}
+        return {"code": DDP_STEP, "mode": "ddp", "nproc": int(shape), "timeout_s": args.timeout}
 
     def bare(shape: str) -> Callable[[], None]:
         if shape == "spawn":
@@ -150,7 +164,17 @@ def main() -> int:
     token = secrets.token_hex(16)
     port = free_port()
     server = subprocess.Popen(
-        [sys.executable, "-m", "runner.cli", "serve", "--port", str(port), "--log-level", "WARNING"],
+        [
+            sys.executable,
+            "-m",
+            "runner.cli",
+            "serve",
+            "--port",
+            str(port),
+            "--log-level",
+            "WARNING",
+            *(["--warm-spawn"] if args.warm_spawn else []),
+        ],
         env={**os.environ, "RANKZERO_RUNNER_TOKEN": token},
     )
     spaced: dict[str, list[float]] = {}
@@ -195,9 +219,15 @@ def main() -> int:
 
     print(
         f"machine: {os.cpu_count()} CPU cores, {platform.machine()}, CPU-only, torch {torch.__version__}, "
-        f"Python {platform.python_version()}, load average {os.getloadavg()[0]:.1f} at the end"
+        f"Python {platform.python_version()}"
     )
-    print(f"pool {pool_targets}; per shape {args.runs} spaced, {args.burst} back-to-back requests")
+    start_load = " / ".join(f"{v:.1f}" for v in load_at_start)
+    end_load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
+    print(f"load average (1 / 5 / 15 min): {start_load} at the start, {end_load} at the end")
+    print(
+        f"pool {pool_targets}; warm spawn {'on' if args.warm_spawn else 'off'}; "
+        f"per shape {args.runs} spaced, {args.burst} back-to-back requests"
+    )
     print(
         f"  {'shape':<8} {'bare median':>12} {'spaced median':>14} {'ratio':>7}   "
         f"{'b2b median':>11} {'ratio':>7}   {'b2b max':>8}"

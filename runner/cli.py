@@ -37,6 +37,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         help="run jobs without bubblewrap (verdicts say isolated: false); for development only",
     )
     parser.add_argument("--memory-mb", type=int, default=RunnerConfig.memory_mb, help="per rank")
+    parser.add_argument(
+        "--warm-spawn",
+        action="store_true",
+        help="serve mp.spawn/forkserver workers from a fork of the warm rank (see the README's warm pool)",
+    )
     parser.add_argument("--log-level", default="INFO")
 
 
@@ -133,6 +138,7 @@ def serve(args: argparse.Namespace) -> int:
         memory_mb=args.memory_mb,
         pool=_parse_pool(args.pool),
         max_concurrent_jobs=args.max_concurrent,
+        warm_spawn=args.warm_spawn,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
         test_advertise_gpus=advertise,
     )
@@ -175,13 +181,19 @@ def run_file(args: argparse.Namespace) -> int:
         return 2
     mode = Mode(args.mode)
     nproc = args.nproc if args.nproc is not None else (2 if mode == Mode.DDP else 1)
-    config = RunnerConfig(memory_mb=args.memory_mb, pool={}, unsafe_no_sandbox=args.unsafe_no_sandbox)
+    config = RunnerConfig(
+        memory_mb=args.memory_mb,
+        pool={},
+        warm_spawn=args.warm_spawn,
+        unsafe_no_sandbox=args.unsafe_no_sandbox,
+    )
     try:
         service = RunnerService(config)
         service.launcher.check()
     except SandboxUnavailableError as exc:
         print(f"rankzero-runner: {exc}", file=sys.stderr)
         return 2
+    operator_notes: list[str] = []
     try:
         verdict = service.run(
             RunRequest(
@@ -191,15 +203,22 @@ def run_file(args: argparse.Namespace) -> int:
                 backend=args.backend,
                 timeout_s=args.timeout,
                 init_process_group=args.init_process_group,
-            )
+            ),
+            operator_notes,
         )
     finally:
         # Removes the runner's cgroup folder (rankzero-<pid>) along with any sandbox left.
         service.close()
     if args.json:
         print(json.dumps(verdict.to_dict()))
+        for note in operator_notes:  # stdout holds exactly the verdict
+            print(f"runner: {note}", file=sys.stderr)
     else:
         print(render(verdict))
+        # Not the verdict's (a player never sees these): how this runner's host limited the job.
+        print(
+            "\n".join(f"runner: {safe(note)}" for note in operator_notes), end="\n" if operator_notes else ""
+        )
     return 0 if verdict.status == Status.OK else 1
 
 

@@ -43,6 +43,10 @@ class RunnerConfig:
     uid_count: int = 10_000
     pool: dict[int, int] = field(default_factory=_default_pool)
     """Warm sandboxes to keep, by capacity (the most ranks one can fork): {8: 2} serves 1..8 ranks."""
+    warm_spawn: bool = False
+    """Serve processes a snippet starts with a fresh interpreter (mp.spawn, forkserver) from a fork of its
+    warm rank (runner/bootstrap.py SpawnZygote) instead of a new interpreter.  Off by default: warm workers
+    hit a torch 2.13 gloo teardown deadlock (README, "Warm pool") that fresh ones rarely reach."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""
     test_advertise_gpus: int | None = None

@@ -142,6 +142,9 @@ class JobRaw:
     supervisor_lost: bool = False
     oom_killed: bool = False
     stopped_after_rank: int | None = None
+    memory_note: str | None = None
+    """The sandbox's memory limit is below nproc x the per-rank memory (the host's fair share): an
+    operator's matter, shown in a verdict only when the job ran out of memory."""
 
 
 def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, flood: int) -> JobRaw:
@@ -172,7 +175,7 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
 
     waits = CpuWait(sandbox.cgroup) if sandbox.cgroup is not None and sandbox.cgroup.cpus > 0 else None
     if sandbox.cgroup is not None and sandbox.cgroup.memory_note:
-        raw.notes.append(sandbox.cgroup.memory_note)
+        raw.memory_note = sandbox.cgroup.memory_note
     start = time.monotonic()
     deadline = start + timeout_s
     credit = 0.0  # how far the deadline moved for time spent waiting for a CPU behind other work

@@ -149,8 +149,12 @@ class RunnerService:
         """``run`` off the event loop."""
         return await asyncio.to_thread(self.run, request)
 
-    def run(self, request: RunRequest) -> Verdict:
-        """Run the request and answer its verdict; job failures are verdicts, never exceptions."""
+    def run(self, request: RunRequest, operator_notes: list[str] | None = None) -> Verdict:
+        """Run the request and answer its verdict; job failures are verdicts, never exceptions.
+
+        ``operator_notes`` collects what concerns the runner's operator, not the player (the memory clamp
+        of a host whose memory is shared by the concurrent jobs); those go to the log as well.
+        """
         hw = hardware.probe()
         mode = Mode(request.mode)
         nproc = request.nproc if mode == Mode.DDP else 1
@@ -193,6 +197,7 @@ class RunnerService:
             "backend": backend or "gloo",
             "init_process_group": request.init_process_group,
             "master_port": MASTER_PORT,
+            "warm_spawn": self.config.warm_spawn,
             "env": self._rank_env(),
             "limits": {
                 "memory_bytes": self.config.memory_mb * 1024 * 1024,
@@ -216,6 +221,10 @@ class RunnerService:
                 self._admitted -= 1
         snippet_path = f"{workdir}/{SNIPPET_NAME}"
         self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit)
+        if raw.memory_note:
+            log.info("%s", raw.memory_note)
+            if operator_notes is not None:
+                operator_notes.append(raw.memory_note)
         return verdict
 
     def _execute(
@@ -319,6 +328,10 @@ class RunnerService:
                 f"{timeout_s:g} s was moved by that much (wall time {raw.elapsed_s:.1f} s)"
             )
         notes += raw.notes
+        if raw.memory_note and verdict.status == Status.OOM:
+            # The clamp is the host's memory shared by the concurrent jobs: an operator's matter (logged,
+            # and shown by `rankzero-runner run`), and a player's only when the job ran out of memory.
+            notes.append(raw.memory_note)
         stopped = [r.rank for r in raw.ranks if r.stopped_by_runner]
         if stopped and root is not None:
             listed = ", ".join(str(r) for r in stopped)

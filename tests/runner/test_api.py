@@ -484,14 +484,13 @@ def test_the_default_configuration_serves_on_this_host():
             ).json()
             assert verdict["status"] == "ok", verdict
             assert [r["stdout"] for r in verdict["ranks"]] == ["3.0\n", "3.0\n"]
-            # Clamped to the fair share where that is less, and the note is about this job's 2 ranks, not
-            # about the sandbox's capacity of 8.
-            expected = None
+            # With the default 4096 MiB per rank a 2-rank job is clamped to its fair share on this host
+            # (24 GiB, 4 jobs): an operator's matter, never a note on an ordinary verdict a player sees.
             if health["sandbox"]["cgroup"]:
                 plan = MemoryPlan.for_host(host_memory_bytes(), 4, 2 + 1, 4096, 256)
-                expected = plan.job_limit(2, 4096, 256)[1]
-            memory = [n for n in verdict["notes"] if n.startswith("memory:")]
-            assert memory == ([expected] if expected else []), verdict["notes"]
+                assert plan.job_limit(2, 4096, 256)[1] is not None
+            assert not any(n.startswith("memory:") for n in verdict["notes"]), verdict["notes"]
+            assert all(n.startswith("backend auto chose ") for n in verdict["notes"]), verdict["notes"]
     finally:
         server.terminate()
         server.wait(timeout=30)

@@ -14,7 +14,7 @@ import pytest
 
 from runner.cgroups import MIB, MemoryOversubscribedError, MemoryPlan, host_memory_bytes
 from runner.config import RunnerConfig
-from runner.service import RunnerService
+from runner.service import RunnerService, RunRequest
 from runner.verdict import Status, Verdict
 from tests.runner.conftest import run
 
@@ -110,18 +110,51 @@ def test_memory_limits_are_the_hosts_memory_shared_by_the_concurrent_jobs() -> N
         MemoryPlan.for_host(24 * GIB, max_concurrent=40, idle_sandboxes=3, memory_mb=4096, tmp_mb=256)
 
 
-def test_a_job_whose_ranks_ask_for_more_than_its_share_is_clamped_and_told() -> None:
+def test_a_clamped_job_tells_the_operator_and_tells_the_player_only_when_it_runs_out_of_memory() -> None:
+    # 64 GiB per rank: every job is clamped to its fair share of this host. An ordinary verdict must not
+    # carry that operator's note (a player would see it on every dispute); the log and the caller's
+    # operator notes get it, and a job that does run out of memory gets it in its verdict, where it
+    # explains why the limit was less than 64 GiB.
     config = RunnerConfig(memory_mb=64 * 1024, pool={}, max_concurrent_jobs=4)
     plan = MemoryPlan.for_host(host_memory_bytes(), 4, 1, config.memory_mb, config.tmp_mb)
+    _, note = plan.job_limit(1, config.memory_mb, config.tmp_mb)
+    assert note is not None
     svc = RunnerService(config)
     svc.start()
     try:
-        verdict = run(svc, "print('fits')\n")
+        if svc.launcher.cgroups is None or not svc.launcher.cgroups.available:
+            pytest.skip("no job cgroups on this host")
+        operator: list[str] = []
+        verdict = svc.run(RunRequest(code="print('fits')\n"), operator)
+        assert verdict.status == Status.OK, verdict.to_dict()
+        assert not any(n.startswith("memory:") for n in verdict.notes), verdict.notes
+        assert operator == [note]
+        # Past the fair share (but far below 64 GiB): the kernel's OOM killer, and the note says why.
+        over = plan.share_bytes + 512 * MIB
+        verdict = svc.run(RunRequest(code=f"x = b'x' * {over}\nprint(len(x))\n", timeout_s=60))
+        assert verdict.status == Status.OOM, verdict.to_dict()
+        assert note in verdict.notes, verdict.notes
     finally:
         svc.close()
-    assert verdict.status == Status.OK, verdict.to_dict()
-    _, note = plan.job_limit(1, config.memory_mb, config.tmp_mb)
-    assert note is not None and note in verdict.notes, verdict.notes
+
+
+def test_the_cli_report_shows_the_clamp_as_a_runner_line_not_a_verdict_note(tmp_path: Path) -> None:
+    script = tmp_path / "fits.py"
+    script.write_text("print('fits')\n")
+    env = {**os.environ, "PYTHONPATH": str(Path(__file__).resolve().parents[2])}
+    result = subprocess.run(
+        [sys.executable, "-m", "runner.cli", "run", str(script), "--memory-mb", "65536"],
+        capture_output=True,
+        text=True,
+        env=env,
+        timeout=180,
+        check=False,
+    )
+    assert result.returncode == 0, result.stdout + result.stderr
+    lines = result.stdout.splitlines()
+    assert lines[0].startswith("status: ok"), result.stdout
+    assert not any(line.startswith("note: memory:") for line in lines), result.stdout
+    assert lines[-1].startswith("runner: memory: this job's sandbox may hold "), result.stdout
 
 
 def test_the_cli_refuses_an_oversubscribing_configuration() -> None:
