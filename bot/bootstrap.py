@@ -14,15 +14,12 @@ import datetime as dt
 import logging
 from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
 from contextlib import asynccontextmanager
-from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters import registry
-from bot.adapters.drafts import DraftRepository
 from bot.adapters.registry import Adapter
-from bot.commands.dedup import DeliveryLog
 from bot.config import Settings
 from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.dispute_service import DisputeService
@@ -33,6 +30,7 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
+from bot.services import App, Services
 from bot.storage.db import make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.repositories.deliveries import SqlDeliveryLog
@@ -44,7 +42,6 @@ if TYPE_CHECKING:
     from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
     from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
 
-    from bot.scheduling import RankZeroScheduler
 
 log = logging.getLogger(__name__)
 
@@ -62,35 +59,6 @@ def _units_of_work(engine: AsyncEngine) -> Callable[[], SqlUnitOfWork]:
 def _configured_runner(settings: Settings) -> HttpRunnerClient | FleetRunnerClient | None:
     """The runner (or fleet of runners) RANKZERO_RUNNER_URL names, or None when it is unset."""
     return runner_from_settings(settings)
-
-
-@dataclass
-class App:
-    """The wired application: its engine (to dispose), its clock and its services."""
-
-    engine: AsyncEngine
-    service: QuizService
-    #: Practice modes (quiz, flashcard review, explain); never touches standings.
-    practice: PracticeService = field(kw_only=True)
-    #: Disputes, previews, verification and answer corrections (bot/core/dispute_service.py).
-    disputes: DisputeService = field(kw_only=True)
-    #: Channel schedules (set, show, pause; the scheduled posts when ``rankzero serve`` runs them).
-    schedules: ScheduleService = field(kw_only=True)
-    #: The clock every service was given (the console game and practice sessions use it too).
-    clock: Clock = field(kw_only=True)
-    #: The runner client build_app opened (closed with the app), if any.
-    runner: OwnedRunner | None = field(default=None, kw_only=True)
-
-    @property
-    def runner_is_local(self) -> bool:
-        """True when disputes start a local ``rankzero-runner serve`` on first use (it takes seconds)."""
-        return isinstance(self.runner, LocalRunnerClient)
-
-    async def close(self) -> None:
-        """Release database connections (and the runner client's)."""
-        if self.runner is not None:
-            await self.runner.aclose()
-        await self.engine.dispose()
 
 
 async def build_app(
@@ -218,25 +186,6 @@ class PlatformRouter:
                     await method(*args, **kwargs)
 
         return broadcast
-
-
-@dataclass
-class Services:
-    """What adapters get at start: the use cases (schedule admin commands call ``schedules``) and the
-    storage they need as ports (adapters import no storage: the ``adapters-know-no-storage`` contract).
-    """
-
-    quiz: QuizService
-    schedules: ScheduleService
-    scheduler: RankZeroScheduler
-    app: App
-    #: Delivery keys every process sees (redelivered events dropped across processes and restarts).
-    deliveries: DeliveryLog | None = None
-    #: Where admins' question drafts are written through (bot/adapters/drafts.py's DraftStore).
-    drafts: DraftRepository | None = None
-    #: Slack OAuth mode: each workspace's install and bot token, and the OAuth states (in our database).
-    slack_installations: AsyncInstallationStore | None = None
-    slack_oauth_states: AsyncOAuthStateStore | None = None
 
 
 #: How long an OAuth ``state`` (install link) is good for, seconds.

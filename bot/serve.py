@@ -21,14 +21,12 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.registry import Adapter
-
-# Services is re-exported: the adapters' type hints name it as bot.serve.Services (what start() receives).
-from bot.bootstrap import Services as Services
 from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.core.ports import Clock
 from bot.scheduling import RankZeroScheduler
+from bot.services import Services
 
 log = logging.getLogger(__name__)
 

@@ -18,7 +18,7 @@ from bot.core.errors import ConfigurationError
 from bot.core.ports import ChatPlatform
 
 if TYPE_CHECKING:
-    from bot.serve import Services
+    from bot.services import Services
 
 
 class Adapter(Protocol):

@@ -10,7 +10,7 @@ from bot.adapters.console.play import ConsolePlatform
 from bot.core.ports import ChatPlatform
 
 if TYPE_CHECKING:
-    from bot.serve import Services
+    from bot.services import Services
 
 
 class ConsoleAdapter:

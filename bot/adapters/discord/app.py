@@ -34,7 +34,7 @@ from bot.core.ports import Clock, SystemClock
 from bot.core.sharding import ShardSet
 
 if TYPE_CHECKING:
-    from bot.serve import Services
+    from bot.services import Services
 
 log = logging.getLogger(__name__)
 

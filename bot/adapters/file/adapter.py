@@ -8,7 +8,7 @@ from bot.adapters.file.platform import PLATFORM, FilePlatform
 from bot.config import Settings
 
 if TYPE_CHECKING:
-    from bot.serve import Services
+    from bot.services import Services
 
 
 class FileAdapter:

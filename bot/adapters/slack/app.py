@@ -41,7 +41,7 @@ from bot.core.models import Actor, PlayerRef
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
-    from bot.serve import Services
+    from bot.services import Services
 
 log = logging.getLogger(__name__)
 

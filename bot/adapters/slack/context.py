@@ -26,7 +26,7 @@ from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.ports import Clock, SystemClock
 
 if TYPE_CHECKING:
-    from bot.serve import Services
+    from bot.services import Services
 
 log = logging.getLogger(__name__)
 
