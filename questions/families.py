@@ -32,7 +32,7 @@ from jinja2.sandbox import ImmutableSandboxedEnvironment
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator, model_validator
 
 from questions import formulas
-from questions.loader import (
+from questions.reading import (
     BankError,
     BankValidationError,
     parse_yaml_with_lines,
