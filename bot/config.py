@@ -32,7 +32,13 @@ def mask_url(url: str) -> str:
         return make_url(url).render_as_string(hide_password=True)
     except ArgumentError:
         # Not a URL SQLAlchemy parses (a typo): still never show what sits between "user:" and "@".
-        return re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url)
+        masked = re.sub(r"(://[^/@:]*:)[^@]*@", r"\1***@", url)
+        if masked == url and "@" in url:
+            # No "://" (a typo such as "postgresql//u:pw@h"): hide what follows the first ":" up to the host.
+            head, _, host = url.rpartition("@")
+            user, colon, _ = head.partition(":")
+            masked = f"{user}:***@{host}" if colon else url
+        return masked
 
 
 def toml_path() -> Path:
@@ -140,6 +146,26 @@ class Settings(BaseSettings):
     def _valid_shards(cls, value: str | None) -> str | None:
         if value is not None:
             parse_shards(value)  # ValueError: pydantic reports it with the field's name
+        return value
+
+    @field_validator("database_url")
+    @classmethod
+    def _valid_database_url(cls, value: str) -> str:
+        # Refused here, in one line that never repeats the URL (it may hold a password), rather than as a
+        # traceback from the driver import or the port's int() when the first command connects.
+        if not value:
+            return value
+        example = (
+            "e.g. postgresql+asyncpg://USER:PASSWORD@HOST:5432/DB or sqlite+aiosqlite:////PATH/rankzero.db"
+        )
+        try:
+            backend = make_url(value).get_backend_name()
+        except (ArgumentError, ValueError):
+            raise ValueError(
+                f"not a database URL (check the scheme, '://' and the port): {example}"
+            ) from None
+        if backend not in ("sqlite", "postgresql"):
+            raise ValueError(f"the {backend!r} database is not supported (SQLite or PostgreSQL): {example}")
         return value
 
     @property

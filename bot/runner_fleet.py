@@ -69,7 +69,8 @@ def _check_url(text: str, position: int) -> str:
             f"{where} carries credentials in the URL: put the token in {TOKEN_VARIABLE} instead"
         )
     if url.query or url.fragment:
-        raise ConfigurationError(f"{where} {text!r} has a query or fragment: give the runner's base URL only")
+        # Not echoed: a query is where a token pasted into the URL would sit (?token=...).
+        raise ConfigurationError(f"{where} has a query or fragment: give the runner's base URL only")
     return text.rstrip("/")
 
 

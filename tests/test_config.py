@@ -16,6 +16,7 @@ from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
+from pydantic import ValidationError
 from sqlalchemy.engine import make_url
 
 from bot.config import Settings, mask_url
@@ -115,6 +116,24 @@ def test_mask_url() -> None:
     assert mask_url("postgresql://u:p%40ss@h/db") == "postgresql://u:***@h/db"
     assert mask_url("sqlite+aiosqlite:////tmp/x.db") == "sqlite+aiosqlite:////tmp/x.db"
     assert mask_url("not a url://u:pw@h") == "not a url://u:***@h"  # unparsable: masked all the same
+    # "://" mistyped: the password is hidden all the same
+    assert mask_url("postgresql+asyncpg//u:pw-SECRET@h/db") == "postgresql+asyncpg//u:***@h/db"
+
+
+@pytest.mark.parametrize(
+    ("url", "says"),
+    [
+        ("mysql://u:db-SECRET@h/x", "'mysql' database is not supported"),
+        ("postgresql+asyncpg://u:db-SECRET@h:notaport/x", "not a database URL"),
+        ("postgresql+asyncpg//u:db-SECRET@h/x", "not a database URL"),
+    ],
+)
+def test_a_bad_database_url_is_refused_without_echoing_it(url: str, says: str) -> None:
+    """Refused when settings are read (one line naming the field), not as a driver traceback later."""
+    with pytest.raises(ValidationError) as caught:
+        Settings(database_url=url)
+    (error,) = caught.value.errors()
+    assert error["loc"] == ("database_url",) and says in error["msg"] and "db-SECRET" not in error["msg"]
 
 
 # ---------------------------------------------------------------------- the serve process
@@ -195,6 +214,7 @@ def test_cli_names_bad_settings_instead_of_a_traceback(workdir: Path) -> None:
     cases = [
         ({"RANKZERO_CONFIG": str(workdir / "missing.toml")}, "missing.toml"),
         ({"RANKZERO_PROBLEMS_PER_CHALLENGE": "99"}, "problems_per_challenge"),
+        ({"RANKZERO_DATABASE_URL": "mysql://u:db-SECRET@h/x"}, "'mysql' database is not supported"),
     ]
     broken = workdir / "broken.toml"
     broken.write_text('database_url = "unterminated\n')  # not TOML at all: named, not a traceback

@@ -13,6 +13,7 @@ import datetime as dt
 import os
 import subprocess
 import sys
+import time
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -27,7 +28,7 @@ from bot.adapters.discord.app import DiscordAdapter
 from bot.config import Settings
 from bot.core.models import ChannelRef
 from bot.core.schedule import Schedule, ScheduleConfig
-from bot.core.sharding import ShardSet, parse_shards, shard_of
+from bot.core.sharding import MAX_SHARDS, ShardSet, parse_shards, shard_of
 from bot.scheduling import RankZeroScheduler
 from tests.discord_fake import (
     CLOSE_AUTHENTICATION_FAILED,
@@ -72,6 +73,18 @@ def test_bad_shards_are_refused_with_one_line(text: str, says: str) -> None:
     with pytest.raises(ValidationError) as settings_error:
         Settings(discord_shards=text, database_url="sqlite+aiosqlite:///:memory:")
     assert "discord_shards" in str(settings_error.value) and says in str(settings_error.value)
+
+
+def test_a_huge_shard_list_is_parsed_quickly_and_echoed_short() -> None:
+    """Every id of the largest count parses in well under a second (the duplicate check was quadratic:
+    about 75 s for 100,000 ids), and a pasted blob is echoed cut, not whole."""
+    text = ",".join(map(str, range(MAX_SHARDS))) + f"/{MAX_SHARDS}"
+    started = time.perf_counter()
+    assert parse_shards(text).count == MAX_SHARDS
+    assert time.perf_counter() - started < 5  # a bound on a hang, not a speed target
+    with pytest.raises(ValueError, match="whole numbers") as caught:
+        parse_shards("9" * 5000 + "/x")
+    assert len(str(caught.value)) < 300
 
 
 def test_serve_stops_on_bad_shards_with_one_line(tmp_path: Path) -> None:

@@ -400,6 +400,7 @@ def test_one_url_is_the_plain_client_several_are_a_fleet() -> None:
         ("http://a:1,http://user:pw@b:2", None, "entry 2 carries credentials in the URL"),
         ("http://a:1,http://a:1/", None, "entry 2 repeats 'http://a:1'"),
         ("http://a:1,http://b:2?x=1", None, "has a query or fragment"),
+        ("http://a:1?token=pw", None, "entry 1 has a query or fragment"),  # a token in the query: not shown
         ("http://a:1,http://b:2,http://c:3", "s1,s2", "RANKZERO_RUNNER_TOKEN has 2 comma-separated tokens"),
         (" , ", None, "RANKZERO_RUNNER_URL is empty"),
     ],

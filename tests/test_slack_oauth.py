@@ -456,6 +456,22 @@ def test_oauth_settings_alone_enable_the_slack_adapter() -> None:
     assert adapter.oauth is not None and adapter.bolt is None  # built at start, over the stores
 
 
+def test_half_an_oauth_configuration_is_refused_by_serve_not_ignored() -> None:
+    """Through the registry serve uses: a client id without its secret (or the reverse) reaches
+    build_adapter's refusal instead of Slack being left out as if it were not configured."""
+    from bot.adapters.registry import build_adapters
+
+    half = [
+        Settings(slack_client_id="1.2", record_file=Path("posts.jsonl")),
+        Settings(slack_client_secret=SecretStr("c"), slack_signing_secret=SecretStr("s")),
+    ]
+    for settings in half:
+        with pytest.raises(ConfigurationError, match="needs both RANKZERO_SLACK_CLIENT_ID"):
+            build_adapters(settings)
+    with pytest.raises(ConfigurationError, match="set RANKZERO_SLACK_SIGNING_SECRET"):
+        build_adapters(Settings(slack_client_id="1.2", slack_client_secret=SecretStr("c")))
+
+
 async def test_org_wide_grid_install_is_keyed_by_the_org(oauth: Harness) -> None:
     oauth.api.installing_org_wide = True
     assert (await oauth.install(GRID_TEAM)).status_code == 200

@@ -66,6 +66,10 @@ ADAPTERS: list[AdapterSpec] = [
         ),
         lambda s: (
             s.slack_oauth
+            # Half an OAuth configuration goes to build_adapter, which names what is missing, rather
+            # than being ignored as if Slack were not configured at all.
+            or s.slack_client_id is not None
+            or s.slack_client_secret is not None
             or (
                 s.slack_bot_token is not None
                 and (s.slack_app_token is not None or s.slack_signing_secret is not None)

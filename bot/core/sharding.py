@@ -9,6 +9,7 @@ the process holding shard 0, so exactly one process posts to them.
 
 from __future__ import annotations
 
+from collections import Counter
 from dataclasses import dataclass
 
 from bot.core.models import ChannelRef
@@ -17,6 +18,8 @@ from bot.core.models import ChannelRef
 SHARDED_PLATFORM = "discord"
 #: Discord's limit on shards per bot is far below this; it only bounds a typo.
 MAX_SHARDS = 100_000
+#: At most this much of a malformed value is echoed in its error.
+SHOWN = 60
 
 
 def shard_of(guild_id: int, shard_count: int) -> int:
@@ -54,6 +57,8 @@ def parse_shards(text: str) -> ShardSet:
     """``"0,1/4"`` (shard ids 0 and 1 of 4 shards) -> ShardSet; ValueError with a one-line reason."""
     example = 'write it as "IDS/COUNT", e.g. "0,1/4" for shards 0 and 1 of 4'
     ids_text, slash, count_text = text.strip().partition("/")
+    # A pasted blob must not become a screenful of error: the value is echoed cut to SHOWN characters.
+    text = text if len(text) <= SHOWN else text[:SHOWN] + "…"
     if not slash or not ids_text.strip() or not count_text.strip():
         raise ValueError(f"shards {text!r}: {example}")
     try:
@@ -68,7 +73,7 @@ def parse_shards(text: str) -> ShardSet:
         raise ValueError(
             f"shards {text!r}: shard id(s) {outside} outside 0..{count - 1} (ids are 0 to count - 1)"
         )
-    duplicates = sorted({i for i in ids if ids.count(i) > 1})
+    duplicates = sorted(i for i, n in Counter(ids).items() if n > 1)  # linear: ids may be many
     if duplicates:
         raise ValueError(f"shards {text!r}: shard id(s) {duplicates} given twice")
     return ShardSet(tuple(sorted(ids)), count)
