@@ -40,7 +40,10 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--warm-spawn",
         action="store_true",
-        help="serve mp.spawn/forkserver workers from a fork of the warm rank (see the README's warm pool)",
+        help=(
+            "serve mp.spawn/forkserver workers from a fork of the warm rank. Off by default: with torch 2.13"
+            " a DDP model torn down in such a worker can deadlock (a false timeout); see the runner README"
+        ),
     )
     parser.add_argument("--log-level", default="INFO")
 

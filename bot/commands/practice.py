@@ -1,7 +1,7 @@
 """Practice (quiz, review, explain) sequenced once for every platform.
 
 Each method is what one command or click does: the service calls in order, returned as a step the
-adapter renders. Nothing here is ranked or timed; the rules (SM-2, grading) stay in
+adapter renders. Nothing here is ranked or timed; the rules (FSRS, grading) stay in
 :class:`~bot.core.practice.PracticeService`.
 """
 
@@ -98,7 +98,7 @@ class PracticeFlow:
         return ReviewStep(card, revealed=True)
 
     async def grade(self, player: PlayerRef, card_id: int, showing: int, grade: str) -> ReviewStep:
-        """Self-grade a card (SM-2 schedules it), then the next due card or the end of the session.
+        """Self-grade a card (FSRS schedules it), then the next due card or the end of the session.
 
         A second click on the same showing changes nothing (``outcome.duplicate``).
         """
