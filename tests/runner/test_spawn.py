@@ -147,8 +147,14 @@ if __name__ == "__main__":
     verdict = run(warm, code, timeout_s=120)
     assert verdict.status == Status.OK, verdict.to_dict()
     total = float(sum(range(1, world_size + 1)))
-    lines = sorted(verdict.ranks[0].stdout.splitlines())
-    assert lines == [f"rank {r}: warm True, sum {total}" for r in range(world_size)], lines
+    out = verdict.ranks[0].stdout
+    # Workers share the pipe and print() writes text and newline separately: lines may meet, as in a
+    # terminal, so each message is looked for on its own, and nothing else may be printed.
+    for r in range(world_size):
+        assert f"rank {r}: warm True, sum {total}" in out, out
+    assert len(out.replace("\n", "")) == sum(
+        len(f"rank {r}: warm True, sum {total}") for r in range(world_size)
+    ), out
     assert verdict.ranks[0].stderr == "", verdict.ranks[0].stderr
 
 
@@ -156,7 +162,15 @@ if __name__ == "__main__":
 def test_by_default_spawned_workers_are_new_interpreters(service: RunnerService, world_size: int) -> None:
     code = textwrap.dedent(TUTORIAL).replace("WORLD_SIZE)", f"{world_size})")
     verdict = run(service, code, timeout_s=150)
-    assert verdict.status == Status.OK, verdict.to_dict()
+    if verdict.status == Status.ERROR:
+        # The tutorial destroys the process group while its DDP model is alive; torch 2.13 (CPU, gloo)
+        # then sometimes aborts a worker in teardown, under a bare `python` too (1 run in 6 here). The
+        # verdict must be that crash, faithfully, after the training step itself succeeded.
+        stderr = verdict.ranks[0].stderr
+        assert "terminate called without an active exception" in stderr, stderr[-2000:]
+        assert "replicas equal True" in verdict.ranks[0].stdout, verdict.ranks[0].stdout
+        return
+    assert verdict.status == Status.OK, (verdict.to_dict(), verdict.ranks[0].stderr[-2000:])
     _check_tutorial(verdict.ranks[0].stdout, world_size, warm=False)
 
 
