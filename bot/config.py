@@ -155,6 +155,13 @@ class Settings(BaseSettings):
         # traceback from the driver import or the port's int() when the first command connects.
         if not value:
             return value
+        if (
+            "://" not in value
+            and value.endswith((".db", ".sqlite", ".sqlite3"))
+            and not value.startswith(("postgres", "sqlite"))
+        ):
+            # A plain file path (``--db ./rankzero.db``): the SQLite file it names.
+            return f"sqlite+aiosqlite:///{Path(value).expanduser().resolve()}"
         example = (
             "e.g. postgresql+asyncpg://USER:PASSWORD@HOST:5432/DB or sqlite+aiosqlite:////PATH/rankzero.db"
         )

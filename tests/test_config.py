@@ -136,6 +136,17 @@ def test_a_bad_database_url_is_refused_without_echoing_it(url: str, says: str) -
     assert error["loc"] == ("database_url",) and says in error["msg"] and "db-SECRET" not in error["msg"]
 
 
+def test_a_plain_file_path_is_the_sqlite_file_it_names(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """``--db ./rankzero.db`` (a path, as people type it) is that SQLite file, made absolute."""
+    monkeypatch.chdir(tmp_path)
+    assert Settings(database_url="play.db").database_url == f"sqlite+aiosqlite:///{tmp_path / 'play.db'}"
+    assert Settings(database_url=str(tmp_path / "x.sqlite")).database_url == (
+        f"sqlite+aiosqlite:///{tmp_path / 'x.sqlite'}"
+    )
+
+
 # ---------------------------------------------------------------------- the serve process
 def _configure_files(workdir: Path, db_url: str, slack_api_url: str | None = None) -> None:
     """All secrets via rankzero.toml or .env; Slack in HTTP mode (its Web API: ``slack_api_url``, a local
