@@ -8,7 +8,6 @@ runner (RANKZERO_RUNNER_URL and RANKZERO_RUNNER_TOKEN) or, when none is configur
 from __future__ import annotations
 
 import asyncio
-import re
 import time
 from collections.abc import Callable
 from pathlib import Path
@@ -20,6 +19,7 @@ from bot.adapters.console import dispute_render
 from bot.adapters.console.safe import visible
 from bot.bootstrap import App, open_runner
 from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
+from bot.commands.handlers import problem_in
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
 from bot.core.errors import NotFoundError, RankZeroError
@@ -40,10 +40,6 @@ def _load_questions(paths: tuple[str, ...]) -> list[Question]:
     return [question_from_spec(q.spec.model_dump(mode="json", exclude_none=True)) for q in loaded]
 
 
-#: ``today:3``, ``today 3``, ``today/3``: problem 3 of today's console challenge.
-_TODAY = re.compile(r"today\s*[:/ ]?\s*(\d+)", re.IGNORECASE)
-
-
 async def resolve_problem(quiz: QuizService, reference: str) -> int:
     """The problem id ``reference`` names: ``today:N`` (problem N of today's console challenge), a question
     id in today's console challenge (``ddp-grad-sync``), or the problem number printed when it ended.
@@ -54,20 +50,7 @@ async def resolve_problem(quiz: QuizService, reference: str) -> int:
     card = await quiz.find_challenge(CONSOLE_CHANNEL)
     if card is None:
         raise NotFoundError("there is no console challenge today: `rankzero play` opens it")
-    challenge = await quiz.get_challenge(card.challenge_id)
-    if (today := _TODAY.fullmatch(reference)) is not None:
-        position = int(today.group(1))
-        for problem in challenge.problems:
-            if problem.position == position:
-                return problem.id
-        raise NotFoundError(f"today's challenge has problems 1 to {len(challenge.problems)}, not {position}")
-    for problem in challenge.problems:
-        if problem.question.id == reference:
-            return problem.id
-    listed = ", ".join(f"{p.position}: {p.question.id}" for p in challenge.problems)
-    raise NotFoundError(
-        f"no problem of today's challenge asks question {reference!r}; use today:N or one of ({listed})"
-    )
+    return problem_in(await quiz.get_challenge(card.challenge_id), reference)
 
 
 async def dispute_with_progress(

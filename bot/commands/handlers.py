@@ -18,7 +18,7 @@ from bot.commands.parsing import TODAY_PROBLEM, schedule_changes
 from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard, StatsCard
 from bot.core.dispute_service import CorrectionCard, DisputeCard, DisputeService
 from bot.core.errors import ConfigurationError, NotFoundError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, Challenge, ChannelRef, PlayerRef
 from bot.core.practice import PracticeService
 from bot.core.practice_models import PracticeStatsCard
 from bot.core.repositories import QuestionFlag, SyncReport
@@ -44,6 +44,25 @@ class Stats:
 
     record: StatsCard
     practice: PracticeStatsCard | None
+
+
+def problem_in(challenge: Challenge, reference: str) -> int:
+    """The id of the problem ``reference`` names in ``challenge``: ``today:N`` (its position) or the id of
+    the question it asks; NotFoundError listing what exists otherwise.
+    """
+    if (today := TODAY_PROBLEM.fullmatch(reference)) is not None:
+        position = int(today.group(1))
+        for problem in challenge.problems:
+            if problem.position == position:
+                return problem.id
+        raise NotFoundError(f"today's challenge has problems 1 to {len(challenge.problems)}, not {position}")
+    for problem in challenge.problems:
+        if problem.question.id == reference:
+            return problem.id
+    listed = ", ".join(f"{p.position}: {p.question.id}" for p in challenge.problems)
+    raise NotFoundError(
+        f"no problem of today's challenge asks question {reference!r}; use today:N or one of ({listed})"
+    )
 
 
 class Commands:
@@ -111,22 +130,7 @@ class Commands:
                 f"there is no challenge in this channel today, so {reference!r} names no problem: "
                 "give the problem's number (shown when it ended)"
             )
-        challenge = await self.quiz.get_challenge(card.challenge_id)
-        if (today := TODAY_PROBLEM.fullmatch(reference)) is not None:
-            position = int(today.group(1))
-            for problem in challenge.problems:
-                if problem.position == position:
-                    return problem.id
-            raise NotFoundError(
-                f"today's challenge has problems 1 to {len(challenge.problems)}, not {position}"
-            )
-        for problem in challenge.problems:
-            if problem.question.id == reference:
-                return problem.id
-        listed = ", ".join(f"{p.position}: {p.question.id}" for p in challenge.problems)
-        raise NotFoundError(
-            f"no problem of today's challenge asks question {reference!r}; use today:N or one of ({listed})"
-        )
+        return problem_in(await self.quiz.get_challenge(card.challenge_id), reference)
 
     # ------------------------------------------------------------------ admins: schedules and posts
     async def schedule_set(
