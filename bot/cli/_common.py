@@ -21,8 +21,8 @@ from bot.core.models import Actor, ChannelRef, PlayerRef
 if TYPE_CHECKING:
     from rich.console import Console
 
-    from bot.bootstrap import App
     from bot.config import Settings
+    from bot.services import App
 
 T = TypeVar("T")
 #: The console's local "channel": one per database (play, dispute and the schedule commands use it).

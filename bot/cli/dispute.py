@@ -17,7 +17,7 @@ from rich.console import Console
 
 from bot.adapters.console import dispute_render
 from bot.adapters.console.safe import visible
-from bot.bootstrap import App, open_runner
+from bot.bootstrap import open_runner
 from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
 from bot.commands.handlers import problem_in
 from bot.config import Settings
@@ -26,6 +26,7 @@ from bot.core.errors import NotFoundError, RankZeroError
 from bot.core.models import Actor, Question
 from bot.core.service import QuizService
 from bot.core.vocabulary import Kind
+from bot.services import App
 from questions.loader import BankValidationError, default_bank_dir, load_paths
 
 

@@ -25,8 +25,8 @@ from bot.core.vocabulary import Period
 # `rankzero --help` and a typo'd command answer at once (benchmarks/cli_startup.py).
 if TYPE_CHECKING:
     from bot.adapters.console.practice import ConsolePractice
-    from bot.bootstrap import App
     from bot.config import Settings
+    from bot.services import App
 
 
 # Commands defined in other modules, imported when they run: (module, attribute, short help for --help).

@@ -14,7 +14,7 @@ import click
 
 from bot.adapters.console.safe import visible
 from bot.adapters.registry import nothing_configured_help
-from bot.bootstrap import App, build_adapters, build_app, shipped_bank_specs
+from bot.bootstrap import build_adapters, build_app, shipped_bank_specs
 from bot.cli._common import CONSOLE_CHANNEL, console_player, run_app
 from bot.cli.errors import database_message, is_database_error
 from bot.config import Settings
@@ -25,6 +25,7 @@ from bot.core.schedule import DAY_NAMES, days_text
 from bot.core.schedule_service import ScheduleService, ScheduleView
 from bot.serve import open_health
 from bot.serve import serve as serve_forever
+from bot.services import App
 
 log = logging.getLogger(__name__)
 
