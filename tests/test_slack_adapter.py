@@ -171,7 +171,8 @@ async def test_post_start_wrong_then_right_then_next(slack: Harness) -> None:
     challenge_id = await slack.post_challenge()
     post = slack.api.of("chat.postMessage")[0]
     assert post.args["channel"] == "C1"
-    assert "Open all day" in post.dump()  # post-now without a schedule: no window end
+    # post-now without a schedule: a day's window, closed by the scheduler (tests/test_scheduling_closing.py)
+    assert "Closes <!date^" in post.dump()
     view_id, view = await slack.start(challenge_id)
     assert "Problem 1 of 5" in text_of(view)
     assert "Attempts left: *2* of 2" in text_of(view)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import datetime as dt
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 LETTERS = "ABCDEF"
 Outcome = Literal["correct", "wrong", "timeout"]
@@ -28,6 +28,16 @@ class ChannelRef:
     channel_id: str
     name: str | None = None
     timezone: str = "UTC"
+
+
+class OpenWindow(NamedTuple):
+    """An open challenge that has a closing time: what the scheduler arms a close job for."""
+
+    challenge_id: int
+    channel_pk: int
+    closes_at: dt.datetime
+    #: The challenge's channel: the scheduler closes only the windows of the channels its process serves.
+    channel: ChannelRef
 
 
 @dataclass(frozen=True)
