@@ -44,6 +44,9 @@ QUESTION_TIME_LIMIT_S = 120
 #: How long a challenge posted in a channel without a schedule stays open (``post-now``): a day, like the
 #: default window of a daily schedule ("until the next post").
 NO_SCHEDULE_WINDOW = dt.timedelta(hours=24)
+#: The claim kind marking a schedule paused because its workspace removed the app (not by an admin): a
+#: reinstall resumes exactly these.
+SUSPENDED = "suspended"
 
 
 @dataclass(frozen=True)
@@ -151,11 +154,75 @@ class ScheduleService:
             current = await uow.schedules.get_schedule(channel_pk)
             if current is None:
                 raise NotFoundError("this channel has no schedule: set one first (schedule set --time 09:00)")
+            # An admin's pause or resume is the decision from now on: a removal's mark, if one was left,
+            # no longer applies (a later reinstall must not resume what the admin paused).
+            await uow.schedules.release(SUSPENDED, str(channel_pk))
             saved = await uow.schedules.save_schedule(
                 channel_pk, replace(current.config, paused=paused), self._clock.now()
             )
         await self._changed()
         return saved
+
+    async def suspend_workspace(self, actor: Actor, platform: str, workspace_id: str) -> list[Schedule]:
+        """Pause every running schedule of a workspace that removed the app (uninstalled, token revoked);
+        the schedules paused here, each marked as paused by the removal so that a reinstall resumes it.
+
+        Schedules an admin had paused stay as they were and are not marked: a reinstall leaves them paused.
+        A second removal event (Slack sends ``tokens_revoked`` and ``app_uninstalled``) finds nothing
+        running and changes nothing. Open challenges still close on time.
+        """
+        _require_admin(actor)
+        now = self._clock.now()
+        paused: list[Schedule] = []
+        async with self._uow() as uow:
+            for schedule in await uow.schedules.list_schedules():
+                ch = schedule.channel
+                if (ch.platform, ch.workspace_id) != (platform, workspace_id) or schedule.config.paused:
+                    continue
+                await uow.schedules.claim(SUSPENDED, str(schedule.channel_pk), now)
+                config = replace(schedule.config, paused=True)
+                paused.append(await uow.schedules.save_schedule(schedule.channel_pk, config, now))
+        for schedule in paused:
+            log.warning(
+                "%s workspace %s removed the app: paused the schedule of %s",
+                platform,
+                workspace_id,
+                schedule.channel.channel_id,
+            )
+        if paused:
+            await self._changed()
+        return paused
+
+    async def resume_workspace(self, actor: Actor, platform: str, workspace_id: str) -> list[Schedule]:
+        """Resume the schedules of a workspace that installed the app again, those its removal paused
+        (:meth:`suspend_workspace`), not those an admin paused; the schedules resumed.
+
+        Each resume takes the removal's mark away in the same transaction, so it happens once even when
+        two installs race; the next post is at the schedule's next slot.
+        """
+        _require_admin(actor)
+        now = self._clock.now()
+        resumed: list[Schedule] = []
+        async with self._uow() as uow:
+            for schedule in await uow.schedules.list_schedules():
+                ch = schedule.channel
+                if (ch.platform, ch.workspace_id) != (platform, workspace_id):
+                    continue
+                if not await uow.schedules.release(SUSPENDED, str(schedule.channel_pk)):
+                    continue
+                if schedule.config.paused:
+                    config = replace(schedule.config, paused=False)
+                    resumed.append(await uow.schedules.save_schedule(schedule.channel_pk, config, now))
+        for schedule in resumed:
+            log.warning(
+                "%s workspace %s installed the app again: resumed the schedule of %s",
+                platform,
+                workspace_id,
+                schedule.channel.channel_id,
+            )
+        if resumed:
+            await self._changed()
+        return resumed
 
     async def show_schedule(self, channel: ChannelRef, upcoming: int = 3) -> ScheduleView | None:
         """A channel's schedule and its next ``upcoming`` post times (none while paused)."""
