@@ -13,13 +13,15 @@ from dataclasses import dataclass
 
 import pytest
 
+from bot.core.errors import NotAdminError
 from bot.core.models import ChannelRef
+from bot.core.schedule import Schedule
 from bot.core.schedule_service import NO_SCHEDULE_WINDOW, ScheduleService
 from bot.core.service import QuizService
 from bot.scheduling import RankZeroScheduler
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, CHANNEL, test_bank
+from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
 UTC = dt.UTC
@@ -161,3 +163,31 @@ async def test_another_platforms_challenges_are_left_to_its_process(env: Env) ->
         assert env.results_of(card.challenge_id) == 0, "served by the other platform's process"
     finally:
         await sched.shutdown()
+
+
+# ---------------------------------------------------------------------- a workspace removed and back
+async def test_a_workspace_removed_and_back_resumes_only_what_its_removal_paused(env: Env) -> None:
+    remover = ADMIN
+    channels = [ChannelRef("test", "ws1", c, c) for c in ("a", "b", "c")]
+    other = ChannelRef("test", "ws2", "d", "d")
+    for ch in (*channels, other):
+        await env.schedules.set_schedule(ADMIN, ch, post_time="09:00", timezone="UTC")
+    await env.schedules.pause_schedule(ADMIN, channels[1])  # an admin's own pause
+
+    def states(schedules: list[Schedule]) -> dict[str, bool]:
+        return {s.channel.channel_id: s.config.paused for s in schedules}
+
+    paused = await env.schedules.suspend_workspace(remover, "test", "ws1")
+    assert sorted(s.channel.channel_id for s in paused) == ["a", "c"]
+    assert await env.schedules.suspend_workspace(remover, "test", "ws1") == [], "a second event: nothing"
+    assert states(await env.schedules.schedules()) == {"a": True, "b": True, "c": True, "d": False}
+    # An admin decides about "c" in between (after a manual resume, say): their pause is what counts.
+    await env.schedules.pause_schedule(ADMIN, channels[2], paused=False)
+    await env.schedules.pause_schedule(ADMIN, channels[2], paused=True)
+
+    resumed = await env.schedules.resume_workspace(remover, "test", "ws1")
+    assert [s.channel.channel_id for s in resumed] == ["a"]
+    assert states(await env.schedules.schedules()) == {"a": False, "b": True, "c": True, "d": False}
+    assert await env.schedules.resume_workspace(remover, "test", "ws1") == [], "resumed once"
+    with pytest.raises(NotAdminError):
+        await env.schedules.suspend_workspace(actor("someone"), "test", "ws1")
