@@ -479,8 +479,13 @@ async def test_dispute_is_refused_until_the_problem_is_over_then_says_why(slack:
     await slack.send.command(PLAYER, f"dispute {pid}")
     later = (await slack.api.wait_for("response", 3))[2].dump()
     assert "has no runnable code" in later  # the test bank has no runner blocks
-    await slack.send.command(PLAYER, "dispute abc")
-    assert "usage: /rankzero dispute" in (await slack.api.wait_for("response", 4))[3].dump()
+    await slack.send.command(PLAYER, "dispute abc")  # a question id, but not one asked today
+    assert (
+        "no problem of today's challenge asks question 'abc'"
+        in (await slack.api.wait_for("response", 4))[3].dump()
+    )
+    await slack.send.command(PLAYER, "dispute two words")
+    assert "usage: /rankzero dispute" in (await slack.api.wait_for("response", 5))[4].dump()
 
 
 async def test_a_second_click_on_a_tried_wrong_letter_costs_no_attempt(slack: Harness) -> None:

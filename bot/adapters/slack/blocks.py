@@ -292,8 +292,8 @@ def help_text(admin: bool) -> str:
         "`stats` your record (ranked) and your practice",
         "`quiz [topic]` 5 practice questions · `review` your due flashcards · "
         "`explain [topic]` explain a concept in your own words (private, never ranked)",
-        "`dispute <problem-id>` (or `today:N`) run a finished problem's code in the sandbox; add a variant"
-        " of the code in a ``` block after it to run that instead",
+        "`dispute <problem-id>` (or `today:N`, or a question id) run a finished problem's code in the "
+        "sandbox; add a variant of the code in a ``` block after it to run that instead",
     ]
     if admin:
         lines += [
