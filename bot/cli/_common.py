@@ -16,7 +16,7 @@ import click
 from bot.adapters.console.safe import visible
 from bot.cli.errors import database_message, is_database_error
 from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name, player_name_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,9 +29,32 @@ T = TypeVar("T")
 CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
 
 
+class PlayerName(click.ParamType[str, Any]):
+    """A ``--player`` value: stripped, bounded, no control characters (a usage error otherwise, exit 2)."""
+
+    name = "NAME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """The stripped name, or a usage error that says what is wrong with it and how to fix it."""
+        text = str(value)
+        if (problem := player_name_problem(text)) is not None:
+            self.fail(problem, param, ctx)
+        return text.strip()
+
+
+#: The type of every command's ``--player`` option.
+PLAYER_NAME = PlayerName()
+
+
 def console_player(name: str | None) -> PlayerRef:
-    """The console player called ``name`` (default: the login name)."""
-    name = name or getpass.getuser() or "player"
+    """The console player called ``name`` (default: the login name).
+
+    ``name`` comes through :data:`PLAYER_NAME` (checked); the login name is made safe instead, since a
+    player cannot be refused for the name their account has.
+    """
+    if name is None or player_name_problem(name) is not None:
+        name = bounded_display_name(name or getpass.getuser() or "player", "player")
+    name = name.strip()
     return PlayerRef("console", name.lower(), name)
 
 
