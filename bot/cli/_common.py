@@ -15,7 +15,7 @@ import click
 
 from bot.adapters.console.safe import visible
 from bot.cli.errors import database_message, is_database_error
-from bot.core.errors import RankZeroError
+from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name, player_name_problem
 
 if TYPE_CHECKING:
@@ -66,7 +66,8 @@ def run_app(
     seed_bank: bool = False,
     local_runner: bool = False,
 ) -> T:
-    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1.
+    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1
+    (2 for a setting or option that cannot work, a ConfigurationError).
 
     ``local_runner``: without RANKZERO_RUNNER_URL, disputes start a local runner on first use.
     """
@@ -99,6 +100,11 @@ def run_app(
         for err in exc.errors:
             click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
+    except ConfigurationError as exc:
+        # A setting or option that cannot work (RANKZERO_RUNNER_URL, --tz, ...): a usage error, exit 2 as
+        # for a bad option value or a bad setting found at start, whichever command found it.
+        click.echo(f"error: {visible(str(exc))}", err=True)
+        raise SystemExit(2) from None
     except RankZeroError as exc:
         click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(1) from None

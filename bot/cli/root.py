@@ -349,10 +349,10 @@ def questions() -> None:
 
 
 @questions.command("validate")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
 def questions_validate(paths: tuple[str, ...]) -> None:
     """Check bank files (default: the shipped bank); errors say file:line: field: what is wrong and how
-    to fix it (exit 1).
+    to fix it (exit 1). A path that does not exist is a usage error (exit 2).
     """
     from questions.loader import default_bank_dir
 
@@ -361,7 +361,7 @@ def questions_validate(paths: tuple[str, ...]) -> None:
 
 
 @questions.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.pass_obj
 def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
     """Import bank files, all or nothing (one transaction); edits become new versions."""
