@@ -35,7 +35,7 @@ from bot.commands import questions
 from bot.commands.handlers import Commands, NoChallenge, PostCheck
 from bot.commands.parsing import parse_period, parse_retire, parse_scope
 from bot.core.errors import PostRefusedError, RankZeroError
-from bot.core.models import Actor, PlayerRef
+from bot.core.models import Actor, PlayerRef, bounded_display_name
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.schedule_text import describe_schedule
@@ -226,7 +226,9 @@ class CommandHandler:
         """A player's record (yours by default)."""
         who = self.actor(interaction).player
         if member is not None:
-            who = PlayerRef(PLATFORM, str(member.id), member.display_name)
+            who = PlayerRef(
+                PLATFORM, str(member.id), bounded_display_name(member.display_name, str(member.id))
+            )
         stats = await self.commands.stats(who, channel_of(interaction, self.timezone))
         embeds = [render.stats_embed(stats.record)]
         if stats.practice is not None:  # practice is shown apart from the competitive record

@@ -22,7 +22,7 @@ from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name
 from bot.core.ports import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -168,9 +168,10 @@ class SlackContext:
     def player(user: dict[str, Any] | str, name: str | None = None) -> PlayerRef:
         """A PlayerRef from a payload's ``user`` object (or id)."""
         if isinstance(user, str):
-            return PlayerRef(PLATFORM, user, name or user)
+            return PlayerRef(PLATFORM, user, bounded_display_name(name or user, user))
         uid = str(user.get("id"))
-        return PlayerRef(PLATFORM, uid, str(name or user.get("name") or user.get("username") or uid))
+        given = str(name or user.get("name") or user.get("username") or uid)
+        return PlayerRef(PLATFORM, uid, bounded_display_name(given, uid))
 
     def channel(self, workspace_id: str, channel_id: str, name: str | None = None) -> ChannelRef:
         """A ChannelRef in a workspace (``workspace_id``: a team id, or :meth:`workspace_id`'s key)."""
