@@ -58,7 +58,6 @@ class App:
         await self.engine.dispose()
 
 
-
 @dataclass
 class Services:
     """What adapters get at start: the use cases (schedule admin commands call ``schedules``) and the

@@ -420,8 +420,10 @@ async def test_a_refused_scheduled_post_is_posted_when_the_permission_is_fixed(b
             break
         await asyncio.sleep(0.05)
     assert card is not None and (await bot.quiz.get_challenge(card.challenge_id)).message_ref is not None
-    assert bot.fake.calls("POST", posts)[-1].body["embeds"][0]["footer"]["text"].startswith(
-        f"Challenge #{card.challenge_id}"
+    assert (
+        bot.fake.calls("POST", posts)[-1]
+        .body["embeds"][0]["footer"]["text"]
+        .startswith(f"Challenge #{card.challenge_id}")
     )
     bot.clock.advance(60)
     bot.act.channel_update(bot.client)  # posted already: another edit posts nothing

@@ -155,7 +155,7 @@ async def test_validate_text_async_parses_off_the_event_loop(monkeypatch: pytest
 
 def test_preview_of_a_bad_file_prints_its_errors_not_a_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bomb.yaml"
-    bad.write_text('questions:\n  - &a {id: x}\n  - *a\n')
+    bad.write_text("questions:\n  - &a {id: x}\n  - *a\n")
     done = subprocess.run(
         [sys.executable, "-m", "bot.cli", "--db", str(tmp_path / "p.db"), "questions", "preview", str(bad)],
         capture_output=True,
