@@ -475,6 +475,23 @@ def may_start_interpreters(code: str) -> bool:
     return any(hint in code for hint in SPAWN_HINTS)
 
 
+def serves_spawn_warm(setting: str, code: str) -> bool:
+    """Whether a rank of this snippet forks a spawn zygote, under the runner's ``warm_spawn`` setting.
+
+    ``auto`` leaves out snippets that build a DistributedDataParallel model: when such a model is freed in
+    a worker, torch 2.13 destroys its gloo process group holding the GIL and joins gloo's work thread,
+    which may be waiting for the GIL to free a finished all-reduce's tensors (pytorch/pytorch#56297, the
+    class of blocking destructors bound without releasing the GIL).  Warm workers lose that race far more
+    often than fresh ones (runner/README.md, "Warm pool"), and a lost race is a hang the snippet did not
+    cause.  A snippet that hides the name only risks its own verdict.
+    """
+    if setting == "on":
+        return may_start_interpreters(code)
+    if setting == "auto":
+        return may_start_interpreters(code) and "DistributedDataParallel" not in code
+    return False
+
+
 class SpawnZygote:
     """A clean copy of a rank, taken before the snippet runs, that starts multiprocessing's interpreters.
 
@@ -903,7 +920,7 @@ def _run_rank(
         _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
     zygote = None
-    if job.get("warm_spawn") and may_start_interpreters(str(job.get("code", ""))):
+    if serves_spawn_warm(str(job.get("warm_spawn", "off")), str(job.get("code", ""))):
         # Forked now, under the rank's limits and before any snippet code: what it starts later must not
         # see the snippet's state, nor get limits the rank does not have.
         with contextlib.suppress(OSError):  # no zygote (the process limit): fresh interpreters, as before
