@@ -210,8 +210,6 @@ class RankZeroScheduler:
         self._clock = clock
         self._platforms = platforms
         self._owns = owns
-        #: True when this process serves only some channels (the rest belong to other processes).
-        self._partial = platforms is not None or owns is not None
         self._sync_interval_s = sync_interval_s
         self._nudge = nudge
         self._nudge_interval_s = nudge_interval_s
@@ -309,11 +307,21 @@ class RankZeroScheduler:
                 self._add(f"summary:{s.channel_pk}", self._summary, weekly, s.channel_pk)
         await self._refresh_windows(schedules)
 
+    def _serves(self, channel: ChannelRef) -> bool:
+        """Whether this process serves ``channel`` (its platform, its shard), schedule or not."""
+        return (self._platforms is None or channel.platform in self._platforms) and (
+            self._owns is None or self._owns(channel)
+        )
+
     async def _refresh_windows(self, schedules: list[Schedule]) -> None:
-        """Close (and reminder) jobs for every open window as stored; a changed closes_at moves its job."""
+        """Close (and reminder) jobs for every open window as stored; a changed closes_at moves its job.
+
+        Every open window of a channel this process serves, whatever opened it: a post-now in a channel
+        without a schedule has a window too, and a channel's schedule decides only its reminder.
+        """
         by_pk = {s.channel_pk: s for s in schedules}
-        for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if self._partial and channel_pk not in by_pk:
+        for challenge_id, channel_pk, closes_at, channel in await self._schedules.open_windows():
+            if not self._serves(channel):
                 continue  # another process serves that platform or shard
             current = self.next_run(f"close:{challenge_id}")
             if current is None or current != closes_at:
@@ -341,12 +349,7 @@ class RankZeroScheduler:
         self.jobs.add(ScheduledJob(job_id, func, () if arg is None else (arg,), trigger, next_run))
 
     async def _served(self) -> list[Schedule]:
-        return [
-            s
-            for s in await self._schedules.schedules()
-            if (self._platforms is None or s.channel.platform in self._platforms)
-            and (self._owns is None or self._owns(s.channel))
-        ]
+        return [s for s in await self._schedules.schedules() if self._serves(s.channel)]
 
     @staticmethod
     async def _own_task(job: Awaitable[None]) -> None:
@@ -446,6 +449,8 @@ class RankZeroScheduler:
 
     async def _sync(self) -> None:
         async def body() -> None:
+            # Challenges that never got a closing time get one once no schedule can adopt them.
+            await self._schedules.end_windowless()
             schedules = await self._served()
             if _fingerprint(schedules) != self._fingerprint:
                 log.info("schedules changed: rebuilding jobs")
@@ -459,10 +464,10 @@ class RankZeroScheduler:
     async def _close_overdue(self) -> None:
         """Close every window that ended while no process was running (results posted once)."""
         now = self._clock.now()
-        served = {s.channel_pk for s in await self._served()}
-        for challenge_id, channel_pk, closes_at in await self._schedules.open_windows():
-            if closes_at <= now and (not self._partial or channel_pk in served):
-                await self._own_task(self._close(challenge_id))
+        await self._schedules.end_windowless()
+        for window in await self._schedules.open_windows():
+            if window.closes_at <= now and self._serves(window.channel):
+                await self._own_task(self._close(window.challenge_id))
 
     # ------------------------------------------------------------------ health
     def state(self) -> dict[str, Any]:

@@ -187,6 +187,10 @@ class RangeSpec(_Strict):
         return list(range(*self.range))
 
 
+#: The most ranks a run may have (the bank schema's and the runner's limit).
+MAX_NPROC = 8
+
+
 class FamilyRunner(_Strict):
     """How the runner executes an instance; ``nproc`` may be an expression such as ``world_size``."""
 
@@ -195,6 +199,40 @@ class FamilyRunner(_Strict):
     gpus: Annotated[int, Field(ge=0, le=8)] = 0
     init_process_group: bool = False
     timeout_s: Annotated[float, Field(gt=0, le=120)] = 30.0
+
+    @model_validator(mode="after")
+    def _nproc_fits(self) -> FamilyRunner:
+        # The same rules as a question's runner block (questions/schema.py RunnerSpec), checked when the
+        # family file is loaded rather than found by a crash (or a runner's refusal) in the middle of a build.
+        if isinstance(self.nproc, str):
+            if self.mode != "ddp":
+                raise ValueError(
+                    f"nproc {self.nproc!r} is an expression, but mode {self.mode!r} runs one process: use "
+                    "mode 'ddp' for several ranks, or drop nproc"
+                )
+        elif self.mode != "ddp" and self.nproc != 1:
+            raise ValueError(
+                f"nproc must be 1 for mode {self.mode!r}; only mode 'ddp' launches several ranks"
+            )
+        elif not 1 <= self.nproc <= MAX_NPROC:
+            raise ValueError(
+                f"nproc {self.nproc} is out of range: use 1 to {MAX_NPROC} ranks, or an expression of the "
+                "params"
+            )
+        return self
+
+
+def _instance_nproc(runner: FamilyRunner, context: Mapping[str, Any]) -> int:
+    """The ranks of one instance: ``nproc`` itself, or its expression evaluated with the params."""
+    if isinstance(runner.nproc, int):
+        return runner.nproc
+    value = evaluate(runner.nproc, context)
+    if isinstance(value, bool) or not isinstance(value, int) or not 1 <= value <= MAX_NPROC:
+        raise TemplateError(
+            f"runner nproc {runner.nproc!r} gives {value!r} here; it must be a whole number of ranks from 1 "
+            f'to {MAX_NPROC} (constrain the params, e.g. constraints: "world_size <= {MAX_NPROC}")'
+        )
+    return value
 
 
 class DistractorSpec(BaseModel):
@@ -372,7 +410,7 @@ def expand(family: FamilySpec, file: str = "", line: int = 0) -> list[Instance]:
         timeout = 30.0
         if family.runner is not None:
             r = family.runner
-            nproc = r.nproc if isinstance(r.nproc, int) else int(evaluate(r.nproc, context))
+            nproc = _instance_nproc(r, context)
             runner = {
                 "mode": r.mode,
                 "nproc": nproc,

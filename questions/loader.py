@@ -104,32 +104,38 @@ FIELD_CAPS: dict[str, int] = {
 DEFAULT_FIELD_CAP = 10_000
 
 
-def _long_fields(data: Any, lines: dict[Loc, int], file: str) -> list[BankError]:
-    """Every string longer than its field's cap, located (checked before the schema sees the data)."""
-    errors: list[BankError] = []
+#: The most errors reported for one file; a last line says how many more there are.
+MAX_ERRORS_PER_FILE = 50
 
-    def walk(value: Any, loc: Loc) -> None:
+
+def _long_fields(data: Any, lines: dict[Loc, int], file: str) -> tuple[Any, dict[Loc, BankError]]:
+    """Every string longer than its field's cap, located, and the data with each one cut to its cap.
+
+    Checked before the schema sees the data; the schema then checks the cut copy, so that a field over
+    its limit does not hide the file's other errors (and no error is invented by the length: a long
+    field's other errors are left out, see :func:`validate_text`).
+    """
+    errors: dict[Loc, BankError] = {}
+
+    def walk(value: Any, loc: Loc) -> Any:
         if isinstance(value, dict):
-            for key, item in value.items():
-                walk(item, (*loc, str(key)))
-        elif isinstance(value, list):
-            for i, item in enumerate(value):
-                walk(item, (*loc, i))
-        elif isinstance(value, str):
+            return {key: walk(item, (*loc, str(key))) for key, item in value.items()}
+        if isinstance(value, list):
+            return [walk(item, (*loc, i)) for i, item in enumerate(value)]
+        if isinstance(value, str):
             names = [part for part in loc if isinstance(part, str)]
             cap = FIELD_CAPS.get(names[-1] if names else "", DEFAULT_FIELD_CAP)
             if len(value) > cap:
-                errors.append(
-                    BankError(
-                        file,
-                        _line_for(loc, lines),
-                        _field_name(loc, data),
-                        f"{len(value)} characters, over the limit of {cap}; shorten it",
-                    )
+                errors[loc] = BankError(
+                    file,
+                    _line_for(loc, lines),
+                    _field_name(loc, data),
+                    f"{len(value)} characters, over the limit of {cap}; shorten it",
                 )
+                return value[:cap]
+        return value
 
-    walk(data, ())
-    return errors
+    return walk(data, ()), errors
 
 
 def _line_for(loc: Loc, lines: dict[Loc, int]) -> int:
@@ -202,19 +208,51 @@ def validate_text(text: str, file: str) -> list[LoadedQuestion]:
         raise BankValidationError(
             [BankError(file, 1, "questions", "a bank file is a mapping with a 'questions:' list at the top")]
         )
-    if long_fields := _long_fields(data, lines, file):
-        raise BankValidationError(long_fields)
+    checked, long_fields = _long_fields(data, lines, file)
+    errors = list(long_fields.values())
     try:
-        bank = BankFile.model_validate(data)
+        bank = BankFile.model_validate(checked)
     except ValidationError as exc:
-        errors = []
-        for err in exc.errors():
-            loc: Loc = tuple(err["loc"])
-            loc = _refine_loc(loc, str(err["msg"]), lines)
-            errors.append(BankError(file, _line_for(loc, lines), _field_name(loc, data), _message(dict(err))))
-        raise BankValidationError(errors) from None
+        errors += _schema_errors(exc, data, lines, file, skip=set(long_fields))
+    if errors:
+        raise BankValidationError(_bounded(sorted(errors, key=lambda e: e.line), file))
     return [
         LoadedQuestion(spec, file, lines.get(("questions", i), 1)) for i, spec in enumerate(bank.questions)
+    ]
+
+
+def _schema_errors(
+    exc: ValidationError, data: Any, lines: dict[Loc, int], file: str, *, skip: set[Loc]
+) -> list[BankError]:
+    """The schema's errors, located; one per line of a multi-line message (a question's kind checks
+    report all their problems at once). Errors about a field in ``skip`` (already reported as too long,
+    and checked cut to its cap) are left out: they would be about the cut, not the author's text.
+    """
+    errors = []
+    for err in exc.errors():
+        for line in str(err["msg"]).splitlines() or [""]:
+            loc = _refine_loc(tuple(err["loc"]), line, lines)
+            if loc in skip:
+                continue
+            message = _message({**err, "msg": line})
+            errors.append(BankError(file, _line_for(loc, lines), _field_name(loc, data), message))
+    return errors
+
+
+def _bounded(errors: list[BankError], file: str) -> list[BankError]:
+    """At most MAX_ERRORS_PER_FILE errors, and a last one saying how many more there are."""
+    if len(errors) <= MAX_ERRORS_PER_FILE:
+        return errors
+    more = len(errors) - MAX_ERRORS_PER_FILE
+    last = errors[MAX_ERRORS_PER_FILE - 1].line
+    return [
+        *errors[:MAX_ERRORS_PER_FILE],
+        BankError(
+            file,
+            last,
+            "(file)",
+            f"{more} more error(s) after this line, not listed; fix the ones above and validate again",
+        ),
     ]
 
 

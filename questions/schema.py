@@ -11,6 +11,8 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
+from bot.core.grading import model_answer_problems
+
 # The fixed lists are the core's vocabulary (defined once), re-exported because the bank's modules and
 # tests name them through the schema.
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS as MULTIPLE_CHOICE_KINDS
@@ -221,44 +223,44 @@ class QuestionSpec(_Strict):
 
     @model_validator(mode="after")
     def _fields_for_kind(self) -> QuestionSpec:
+        # Every problem of the question at once, one per line (the loader reports each on its own, at
+        # its field's line): fixing one must not reveal the next only on the following run.
+        problems = self._kind_problems()
+        if problems:
+            raise ValueError("\n".join(problems))
+        return self
+
+    def _kind_problems(self) -> list[str]:
+        """What the question's kind requires and this question lacks (or has but must not)."""
         kind = self.kind
+        problems: list[str] = []
         if kind in MULTIPLE_CHOICE_KINDS:
-            _require(self.prompt, "prompt", kind)
-            if not self.choices:
-                raise ValueError(f"kind '{kind}' needs 'choices': a list of 2 to 6 {{text, correct}} items")
-            if not 2 <= len(self.choices) <= 6:
-                raise ValueError(f"'choices' has {len(self.choices)} items; a question needs 2 to 6")
-            n_correct = sum(c.correct for c in self.choices)
-            if n_correct != 1:
-                raise ValueError(
-                    f"'choices' has {n_correct} items with correct: true; mark exactly one as correct"
-                )
-            texts = [c.text.strip() for c in self.choices]
-            if len(set(texts)) != len(texts):
-                raise ValueError("'choices' repeats the same text; every choice must differ")
+            problems += _required(self.prompt, "prompt", kind)
+            problems += _choice_problems(self.choices, kind)
         elif self.choices is not None:
-            raise ValueError(f"kind '{kind}' takes no 'choices' (only multiple-choice kinds do)")
+            problems.append(f"kind '{kind}' takes no 'choices' (only multiple-choice kinds do)")
         if self.runner is not None:
             if kind not in RUNNABLE_KINDS:
-                raise ValueError(f"'runner' is only for predict_output and debug questions, not '{kind}'")
-            if not self.code:
-                raise ValueError("'runner' needs 'code' to run; add the snippet or drop 'runner'")
+                problems.append(f"'runner' is only for predict_output and debug questions, not '{kind}'")
+            elif not self.code:
+                problems.append("'runner' needs 'code' to run; add the snippet or drop 'runner'")
         if kind in RUNNABLE_KINDS and self.code and self.runner is None:
-            raise ValueError(
+            problems.append(
                 f"{kind} questions with code need a 'runner' block {{mode, nproc, gpus, init_process_group}} "
                 "so a dispute can be settled; add it (questions/README.md says how to choose each value)"
             )
         if self.replaced_by is not None and not self.retired:
-            raise ValueError("'replaced_by' is only for retired questions; add 'retired: true' or remove it")
+            problems.append("'replaced_by' is only for retired questions; add 'retired: true' or remove it")
         if kind is Kind.FLASHCARD:
-            _require(self.front, "front", kind)
-            _require(self.back, "back", kind)
+            problems += _required(self.front, "front", kind) + _required(self.back, "back", kind)
         if kind is Kind.EXPLAIN:
-            _require(self.prompt, "prompt", kind)
-            _require(self.model_answer, "model_answer", kind)
+            problems += _required(self.prompt, "prompt", kind)
+            problems += _required(self.model_answer, "model_answer", kind)
             if not self.concepts:
-                raise ValueError("kind 'explain' needs 'concepts': a list of {name, keywords: [...]}")
-        return self
+                problems.append("kind 'explain' needs 'concepts': a list of {name, keywords: [...]}")
+            elif self.model_answer and self.model_answer.strip():
+                problems += _model_answer_problems(self.model_answer, self.concepts)
+        return problems
 
     @property
     def correct_letter(self) -> str | None:
@@ -268,9 +270,48 @@ class QuestionSpec(_Strict):
         return next(LETTERS[i] for i, c in enumerate(self.choices) if c.correct)
 
 
-def _require(value: str | None, name: str, kind: Kind) -> None:
+#: How many of a model answer's problems one error lists (a prompt has a handful of concepts).
+MAX_MODEL_ANSWER_PROBLEMS = 8
+
+
+def _model_answer_problems(model_answer: str, concepts: list[ConceptSpec]) -> list[str]:
+    """Refuse an explain prompt whose model answer its own grader would not give full marks.
+
+    Graded exactly as a player's answer is (bot/core/grading.py): every concept covered, none of the
+    prompt's misconceptions asserted, prose rather than a keyword list. One problem per line, bounded.
+    """
+    problems = model_answer_problems(model_answer, [c.model_dump() for c in concepts])
+    shown = problems[:MAX_MODEL_ANSWER_PROBLEMS]
+    if len(problems) > len(shown):
+        shown.append(f"and {len(problems) - len(shown)} more")
+    return [
+        f"'model_answer' would not earn full marks from its own concepts (graded as a player's answer is): "
+        f"{problem}"
+        for problem in shown
+    ]
+
+
+def _choice_problems(choices: list[ChoiceSpec] | None, kind: Kind) -> list[str]:
+    """What is wrong with a multiple-choice question's choices."""
+    if not choices:
+        return [f"kind '{kind}' needs 'choices': a list of 2 to 6 {{text, correct}} items"]
+    problems = []
+    if not 2 <= len(choices) <= 6:
+        problems.append(f"'choices' has {len(choices)} items; a question needs 2 to 6")
+    n_correct = sum(c.correct for c in choices)
+    if n_correct != 1:
+        problems.append(f"'choices' has {n_correct} items with correct: true; mark exactly one as correct")
+    texts = [c.text.strip() for c in choices]
+    if len(set(texts)) != len(texts):
+        problems.append("'choices' repeats the same text; every choice must differ")
+    return problems
+
+
+def _required(value: str | None, name: str, kind: Kind) -> list[str]:
+    """The problem of a required text field left out or blank (empty when it is there)."""
     if value is None or not value.strip():
-        raise ValueError(f"kind '{kind}' needs a non-empty '{name}'")
+        return [f"kind '{kind}' needs a non-empty '{name}'"]
+    return []
 
 
 class Collection(_Strict):

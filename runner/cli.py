@@ -180,7 +180,9 @@ def serve(args: argparse.Namespace) -> int:
 
 
 def run_file(args: argparse.Namespace) -> int:
-    """Run one file in a fresh sandbox and print the verdict; exit 0 only for status ok."""
+    """Run one file in a fresh sandbox and print the verdict: exit 0 for status ok, 2 when the request was
+    rejected (nothing ran), 1 otherwise.
+    """
     code_bytes = args.file.read_bytes()
     if len(code_bytes) > MAX_CODE_BYTES:
         print(f"{args.file} is over {MAX_CODE_BYTES} bytes", file=sys.stderr)
@@ -225,6 +227,10 @@ def run_file(args: argparse.Namespace) -> int:
         print(
             "\n".join(f"runner: {safe(note)}" for note in operator_notes), end="\n" if operator_notes else ""
         )
+    if verdict.status == Status.REJECTED:
+        # Nothing ran: the settings (--nproc, --timeout) or the file are beyond this runner's limits, a
+        # usage error like an oversized file or an unknown --mode (exit 2), not the snippet failing (1).
+        return 2
     return 0 if verdict.status == Status.OK else 1
 
 

@@ -28,7 +28,12 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   per-channel bucket for creating messages (5 per 5 s, the limit Discord's headers report) and forced
   limits for tests (:meth:`FakeDiscord.rate_limit_next`).
 - Slash-command options as Discord's client sends them once the commands are synced: only declared
-  options, the required ones, and a value among an option's ``choices`` (:meth:`Interactions.command`).
+  options, the required ones, and a value among an option's ``choices`` (:meth:`Interactions.command`),
+  of the option's declared type (a string option sends text, an integer option a whole number within
+  Discord's range: the client lets nobody type ``today:1`` into an integer option) and within its
+  ``min_length``/``max_length``. Autocomplete (:meth:`Interactions.autocomplete`): the callback (type 8)
+  answers at most 25 choices, each name 1..100 characters and a value of the option's type (a string at
+  most 100) -- docs: "Autocomplete", "Application Command Option Choice Structure".
 
 A gateway too (:class:`FakeGateway`, ``GET /gateway/bot`` and a websocket at ``/gateway``) for tests that
 run a real client or a whole ``rankzero serve`` process: HELLO, heartbeats and their ACKs, IDENTIFY with
@@ -470,6 +475,8 @@ class FakeDiscord:
         self.permissions: dict[int, int] = {}
         #: interaction token -> (interaction id, when it was created on :meth:`now`'s clock)
         self.interactions: dict[str, tuple[int, float]] = {}
+        #: Autocomplete answers by interaction token: the choices the bot offered.
+        self.suggestions: dict[str, list[dict[str, Any]]] = {}
         self.acknowledged: set[int] = set()
         #: Requests answered with an error status: (status, method, path, body)
         self.rejected: list[tuple[int, str, str, Any]] = []
@@ -868,6 +875,13 @@ class FakeDiscord:
             return _json({"message": "Interaction has already been acknowledged.", "code": 40060}, status=400)
         kind = body.get("type")
         data = body.get("data") or {}
+        if kind == 8:
+            problems = autocomplete_problems(data)
+            if problems:
+                return _json(form_error(problems), status=400)
+            self.acknowledged.add(interaction_id)
+            self.suggestions[token] = list(data.get("choices") or [])
+            return _json({"interaction": {"id": str(interaction_id), "type": 4}})
         if kind == 9:
             problems = modal_problems(data)
         elif kind in (4, 7):
@@ -1087,9 +1101,13 @@ class Interactions:
             schema = {o["name"]: o for o in declared.get("options", [])}
             given = {o["name"]: o.get("value") for o in options}
             where = "/" + " ".join(parts)
-            for opt, value in given.items():
+            for sent in options:
+                opt, value = sent["name"], sent.get("value")
                 if opt not in schema:
                     raise ValueError(f"{where} has no option {opt!r} (declared: {sorted(schema)})")
+                problem = _option_value_problem(schema[opt], sent)
+                if problem:
+                    raise ValueError(f"{where} {opt}: {problem}")
                 allowed = [c["value"] for c in schema[opt].get("choices") or []]
                 if allowed and value not in allowed:
                     raise ValueError(f"{where} {opt}: Discord offers only {allowed}, not {value!r}")
@@ -1098,6 +1116,18 @@ class Interactions:
                 raise ValueError(f"{where} needs {missing}: Discord does not send the command without them")
             return where_synced or None
         return None
+
+    def autocomplete(
+        self, client: discord.Client, name: str, option: str, typed: str, *, user_id: int = 111
+    ) -> str:
+        """The user types ``typed`` into ``option`` of command ``name``: Discord asks the bot for choices
+        (an APPLICATION_COMMAND_AUTOCOMPLETE interaction); the answer lands in ``fake.suggestions[token]``.
+        """
+        focused = [{"type": 3, "name": option, "value": typed, "focused": True}]
+        payload = self.command_payload(name, focused, user_id=user_id)
+        payload["type"] = 4
+        client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
+        return str(payload["token"])
 
     def submit_modal(
         self,
@@ -1125,6 +1155,53 @@ class Interactions:
         }
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])
+
+
+#: Option types (docs: "Application Command Option Type") and the JSON values Discord's client sends.
+_OPTION_TYPES: dict[int, tuple[type, ...]] = {3: (str,), 4: (int,), 5: (bool,), 10: (int, float)}
+#: An integer option's range (docs: "-2^53 and 2^53").
+_MAX_INTEGER = 2**53
+
+
+def _option_value_problem(declared: dict[str, Any], sent: dict[str, Any]) -> str | None:
+    """Why Discord's client would not send this option value (wrong type, out of range), or None."""
+    kind = int(declared["type"])
+    value = sent.get("value")
+    if sent.get("focused"):  # an autocomplete's focused option is whatever is typed so far
+        return None if isinstance(value, str) else "a focused option is sent as the text typed so far"
+    if "type" in sent and int(sent["type"]) != kind:
+        return f"declared as type {kind}, sent as type {sent['type']}"
+    allowed = _OPTION_TYPES.get(kind)
+    if allowed is not None and (not isinstance(value, allowed) or (kind != 5 and isinstance(value, bool))):
+        return f"type {kind} takes {', '.join(t.__name__ for t in allowed)}, not {value!r}"
+    if kind == 4 and not -_MAX_INTEGER <= value <= _MAX_INTEGER:
+        return f"{value} is outside Discord's integer range"
+    if kind == 3:
+        if len(value) < int(declared.get("min_length", 0)):
+            return f"at least {declared['min_length']} characters"
+        if len(value) > int(declared.get("max_length", 6000)):
+            return f"at most {declared['max_length']} characters"
+    return None
+
+
+def autocomplete_problems(data: dict[str, Any]) -> list[Problem]:
+    """(path, code, message) of what an autocomplete answer breaks (at most 25 choices; name 1..100; a
+    string value at most 100)."""
+    problems: list[Problem] = []
+    choices = data.get("choices")
+    if not isinstance(choices, list):
+        return [("choices", "BASE_TYPE_REQUIRED", "This field is required")]
+    if len(choices) > 25:
+        problems.append(("choices", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."))
+    for i, choice in enumerate(choices):
+        name, value = str(choice.get("name", "")), choice.get("value")
+        if not 1 <= len(name) <= 100:
+            problems.append(
+                (f"choices.{i}.name", "BASE_TYPE_BAD_LENGTH", "Must be between 1 and 100 in length.")
+            )
+        if isinstance(value, str) and len(value) > 100:
+            problems.append((f"choices.{i}.value", "BASE_TYPE_MAX_LENGTH", "Must be 100 or fewer in length."))
+    return problems
 
 
 def no_unexpected_rejections(request: Any) -> None:

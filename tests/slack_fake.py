@@ -22,7 +22,8 @@ object, chat.postMessage, views.open/update/push, rate limits):
   the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``).
   chat.postMessage to a known user's id is a DM from the app (``chat:write``); an unknown user id is
   ``channel_not_found``.
-  users.info of an unknown user is ``user_not_found``.
+  users.info of an unknown user is ``user_not_found``; a workspace listed in ``members`` answers from
+  its own list only (the same Grid user can be an admin in one workspace and a member in another).
 - Scopes: a method whose scope the token lacks is ``missing_scope`` with ``needed`` (chat:write,
   users:read, channels:read / groups:read for conversations.info); auth.test sends X-OAuth-Scopes.
 - Tokens and workspaces: every Web API call needs a known token (``invalid_auth``); a revoked one (the app
@@ -372,6 +373,9 @@ class FakeSlackApi:
             "groups:read",
         }
     )
+    #: Per workspace (a team id, or a Grid org for an org-wide token): user id -> what users.info answers
+    #: with that workspace's token. A workspace not listed answers from ``users``.
+    members: dict[str, dict[str, dict[str, Any]]] = field(default_factory=dict)
     #: The workspaces that exist (the default one holds the default token's channels).
     teams: dict[str, Team] = field(default_factory=lambda: {TEAM: Team("Test")})
     #: Bot tokens Slack accepts (the default one is added at start): token -> its workspace.
@@ -582,9 +586,10 @@ class FakeSlackApi:
         if method == "users.info":
             self._need("users:read", args)
             uid = str(args.get("user"))
-            if uid not in self.users:
+            known = self.members.get(str(args.get("_team")), self.users)
+            if uid not in known:
                 raise SlackRefusal("user_not_found")
-            return {"user": {"id": uid, "name": uid.lower(), **self.users[uid]}}
+            return {"user": {"id": uid, "name": uid.lower(), **known[uid]}}
         if method in ("views.open", "views.push"):
             view = self._view_arg(args)
             self._use_trigger(args.get("trigger_id"))

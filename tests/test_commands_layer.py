@@ -125,8 +125,11 @@ def test_post_now_takes_no_options() -> None:
 def test_dispute_targets_and_variants() -> None:
     assert parsing.parse_dispute_target(["17"]) == "17"
     assert parsing.parse_dispute_target(["today:3"]) == "today:3"
-    with pytest.raises(ConfigurationError, match="usage: dispute <problem-id>"):
-        parsing.parse_dispute_target(["abc"])
+    assert parsing.parse_dispute_target(["ddp-hang"]) == "ddp-hang"  # a question id asked today
+    for malformed in (["two", "words"], ["²"], ["9" * 11], ["x" * 201]):
+        with pytest.raises(ConfigurationError, match=r"usage: dispute <problem> \(today:N"):
+            parsing.parse_dispute_target(malformed)
+    assert parsing.problem_reference(" 17 ") == 17 and parsing.problem_reference("today 2") == "today 2"
     with pytest.raises(ConfigurationError, match="usage"):
         parsing.parse_dispute_target([])
     head, code = parsing.split_variant("dispute 3 ```python\nif a &lt; b: print(1)```")

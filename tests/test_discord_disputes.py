@@ -644,3 +644,48 @@ def test_a_question_needing_more_gpus_says_it_cannot_be_reproduced() -> None:
     assert embed.description is not None and f"⛔ {why}" in embed.description
     assert "cannot check" in embed.description
     assert [f.name for f in embed.fields] == ["Flag"]  # no rank pretends to have run
+
+
+# ---------------------------------------------------------------------- /dispute's problem forms
+async def test_dispute_takes_today_n_and_question_ids_with_suggestions(
+    fake: FakeDiscord, db: str, clock: FrozenClock
+) -> None:
+    """``/dispute problem:`` takes what Slack and the CLI take: ``today:N``, a question id asked today, or
+    the problem's number; while typing, Discord suggests today's problems of the channel.
+    """
+    bot = await _open(fake, db, clock, ScriptedRunner(hang_verdict))
+    try:
+        await bot.adapter.sync_commands()  # the fake now checks options against the published tree
+        problem = await _answered_hang_problem(bot)
+        ask = bot.act.autocomplete(bot.client, "dispute", "problem", "TOD")
+        await fake.wait_for(lambda: ask in fake.suggestions)
+        assert fake.suggestions[ask] == [
+            {"name": "today:1 · DDP · disc-hardcoded-world-size", "value": "today:1"}
+        ]
+        ask = bot.act.autocomplete(bot.client, "dispute", "problem", "no-such")
+        await fake.wait_for(lambda: ask in fake.suggestions)
+        assert fake.suggestions[ask] == []
+
+        def dispute(value: str) -> str:
+            return bot.act.command(bot.client, "dispute", [{"type": 3, "name": "problem", "value": value}])
+
+        for n, value in enumerate(("today:1", HANG_SPEC["id"], str(problem)), 1):
+            token = dispute(value)
+            await bot.reply(token)
+            assert len(fake.threads) == n, value
+            [posted] = fake.calls("POST", rf"/channels/{list(fake.threads)[-1]}/messages")
+            assert "disc-hardcoded-world-size" in posted.body["embeds"][0]["title"]
+        # What names nothing gets a clear answer, with the forms it takes; nothing runs.
+        runs = len(bot.runner.specs)
+        for value, says in (
+            ("today:7", "problems 1 to 1, not 7"),
+            ("ddp-other", "use today:N or one of (1: disc-hardcoded-world-size)"),
+            ("²", "today:N"),
+            ("99999999999999999999", "no problem"),
+        ):
+            reply = await bot.reply(dispute(value))
+            assert says in reply["content"], (value, reply["content"])
+        assert len(bot.runner.specs) == runs
+    finally:
+        await bot.adapter.stop()
+        await bot.engine.dispose()

@@ -19,7 +19,7 @@ from bot.adapters.discord import practice_render, sanitize
 from bot.adapters.discord.app import DiscordAdapter
 from bot.core.models import ChannelRef, PlayerRef
 from bot.core.practice import PracticeService
-from bot.core.schedule_service import ScheduleService
+from bot.core.schedule_service import NO_SCHEDULE_WINDOW, ScheduleService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.models import ChallengeRow
@@ -434,11 +434,14 @@ async def test_post_now_uses_the_channels_schedule(bot: Bot) -> None:
     assert [w[0] for w in await bot.schedules.open_windows()] == [challenge_id]  # the scheduler closes it
 
 
-async def test_post_now_without_a_schedule_says_it_has_no_closing_time(bot: Bot) -> None:
+async def test_post_now_without_a_schedule_gets_a_days_window(bot: Bot) -> None:
     token = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)
     await bot.fake.wait_for(lambda: bot.followups(token))
-    assert "no closing time" in _content(bot, token) and "/rankzero close-now" in _content(bot, token)
+    closes = bot.clock.now() + NO_SCHEDULE_WINDOW
+    assert f"It closes <t:{int(closes.timestamp())}:R>" in _content(bot, token)
     assert await bot.challenges() == 1
+    [window] = await bot.schedules.open_windows()  # the scheduler closes it at its end
+    assert window.closes_at == closes
 
 
 # ---------------------------------------------------------------------- persistence, sync, limits

@@ -26,7 +26,7 @@ from pydantic import ValidationError
 
 from bot.adapters.discord.app import DiscordAdapter
 from bot.config import Settings
-from bot.core.models import ChannelRef
+from bot.core.models import ChannelRef, OpenWindow
 from bot.core.schedule import Schedule, ScheduleConfig
 from bot.core.sharding import MAX_SHARDS, ShardSet, parse_shards, shard_of
 from bot.scheduling import RankZeroScheduler
@@ -145,7 +145,10 @@ class _Schedules:
     async def schedules(self) -> list[Schedule]:
         return self._schedules
 
-    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
+    async def open_windows(self) -> list[OpenWindow]:
+        return []
+
+    async def end_windowless(self) -> list[int]:
         return []
 
     def subscribe(self, _: Any) -> None:

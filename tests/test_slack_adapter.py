@@ -171,7 +171,8 @@ async def test_post_start_wrong_then_right_then_next(slack: Harness) -> None:
     challenge_id = await slack.post_challenge()
     post = slack.api.of("chat.postMessage")[0]
     assert post.args["channel"] == "C1"
-    assert "Open all day" in post.dump()  # post-now without a schedule: no window end
+    # post-now without a schedule: a day's window, closed by the scheduler (tests/test_scheduling_closing.py)
+    assert "Closes <!date^" in post.dump()
     view_id, view = await slack.start(challenge_id)
     assert "Problem 1 of 5" in text_of(view)
     assert "Attempts left: *2* of 2" in text_of(view)
@@ -478,8 +479,13 @@ async def test_dispute_is_refused_until_the_problem_is_over_then_says_why(slack:
     await slack.send.command(PLAYER, f"dispute {pid}")
     later = (await slack.api.wait_for("response", 3))[2].dump()
     assert "has no runnable code" in later  # the test bank has no runner blocks
-    await slack.send.command(PLAYER, "dispute abc")
-    assert "usage: /rankzero dispute" in (await slack.api.wait_for("response", 4))[3].dump()
+    await slack.send.command(PLAYER, "dispute abc")  # a question id, but not one asked today
+    assert (
+        "no problem of today's challenge asks question 'abc'"
+        in (await slack.api.wait_for("response", 4))[3].dump()
+    )
+    await slack.send.command(PLAYER, "dispute two words")
+    assert "usage: /rankzero dispute" in (await slack.api.wait_for("response", 5))[4].dump()
 
 
 async def test_a_second_click_on_a_tried_wrong_letter_costs_no_attempt(slack: Harness) -> None:

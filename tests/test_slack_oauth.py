@@ -101,7 +101,8 @@ async def oauth(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]
     db = tmp_path / "oauth.db"
     db.write_bytes(sqlite_template.read_bytes())
     api = FakeSlackApi(
-        users={OWNER: {"is_owner": True, "profile": {"display_name": "Olga"}}, PLAYER: {}},
+        # UINSTALLER: whoever approves an install (the fake's authed_user), a member who can get a DM.
+        users={OWNER: {"is_owner": True, "profile": {"display_name": "Olga"}}, PLAYER: {}, "UINSTALLER": {}},
         teams={ALPHA: Team("Alpha"), BETA: Team("Beta"), GRID_TEAM: Team("Gamma", enterprise=GRID)},
         channels={
             "CA1": Channel("general", team=ALPHA),
@@ -305,6 +306,43 @@ async def test_enterprise_grid_workspace_is_keyed_by_org_and_team(oauth: Harness
     assert oauth.api.of("chat.postMessage")[n].args["_team"] == GRID_TEAM
 
 
+async def test_an_admin_in_one_workspace_is_not_one_in_another(oauth: Harness) -> None:
+    """Admin answers (users.info) are per workspace and made with that workspace's token: a Grid user who
+    administers Gamma is a plain member of Delta, in the same org, with the same user id.
+    """
+    delta, shared = "T0004", "WSHARED"
+    oauth.api.teams[delta] = Team("Delta", enterprise=GRID)
+    oauth.api.channels["CG2"] = Channel("general", team=delta)
+    oauth.api.members = {
+        GRID_TEAM: {shared: {"is_admin": True, "profile": {"display_name": "Sam"}}},
+        delta: {shared: {"profile": {"display_name": "Sam"}}},
+    }
+    assert (await oauth.install(GRID_TEAM)).status_code == 200
+    assert (await oauth.install(delta)).status_code == 200
+    gamma, delta_send = oauth.sender(GRID_TEAM, enterprise=GRID), oauth.sender(delta, enterprise=GRID)
+
+    assert (await gamma.command(shared, "post-now", channel="CG1")).status_code == 200
+    [post] = await oauth.api.wait_for("chat.postMessage")
+    assert post.args["_team"] == GRID_TEAM
+    await oauth.api.wait_for("response", 1)  # "Posted ..."
+    n = 1
+    # Within the admin cache's lifetime, the same user in Delta: Delta's own answer decides.
+    assert (await delta_send.command(shared, "post-now", channel="CG2")).status_code == 200
+    told = (await oauth.api.wait_for("response", n + 1))[-1]
+    assert "only admins" in told.dump()
+    assert len(oauth.api.of("chat.postMessage")) == 1, "nothing posted in Delta"
+    asked = [c.args["_team"] for c in oauth.api.of("users.info") if c.args.get("user") == shared]
+    assert asked == [GRID_TEAM, delta], "each workspace asked once, with its own token"
+    # And the other way round: Delta's "member" answer does not demote Sam in Gamma.
+    n = len(oauth.api.of("response"))
+    assert (await gamma.command(shared, "schedule set --time 09:00", channel="CG1")).status_code == 200
+    told = (await oauth.api.wait_for("response", n + 1))[-1]
+    assert "only admins" not in told.dump()
+    assert [s.channel.workspace_id for s in await oauth.services.schedules.schedules()] == [
+        f"{GRID}/{GRID_TEAM}"
+    ]
+
+
 async def _channels(h: Harness) -> list[ChannelRef]:
     async with h.services.app.engine.connect() as conn:
         rows = await conn.execute(sa.text("SELECT platform, workspace_id, channel_id FROM channels"))
@@ -344,12 +382,68 @@ async def test_uninstall_removes_the_token_and_stops_that_workspace_only(oauth: 
     told = (await oauth.api.wait_for("response", n + 1))[-1]
     assert "not installed in this workspace any more" in told.dump()
 
-    # Installed again: a new token; an admin resumes the schedule, and posts work again.
+    # Installed again: a new token; the schedule the uninstall paused runs again, and posts work again.
     assert (await oauth.install(ALPHA)).status_code == 200
-    assert (await alpha.command(OWNER, "schedule resume", channel="CA1")).status_code == 200
     await _until(lambda: _not_paused(oauth, ALPHA))
     post_a = await oauth.post_now(alpha, "CA1")
     assert post_a["_team"] == ALPHA
+
+
+async def test_reinstall_brings_the_daily_challenge_back_and_tells_the_installer(oauth: Harness) -> None:
+    """What a team expects after removing and reinstalling the app: the schedules the removal paused run
+    again (one an admin paused stays paused), and whoever installed is told which, in a DM.
+    """
+    oauth.api.channels["CA2"] = Channel("random", team=ALPHA)
+    assert (await oauth.install(ALPHA)).status_code == 200
+    assert (await oauth.install(BETA)).status_code == 200
+    alpha = oauth.sender(ALPHA)
+    for n, text, channel in (
+        (1, "schedule set --time 09:00 --days daily", "CA1"),
+        (2, "schedule set --time 10:00", "CA2"),
+        (3, "schedule pause", "CA2"),  # the admin's own decision, before the uninstall
+    ):
+        assert (await alpha.command(OWNER, text, channel=channel)).status_code == 200
+        await oauth.api.wait_for("response", n)
+    assert (
+        await oauth.sender(BETA).command(OWNER, "schedule set --time 08:00", channel="CB1")
+    ).status_code == 200
+    await oauth.api.wait_for("response", 4)
+
+    async def paused() -> dict[str, bool]:
+        return {s.channel.channel_id: s.config.paused for s in await oauth.services.schedules.schedules()}
+
+    for cycle in (1, 2):  # the removal's marks are used up by a reinstall: a second round works the same
+        oauth.api.uninstall(ALPHA)
+        # Slack sends both on an uninstall: the second finds everything already paused.
+        assert (
+            await alpha.event({"type": "tokens_revoked", "tokens": {"bot": ["U"]}}, f"Ev-r{cycle}")
+        ).status_code == 200
+        assert (await alpha.event({"type": "app_uninstalled"}, f"Ev-u{cycle}")).status_code == 200
+        await _until(lambda: _gone(oauth, ALPHA))
+        await _until(lambda: _paused(oauth, ALPHA))
+        assert await paused() == {"CA1": True, "CA2": True, "CB1": False}
+        dms = len([c for c in oauth.api.of("chat.postMessage") if c.args["channel"] == "UINSTALLER"])
+
+        assert (await oauth.install(ALPHA)).status_code == 200
+        assert await paused() == {"CA1": False, "CA2": True, "CB1": False}, "only what the uninstall paused"
+        told = [c for c in oauth.api.of("chat.postMessage") if c.args["channel"] == "UINSTALLER"]
+        assert len(told) == dms + 1, "the installer is told once"
+        note = told[-1]
+        assert note.args["_team"] == ALPHA, "with the new install's token"
+        assert "<#CA1>" in note.args["text"] and "Every day at 09:00 UTC" in note.args["text"]
+        assert "CA2" not in note.args["text"]
+        assert "/rankzero schedule pause" in note.args["text"]
+
+    # The daily post comes back: at its slot the scheduler posts in CA1 with Alpha's new token.
+    [ca1] = [s for s in await oauth.services.schedules.schedules() if s.channel.channel_id == "CA1"]
+    outcome = await oauth.services.schedules.post_scheduled(ca1.channel_pk)
+    assert outcome.status == "posted"
+    assert oauth.api.of("chat.postMessage")[-1].args["_team"] == ALPHA
+
+
+async def test_a_first_install_tells_nobody_anything(oauth: Harness) -> None:
+    assert (await oauth.install(ALPHA)).status_code == 200
+    assert not oauth.api.of("chat.postMessage"), "nothing was paused: nothing to say"
 
 
 async def test_revoked_bot_token(oauth: Harness) -> None:

@@ -15,8 +15,8 @@ import click
 
 from bot.adapters.console.safe import visible
 from bot.cli.errors import database_message, is_database_error
-from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.errors import ConfigurationError, RankZeroError
+from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name, player_name_problem
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -29,9 +29,32 @@ T = TypeVar("T")
 CONSOLE_CHANNEL = ChannelRef("console", "local", "local", "terminal")
 
 
+class PlayerName(click.ParamType[str, Any]):
+    """A ``--player`` value: stripped, bounded, no control characters (a usage error otherwise, exit 2)."""
+
+    name = "NAME"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> str:
+        """The stripped name, or a usage error that says what is wrong with it and how to fix it."""
+        text = str(value)
+        if (problem := player_name_problem(text)) is not None:
+            self.fail(problem, param, ctx)
+        return text.strip()
+
+
+#: The type of every command's ``--player`` option.
+PLAYER_NAME = PlayerName()
+
+
 def console_player(name: str | None) -> PlayerRef:
-    """The console player called ``name`` (default: the login name)."""
-    name = name or getpass.getuser() or "player"
+    """The console player called ``name`` (default: the login name).
+
+    ``name`` comes through :data:`PLAYER_NAME` (checked); the login name is made safe instead, since a
+    player cannot be refused for the name their account has.
+    """
+    if name is None or player_name_problem(name) is not None:
+        name = bounded_display_name(name or getpass.getuser() or "player", "player")
+    name = name.strip()
     return PlayerRef("console", name.lower(), name)
 
 
@@ -43,7 +66,8 @@ def run_app(
     seed_bank: bool = False,
     local_runner: bool = False,
 ) -> T:
-    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1.
+    """Build the app, run ``body``, always dispose; domain errors become a clean message and exit 1
+    (2 for a setting or option that cannot work, a ConfigurationError).
 
     ``local_runner``: without RANKZERO_RUNNER_URL, disputes start a local runner on first use.
     """
@@ -76,6 +100,11 @@ def run_app(
         for err in exc.errors:
             click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
+    except ConfigurationError as exc:
+        # A setting or option that cannot work (RANKZERO_RUNNER_URL, --tz, ...): a usage error, exit 2 as
+        # for a bad option value or a bad setting found at start, whichever command found it.
+        click.echo(f"error: {visible(str(exc))}", err=True)
+        raise SystemExit(2) from None
     except RankZeroError as exc:
         click.echo(f"error: {visible(str(exc))}", err=True)
         raise SystemExit(1) from None

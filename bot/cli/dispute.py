@@ -18,7 +18,7 @@ from rich.console import Console
 from bot.adapters.console import dispute_render
 from bot.adapters.console.safe import visible
 from bot.bootstrap import open_runner
-from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
+from bot.cli._common import CONSOLE_CHANNEL, PLAYER_NAME, console_player, load_specs_or_exit, run_app
 from bot.commands.handlers import problem_in
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
@@ -57,7 +57,12 @@ async def resolve_problem(quiz: QuizService, reference: str) -> int:
 async def dispute_with_progress(
     app: App, actor: Actor, problem_id: int, code: str | None, progress: Callable[[str], None]
 ) -> DisputeCard:
-    """Dispute ``problem_id``, calling ``progress`` with what is happening (a cold runner takes ~15 s)."""
+    """Dispute ``problem_id``, calling ``progress`` with what is happening (a cold runner takes ~15 s).
+
+    Whatever the dispute would refuse (nothing to run, not over yet, no runs left) is refused first,
+    before a local runner is started or a remote one is asked for its health.
+    """
+    await app.disputes.check_dispute(actor, problem_id, code)
     shape = await _run_shape(app, problem_id)
     if app.runner is not None:
         if app.runner_is_local:
@@ -83,7 +88,7 @@ async def _run_shape(app: App, problem_id: int) -> str:
 
 @click.command("dispute")
 @click.argument("problem", nargs=-1, required=True)
-@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Your name (default: your login name).")
 @click.option(
     "--variant",
     type=click.Path(exists=True, dir_okay=False),

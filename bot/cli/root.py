@@ -16,7 +16,7 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bot.adapters.console.safe import visible
-from bot.cli._common import CONSOLE_CHANNEL, console_player, load_specs_or_exit, run_app
+from bot.cli._common import CONSOLE_CHANNEL, PLAYER_NAME, console_player, load_specs_or_exit, run_app
 from bot.cli.errors import database_message, is_database_error
 from bot.core.models import Actor
 from bot.core.vocabulary import Period
@@ -167,7 +167,7 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
 
 
 @main.command()
-@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Your name (default: your login name).")
 @click.pass_obj
 def play(settings: Settings, player: str | None) -> None:
     """Play today's challenge in the terminal (keys A–F answer, H hint, D dispute, Q quit)."""
@@ -189,7 +189,7 @@ def play(settings: Settings, player: str | None) -> None:
 
 @main.command()
 @click.option("--period", type=click.Choice([p.value for p in Period]), default=Period.ALL.value)
-@click.option("--player", default=None, help="Whose rank to show (default: you).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Whose rank to show (default: you).")
 @click.pass_obj
 def leaderboard(settings: Settings, period: str, player: str | None) -> None:
     """Show the leaderboard (top 10 and your own rank)."""
@@ -207,7 +207,7 @@ def leaderboard(settings: Settings, period: str, player: str | None) -> None:
 
 
 @main.command()
-@click.option("--player", default=None, help="Whose stats (default: you).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Whose stats (default: you).")
 @click.pass_obj
 def stats(settings: Settings, player: str | None) -> None:
     """Show a player's points, accuracy by topic, streak and badges."""
@@ -246,7 +246,7 @@ def _practice(
 
 @main.command()
 @click.argument("topic", required=False)
-@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Your name (default: your login name).")
 @click.pass_obj
 def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
     """Practice: 5 untimed multiple-choice questions (optionally on TOPIC); not ranked."""
@@ -254,7 +254,7 @@ def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
 
 
 @main.command()
-@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Your name (default: your login name).")
 @click.option(
     "--nudge",
     type=click.Choice(["on", "off"]),
@@ -296,7 +296,7 @@ def review(settings: Settings, player: str | None, nudge: str | None, optimize: 
 
 @main.command()
 @click.argument("topic", required=False)
-@click.option("--player", default=None, help="Your name (default: your login name).")
+@click.option("--player", type=PLAYER_NAME, default=None, help="Your name (default: your login name).")
 @click.pass_obj
 def explain(settings: Settings, topic: str | None, player: str | None) -> None:
     """Practice: explain a concept in your own words; graded by the concepts your answer covers."""
@@ -349,10 +349,10 @@ def questions() -> None:
 
 
 @questions.command("validate")
-@click.argument("paths", nargs=-1, type=click.Path())
+@click.argument("paths", nargs=-1, type=click.Path(exists=True))
 def questions_validate(paths: tuple[str, ...]) -> None:
     """Check bank files (default: the shipped bank); errors say file:line: field: what is wrong and how
-    to fix it (exit 1).
+    to fix it (exit 1). A path that does not exist is a usage error (exit 2).
     """
     from questions.loader import default_bank_dir
 
@@ -361,7 +361,7 @@ def questions_validate(paths: tuple[str, ...]) -> None:
 
 
 @questions.command("import")
-@click.argument("paths", nargs=-1, required=True, type=click.Path())
+@click.argument("paths", nargs=-1, required=True, type=click.Path(exists=True))
 @click.pass_obj
 def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
     """Import bank files, all or nothing (one transaction); edits become new versions."""

@@ -14,7 +14,13 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.commands.admin import AdminPolicy
-from bot.commands.parsing import TODAY_PROBLEM, schedule_changes
+from bot.commands.parsing import (
+    MAX_PROBLEM_NUMBER,
+    PROBLEM_FORMS,
+    TODAY_PROBLEM,
+    problem_reference,
+    schedule_changes,
+)
 from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard, StatsCard
 from bot.core.dispute_service import CorrectionCard, DisputeCard, DisputeService
 from bot.core.errors import ConfigurationError, NotFoundError
@@ -119,11 +125,16 @@ class Commands:
 
     async def resolve_problem(self, channel: ChannelRef, reference: str) -> int:
         """The problem id ``reference`` names: its number, ``today:N`` (problem N of today's challenge in
-        ``channel``) or a question id asked in today's challenge there.
+        ``channel``) or a question id asked in today's challenge there. Whatever a platform let the user
+        type comes here: a malformed reference is a ConfigurationError listing the forms, a number no
+        problem can have a NotFoundError.
         """
-        reference = reference.strip()
-        if reference.isdigit():
-            return int(reference)
+        named = problem_reference(reference)
+        if isinstance(named, int):
+            if named > MAX_PROBLEM_NUMBER:
+                raise NotFoundError(f"there is no problem {named}: use {PROBLEM_FORMS}")
+            return named
+        reference = named
         card = await self.quiz.find_challenge(channel)
         if card is None:
             raise NotFoundError(

@@ -36,6 +36,13 @@ SCOPE_ALIASES = {"server": Scope.WORKSPACE, "guild": Scope.WORKSPACE}
 TODAY_PROBLEM = re.compile(r"today\s*[:/ ]?\s*(\d+)", re.IGNORECASE)
 #: The longest question id a command takes (the schema's own limit is checked on import).
 MAX_ID = 200
+#: The largest problem number there can be (problem ids are 32-bit database keys).
+MAX_PROBLEM_NUMBER = 2**31 - 1
+#: How a command names a problem, said the same way by every platform's refusal.
+PROBLEM_FORMS = (
+    "today:N (problem N of today's challenge here), the id of a question asked today, or the problem's "
+    "number (shown when it ended)"
+)
 
 
 def parse_schedule_options(words: Sequence[str]) -> dict[str, Any]:
@@ -171,16 +178,38 @@ def split_variant(text: str) -> tuple[str, str | None]:
     return head, code
 
 
+def problem_reference(text: str) -> str | int:
+    """A problem as a command names it: its number (an int), ``today:N`` or a question id (a str, resolved
+    against today's challenge by :meth:`bot.commands.handlers.Commands.resolve_problem`).
+
+    ConfigurationError, listing the forms, for anything else: empty, several words, over MAX_ID
+    characters, a number too long to be one, anything not ASCII (question ids are ASCII slugs; a ``²``
+    is a digit to ``str.isdigit`` but no number).
+    """
+    reference = text.strip()
+    plain = reference.isascii() and reference.isprintable() and not any(c.isspace() for c in reference)
+    if plain and reference.isdigit() and len(reference) <= 10:
+        return int(reference)
+    if TODAY_PROBLEM.fullmatch(reference):
+        return reference
+    if plain and reference and not reference.isdigit() and len(reference) <= MAX_ID:
+        return reference
+    raise ConfigurationError(f"{reference[:40]!r} names no problem: use {PROBLEM_FORMS}")
+
+
 def parse_dispute_target(words: Sequence[str], *, command: str = "") -> str:
-    """The problem a dispute names: the number shown on the problem, or ``today:N`` (problem N of today's
-    challenge in the channel), resolved by :meth:`bot.commands.handlers.Commands.resolve_problem`.
+    """The problem a dispute names: the number shown on the problem, ``today:N`` (problem N of today's
+    challenge in the channel) or the id of a question asked today, resolved by
+    :meth:`bot.commands.handlers.Commands.resolve_problem`.
     """
     reference = " ".join(words).strip()
-    if not (reference.isdigit() or TODAY_PROBLEM.fullmatch(reference)):
+    try:
+        problem_reference(reference)
+    except ConfigurationError:
         raise ConfigurationError(
-            f"usage: {command}dispute <problem-id> (the number shown on the problem) or today:N (problem N "
-            "of today's challenge here), optionally followed by a variant of its code in a ``` block"
-        )
+            f"usage: {command}dispute <problem> ({PROBLEM_FORMS}), optionally followed by a variant of its "
+            "code in a ``` block"
+        ) from None
     return reference
 
 

@@ -187,8 +187,13 @@ def validate_question(spec: Mapping[str, Any]) -> dict[str, Any]:
     try:
         valid = QuestionSpec.model_validate(dict(spec))
     except ValidationError as exc:
+        # A question's kind checks report every problem at once, one per line of the message.
         raise QuestionInvalid(
-            [(tuple(err.get("loc") or ()), str(err.get("msg", "invalid"))) for err in exc.errors()]
+            [
+                (tuple(err.get("loc") or ()), line.removeprefix("Value error, "))
+                for err in exc.errors()
+                for line in str(err.get("msg", "invalid")).splitlines() or ["invalid"]
+            ]
         ) from None
     return valid.model_dump(mode="json", exclude_none=True)
 

@@ -278,39 +278,68 @@ class DisputeService:
         return await self.check_question(question)
 
     # ------------------------------------------------------------------ disputes
+    async def check_dispute(self, actor: Actor, problem_id: int, code: str | None = None) -> None:
+        """Raise what :meth:`dispute` would refuse before it runs anything (no such problem, not over
+        for the player, nothing to run, a variant too long, no runs left this hour); return otherwise.
+
+        For callers that start or wake a runner before disputing (the console starts a local one): a
+        dispute that cannot run is refused at once, without the runner. :meth:`dispute` checks again.
+        """
+        now = self._clock.now()
+        self._check_variant(code)
+        async with self._uow() as uow:
+            player_pk, _ = await self._disputable(uow, actor, problem_id, now)
+            used = await uow.disputes.count_disputes_since(player_pk, now - dt.timedelta(hours=1))
+            if used >= self._per_hour:
+                raise RateLimitedError(
+                    f"you have used your {self._per_hour} runner runs for this hour: try again later"
+                )
+
+    @staticmethod
+    def _check_variant(code: str | None) -> None:
+        if code is not None and code.strip() and len(code) > MAX_VARIANT_CHARS:
+            raise InvalidAnswerError(
+                f"the variant is {len(code)} characters; keep it under {MAX_VARIANT_CHARS}"
+            )
+
+    async def _disputable(
+        self, uow: UnitOfWork, actor: Actor, problem_id: int, now: dt.datetime
+    ) -> tuple[int, Question]:
+        """The player's key and the problem's question, when the player may dispute it now."""
+        challenge_id = await uow.challenges.challenge_id_of_problem(problem_id)
+        challenge = (
+            await uow.challenges.get_challenge_by_id(challenge_id) if challenge_id is not None else None
+        )
+        if challenge is None:
+            raise NotFoundError(f"no problem with id {problem_id}")
+        problem = next(p for p in challenge.problems if p.id == problem_id)
+        player_pk = await uow.players.ensure_player(actor.player)
+        session = await uow.plays.get_session(problem_id, player_pk)
+        over = challenge.status == "closed" or (
+            session is not None and (session.finished or now >= session.deadline)
+        )
+        if not over:
+            raise TooEarlyError(
+                "you can dispute a problem once it is over for you (answered, out of attempts or "
+                "time up) or once the challenge has closed"
+            )
+        question = problem.question
+        if not question.code or question.runner is None:
+            raise NotFoundError(
+                f"question {question.id!r} has no runnable code: only predict-the-output and debug "
+                "questions with a runner block can be disputed"
+            )
+        return player_pk, question
+
     async def dispute(self, actor: Actor, problem_id: int, code: str | None = None) -> DisputeCard:
         """Dispute a problem that is over for the player: run its code (or ``code``, a variant)."""
         now = self._clock.now()
         variant = code is not None and code.strip() != ""
-        if variant and code is not None and len(code) > MAX_VARIANT_CHARS:
-            raise InvalidAnswerError(
-                f"the variant is {len(code)} characters; keep it under {MAX_VARIANT_CHARS}"
-            )
+        self._check_variant(code)
         async with self._uow() as uow:
-            challenge_id = await uow.challenges.challenge_id_of_problem(problem_id)
-            challenge = (
-                await uow.challenges.get_challenge_by_id(challenge_id) if challenge_id is not None else None
-            )
-            if challenge is None:
-                raise NotFoundError(f"no problem with id {problem_id}")
-            problem = next(p for p in challenge.problems if p.id == problem_id)
-            player_pk = await uow.players.ensure_player(actor.player)
-            session = await uow.plays.get_session(problem_id, player_pk)
-            over = challenge.status == "closed" or (
-                session is not None and (session.finished or now >= session.deadline)
-            )
-            if not over:
-                raise TooEarlyError(
-                    "you can dispute a problem once it is over for you (answered, out of attempts or "
-                    "time up) or once the challenge has closed"
-                )
-            question = problem.question
-            if not question.code or question.runner is None:
-                raise NotFoundError(
-                    f"question {question.id!r} has no runnable code: only predict-the-output and debug "
-                    "questions with a runner block can be disputed"
-                )
-            run_code = code if variant and code is not None else question.code
+            player_pk, question = await self._disputable(uow, actor, problem_id, now)
+            # _disputable refused a question without code.
+            run_code = code if variant and code is not None else (question.code or "")
             # Reserve the run before it starts, then count: concurrent requests see each other's
             # reservations instead of all passing the check while their runs take seconds.
             dispute_id = await uow.disputes.add_dispute(

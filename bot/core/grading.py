@@ -319,18 +319,27 @@ class _Answer:
                 self.clauses.append(tokens)
                 self.words.append(words)
         self.index: _Index = {}
+        #: (clause, token) positions of words that state a misconception the answer asserts: they earn
+        #: no concept (see :meth:`claim`).
+        self.claimed: set[tuple[int, int]] = set()
         for ci, clause in enumerate(self.clauses):
             for i, token in enumerate(clause):
                 self.index.setdefault(token, []).append((ci, i))
 
-    def positions(self, group: Group) -> dict[int, list[tuple[int, int]]]:
-        """Where any phrase of ``group`` occurs, per clause: (start, length)."""
+    def positions(self, group: Group, *, unclaimed: bool = False) -> dict[int, list[tuple[int, int]]]:
+        """Where any phrase of ``group`` occurs, per clause: (start, length).
+
+        ``unclaimed``: only occurrences that use no word of a misconception the answer asserts.
+        """
         found: dict[int, list[tuple[int, int]]] = {}
         for phrase in group:
             n = len(phrase)
             for ci, i in self.index.get(phrase[0], ()):
-                if tuple(self.clauses[ci][i : i + n]) == phrase:
-                    found.setdefault(ci, []).append((i, n))
+                if tuple(self.clauses[ci][i : i + n]) != phrase:
+                    continue
+                if unclaimed and any((ci, k) in self.claimed for k in range(i, i + n)):
+                    continue
+                found.setdefault(ci, []).append((i, n))
         return found
 
     def negated(self, ci: int, start: int) -> bool:
@@ -348,7 +357,7 @@ class _Answer:
         if not groups:
             return None
         leading_negator = groups[0][0][0] in _NEGATOR_STEMS
-        per_group = [self.positions(g) for g in groups]
+        per_group = [self.positions(g, unclaimed=True) for g in groups]
         for ci in sorted(set.intersection(*(set(p) for p in per_group))):
             spans = []
             for p in per_group:
@@ -360,12 +369,15 @@ class _Answer:
                 return self.quote(ci, spans)
         return None
 
-    def asserts(self, groups: tuple[Group, ...]) -> bool:
-        """A misconception pattern: every group in one clause, no negator in it, no disclaimer."""
+    def asserted(self, groups: tuple[Group, ...]) -> list[tuple[int, list[tuple[int, int]]]]:
+        """Where a misconception pattern is asserted: every group in one clause, no negator in it, no
+        disclaimer. Each such clause with the spans of the pattern's words in it.
+        """
         if not groups:
-            return False
+            return []
         per_group = [self.positions(g) for g in groups]
-        for ci in set.intersection(*(set(p) for p in per_group)):
+        found = []
+        for ci in sorted(set.intersection(*(set(p) for p in per_group))):
             clause = self.clauses[ci]
             # Any negator in the clause, before or after ("fixes nothing"), withdraws the claim, except
             # one the pattern itself spells ("no + extra + communication").
@@ -377,8 +389,25 @@ class _Answer:
             }
             negated = any(t in _NEGATOR_STEMS and i not in own for i, t in enumerate(clause))
             if not negated and not any(t in _DISCLAIMER_STEMS for t in clause):
-                return True
-        return False
+                found.append((ci, [span for p in per_group for span in p[ci]]))
+        return found
+
+    def asserts(self, groups: tuple[Group, ...]) -> bool:
+        """Whether the answer asserts a misconception pattern anywhere (see :meth:`asserted`)."""
+        return bool(self.asserted(groups))
+
+    def claim(self, groups: tuple[Group, ...]) -> str | None:
+        """Assert-check a misconception pattern and, where asserted, set its words aside.
+
+        The words that state a false claim ("rank 0 ... broadcasts the weights") are the claim, not an
+        explanation of anything: they must not earn another concept's keyword ("broadcast + weight")
+        either. Every occurrence of the pattern's words in an asserting clause is claimed. Returns the
+        player's words of the first asserting clause, or None when the pattern is not asserted.
+        """
+        found = self.asserted(groups)
+        for ci, spans in found:
+            self.claimed.update((ci, k) for i, n in spans for k in range(i, i + n))
+        return self.quote(*found[0]) if found else None
 
 
 def _fuzzy(word: str, vocabulary: frozenset[str]) -> str:
@@ -447,18 +476,28 @@ def _misconceptions(concept: Mapping[str, Any]) -> list[Mapping[str, Any]]:
     return [m for m in value if isinstance(m, Mapping)]
 
 
-def _grade_concept(answer: _Answer, concept: Mapping[str, Any]) -> ConceptResult:
-    name = str(concept["name"])
+def _claims(answer: _Answer, concept: Mapping[str, Any]) -> Mapping[str, Any] | None:
+    """The first misconception of ``concept`` the answer asserts (its words are set aside), or None."""
+    first = None
     for wrong in _misconceptions(concept):
-        if any(answer.asserts(parse_keyword(p)) for p in _strings(wrong.get("patterns"))):
-            return ConceptResult(
-                name, False, misconception=str(wrong.get("claim") or ""), correction=wrong.get("correction")
-            )
+        # Every pattern is checked, not only up to the first hit: each asserted one claims its words.
+        hits = [answer.claim(parse_keyword(p)) for p in _strings(wrong.get("patterns"))]
+        if first is None and any(h is not None for h in hits):
+            first = wrong
+    return first
+
+
+def _grade_concept(
+    answer: _Answer, concept: Mapping[str, Any], wrong: Mapping[str, Any] | None
+) -> ConceptResult:
+    name = str(concept["name"])
+    if wrong is not None:
+        return ConceptResult(
+            name, False, misconception=str(wrong.get("claim") or ""), correction=wrong.get("correction")
+        )
     score = 0.0
     best: tuple[float, str] | None = None
-    weighted = [(k, 1.0) for k in _strings(concept.get("keywords"))]
-    weighted += [(k, WEAK_WEIGHT) for k in _strings(concept.get("weak"))]
-    for keyword, weight in weighted:
+    for keyword, weight in _weighted_keywords(concept):
         groups = parse_keyword(keyword)
         quoted = answer.affirms(groups)
         if quoted is None:
@@ -473,8 +512,12 @@ def _grade_concept(answer: _Answer, concept: Mapping[str, Any]) -> ConceptResult
     return ConceptResult(name, False)
 
 
-def grade_explanation(answer: str, concepts: Sequence[Mapping[str, Any]]) -> ExplainGrade:
-    """Grade ``answer`` against ``concepts``: ``[{name, keywords, weak?, misconceptions?}]``, as in a bank."""
+def _weighted_keywords(concept: Mapping[str, Any]) -> list[tuple[str, float]]:
+    weighted = [(k, 1.0) for k in _strings(concept.get("keywords"))]
+    return weighted + [(k, WEAK_WEIGHT) for k in _strings(concept.get("weak"))]
+
+
+def _parse(answer: str, concepts: Sequence[Mapping[str, Any]]) -> _Answer:
     keywords = [
         k
         for c in concepts
@@ -484,10 +527,74 @@ def grade_explanation(answer: str, concepts: Sequence[Mapping[str, Any]]) -> Exp
             + [p for m in _misconceptions(c) for p in _strings(m.get("patterns"))]
         )
     ]
-    parsed = _Answer(answer, _vocabulary(tuple(keywords)))
-    results = tuple(_grade_concept(parsed, c) for c in concepts)
+    return _Answer(answer, _vocabulary(tuple(keywords)))
+
+
+def grade_explanation(answer: str, concepts: Sequence[Mapping[str, Any]]) -> ExplainGrade:
+    """Grade ``answer`` against ``concepts``: ``[{name, keywords, weak?, misconceptions?}]``, as in a bank."""
+    parsed = _parse(answer, concepts)
+    # Misconceptions first, for every concept: the words of an asserted claim earn no concept, whichever
+    # concept the claim belongs to and whatever the order of the concepts.
+    wrongs = [_claims(parsed, c) for c in concepts]
+    results = tuple(_grade_concept(parsed, c, w) for c, w in zip(concepts, wrongs, strict=True))
     if is_salad(answer) and any(r.covered for r in results):
         note = "your answer lists keywords; explain in sentences how they fit together"
         results = tuple(ConceptResult(r.name, False, None, r.misconception, r.correction) for r in results)
         return ExplainGrade(results, note)
     return ExplainGrade(results)
+
+
+def model_answer_problems(model_answer: str, concepts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why a prompt's own model answer would not earn full marks from its concepts; empty when it would.
+
+    The model answer is the exemplar players are shown after grading, so it must cover *every* concept
+    (not just the pass share), assert none of the prompt's misconceptions and be prose, not a keyword
+    list. Each problem names the concept (``concepts[i]`` and its name) and says how to fix it.
+    """
+    parsed = _parse(model_answer, concepts)
+    problems: list[str] = []
+    wrongs = [_claims(parsed, c) for c in concepts]
+    for i, (concept, wrong) in enumerate(zip(concepts, wrongs, strict=True)):
+        where = f"concepts[{i}] ({str(concept.get('name'))!r})"
+        if wrong is not None:
+            problems.append(f"{where}: {_asserted_message(parsed, wrong)}")
+            continue
+        result = _grade_concept(parsed, concept, None)
+        if not result.covered:
+            problems.append(f"{where} is not covered: {_uncovered_message(parsed, concept)}")
+    if is_salad(model_answer):
+        problems.append(
+            f"it reads as a keyword list ({glue_share(model_answer):.0%} glue words such as 'the', 'is', "
+            "'so'), which the grader refuses: write the model answer in sentences"
+        )
+    return problems
+
+
+def _asserted_message(answer: _Answer, wrong: Mapping[str, Any]) -> str:
+    """The misconception a model answer asserts, the words that assert it, and how to fix it."""
+    for pattern in _strings(wrong.get("patterns")):
+        found = answer.asserted(parse_keyword(pattern))
+        if found:
+            words = answer.quote(*found[0])
+            return (
+                f"the model answer asserts its misconception {str(wrong.get('claim'))!r} (pattern "
+                f"{pattern!r} matches {words!r}); reword that clause (a negation in it, or calling it a "
+                "myth or mistake, withdraws the claim) or make the pattern narrower"
+            )
+    return f"the model answer asserts its misconception {str(wrong.get('claim'))!r}"  # pragma: no cover
+
+
+def _uncovered_message(answer: _Answer, concept: Mapping[str, Any]) -> str:
+    """Why a concept earns less than 1 from a model answer, and how to fix it."""
+    half = [k for k, w in _weighted_keywords(concept) if answer.affirms(parse_keyword(k)) is not None]
+    keywords = _strings(concept.get("keywords"))
+    example = ", ".join(repr(k) for k in keywords[:3])
+    fix = (
+        f"state one of its keywords affirmatively in the model answer (e.g. {example}; a 'not' up to "
+        f"{NEGATION_WINDOW} words before a keyword cancels it), or add the model answer's own wording "
+        "to the concept's 'keywords'"
+    )
+    if half:
+        shown = ", ".join(repr(k) for k in half[:3])
+        return f"only half-weight keywords match ({shown}), which weigh less than 1; {fix}"
+    return f"the model answer matches none of its keywords; {fix}"

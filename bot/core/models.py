@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import datetime as dt
+import re
 from dataclasses import dataclass, field
-from typing import Any, Literal
+from typing import Any, Literal, NamedTuple
 
 LETTERS = "ABCDEF"
 Outcome = Literal["correct", "wrong", "timeout"]
@@ -19,6 +20,47 @@ class PlayerRef:
     display_name: str
 
 
+#: The longest player name kept (characters): Slack allows 80 for a display name, Discord 32; the
+#: database column holds 200. Names are shown in leaderboards, results and streak lines.
+MAX_PLAYER_NAME = 80
+#: Characters a name may not contain: C0/C1 controls (ESC starts terminal commands, newlines forge lines
+#: of a leaderboard), DEL, and the bidirectional overrides and isolates that reorder what is shown.
+_NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+
+
+def player_name_problem(name: str) -> str | None:
+    """Why ``name`` (as a player typed it) cannot be a player name, with how to fix it; None when it can.
+
+    A name is checked after stripping surrounding whitespace: it must be non-empty, at most
+    :data:`MAX_PLAYER_NAME` characters, and free of control and text-direction characters.
+    """
+    stripped = name.strip()
+    if not stripped:
+        return "a player name cannot be empty or only spaces; give a name, e.g. --player ada"
+    if len(stripped) > MAX_PLAYER_NAME:
+        return (
+            f"a player name is at most {MAX_PLAYER_NAME} characters, this one has {len(stripped)}; "
+            "use a shorter name"
+        )
+    if found := _NAME_CONTROL.search(stripped):
+        return (
+            f"a player name cannot contain control or text-direction characters (U+{ord(found.group()):04X} "
+            f"at position {found.start() + 1}); use letters, digits, spaces and punctuation"
+        )
+    return None
+
+
+def bounded_display_name(name: str, fallback: str) -> str:
+    """A platform's name for a player, made safe to store and show: control and text-direction characters
+    dropped, whitespace stripped, cut to :data:`MAX_PLAYER_NAME` characters; ``fallback`` (a user id) when
+    nothing is left. Platforms are not refused: a player cannot fix a name their workspace gave them here.
+    """
+    cleaned = " ".join(_NAME_CONTROL.sub(" ", name).split())
+    if len(cleaned) > MAX_PLAYER_NAME:
+        cleaned = cleaned[: MAX_PLAYER_NAME - 1].rstrip() + "…"
+    return cleaned or fallback[:MAX_PLAYER_NAME]
+
+
 @dataclass(frozen=True)
 class ChannelRef:
     """Where a challenge is posted: a channel of a workspace (Discord guild / Slack team) of a platform."""
@@ -28,6 +70,16 @@ class ChannelRef:
     channel_id: str
     name: str | None = None
     timezone: str = "UTC"
+
+
+class OpenWindow(NamedTuple):
+    """An open challenge that has a closing time: what the scheduler arms a close job for."""
+
+    challenge_id: int
+    channel_pk: int
+    closes_at: dt.datetime
+    #: The challenge's channel: the scheduler closes only the windows of the channels its process serves.
+    channel: ChannelRef
 
 
 @dataclass(frozen=True)

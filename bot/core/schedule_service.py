@@ -16,7 +16,7 @@ from typing import Literal
 
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
 from bot.core.errors import NotAdminError, NotFoundError
-from bot.core.models import Actor, Challenge, ChannelRef
+from bot.core.models import Actor, Challenge, ChannelRef, OpenWindow
 from bot.core.ports import ChatPlatform, Clock, UnitOfWork
 from bot.core.schedule import (
     Schedule,
@@ -41,6 +41,12 @@ ON_TIME = dt.timedelta(minutes=1)
 #: A question's time limit when neither it nor the schedule sets one (the bank schema's default): a late
 #: post is skipped when its window leaves less than this.
 QUESTION_TIME_LIMIT_S = 120
+#: How long a challenge posted in a channel without a schedule stays open (``post-now``): a day, like the
+#: default window of a daily schedule ("until the next post").
+NO_SCHEDULE_WINDOW = dt.timedelta(hours=24)
+#: The claim kind marking a schedule paused because its workspace removed the app (not by an admin): a
+#: reinstall resumes exactly these.
+SUSPENDED = "suspended"
 
 
 @dataclass(frozen=True)
@@ -148,11 +154,75 @@ class ScheduleService:
             current = await uow.schedules.get_schedule(channel_pk)
             if current is None:
                 raise NotFoundError("this channel has no schedule: set one first (schedule set --time 09:00)")
+            # An admin's pause or resume is the decision from now on: a removal's mark, if one was left,
+            # no longer applies (a later reinstall must not resume what the admin paused).
+            await uow.schedules.release(SUSPENDED, str(channel_pk))
             saved = await uow.schedules.save_schedule(
                 channel_pk, replace(current.config, paused=paused), self._clock.now()
             )
         await self._changed()
         return saved
+
+    async def suspend_workspace(self, actor: Actor, platform: str, workspace_id: str) -> list[Schedule]:
+        """Pause every running schedule of a workspace that removed the app (uninstalled, token revoked);
+        the schedules paused here, each marked as paused by the removal so that a reinstall resumes it.
+
+        Schedules an admin had paused stay as they were and are not marked: a reinstall leaves them paused.
+        A second removal event (Slack sends ``tokens_revoked`` and ``app_uninstalled``) finds nothing
+        running and changes nothing. Open challenges still close on time.
+        """
+        _require_admin(actor)
+        now = self._clock.now()
+        paused: list[Schedule] = []
+        async with self._uow() as uow:
+            for schedule in await uow.schedules.list_schedules():
+                ch = schedule.channel
+                if (ch.platform, ch.workspace_id) != (platform, workspace_id) or schedule.config.paused:
+                    continue
+                await uow.schedules.claim(SUSPENDED, str(schedule.channel_pk), now)
+                config = replace(schedule.config, paused=True)
+                paused.append(await uow.schedules.save_schedule(schedule.channel_pk, config, now))
+        for schedule in paused:
+            log.warning(
+                "%s workspace %s removed the app: paused the schedule of %s",
+                platform,
+                workspace_id,
+                schedule.channel.channel_id,
+            )
+        if paused:
+            await self._changed()
+        return paused
+
+    async def resume_workspace(self, actor: Actor, platform: str, workspace_id: str) -> list[Schedule]:
+        """Resume the schedules of a workspace that installed the app again, those its removal paused
+        (:meth:`suspend_workspace`), not those an admin paused; the schedules resumed.
+
+        Each resume takes the removal's mark away in the same transaction, so it happens once even when
+        two installs race; the next post is at the schedule's next slot.
+        """
+        _require_admin(actor)
+        now = self._clock.now()
+        resumed: list[Schedule] = []
+        async with self._uow() as uow:
+            for schedule in await uow.schedules.list_schedules():
+                ch = schedule.channel
+                if (ch.platform, ch.workspace_id) != (platform, workspace_id):
+                    continue
+                if not await uow.schedules.release(SUSPENDED, str(schedule.channel_pk)):
+                    continue
+                if schedule.config.paused:
+                    config = replace(schedule.config, paused=False)
+                    resumed.append(await uow.schedules.save_schedule(schedule.channel_pk, config, now))
+        for schedule in resumed:
+            log.warning(
+                "%s workspace %s installed the app again: resumed the schedule of %s",
+                platform,
+                workspace_id,
+                schedule.channel.channel_id,
+            )
+        if resumed:
+            await self._changed()
+        return resumed
 
     async def show_schedule(self, channel: ChannelRef, upcoming: int = 3) -> ScheduleView | None:
         """A channel's schedule and its next ``upcoming`` post times (none while paused)."""
@@ -174,10 +244,34 @@ class ScheduleService:
         async with self._uow() as uow:
             return await uow.schedules.list_schedules()
 
-    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
-        """(challenge id, channel pk, closes_at) of every open challenge with a closing time."""
+    async def open_windows(self) -> list[OpenWindow]:
+        """Every open challenge with a closing time, and its channel."""
         async with self._uow() as uow:
             return await uow.challenges.open_windows()
+
+    async def end_windowless(self) -> list[int]:
+        """Give a closing time to open challenges that never got one and never will; their ids.
+
+        A challenge opened without a window (``rankzero play`` before the day's post, or ``post-now``
+        without a schedule in versions before windows were given to every post) is adopted by its
+        schedule's slot on its own day, within the grace period. Once that cannot happen any more
+        (:data:`NO_SCHEDULE_WINDOW` and the grace period after it opened), it gets the window a
+        post-now without a schedule gets, counted from when it opened, so the scheduler closes it and
+        posts its results like any other. ``adopt_window`` writes only where there is no closing time
+        yet: two processes, or a schedule's adoption at the same moment, give it one window.
+        """
+        now = self._clock.now()
+        ended: list[int] = []
+        async with self._uow() as uow:
+            for challenge_id, opened_at in await uow.challenges.windowless():
+                closes_at = opened_at + NO_SCHEDULE_WINDOW
+                if now - closes_at >= max(self.grace, ON_TIME) and await uow.challenges.adopt_window(
+                    challenge_id, closes_at
+                ):
+                    ended.append(challenge_id)
+        for challenge_id in ended:
+            log.warning("challenge %s had no closing time: it gets one and closes now", challenge_id)
+        return ended
 
     async def _schedule(self, channel_pk: int) -> Schedule | None:
         async with self._uow() as uow:
@@ -292,14 +386,18 @@ class ScheduleService:
         With a schedule, the challenge gets the schedule's window from now (its closing time, so the
         scheduler closes it and posts results), its problem count and time limit / attempts overrides;
         the day is the schedule's local date, so the day's scheduled post finds it and posts nothing
-        twice. Without a schedule it stays open until ``close-now``. Already posted today: returned as is.
+        twice. Without a schedule it stays open :data:`NO_SCHEDULE_WINDOW` (``close-now`` closes it
+        earlier): every posted challenge has an end, at which the scheduler closes it and posts its
+        results. Already posted today: returned as is.
         """
         _require_admin(actor)
         now = self._clock.now()
         async with self._uow() as uow:
             schedule = await uow.schedules.get_schedule(await uow.players.ensure_channel(channel))
         if schedule is None:
-            return await self._quiz.post_daily(channel)
+            card = await self._quiz.post_daily(channel, closes_at=now + NO_SCHEDULE_WINDOW)
+            await self._changed()  # the scheduler arms its close job at once
+            return card
         cfg = schedule.config
         day = local_date(cfg, now)
         # Posted early, before today's slot: the challenge is the day's challenge, so it gets the day's

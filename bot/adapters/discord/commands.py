@@ -35,7 +35,7 @@ from bot.commands import questions
 from bot.commands.handlers import Commands, NoChallenge, PostCheck
 from bot.commands.parsing import parse_period, parse_retire, parse_scope
 from bot.core.errors import PostRefusedError, RankZeroError
-from bot.core.models import Actor, PlayerRef
+from bot.core.models import Actor, PlayerRef, bounded_display_name
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.schedule_text import describe_schedule
@@ -58,6 +58,11 @@ GRANT_HINT = (
 )
 #: Largest YAML attachment /question import reads.
 MAX_IMPORT_BYTES = 512 * 1024
+#: Discord's limits for autocomplete answers: 25 choices, names of at most 100 characters.
+MAX_CHOICES = 25
+MAX_CHOICE_NAME = 100
+#: The longest text /dispute's problem option takes (a question id is at most 64; Discord enforces it).
+PROBLEM_OPTION_MAX = 100
 
 Reply = Callable[[str | None, discord.Embed | None], Awaitable[None]]
 
@@ -198,7 +203,7 @@ class CommandHandler:
         except RankZeroError as exc:
             await self._send(interaction, render.error_text(str(exc)))
 
-    def variant_runner(self, problem: int) -> VariantRunner:
+    def variant_runner(self, problem: str) -> VariantRunner:
         """What the variant form runs on submit: ``/dispute`` of ``problem`` with the typed code."""
 
         async def run_variant(interaction: discord.Interaction[Any], code: str) -> None:
@@ -221,7 +226,9 @@ class CommandHandler:
         """A player's record (yours by default)."""
         who = self.actor(interaction).player
         if member is not None:
-            who = PlayerRef(PLATFORM, str(member.id), member.display_name)
+            who = PlayerRef(
+                PLATFORM, str(member.id), bounded_display_name(member.display_name, str(member.id))
+            )
         stats = await self.commands.stats(who, channel_of(interaction, self.timezone))
         embeds = [render.stats_embed(stats.record)]
         if stats.practice is not None:  # practice is shown apart from the competitive record
@@ -250,8 +257,10 @@ class CommandHandler:
             return
         await self._send(interaction, embed=render.challenge_embed(card), view=render.challenge_view(card))
 
-    async def dispute(self, interaction: discord.Interaction[Any], problem: int, code: str | None) -> None:
-        """Run a problem's code (or a variant) on the runner and show the verdict."""
+    async def dispute(self, interaction: discord.Interaction[Any], problem: str, code: str | None) -> None:
+        """Run a problem's code (or a variant) on the runner and show the verdict. ``problem`` is what the
+        user typed or picked: ``today:N``, a question id or the problem's number, as on Slack and the CLI.
+        """
         if self.disputes is None:
             await self._send(interaction, render.error_text("the runner is not configured on this bot"))
             return
@@ -265,6 +274,30 @@ class CommandHandler:
             return
         await thread.send(embed=embed, allowed_mentions=no_mentions())
         await self._send(interaction, f"The runner's verdict is in {thread.mention}.")
+
+    async def problem_choices(
+        self, interaction: discord.Interaction[Any], typed: str
+    ) -> list[app_commands.Choice[str]]:
+        """``/dispute``'s suggestions while typing: today's problems of this channel (``today:N``, with the
+        topic and question id to recognise them), those containing what is typed. Nothing when there is no
+        challenge today; a database error is logged and suggests nothing (the command still takes any form).
+        """
+        try:
+            card = await self.quiz.find_challenge(channel_of(interaction, self.timezone))
+            challenge = await self.quiz.get_challenge(card.challenge_id) if card is not None else None
+        except Exception:  # a suggestion is a convenience: never an error in the user's face
+            log.warning("no /dispute suggestions for channel %s", interaction.channel_id, exc_info=True)
+            return []
+        if challenge is None:
+            return []
+        wanted = typed.strip().lower()
+        choices = []
+        for p in challenge.problems:
+            value = f"today:{p.position}"
+            name = f"{value} · {p.question.topic} · {p.question.id}"[:MAX_CHOICE_NAME]
+            if wanted in name.lower():
+                choices.append(app_commands.Choice(name=name, value=value))
+        return choices[:MAX_CHOICES]
 
     @staticmethod
     async def _dispute_thread(interaction: discord.Interaction[Any], name: str) -> discord.Thread | None:
@@ -457,14 +490,26 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
 
     @tree.command(name="dispute", description="Run a problem's code on the runner and see the verdict")
     @app_commands.describe(
-        problem="the problem id (in the problem's footer)",
+        problem="today:N (problem N of today's challenge here), a question id, or the number in its footer",
         variant="True: type your own version of the code in a form and run that instead",
     )
-    async def dispute(interaction: discord.Interaction[Any], problem: int, variant: bool = False) -> None:
+    async def dispute(
+        interaction: discord.Interaction[Any],
+        problem: app_commands.Range[str, 1, PROBLEM_OPTION_MAX],
+        variant: bool = False,
+    ) -> None:
+        # str(): a client that still has the tree where this option was an integer sends a number.
+        typed = str(problem)
         if variant and h.disputes is not None:  # the form must be the first response
-            await interaction.response.send_modal(VariantModal(h.variant_runner(problem)))
+            await interaction.response.send_modal(VariantModal(h.variant_runner(typed)))
             return
-        await h.run(interaction, lambda: h.dispute(interaction, problem, None))
+        await h.run(interaction, lambda: h.dispute(interaction, typed, None))
+
+    @dispute.autocomplete("problem")
+    async def dispute_problem(
+        interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        return await h.problem_choices(interaction, current)
 
     # Admin groups: hidden from members without Manage Server (admins may allow a role in the server's
     # Integrations settings) and absent from DMs; the handlers still check (actor_of / NotAdminError).

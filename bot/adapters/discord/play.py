@@ -20,7 +20,7 @@ from bot.commands.flow import ProblemFlow
 from bot.commands.timer import DeadlineTimers
 from bot.core.cards import Feedback, HintCard, ProblemCard
 from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name
 from bot.core.ports import Clock
 from bot.core.service import QuizService
 
@@ -54,7 +54,7 @@ def actor_of(interaction: discord.Interaction[Any], admins: AdminPolicy | None =
     no policy is given).
     """
     user = interaction.user
-    player = PlayerRef(PLATFORM, str(user.id), user.display_name)
+    player = PlayerRef(PLATFORM, str(user.id), bounded_display_name(user.display_name, str(user.id)))
     return (admins or admin_policy()).actor(player, rights_of(interaction))
 
 

@@ -24,11 +24,13 @@ from typing import TYPE_CHECKING, Any
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext, AsyncBoltRequest
+from slack_bolt.oauth.async_callback_options import AsyncCallbackOptions, AsyncFailureArgs, AsyncSuccessArgs
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
@@ -36,7 +38,9 @@ from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.adapters.slack.workspaces import Workspace
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, RankZeroError
-from bot.core.models import Actor, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.schedule import next_slot
+from bot.core.schedule_text import describe_schedule
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -151,23 +155,20 @@ def _bot_scopes(context: AsyncBoltContext) -> frozenset[str]:
 
 def register_uninstall(app: AsyncApp, ctx: SlackContext, oauth_settings: AsyncOAuthSettings) -> None:
     """``app_uninstalled`` and ``tokens_revoked``: delete what the installation store holds for the
-    workspace (its public API), then pause the workspace's schedules, so the scheduler posts nothing there
+    workspace (its public API), then pause the workspace's running schedules, marked as paused by the
+    removal (a reinstall resumes them, see :func:`install_callbacks`), so the scheduler posts nothing there
     (a post that races it is refused as "not installed"). Nobody is told in Slack: the workspace is gone.
+    Its cached users.info answers go too (a reinstall may come with other admins).
     """
     store = oauth_settings.installation_store
     assert store is not None
 
     async def pause_workspace(ws: Workspace) -> None:
-        schedules = ctx.services.schedules
-        for schedule in await schedules.schedules():
-            ch = schedule.channel
-            if ch.platform == PLATFORM and ch.workspace_id == ws.key and not schedule.config.paused:
-                try:
-                    await schedules.pause_schedule(UNINSTALL_ACTOR, ch)
-                except RankZeroError as exc:
-                    log.warning("could not pause the schedule of %s: %s", ch.channel_id, exc)
-                else:
-                    log.warning("Slack workspace %s: paused the schedule of %s", ws, ch.channel_id)
+        ctx.forget_workspace(ws.key)
+        try:
+            await ctx.services.schedules.suspend_workspace(UNINSTALL_ACTOR, PLATFORM, ws.key)
+        except RankZeroError as exc:
+            log.warning("could not pause the schedules of Slack workspace %s: %s", ws, exc)
 
     @app.event("app_uninstalled")
     async def uninstalled(context: AsyncBoltContext) -> None:
@@ -188,6 +189,41 @@ def register_uninstall(app: AsyncApp, ctx: SlackContext, oauth_settings: AsyncOA
             await store.async_delete_bot(enterprise_id=ws.enterprise_id, team_id=ws.team_id)
             log.warning("Slack workspace %s revoked RankZero's bot token", ws)
             await pause_workspace(ws)
+
+
+def install_callbacks(ctx: SlackContext, platform: SlackPlatform) -> AsyncCallbackOptions:
+    """What the OAuth redirect does after Bolt saved an install: Bolt's own success page, and first, for
+    a workspace that installs the app again, its daily challenges back: the schedules its removal paused
+    (not those an admin paused) resume, and the installer is told which, in a direct message.
+
+    The install itself never fails on our account: a database or Slack error here is logged, and the
+    installer still gets Bolt's success page (``schedule resume`` in a channel does the same by hand).
+    """
+
+    async def success(args: AsyncSuccessArgs) -> BoltResponse:
+        inst = args.installation
+        ws = Workspace(inst.enterprise_id or None, inst.team_id or None, bool(inst.is_enterprise_install))
+        try:
+            resumed = await ctx.services.schedules.resume_workspace(UNINSTALL_ACTOR, PLATFORM, ws.key)
+        except Exception:  # never turn a saved install into an error page
+            log.exception("Slack workspace %s installed again, but its schedules could not be resumed", ws)
+            resumed = []
+        if resumed and inst.user_id:
+            now = ctx.clock.now()
+            text = bk.resumed_text(
+                [(s.channel.channel_id, describe_schedule(s), next_slot(s.config, now)) for s in resumed]
+            )
+            try:
+                client = await platform.client_for(ChannelRef(PLATFORM, ws.key, inst.user_id))
+                await client.chat_postMessage(channel=inst.user_id, text=text)
+            except (SlackApiError, RankZeroError) as exc:
+                log.warning("could not tell %s in %s that its schedules resumed: %s", inst.user_id, ws, exc)
+        return await args.default.success(args)
+
+    async def failure(args: AsyncFailureArgs) -> BoltResponse:
+        return await args.default.failure(args)
+
+    return AsyncCallbackOptions(success=success, failure=failure)
 
 
 class SlackHttpServer:
@@ -334,6 +370,7 @@ class SlackAdapter:
             installation_store=services.slack_installations,
             state_store=services.slack_oauth_states,
             authorization_url=self.oauth.authorize_url,  # None: Slack's own page
+            callback_options=install_callbacks(self.ctx, self.platform),
         )
         self.bolt = build_bolt_app(self.ctx, self._signing_secret, settings)
         self.http.app = self.bolt

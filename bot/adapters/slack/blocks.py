@@ -124,6 +124,23 @@ def _bar(count: int, total: int) -> str:
     return "█" * round(8 * count / total) if total else ""
 
 
+# ---------------------------------------------------------------------- install notes
+def resumed_text(resumed: Sequence[tuple[str, str, dt.datetime]]) -> str:
+    """The note to whoever installed the app again: the daily challenges that came back, as
+    (channel id, the schedule in words, its next post), and how to stop one.
+    """
+    lines = [
+        f"• <#{esc(channel)}>: {esc(described)}; next post {date_token(next_post)}"
+        for channel, described, next_post in resumed
+    ]
+    head = (
+        "RankZero is installed again, and the daily challenge is back where the uninstall had stopped it "
+        f"({len(lines)} channel{'s' if len(lines) != 1 else ''}):"
+    )
+    foot = "To stop one, run `/rankzero schedule pause` in its channel."
+    return clip("\n".join([head, *lines, foot]))
+
+
 # ---------------------------------------------------------------------- channel posts
 def challenge_blocks(card: ChallengeCard) -> list[Block]:
     """The daily post: title, topics, difficulty, window end and a Start button."""
@@ -275,8 +292,8 @@ def help_text(admin: bool) -> str:
         "`stats` your record (ranked) and your practice",
         "`quiz [topic]` 5 practice questions · `review` your due flashcards · "
         "`explain [topic]` explain a concept in your own words (private, never ranked)",
-        "`dispute <problem-id>` (or `today:N`) run a finished problem's code in the sandbox; add a variant"
-        " of the code in a ``` block after it to run that instead",
+        "`dispute <problem-id>` (or `today:N`, or a question id) run a finished problem's code in the "
+        "sandbox; add a variant of the code in a ``` block after it to run that instead",
     ]
     if admin:
         lines += [

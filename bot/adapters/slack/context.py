@@ -22,7 +22,7 @@ from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name
 from bot.core.ports import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -34,6 +34,8 @@ log = logging.getLogger(__name__)
 REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
 #: How long a users.info admin answer is trusted.
 ADMIN_CACHE_S = 300.0
+#: Cached users.info answers kept before expired ones are dropped (the cache must not grow forever).
+ADMIN_CACHE_MAX = 10_000
 
 #: In OAuth mode, the request being handled: its Web API client (with its workspace's bot token, made by
 #: Bolt's authorization), its bot scopes and its workspace. Set by the app's middleware; asyncio copies
@@ -69,7 +71,10 @@ class SlackContext:
         #: surface is the modal's view id.
         self._flow: ProblemFlow[str] | None = None
         self._services: Services | None = None
-        self._user_cache: dict[str, tuple[float, bool, str | None]] = {}
+        #: users.info answers by (workspace key, user id): whether someone is an admin is a fact about one
+        #: workspace (a Grid user administers some of the org's workspaces and not others), told by that
+        #: workspace's token, so an answer never decides for another workspace.
+        self._user_cache: dict[tuple[str, str], tuple[float, bool, str | None]] = {}
         #: Redelivered events are dropped here and, once started, through the database.
         self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
@@ -163,31 +168,56 @@ class SlackContext:
     def player(user: dict[str, Any] | str, name: str | None = None) -> PlayerRef:
         """A PlayerRef from a payload's ``user`` object (or id)."""
         if isinstance(user, str):
-            return PlayerRef(PLATFORM, user, name or user)
+            return PlayerRef(PLATFORM, user, bounded_display_name(name or user, user))
         uid = str(user.get("id"))
-        return PlayerRef(PLATFORM, uid, str(name or user.get("name") or user.get("username") or uid))
+        given = str(name or user.get("name") or user.get("username") or uid)
+        return PlayerRef(PLATFORM, uid, bounded_display_name(given, uid))
 
     def channel(self, workspace_id: str, channel_id: str, name: str | None = None) -> ChannelRef:
         """A ChannelRef in a workspace (``workspace_id``: a team id, or :meth:`workspace_id`'s key)."""
         return ChannelRef(PLATFORM, workspace_id, channel_id, name, self.timezone)
 
+    def _request_workspace(self) -> str:
+        """The key of the workspace whose token answers now: the request's in OAuth mode, else the one
+        token's (single-workspace mode has one workspace, so one key for all).
+        """
+        current = _REQUEST.get()
+        return current[2].key if current is not None else ""
+
     async def _user(self, user_id: str) -> tuple[bool, str | None]:
-        """(workspace admin/owner?, display name) from users.info, cached 5 minutes."""
-        cached = self._user_cache.get(user_id)
+        """(workspace admin/owner?, display name) from users.info of the request's workspace, cached 5
+        minutes per (workspace, user).
+        """
+        # The key and the client are read together from the same request context: the answer is cached
+        # under the workspace whose token asked.
+        key = (self._request_workspace(), user_id)
+        client = self.client
+        cached = self._user_cache.get(key)
         now = time.monotonic()
         if cached is not None and now - cached[0] < ADMIN_CACHE_S:
             return cached[1], cached[2]
         try:
-            resp = await self.client.users_info(user=user_id)
+            resp = await client.users_info(user=user_id)
         except SlackApiError as exc:
-            log.warning("users.info failed for %s: %s", user_id, exc.response.get("error"))
+            log.warning(
+                "users.info failed for %s in %s: %s",
+                user_id,
+                key[0] or "the workspace",
+                exc.response.get("error"),
+            )
             return False, None
         user = resp.get("user") or {}
         admin = bool(user.get("is_admin") or user.get("is_owner") or user.get("is_primary_owner"))
         profile = user.get("profile") or {}
         name = profile.get("display_name") or profile.get("real_name") or user.get("name")
-        self._user_cache[user_id] = (now, admin, str(name) if name else None)
+        if len(self._user_cache) >= ADMIN_CACHE_MAX:
+            self._user_cache = {k: v for k, v in self._user_cache.items() if now - v[0] < ADMIN_CACHE_S}
+        self._user_cache[key] = (now, admin, str(name) if name else None)
         return admin, str(name) if name else None
+
+    def forget_workspace(self, workspace: str) -> None:
+        """Drop a workspace's cached users.info answers (it uninstalled the app; a reinstall asks again)."""
+        self._user_cache = {k: v for k, v in self._user_cache.items() if k[0] != workspace}
 
     async def is_admin(self, user_id: str) -> bool:
         """A configured admin (RANKZERO_ADMINS), or a workspace admin/owner according to users.info."""

@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Protocol
 
-from bot.core.models import Challenge, ChannelRef
+from bot.core.models import Challenge, ChannelRef, OpenWindow
 
 
 class ChallengeRepository(Protocol):
@@ -58,8 +58,12 @@ class ChallengeRepository(Protocol):
         """Remove a challenge the platform refused to post (nobody saw it); False if posted or played."""
         ...
 
-    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
-        """(challenge id, channel pk, closes_at) of every open challenge that has a closing time."""
+    async def open_windows(self) -> list[OpenWindow]:
+        """Every open challenge that has a closing time, with its channel."""
+        ...
+
+    async def windowless(self) -> list[tuple[int, dt.datetime]]:
+        """(challenge id, opened_at) of every open challenge that has no closing time."""
         ...
 
     async def adopt_window(self, challenge_id: int, closes_at: dt.datetime) -> bool:

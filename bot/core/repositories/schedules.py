@@ -26,3 +26,7 @@ class ScheduleRepository(Protocol):
     async def claim(self, kind: str, key: str, now: dt.datetime) -> bool:
         """Claim a one-time side effect (unique (kind, key)); True only for the first claimer."""
         ...
+
+    async def release(self, kind: str, key: str) -> bool:
+        """Remove a claim; True only for the caller that removed it (a later claim of it succeeds again)."""
+        ...

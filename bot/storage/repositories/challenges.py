@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.engine import CursorResult
 
-from bot.core.models import Challenge, ChannelRef, Problem
+from bot.core.models import Challenge, ChannelRef, OpenWindow, Problem
 from bot.core.ports import AlreadyExistsError
 from bot.storage.mapping import (
     as_asked,
@@ -17,6 +17,7 @@ from bot.storage.mapping import (
     challenge_columns,
     challenge_from_columns,
     to_challenge,
+    to_channel_ref,
     version_key_columns,
 )
 from bot.storage.models import ChallengeRow, ChannelRow, PlaySessionRow, ProblemRow, QuestionVersionRow
@@ -175,14 +176,28 @@ class SqlChallengeRepository(SqlRepository):
         )
         return isinstance(result, CursorResult) and result.rowcount > 0
 
-    async def open_windows(self) -> list[tuple[int, int, dt.datetime]]:
-        """(challenge id, channel pk, closes_at) of open challenges that have a closing time."""
+    async def open_windows(self) -> list[OpenWindow]:
+        """Open challenges that have a closing time, with their channels."""
         rows = await self.s.execute(
-            select(ChallengeRow.id, ChallengeRow.channel_pk, ChallengeRow.closes_at)
+            select(ChallengeRow.id, ChallengeRow.closes_at, ChannelRow)
+            .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
             .where(ChallengeRow.status == "open", ChallengeRow.closes_at.is_not(None))
             .order_by(ChallengeRow.id)
         )
-        return [(int(i), int(c), at) for i, c, at in rows.tuples() if at is not None]
+        return [
+            OpenWindow(int(i), int(ch.id), at, to_channel_ref(ch))
+            for i, at, ch in rows.tuples()
+            if at is not None
+        ]
+
+    async def windowless(self) -> list[tuple[int, dt.datetime]]:
+        """(challenge id, opened_at) of open challenges that have no closing time."""
+        rows = await self.s.execute(
+            select(ChallengeRow.id, ChallengeRow.opened_at)
+            .where(ChallengeRow.status == "open", ChallengeRow.closes_at.is_(None))
+            .order_by(ChallengeRow.id)
+        )
+        return [(int(i), at) for i, at in rows.tuples()]
 
     async def adopt_window(self, challenge_id: int, closes_at: dt.datetime) -> bool:
         """Give an open challenge without a closing time this one; True only for the caller that did."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from sqlalchemy import literal, select, update
+from sqlalchemy import delete, literal, select, update
 
 from bot.core.schedule import Schedule, ScheduleConfig
 from bot.storage.mapping import to_channel_ref
@@ -86,4 +86,11 @@ class SqlScheduleRepository(SqlRepository):
         """First insert of (kind, key) wins; a concurrent or later claimer gets False."""
         stmt = self._db.insert(SchedulerClaimRow).values(kind=kind, key=key, claimed_at=now)
         result = await self.s.execute(stmt.on_conflict_do_nothing())
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
+    async def release(self, kind: str, key: str) -> bool:
+        """Delete the claim (kind, key); True only for the caller whose delete removed it."""
+        result = await self.s.execute(
+            delete(SchedulerClaimRow).where(SchedulerClaimRow.kind == kind, SchedulerClaimRow.key == key)
+        )
         return bool(result.rowcount)  # type: ignore[attr-defined]
