@@ -40,6 +40,7 @@ import io
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -50,10 +51,15 @@ import time
 import types
 import uuid
 import weakref
+from collections.abc import Callable
 from typing import Any
 
 # Names of the files and markers shared with the host side (runner/executor.py mirrors them).
 SNIPPET_NAME = "main.py"
+# The host's line on the control pipe, before the job, when a job that needs no compiler stack (no DDP
+# model, FSDP, DTensor, torch.compile) waits for this sandbox while it warms: the rest of the warm-up is
+# skipped (runner/sandbox.py writes it).
+HINT_LIGHT = b'{"hint": "light"}\n'
 EXCEPTION_MARKER = "exception"
 
 
@@ -290,7 +296,7 @@ def _die_with_parent() -> None:
 FRESH_TORCH: dict[str, int] = {}
 
 
-def _preload(level: str = "full") -> None:
+def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> None:
     """Import what snippets use, so that a job only pays for its own work.
 
     ``full`` (the warm pool) also imports what real snippets reach for next: the DistributedDataParallel
@@ -298,7 +304,8 @@ def _preload(level: str = "full") -> None:
     plus FSDP, DTensor, the DDP communication hooks, optimizers and data loaders.  ``torch`` (a sandbox
     started for a job that is already waiting) imports torch only: the snippet then pays for the rest
     exactly as it would under a bare ``torchrun``.  None of this initialises CUDA: a forked child could not
-    use it afterwards.
+    use it afterwards.  ``enough`` is asked before each costly step of ``full``: True (the host's hint that
+    the job already waiting for this sandbox needs no compiler stack) skips the rest.
     """
     import torch
     import torch.distributed
@@ -309,7 +316,7 @@ def _preload(level: str = "full") -> None:
     # The thread count a fresh interpreter's torch starts with (without OMP_NUM_THREADS), before any job
     # changes it: a process the spawn zygote serves (see SpawnZygote) is put back to it.
     FRESH_TORCH.update(threads=torch.get_num_threads())
-    if level != "full":
+    if level != "full" or (enough is not None and enough()):
         return
     import torch.compiler
     import torch.distributed.algorithms.ddp_comm_hooks
@@ -319,6 +326,8 @@ def _preload(level: str = "full") -> None:
     import torch.optim
     import torch.utils.data
 
+    if enough is not None and enough():
+        return
     # The public way to import the compiler stack (torch.compiler.reset imports it); the caches it resets
     # are empty here.  DistributedDataParallel's constructor would import it on first use otherwise.
     # Resetting makes inductor's cache folder in the temporary directory: a job must find /tmp as empty
@@ -345,7 +354,7 @@ def _keep_warm_up_finalizers_at_exit() -> None:
     ``gc.get_objects`` is the public way to find them (about 0.1 s, once per sandbox, before its job).
     """
     for obj in gc.get_objects():
-        if isinstance(obj, weakref.finalize):
+        if issubclass(type(obj), weakref.finalize):  # type(): no __class__ lookup on lazy objects
             obj.atexit = False
 
 
@@ -1111,10 +1120,19 @@ class Supervisor:
         # which process each stack dump comes from; closed when the rank is reaped.
         self.dump_fds: dict[int, int] = {}
         self.store: Any = None  # the agent store of a ddp job (kept alive until the supervisor exits)
+        self.pending = b""  # what the control pipe held before wait_job (the host's hint, maybe the job)
+
+    def hinted_light(self) -> bool:
+        """Whether the host said, while this sandbox warmed, that its waiting job needs no compiler stack."""
+        if not self.pending.startswith(HINT_LIGHT):
+            readable, _, _ = select.select([self.control_fd], [], [], 0)
+            if readable:
+                self.pending += os.read(self.control_fd, 1 << 20)
+        return self.pending.startswith(HINT_LIGHT)
 
     def wait_job(self) -> dict[str, Any] | None:
         """Block until the host sends the job (one JSON line); None if the host went away."""
-        buf = b""
+        buf = self.pending.removeprefix(HINT_LIGHT)
         while b"\n" not in buf:
             chunk = os.read(self.control_fd, 1 << 20)
             if not chunk:
@@ -1310,7 +1328,7 @@ def main(argv: list[str]) -> int:
     sup = Supervisor(spec)
     preload = spec.get("preload", "full")
     if preload:
-        _preload("full" if preload is True else str(preload))
+        _preload("full" if preload is True else str(preload), sup.hinted_light)
         _keep_warm_up_finalizers_at_exit()
     _emit(sup.status_fd, {"event": "ready", "pid": os.getpid()})
     job = sup.wait_job()

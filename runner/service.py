@@ -32,6 +32,21 @@ from runner.verdict import (
 log = logging.getLogger(__name__)
 
 SNIPPET_NAME = "main.py"  # mirrors runner/bootstrap.py
+# Words of a snippet that will import torch's compiler stack (the DDP constructor does): a sandbox still
+# warming when such a job takes it finishes its warm-up; for any other job it skips that part.
+NEEDS_COMPILER_STACK = (
+    "DistributedDataParallel",
+    "FullyShardedDataParallel",
+    "fsdp",
+    "FSDP",
+    "fully_shard",
+    "compile",
+    "dynamo",
+    "inductor",
+    "DTensor",
+    "distributed.tensor",
+    "ddp_comm_hooks",
+)
 # Words of a snippet that may start processes of its own (see RunnerService.cpu_ranks).
 STARTS_PROCESSES = (
     "multiprocessing",
@@ -256,7 +271,8 @@ class RunnerService:
         # pays for the import itself.
         # A ddp job's supervisor hosts torchrun's agent store, which needs torch.
         needs_torch = "torch" in str(job["code"]) or job["mode"] == Mode.DDP.value
-        sandbox = self.pool.acquire(nproc, needs_torch=needs_torch)
+        light = not any(word in str(job["code"]) for word in NEEDS_COMPILER_STACK)
+        sandbox = self.pool.acquire(nproc, needs_torch=needs_torch, light=light)
         try:
             # A warm sandbox's cgroup was sized for its capacity; the job gets its own rank count's limits.
             self.launcher.fit(sandbox, nproc, self.cpu_ranks(nproc, job))
