@@ -1131,9 +1131,16 @@ class Supervisor:
         return self.pending.startswith(HINT_LIGHT)
 
     def wait_job(self) -> dict[str, Any] | None:
-        """Block until the host sends the job (one JSON line); None if the host went away."""
-        buf = self.pending.removeprefix(HINT_LIGHT)
-        while b"\n" not in buf:
+        """Block until the host sends the job (one JSON line); None if the host went away.
+
+        The host's light hint may come first, read or not by ``hinted_light`` (it can arrive after the
+        warm-up's last look): it is never taken for the job.
+        """
+        buf = self.pending
+        while True:
+            buf = buf.removeprefix(HINT_LIGHT)
+            if b"\n" in buf:
+                break
             chunk = os.read(self.control_fd, 1 << 20)
             if not chunk:
                 return None

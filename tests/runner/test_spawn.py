@@ -32,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def warm(service: RunnerService) -> Iterator[RunnerService]:
-    """A service with warm_spawn on (its own pool; the shared ``service`` keeps the default, off)."""
+    """A service with warm_spawn "on" (its own pool; the shared ``service`` keeps the default, "auto")."""
     svc = RunnerService(
         RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4, warm_spawn=True)
     )
