@@ -296,7 +296,7 @@ def _die_with_parent() -> None:
 FRESH_TORCH: dict[str, int] = {}
 
 
-def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> None:
+def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> bool:
     """Import what snippets use, so that a job only pays for its own work.
 
     ``full`` (the warm pool) also imports what real snippets reach for next: the DistributedDataParallel
@@ -305,7 +305,8 @@ def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> N
     started for a job that is already waiting) imports torch only: the snippet then pays for the rest
     exactly as it would under a bare ``torchrun``.  None of this initialises CUDA: a forked child could not
     use it afterwards.  ``enough`` is asked before each costly step of ``full``: True (the host's hint that
-    the job already waiting for this sandbox needs no compiler stack) skips the rest.
+    the job already waiting for this sandbox needs no compiler stack) skips the rest.  True when the whole
+    ``full`` warm-up was imported.
     """
     import torch
     import torch.distributed
@@ -317,7 +318,7 @@ def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> N
     # changes it: a process the spawn zygote serves (see SpawnZygote) is put back to it.
     FRESH_TORCH.update(threads=torch.get_num_threads())
     if level != "full" or (enough is not None and enough()):
-        return
+        return False
     import torch.compiler
     import torch.distributed.algorithms.ddp_comm_hooks
     import torch.distributed.elastic.multiprocessing.errors
@@ -327,7 +328,7 @@ def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> N
     import torch.utils.data
 
     if enough is not None and enough():
-        return
+        return False
     # The public way to import the compiler stack (torch.compiler.reset imports it); the caches it resets
     # are empty here.  DistributedDataParallel's constructor would import it on first use otherwise.
     # Resetting makes inductor's cache folder in the temporary directory: a job must find /tmp as empty
@@ -340,6 +341,7 @@ def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> N
     torch.compiler.reset()
     if not existed and os.path.isdir(cache) and not os.path.islink(cache):
         shutil.rmtree(cache, ignore_errors=True)
+    return True
 
 
 def _keep_warm_up_finalizers_at_exit() -> None:
@@ -1334,8 +1336,9 @@ def main(argv: list[str]) -> int:
     _make_undumpable()
     sup = Supervisor(spec)
     preload = spec.get("preload", "full")
-    if preload:
-        _preload("full" if preload is True else str(preload), sup.hinted_light)
+    if preload and _preload("full" if preload is True else str(preload), sup.hinted_light):
+        # Only after a whole warm-up: a sandbox cut short (or started for a waiting job) has its job
+        # waiting now, and torch's own few finalizers cost its ranks less than the 0.1 s scan.
         _keep_warm_up_finalizers_at_exit()
     _emit(sup.status_fd, {"event": "ready", "pid": os.getpid()})
     job = sup.wait_job()

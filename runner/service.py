@@ -48,14 +48,10 @@ NEEDS_COMPILER_STACK = (
     "ddp_comm_hooks",
 )
 # Words of a snippet that may start processes of its own (see RunnerService.cpu_ranks).
-STARTS_PROCESSES = (
-    "multiprocessing",
-    "spawn",
-    "forkserver",
-    "start_processes",
-    "fork",
-    "num_workers",
-    "Pool",
+# Whole words and calls, so that nn.MaxPool2d, num_workers=0 or the word "spawn" in a comment do not count.
+STARTS_PROCESSES = re.compile(
+    r"\bmultiprocessing\b|\bstart_processes\b|\bforkserver\b|\.spawn\(|\bos\.fork\(|\bfork\(\)"
+    r"|\bnum_workers\s*=\s*[1-9]|(?<![A-Za-z_])Pool\(|\bProcessPoolExecutor\b"
 )
 DUMP_MARKER = re.compile(r"^### rankzero-dump (rank|child) pid=(\d{1,9})$", re.MULTILINE)  # bootstrap.py
 MASTER_PORT = 29500
@@ -258,9 +254,11 @@ class RunnerService:
         A python or dp job whose snippet starts worker processes (``mp.spawn``, a multiprocessing pool,
         DataLoader workers) is a multi-process job in all but name; held to one core, its workers would take
         longer than a bare run on the same host.  A plain substring test: a snippet that hides it only runs
-        on one core.  The job's CPU weight stays that of every other job, so it still competes fairly.
+        on one core.  The job's CPU weight stays that of every other job, so it still competes fairly.  Its
+        memory limit is not scaled: workers forked from the warm rank share its pages, and fresh ones (a
+        DDP model under ``auto``) fit in one rank's default 4 GiB a few at a time.
         """
-        if job["mode"] == Mode.DDP.value or not any(h in str(job["code"]) for h in STARTS_PROCESSES):
+        if job["mode"] == Mode.DDP.value or STARTS_PROCESSES.search(str(job["code"])) is None:
             return nproc
         return max(nproc, self.config.max_nproc)
 
@@ -401,9 +399,9 @@ def _teardown_notes(raw: JobRaw) -> list[str]:
             listed = ", ".join(str(p) for p in pids[:8])
             notes.append(
                 f"rank {rank.rank}'s mp.spawn worker(s) {listed} had returned from the worker function "
-                "and hung while freeing its objects: with torch 2.13, freeing a DistributedDataParallel "
-                "model can deadlock in its gloo process group's destructor (pytorch/pytorch#56297); the "
-                "snippet's own code had finished in those workers"
+                "and hung while freeing its objects (with torch 2.13, freeing a DistributedDataParallel "
+                "model can deadlock in its gloo process group's destructor: pytorch/pytorch#56297); "
+                "the snippet's own code had finished in those workers"
             )
     return notes
 

@@ -52,9 +52,10 @@ def returned_from_spawn_target(dump: str) -> bool:
     """
     for frames in parse_threads(dump):
         if (
-            frames
+            len(frames) > 1
             and frames[0].function == "_wrap"
             and frames[0].file.endswith("torch/multiprocessing/spawn.py")
+            and frames[1].file.endswith("multiprocessing/process.py")  # called by Process.run
         ):
             return True
     return False

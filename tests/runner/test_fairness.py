@@ -225,6 +225,15 @@ def test_a_one_process_job_that_starts_workers_gets_the_cpu_of_as_many_ranks(ser
     ddp = {"mode": "ddp", "code": "import torch.multiprocessing as mp\n"}
     assert service.cpu_ranks(1, spawn) == service.config.max_nproc
     assert service.cpu_ranks(1, plain) == 1
+    # Words that only look like starting processes do not count.
+    for code in (
+        "import torch.nn as nn\nnn.MaxPool2d(2)\n",
+        "DataLoader(ds, num_workers=0)\n",
+        "# spawn later\n",
+    ):
+        assert service.cpu_ranks(1, {"mode": "python", "code": code}) == 1, code
+    for code in ("DataLoader(ds, num_workers=4)\n", "with Pool(2) as p:\n    pass\n", "os.fork()\n"):
+        assert service.cpu_ranks(1, {"mode": "python", "code": code}) == service.config.max_nproc, code
     assert service.cpu_ranks(2, ddp) == 2  # a ddp job's ranks are its processes already
     cores = float(min(service.config.max_nproc, os.cpu_count() or 1))
     sandbox = service.pool.acquire(1)
