@@ -1,25 +1,28 @@
 """Verdict latency of the runner against bare torchrun / python, for every shape, spaced and back to back.
 
-Usage: python benchmarks/runner_latency.py [--runs 5] [--burst 8] [--shapes 1,2,4,8,spawn] [--warm-spawn]
-                                          [--timeout 120]
+Usage: python benchmarks/runner_latency.py [--runs 5] [--burst 8] [--shapes 1,2,4,8,spawn,spawn-ar]
+                                          [--warm-spawn auto|on|off] [--timeout 120]
 
-Each shape runs a snippet written like the question bank's and PyTorch's tutorials: a model wrapped in
-DistributedDataParallel (whose constructor imports torch's compiler stack on first use), one SGD step on
-random data, then the process group is destroyed.
+The snippets are written like the question bank's and PyTorch's tutorials:
 
-  * ddp-N:  the snippet as N ranks: ``POST /v1/runs`` mode ddp, nproc N, against
-            ``torchrun --nproc_per_node=N ddp.py``;
-  * spawn:  the "Getting Started with DDP" layout: one process that ``mp.spawn``s two workers which set up
-            their own process group, as mode python, against ``python spawn.py``.
+  * ddp-N:      a model wrapped in DistributedDataParallel (whose constructor imports torch's compiler
+                stack on first use), one SGD step on random data, then the process group is destroyed, as
+                N ranks: ``POST /v1/runs`` mode ddp, nproc N, against ``torchrun --nproc_per_node=N ddp.py``;
+  * spawn-2:    the "Getting Started with DDP" layout: one process that ``mp.spawn``s two workers which set
+                up their own process group and train the same DDP model, as mode python, against
+                ``python spawn.py``;
+  * spawn-ar-2: the same layout without a DDP model (each worker all-reduces a tensor), against
+                ``python spawn-ar.py``.
 
 The runner is a real ``rankzero-runner serve`` (bubblewrap sandboxes, default warm pool) on loopback.
 "spaced" waits for the pool to be full before each request (the steady state at a low request rate);
 "back to back" sends ``--burst`` requests one after the other, each as soon as the previous verdict came,
 without waiting for the pool (results time brings disputes together).  The bare runs are cold
 interpreters without a sandbox; pool state does not apply to them, so one median serves both ratios.
-``--warm-spawn`` starts the runner with that option (mp.spawn workers forked from the warm rank; see
-runner/README.md for why it is off by default).  The load average is printed at the start and the end:
-on a shared machine the figures mean little without it.
+``--warm-spawn`` is passed to the runner: with the default, ``auto``, spawn-ar-2's workers are forks of the
+warm rank and spawn-2's (a DDP model) are fresh interpreters; see runner/README.md, "Warm pool", for why.
+The load average is printed at the start and the end: on a shared machine the figures mean little
+without it.
 """
 
 from __future__ import annotations
@@ -86,6 +89,28 @@ if __name__ == "__main__":
     mp.spawn(demo_basic, args=(2,), nprocs=2, join=True)
 """
 
+# The same layout without a DDP model: each worker all-reduces a tensor over gloo and prints the sum.
+SPAWN_ALL_REDUCE = """\
+import os
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+
+def worker(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12356"
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    t = torch.ones(4) * (rank + 1)
+    dist.all_reduce(t)
+    print(f"rank {rank}: {t.tolist()}")
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    mp.spawn(worker, args=(2,), nprocs=2, join=True)
+"""
+
 
 def free_port() -> int:
     with socket.socket() as probe:
@@ -118,14 +143,16 @@ def main() -> int:
     )
     parser.add_argument("--runs", type=int, default=5, help="spaced requests and bare runs per shape")
     parser.add_argument("--burst", type=int, default=8, help="back-to-back requests per shape")
-    parser.add_argument("--shapes", default="1,2,4,8,spawn")
+    parser.add_argument("--shapes", default="1,2,4,8,spawn,spawn-ar")
     parser.add_argument(
         "--timeout", type=float, default=120, help="the runner's deadline per request, seconds"
     )
     parser.add_argument(
         "--warm-spawn",
-        action="store_true",
-        help="start the runner with --warm-spawn (mp.spawn workers forked from the warm rank)",
+        default="auto",
+        choices=("auto", "on", "off"),
+        help="the runner's --warm-spawn setting (auto: mp.spawn workers forked from the warm rank unless "
+        "the snippet builds a DDP model)",
     )
     args = parser.parse_args()
     shapes = [s.strip() for s in args.shapes.split(",") if s.strip()]
@@ -136,20 +163,22 @@ def main() -> int:
 
     workdir = Path(tempfile.mkdtemp(prefix="rz-bench-"))
     (workdir / "ddp.py").write_text(DDP_STEP)
-    (workdir / "spawn.py").write_text(SPAWN)
+    scripts = {"spawn": SPAWN, "spawn-ar": SPAWN_ALL_REDUCE}
+    for shape, script in scripts.items():
+        (workdir / f"{shape}.py").write_text(script)
     torchrun = str(Path(sys.executable).with_name("torchrun"))
     bare_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "LANG": "C.UTF-8"}
 
     failures: list[str] = []
 
     def body(shape: str) -> dict[str, object]:
-        if shape == "spawn":
-            return {"code": SPAWN, "mode": "python", "timeout_s": args.timeout}
+        if shape in scripts:
+            return {"code": scripts[shape], "mode": "python", "timeout_s": args.timeout}
         return {"code": DDP_STEP, "mode": "ddp", "nproc": int(shape), "timeout_s": args.timeout}
 
     def bare(shape: str) -> Callable[[], None]:
-        if shape == "spawn":
-            argv = [sys.executable, str(workdir / "spawn.py")]
+        if shape in scripts:
+            argv = [sys.executable, str(workdir / f"{shape}.py")]
         else:
             argv = [torchrun, f"--nproc_per_node={shape}", str(workdir / "ddp.py")]
 
@@ -173,7 +202,8 @@ def main() -> int:
             str(port),
             "--log-level",
             "WARNING",
-            *(["--warm-spawn"] if args.warm_spawn else []),
+            "--warm-spawn",
+            args.warm_spawn,
         ],
         env={**os.environ, "RANKZERO_RUNNER_TOKEN": token},
     )
@@ -225,20 +255,20 @@ def main() -> int:
     end_load = " / ".join(f"{v:.1f}" for v in os.getloadavg())
     print(f"load average (1 / 5 / 15 min): {start_load} at the start, {end_load} at the end")
     print(
-        f"pool {pool_targets}; warm spawn {'on' if args.warm_spawn else 'off'}; "
+        f"pool {pool_targets}; warm spawn {args.warm_spawn}; "
         f"per shape {args.runs} spaced, {args.burst} back-to-back requests"
     )
     print(
-        f"  {'shape':<8} {'bare median':>12} {'spaced median':>14} {'ratio':>7}   "
+        f"  {'shape':<10} {'bare median':>12} {'spaced median':>14} {'ratio':>7}   "
         f"{'b2b median':>11} {'ratio':>7}   {'b2b max':>8}"
     )
     for shape in shapes:
         bare_median = statistics.median(bare_times[shape])
         spaced_median = statistics.median(spaced[shape])
         burst_median = statistics.median(burst[shape])
-        name = "spawn-2" if shape == "spawn" else f"ddp-{shape}"
+        name = {"spawn": "spawn-2", "spawn-ar": "spawn-ar-2"}.get(shape, f"ddp-{shape}")
         print(
-            f"  {name:<8} {bare_median * 1000:10.0f}ms {spaced_median * 1000:12.0f}ms "
+            f"  {name:<10} {bare_median * 1000:10.0f}ms {spaced_median * 1000:12.0f}ms "
             f"{spaced_median / bare_median:7.3f}   {burst_median * 1000:9.0f}ms "
             f"{burst_median / bare_median:7.3f}   {max(burst[shape]) * 1000:6.0f}ms"
         )

@@ -34,11 +34,13 @@ import contextlib
 import ctypes
 import errno
 import faulthandler
+import gc
 import getpass
 import io
 import json
 import os
 import resource
+import select
 import shutil
 import signal
 import socket
@@ -48,10 +50,16 @@ import threading
 import time
 import types
 import uuid
+import weakref
+from collections.abc import Callable
 from typing import Any
 
 # Names of the files and markers shared with the host side (runner/executor.py mirrors them).
 SNIPPET_NAME = "main.py"
+# The host's line on the control pipe, before the job, when a job that needs no compiler stack (no DDP
+# model, FSDP, DTensor, torch.compile) waits for this sandbox while it warms: the rest of the warm-up is
+# skipped (runner/sandbox.py writes it).
+HINT_LIGHT = b'{"hint": "light"}\n'
 EXCEPTION_MARKER = "exception"
 
 
@@ -288,7 +296,7 @@ def _die_with_parent() -> None:
 FRESH_TORCH: dict[str, int] = {}
 
 
-def _preload(level: str = "full") -> None:
+def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> bool:
     """Import what snippets use, so that a job only pays for its own work.
 
     ``full`` (the warm pool) also imports what real snippets reach for next: the DistributedDataParallel
@@ -296,7 +304,9 @@ def _preload(level: str = "full") -> None:
     plus FSDP, DTensor, the DDP communication hooks, optimizers and data loaders.  ``torch`` (a sandbox
     started for a job that is already waiting) imports torch only: the snippet then pays for the rest
     exactly as it would under a bare ``torchrun``.  None of this initialises CUDA: a forked child could not
-    use it afterwards.
+    use it afterwards.  ``enough`` is asked before each costly step of ``full``: True (the host's hint that
+    the job already waiting for this sandbox needs no compiler stack) skips the rest.  True when the whole
+    ``full`` warm-up was imported.
     """
     import torch
     import torch.distributed
@@ -307,8 +317,8 @@ def _preload(level: str = "full") -> None:
     # The thread count a fresh interpreter's torch starts with (without OMP_NUM_THREADS), before any job
     # changes it: a process the spawn zygote serves (see SpawnZygote) is put back to it.
     FRESH_TORCH.update(threads=torch.get_num_threads())
-    if level != "full":
-        return
+    if level != "full" or (enough is not None and enough()):
+        return False
     import torch.compiler
     import torch.distributed.algorithms.ddp_comm_hooks
     import torch.distributed.elastic.multiprocessing.errors
@@ -317,6 +327,8 @@ def _preload(level: str = "full") -> None:
     import torch.optim
     import torch.utils.data
 
+    if enough is not None and enough():
+        return False
     # The public way to import the compiler stack (torch.compiler.reset imports it); the caches it resets
     # are empty here.  DistributedDataParallel's constructor would import it on first use otherwise.
     # Resetting makes inductor's cache folder in the temporary directory: a job must find /tmp as empty
@@ -329,6 +341,23 @@ def _preload(level: str = "full") -> None:
     torch.compiler.reset()
     if not existed and os.path.isdir(cache) and not os.path.islink(cache):
         shutil.rmtree(cache, ignore_errors=True)
+    return True
+
+
+def _keep_warm_up_finalizers_at_exit() -> None:
+    """Let the ranks and spawned workers leave without running the warm-up's exit finalizers.
+
+    Importing the warm-up registers about 170 ``weakref.finalize`` objects that run at exit (torch.library
+    registrations of the compiler stack, FSDP, DTensor...).  Every forked process inherits them, and a rank
+    or worker runs the exit hooks as it leaves (``_run_exit_hooks``): undoing those registrations cost
+    80-100 ms per process, in a process about to end, for modules a fresh interpreter running the same
+    snippet might never have imported.  They belong to the supervisor, so their ``atexit`` flag (public,
+    writable) is cleared here, before any fork; finalizers the snippet registers itself still run.
+    ``gc.get_objects`` is the public way to find them (about 0.1 s, once per sandbox, before its job).
+    """
+    for obj in gc.get_objects():
+        if issubclass(type(obj), weakref.finalize):  # type(): no __class__ lookup on lazy objects
+            obj.atexit = False
 
 
 def clamp_limits(soft: int, hard: int, inherited_hard: int) -> tuple[int, int]:
@@ -473,6 +502,23 @@ ZYGOTE_MAX_REQUEST = 1 << 20
 def may_start_interpreters(code: str) -> bool:
     """Whether a snippet may start processes with a fresh interpreter (``spawn``, ``forkserver``)."""
     return any(hint in code for hint in SPAWN_HINTS)
+
+
+def serves_spawn_warm(setting: str, code: str) -> bool:
+    """Whether a rank of this snippet forks a spawn zygote, under the runner's ``warm_spawn`` setting.
+
+    ``auto`` leaves out snippets that build a DistributedDataParallel model: when such a model is freed in
+    a worker, torch 2.13 destroys its gloo process group holding the GIL and joins gloo's work thread,
+    which may be waiting for the GIL to free a finished all-reduce's tensors (pytorch/pytorch#56297, the
+    class of blocking destructors bound without releasing the GIL).  Warm workers lose that race far more
+    often than fresh ones (runner/README.md, "Warm pool"), and a lost race is a hang the snippet did not
+    cause.  A snippet that hides the name only risks its own verdict.
+    """
+    if setting == "on":
+        return may_start_interpreters(code)
+    if setting == "auto":
+        return may_start_interpreters(code) and "DistributedDataParallel" not in code
+    return False
 
 
 class SpawnZygote:
@@ -903,7 +949,7 @@ def _run_rank(
         _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
     zygote = None
-    if job.get("warm_spawn") and may_start_interpreters(str(job.get("code", ""))):
+    if serves_spawn_warm(str(job.get("warm_spawn", "off")), str(job.get("code", ""))):
         # Forked now, under the rank's limits and before any snippet code: what it starts later must not
         # see the snippet's state, nor get limits the rank does not have.
         with contextlib.suppress(OSError):  # no zygote (the process limit): fresh interpreters, as before
@@ -1076,11 +1122,27 @@ class Supervisor:
         # which process each stack dump comes from; closed when the rank is reaped.
         self.dump_fds: dict[int, int] = {}
         self.store: Any = None  # the agent store of a ddp job (kept alive until the supervisor exits)
+        self.pending = b""  # what the control pipe held before wait_job (the host's hint, maybe the job)
+
+    def hinted_light(self) -> bool:
+        """Whether the host said, while this sandbox warmed, that its waiting job needs no compiler stack."""
+        if not self.pending.startswith(HINT_LIGHT):
+            readable, _, _ = select.select([self.control_fd], [], [], 0)
+            if readable:
+                self.pending += os.read(self.control_fd, 1 << 20)
+        return self.pending.startswith(HINT_LIGHT)
 
     def wait_job(self) -> dict[str, Any] | None:
-        """Block until the host sends the job (one JSON line); None if the host went away."""
-        buf = b""
-        while b"\n" not in buf:
+        """Block until the host sends the job (one JSON line); None if the host went away.
+
+        The host's light hint may come first, read or not by ``hinted_light`` (it can arrive after the
+        warm-up's last look): it is never taken for the job.
+        """
+        buf = self.pending
+        while True:
+            buf = buf.removeprefix(HINT_LIGHT)
+            if b"\n" in buf:
+                break
             chunk = os.read(self.control_fd, 1 << 20)
             if not chunk:
                 return None
@@ -1274,8 +1336,10 @@ def main(argv: list[str]) -> int:
     _make_undumpable()
     sup = Supervisor(spec)
     preload = spec.get("preload", "full")
-    if preload:
-        _preload("full" if preload is True else str(preload))
+    if preload and _preload("full" if preload is True else str(preload), sup.hinted_light):
+        # Only after a whole warm-up: a sandbox cut short (or started for a waiting job) has its job
+        # waiting now, and torch's own few finalizers cost its ranks less than the 0.1 s scan.
+        _keep_warm_up_finalizers_at_exit()
     _emit(sup.status_fd, {"event": "ready", "pid": os.getpid()})
     job = sup.wait_job()
     if job is None:

@@ -12,7 +12,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from runner.config import DEFAULT_MAX_NPROC, MAX_CODE_BYTES, RunnerConfig
+from runner.config import DEFAULT_MAX_NPROC, MAX_CODE_BYTES, WARM_SPAWN_MODES, RunnerConfig
 from runner.sandbox import SandboxUnavailableError
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode, Status, Verdict
@@ -39,10 +39,13 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--memory-mb", type=int, default=RunnerConfig.memory_mb, help="per rank")
     parser.add_argument(
         "--warm-spawn",
-        action="store_true",
+        default=RunnerConfig.warm_spawn,
+        choices=WARM_SPAWN_MODES,
         help=(
-            "serve mp.spawn/forkserver workers from a fork of the warm rank. Off by default: with torch 2.13"
-            " a DDP model torn down in such a worker can deadlock (a false timeout); see the runner README"
+            "serve mp.spawn/forkserver workers from a fork of the warm rank: auto (default) for snippets"
+            " that build no DistributedDataParallel model, on for all, off for none. With"
+            " torch 2.13 a DDP model torn down in a warm worker can deadlock (a false timeout); see the"
+            " runner README"
         ),
     )
     parser.add_argument("--log-level", default="INFO")

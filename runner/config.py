@@ -8,6 +8,7 @@ MAX_CODE_BYTES = 64 * 1024
 
 
 DEFAULT_MAX_NPROC = 8
+WARM_SPAWN_MODES = ("auto", "on", "off")
 
 
 def _default_pool() -> dict[int, int]:
@@ -43,10 +44,12 @@ class RunnerConfig:
     uid_count: int = 10_000
     pool: dict[int, int] = field(default_factory=_default_pool)
     """Warm sandboxes to keep, by capacity (the most ranks one can fork): {8: 2} serves 1..8 ranks."""
-    warm_spawn: bool = False
+    warm_spawn: str = "auto"
     """Serve processes a snippet starts with a fresh interpreter (mp.spawn, forkserver) from a fork of its
-    warm rank (runner/bootstrap.py SpawnZygote) instead of a new interpreter.  Off by default: warm workers
-    hit a torch 2.13 gloo teardown deadlock (README, "Warm pool") that fresh ones rarely reach."""
+    warm rank (runner/bootstrap.py SpawnZygote) instead of a new interpreter: ``on`` for every snippet,
+    ``auto`` (the default) unless the snippet builds a DistributedDataParallel model, ``off`` never.  A DDP
+    model torn down in a warm worker hits a torch 2.13 deadlock far more often than in a fresh one (README,
+    "Warm pool"), so ``auto`` gives those snippets fresh interpreters."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""
     test_advertise_gpus: int | None = None
@@ -54,3 +57,11 @@ class RunnerConfig:
     routing between runners can be tested on a machine without GPUs. Jobs still run on the real hardware
     (an NCCL job the runner cannot really run is refused as ``unsupported``), and every verdict says so.
     ``serve --test-advertise-gpus`` accepts it on a loopback address only."""
+
+    def __post_init__(self) -> None:
+        """Refuse a warm_spawn setting that is not one of WARM_SPAWN_MODES (True/False mean on/off)."""
+        if isinstance(self.warm_spawn, bool):  # the setting was a flag before it had an "auto"
+            object.__setattr__(self, "warm_spawn", "on" if self.warm_spawn else "off")
+        if self.warm_spawn not in WARM_SPAWN_MODES:
+            modes = ", ".join(WARM_SPAWN_MODES)
+            raise ValueError(f"warm_spawn must be one of {modes}, not {self.warm_spawn!r}")

@@ -83,11 +83,13 @@ class WarmPool:
         """The smallest pooled capacity that fits ``nproc`` ranks, or None if no pooled one does."""
         return next((n for n in self.targets if n >= nproc), None)
 
-    def acquire(self, nproc: int, needs_torch: bool = True) -> Sandbox:
+    def acquire(self, nproc: int, needs_torch: bool = True, light: bool = False) -> Sandbox:
         """A ready sandbox for ``nproc`` ranks: a warm one if available, else the one being warmed, else new.
 
         A snippet that never mentions torch gets a fresh sandbox that skips the import (a cold start of a
-        plain interpreter is about as fast as a warm one) and leaves the warm ones to torch jobs.
+        plain interpreter is about as fast as a warm one) and leaves the warm ones to torch jobs.  ``light``
+        (the snippet needs no compiler stack): a sandbox being warmed that this job takes is told to skip
+        the rest of its warm-up.
         """
         if not needs_torch:
             with self._cond:
@@ -107,6 +109,8 @@ class WarmPool:
             claimed = next((w for w in self._warming if not w.claimed and w.capacity >= nproc), None)
             if claimed is not None:
                 claimed.claimed = True
+                if light:
+                    claimed.sandbox.hint_light()
                 while claimed.result is None:
                     self._cond.wait(1.0)
                 if claimed.result:

@@ -16,7 +16,7 @@ from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
 from runner.pool import WarmPool
 from runner.sandbox import SandboxLauncher, job_env
-from runner.stacks import stuck_at
+from runner.stacks import returned_from_spawn_target, stuck_at
 from runner.verdict import (
     ChildStuckAt,
     ExceptionInfo,
@@ -32,6 +32,27 @@ from runner.verdict import (
 log = logging.getLogger(__name__)
 
 SNIPPET_NAME = "main.py"  # mirrors runner/bootstrap.py
+# Words of a snippet that will import torch's compiler stack (the DDP constructor does): a sandbox still
+# warming when such a job takes it finishes its warm-up; for any other job it skips that part.
+NEEDS_COMPILER_STACK = (
+    "DistributedDataParallel",
+    "FullyShardedDataParallel",
+    "fsdp",
+    "FSDP",
+    "fully_shard",
+    "compile",
+    "dynamo",
+    "inductor",
+    "DTensor",
+    "distributed.tensor",
+    "ddp_comm_hooks",
+)
+# Words of a snippet that may start processes of its own (see RunnerService.cpu_ranks).
+# Whole words and calls, so that nn.MaxPool2d, num_workers=0 or the word "spawn" in a comment do not count.
+STARTS_PROCESSES = re.compile(
+    r"\bmultiprocessing\b|\bstart_processes\b|\bforkserver\b|\.spawn\(|\bos\.fork\(|\bfork\(\)"
+    r"|\bnum_workers\s*=\s*[1-9]|(?<![A-Za-z_])Pool\(|\bProcessPoolExecutor\b"
+)
 DUMP_MARKER = re.compile(r"^### rankzero-dump (rank|child) pid=(\d{1,9})$", re.MULTILINE)  # bootstrap.py
 MASTER_PORT = 29500
 
@@ -227,6 +248,20 @@ class RunnerService:
                 operator_notes.append(raw.memory_note)
         return verdict
 
+    def cpu_ranks(self, nproc: int, job: dict[str, Any]) -> int:
+        """How many ranks' CPU a job gets: its ranks, or the most a job may have when it starts its own.
+
+        A python or dp job whose snippet starts worker processes (``mp.spawn``, a multiprocessing pool,
+        DataLoader workers) is a multi-process job in all but name; held to one core, its workers would take
+        longer than a bare run on the same host.  A plain substring test: a snippet that hides it only runs
+        on one core.  The job's CPU weight stays that of every other job, so it still competes fairly.  Its
+        memory limit is not scaled: workers forked from the warm rank share its pages, and fresh ones (a
+        DDP model under ``auto``) fit in one rank's default 4 GiB a few at a time.
+        """
+        if job["mode"] == Mode.DDP.value or STARTS_PROCESSES.search(str(job["code"])) is None:
+            return nproc
+        return max(nproc, self.config.max_nproc)
+
     def _execute(
         self, nproc: int, job: dict[str, Any], timeout_s: float, hw: Hardware
     ) -> tuple[JobRaw, str, str | None]:
@@ -234,10 +269,11 @@ class RunnerService:
         # pays for the import itself.
         # A ddp job's supervisor hosts torchrun's agent store, which needs torch.
         needs_torch = "torch" in str(job["code"]) or job["mode"] == Mode.DDP.value
-        sandbox = self.pool.acquire(nproc, needs_torch=needs_torch)
+        light = not any(word in str(job["code"]) for word in NEEDS_COMPILER_STACK)
+        sandbox = self.pool.acquire(nproc, needs_torch=needs_torch, light=light)
         try:
             # A warm sandbox's cgroup was sized for its capacity; the job gets its own rank count's limits.
-            self.launcher.fit(sandbox, nproc)
+            self.launcher.fit(sandbox, nproc, self.cpu_ranks(nproc, job))
             if not sandbox.isolated:
                 job["env"].update(HOME=sandbox.workdir, TMPDIR=sandbox.workdir)
             memory_rlimit = memory_rlimit_for(hw.gpus, sandbox.cgroup is not None)
@@ -322,6 +358,7 @@ class RunnerService:
 
         if raw.timed_out:
             notes.append(_deadline_note(timeout_s, raw))
+            notes += _teardown_notes(raw)
         elif raw.waited_s > 0:
             notes.append(
                 f"the job waited {raw.waited_s:.1f} s for a CPU behind other work: its deadline of "
@@ -344,6 +381,29 @@ class RunnerService:
             notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
         if not verdict.sandbox.isolated:
             notes.append("ran WITHOUT a sandbox (--unsafe-no-sandbox)")
+
+
+def _teardown_notes(raw: JobRaw) -> list[str]:
+    """Name the mp.spawn workers that hung after their function returned (torch's teardown, not the code)."""
+    notes = []
+    for rank in raw.ranks:
+        if not rank.dumped:
+            continue
+        dump = bytes(rank.dump.data).decode(errors="replace")
+        pids = [
+            pid
+            for role, pid, text in _dump_parts(dump)
+            if role == "child" and returned_from_spawn_target(text)
+        ]
+        if pids:
+            listed = ", ".join(str(p) for p in pids[:8])
+            notes.append(
+                f"rank {rank.rank}'s mp.spawn worker(s) {listed} had returned from the worker function "
+                "and hung while freeing its objects (with torch 2.13, freeing a DistributedDataParallel "
+                "model can deadlock in its gloo process group's destructor: pytorch/pytorch#56297); "
+                "the snippet's own code had finished in those workers"
+            )
+    return notes
 
 
 def _deadline_note(timeout_s: float, raw: JobRaw) -> str:
@@ -432,16 +492,22 @@ def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
     )
 
 
-def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
-    """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
-    own: list[tuple[int, str]] = []
-    children: list[tuple[int, str]] = []
+def _dump_parts(dump: str) -> list[tuple[str, int, str]]:
+    """A rank's dump split at the supervisor's markers: ``(role, pid, text)``, role "rank" or "child"."""
+    parts = []
     last = 0
     role, pid = "rank", 0
     for match in DUMP_MARKER.finditer(dump):
-        (own if role == "rank" else children).append((pid, dump[last : match.start()]))
+        parts.append((role, pid, dump[last : match.start()]))
         role, pid, last = match[1], int(match[2]), match.end()
-    (own if role == "rank" else children).append((pid, dump[last:]))
+    parts.append((role, pid, dump[last:]))
+    return parts
+
+
+def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
+    """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
+    own = [(pid, text) for role, pid, text in _dump_parts(dump) if role == "rank"]
+    children = [(pid, text) for role, pid, text in _dump_parts(dump) if role != "rank"]
     main = stuck_at("".join(text for _, text in own), path, code)
     found = []
     for child_pid, text in children:

@@ -43,6 +43,24 @@ def parse_threads(dump: str) -> list[list[Frame]]:
     return threads
 
 
+def returned_from_spawn_target(dump: str) -> bool:
+    """Whether a thread of this (child's) dump is in ``mp.spawn``'s wrapper with the target already returned.
+
+    ``torch.multiprocessing.spawn._wrap`` calls the worker function; a thread whose innermost frame is
+    ``_wrap`` itself is no longer in the function: it is freeing the function's objects (or its frame).
+    A process stuck there for the whole deadline is stuck in a destructor, not in the snippet's code.
+    """
+    for frames in parse_threads(dump):
+        if (
+            len(frames) > 1
+            and frames[0].function == "_wrap"
+            and frames[0].file.endswith("torch/multiprocessing/spawn.py")
+            and frames[1].file.endswith("multiprocessing/process.py")  # called by Process.run
+        ):
+            return True
+    return False
+
+
 def _call_on_line(source: str, line: int) -> str | None:
     """Name of the outermost call written on ``line`` of the snippet (for calls into C, e.g. sleep)."""
     tree = parse_snippet(source)

@@ -213,3 +213,41 @@ def test_a_warm_sandbox_of_a_larger_capacity_gets_the_limits_of_the_job_it_runs(
             svc.pool.release(sandbox)
     finally:
         svc.close()
+
+
+def test_a_one_process_job_that_starts_workers_gets_the_cpu_of_as_many_ranks(service: RunnerService) -> None:
+    # The DDP tutorial's layout (mode python, mp.spawn of the workers) held to one core made its workers
+    # slower than a bare run; a snippet that starts no process keeps one core.
+    if service.launcher.cgroups is None or not service.launcher.cgroups.cpu:
+        pytest.skip("no CPU cgroups on this host")
+    spawn = {"mode": "python", "code": "import torch.multiprocessing as mp\nmp.spawn(f, nprocs=2)\n"}
+    plain = {"mode": "python", "code": "import torch\nprint(torch.ones(2))\n"}
+    ddp = {"mode": "ddp", "code": "import torch.multiprocessing as mp\n"}
+    assert service.cpu_ranks(1, spawn) == service.config.max_nproc
+    assert service.cpu_ranks(1, plain) == 1
+    # Words that only look like starting processes do not count.
+    for code in (
+        "import torch.nn as nn\nnn.MaxPool2d(2)\n",
+        "DataLoader(ds, num_workers=0)\n",
+        "# spawn later\n",
+    ):
+        assert service.cpu_ranks(1, {"mode": "python", "code": code}) == 1, code
+    for code in ("DataLoader(ds, num_workers=4)\n", "with Pool(2) as p:\n    pass\n", "os.fork()\n"):
+        assert service.cpu_ranks(1, {"mode": "python", "code": code}) == service.config.max_nproc, code
+    assert service.cpu_ranks(2, ddp) == 2  # a ddp job's ranks are its processes already
+    cores = float(min(service.config.max_nproc, os.cpu_count() or 1))
+    sandbox = service.pool.acquire(1)
+    try:
+        assert sandbox.cgroup is not None
+        for job, cpus in ((spawn, cores), (plain, 1.0), (spawn, cores)):
+            service.launcher.fit(sandbox, 1, service.cpu_ranks(1, job))
+            assert sandbox.cgroup.cpus == cpus
+            quota = [
+                d / n
+                for d in sandbox.cgroup.dirs
+                for n in ("cpu.max", "cpu.cfs_quota_us")
+                if (d / n).exists()
+            ]
+            assert quota and quota[0].read_text().split()[0] == str(int(cpus * 100000))
+    finally:
+        service.pool.release(sandbox)

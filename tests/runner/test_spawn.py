@@ -4,8 +4,9 @@ Issue 18, section 5: an ``mp.spawn`` verdict took as long as a bare run, because
 torch again.  With ``warm_spawn`` a rank forks a zygote before the snippet runs, and multiprocessing's
 fresh interpreters are forks of it.  These tests run real snippets (the DDP tutorial's, and probes) in the
 real sandbox and check that what a user can see is what a real ``python script.py`` shows, compared with
-one run bare.  ``warm_spawn`` is off by default (see runner/README.md, "Warm pool"): the default service
-still starts new interpreters, which is checked too.
+one run bare.  ``warm_spawn`` is ``auto`` by default (see runner/README.md, "Warm pool"): workers are
+warm unless the snippet builds a DistributedDataParallel model, whose teardown can deadlock torch 2.13 in
+warm workers; the default service then still starts new interpreters, which is checked too.
 """
 
 from __future__ import annotations
@@ -20,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.bootstrap import serves_spawn_warm
 from runner.config import RunnerConfig
 from runner.service import RunnerService
 from runner.verdict import Status
@@ -30,7 +32,7 @@ pytestmark = pytest.mark.slow
 
 @pytest.fixture(scope="module")
 def warm(service: RunnerService) -> Iterator[RunnerService]:
-    """A service with warm_spawn on (its own pool; the shared ``service`` keeps the default, off)."""
+    """A service with warm_spawn "on" (its own pool; the shared ``service`` keeps the default, "auto")."""
     svc = RunnerService(
         RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4, warm_spawn=True)
     )
@@ -115,11 +117,15 @@ def _check_tutorial(verdict_stdout: str, world_size: int, warm: bool) -> None:
         assert f"Finished running basic DDP example on rank {rank}." in verdict_stdout, verdict_stdout
 
 
-@pytest.mark.parametrize("world_size", [2, 4])
-def test_mp_spawn_workers_run_warm_over_gloo(warm: RunnerService, world_size: int) -> None:
-    # The tutorial's shape without its DDP model: a DDP model that dies in a worker's function while gloo's
-    # threads still hold work can deadlock torch 2.13 in warm workers (README, "Warm pool"), which is why
-    # warm_spawn is off by default; everything else a worker does is checked here and below.
+@pytest.mark.parametrize(("which", "world_size"), [("warm", 2), ("warm", 4), ("service", 2)])
+def test_mp_spawn_workers_run_warm_over_gloo(
+    request: pytest.FixtureRequest, which: str, world_size: int
+) -> None:
+    # The tutorial's shape without its DDP model, warm with warm_spawn "on" and by default ("auto"): a DDP
+    # model that dies in a worker's function while gloo's threads still hold work can deadlock torch 2.13
+    # in warm workers (README, "Warm pool"), which is why "auto" leaves those snippets out; everything
+    # else a worker does is checked here and below.
+    warm: RunnerService = request.getfixturevalue(which)
     code = f"""
 import os, sys
 
@@ -159,7 +165,9 @@ if __name__ == "__main__":
 
 
 @pytest.mark.parametrize("world_size", [2, 4])
-def test_by_default_spawned_workers_are_new_interpreters(service: RunnerService, world_size: int) -> None:
+def test_by_default_workers_that_build_a_ddp_model_are_new_interpreters(
+    service: RunnerService, world_size: int
+) -> None:
     code = textwrap.dedent(TUTORIAL).replace("WORLD_SIZE)", f"{world_size})")
     verdict = run(service, code, timeout_s=150)
     if verdict.status == Status.ERROR:
@@ -437,3 +445,66 @@ def test_ranks_draw_their_own_random_numbers_as_under_torchrun(service: RunnerSe
     torch_0, numpy_0, random_0 = first.rsplit(" ", 2)
     torch_1, numpy_1, random_1 = second.rsplit(" ", 2)
     assert torch_0 != torch_1 and numpy_0 != numpy_1 and random_0 != random_1, (first, second)
+
+
+def test_the_warm_spawn_setting_decides_which_snippets_get_a_zygote() -> None:
+    spawn = "import torch.multiprocessing as mp\nmp.spawn(f, nprocs=2)\n"
+    ddp = "from torch.nn.parallel import DistributedDataParallel\n" + spawn
+    plain = "import torch\nprint(torch.ones(2))\n"
+    assert [serves_spawn_warm("auto", c) for c in (spawn, ddp, plain)] == [True, False, False]
+    assert [serves_spawn_warm("on", c) for c in (spawn, ddp, plain)] == [True, True, False]
+    assert [serves_spawn_warm("off", c) for c in (spawn, ddp, plain)] == [False, False, False]
+    assert RunnerConfig().warm_spawn == "auto"
+    assert RunnerConfig(warm_spawn=True).warm_spawn == "on"  # type: ignore[arg-type]
+    with pytest.raises(ValueError, match="warm_spawn must be one of auto, on, off, not 'sometimes'"):
+        RunnerConfig(warm_spawn="sometimes")
+    cli = subprocess.run(
+        [sys.executable, "-m", "runner.cli", "run", "x.py", "--warm-spawn", "sometimes"],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+    assert cli.returncode == 2 and "invalid choice: 'sometimes'" in cli.stderr, cli.stderr
+
+
+# A worker whose function returns while its DDP model's process group still has work in flight (an
+# all-reduce its peer never joins): freeing the model joins gloo's blocked thread, so the worker hangs after
+# its function returned, in a destructor, as torch 2.13's teardown deadlock does.
+TEARDOWN_HANG = """
+import os, time
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+import torch.nn as nn
+from torch.nn.parallel import DistributedDataParallel
+
+
+def work(rank, world_size):
+    os.environ["MASTER_ADDR"] = "localhost"
+    os.environ["MASTER_PORT"] = "12355"
+    dist.init_process_group("gloo", rank=rank, world_size=world_size)
+    model = DistributedDataParallel(nn.Linear(2, 2))
+    if rank == 1:
+        time.sleep(600)
+    pending = dist.all_reduce(torch.ones(1), async_op=True)
+    dist.destroy_process_group()
+    print(f"rank {rank} returns", flush=True)
+
+
+if __name__ == "__main__":
+    mp.spawn(work, args=(2,), nprocs=2, join=True)
+"""
+
+
+def test_a_worker_stuck_after_its_function_returned_is_named_in_the_verdict(warm: RunnerService) -> None:
+    assert warm.pool.wait_full(180)
+    verdict = run(warm, TEARDOWN_HANG, timeout_s=20)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    assert "rank 0 returns" in verdict.ranks[0].stdout, verdict.ranks[0].stdout
+    teardown = [n for n in verdict.notes if "had returned from the worker function" in n]
+    assert len(teardown) == 1, verdict.notes
+    assert "pytorch/pytorch#56297" in teardown[0]
+    # The sleeping worker is still in the snippet's code: it is named by stuck_at, not by the note.
+    stuck = verdict.ranks[0].stuck_at
+    assert stuck is not None and [c.call for c in stuck.children] == ["sleep"], verdict.to_dict()
+    assert str(stuck.children[0].pid) not in teardown[0]

@@ -1,6 +1,6 @@
 """Reading faulthandler dumps into stuck_at (pure functions, no sandbox)."""
 
-from runner.stacks import parse_threads, stuck_at
+from runner.stacks import parse_threads, returned_from_spawn_target, stuck_at
 from runner.verdict import StuckAt
 
 SNIPPET = "/tmp/main.py"
@@ -49,3 +49,26 @@ def test_dump_without_user_frames_gives_none():
     empty = "Current thread 0x1 (most recent call first):\n  <no Python frame>\n"
     assert stuck_at(empty, SNIPPET, "") is None
     assert stuck_at("garbage \x00 not a dump", SNIPPET, "") is None
+
+
+def _child_dump(*frames: tuple[str, int, str]) -> str:
+    lines = [f'  File "{file}", line {line} in {func}' for file, line, func in frames]
+    return "Current thread 0x1 (most recent call first):\n" + "\n".join(lines) + "\n"
+
+
+SPAWN_PY = "/venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py"
+PROCESS_PY = "/usr/lib/python3.11/multiprocessing/process.py"
+
+
+def test_a_worker_back_in_the_spawn_wrapper_has_returned_from_its_function():
+    returned = _child_dump((SPAWN_PY, 87, "_wrap"), (PROCESS_PY, 108, "run"), (PROCESS_PY, 314, "_bootstrap"))
+    assert returned_from_spawn_target(returned)
+    # Still inside the function: the snippet's frame is innermost.
+    inside = _child_dump(("/tmp/main.py", 12, "work"), (SPAWN_PY, 87, "_wrap"), (PROCESS_PY, 108, "run"))
+    assert not returned_from_spawn_target(inside)
+    # A `_wrap` of the snippet's own, or one not called by multiprocessing's Process.run, is not torch's.
+    assert not returned_from_spawn_target(_child_dump(("/tmp/main.py", 3, "_wrap"), (PROCESS_PY, 108, "run")))
+    assert not returned_from_spawn_target(
+        _child_dump((SPAWN_PY, 87, "_wrap"), ("/tmp/main.py", 9, "<module>"))
+    )
+    assert not returned_from_spawn_target(_child_dump((SPAWN_PY, 87, "_wrap")))

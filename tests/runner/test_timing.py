@@ -10,8 +10,10 @@ import time
 
 import pytest
 
+from runner.config import RunnerConfig
+from runner.service import RunnerService
 from runner.verdict import Status
-from tests.runner.conftest import run
+from tests.runner.conftest import TEST_MEMORY_MB, run
 
 pytestmark = pytest.mark.slow
 
@@ -86,3 +88,35 @@ def test_torch_jobs_are_served_warm_by_fresh_sandboxes_and_the_pool_refills(serv
     left, supervisor_started = second.ranks[0].stdout.split()
     assert left == "False"
     assert supervisor_started != first.ranks[0].stdout.strip()
+
+
+# What of the warm-up a job finds imported (names built so the snippet itself mentions neither).
+WARM_UP_PROBE = (
+    "import sys, torch\n"
+    "print(sorted(m for m in ('torch._dyn' + 'amo', 'torch.distributed.fs' + 'dp') if m in sys.modules))\n"
+)
+
+
+def test_a_job_without_a_ddp_model_cuts_short_the_warm_up_of_the_sandbox_it_takes() -> None:
+    # A job that finds the pool empty takes the sandbox being warmed; one that needs no compiler stack
+    # (no DDP model, FSDP, torch.compile) does not wait for it to be imported, one that does waits.
+    svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4))
+    svc.start()
+    try:
+        assert svc.pool.wait_full(POOL_WAIT_S)
+        full = run(svc, WARM_UP_PROBE)
+        assert full.ranks[0].stdout == "['torch._dynamo', 'torch.distributed.fsdp']\n", full.to_dict()
+        for code, expected in (
+            (WARM_UP_PROBE, "[]\n"),
+            (WARM_UP_PROBE + "# DistributedDataParallel\n", "['torch._dynamo', 'torch.distributed.fsdp']\n"),
+        ):
+            deadline = time.monotonic() + 30
+            while _pool(svc)["warming"]["1"] == 0:  # the refill has started the next sandbox
+                assert time.monotonic() < deadline
+                time.sleep(0.01)
+            verdict = run(svc, code)
+            assert verdict.status == Status.OK, verdict.to_dict()
+            assert verdict.ranks[0].stdout == expected
+        assert _pool(svc)["served_warm"] == 3 and _pool(svc)["served_cold"] == 0
+    finally:
+        svc.close()
