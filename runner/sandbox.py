@@ -27,6 +27,7 @@ from pathlib import Path
 from typing import IO, Any
 
 from runner import hardware
+from runner.bootstrap import HINT_LIGHT
 from runner.cgroups import (
     CgroupManager,
     JobCgroup,
@@ -41,7 +42,6 @@ log = logging.getLogger(__name__)
 
 BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
 SANDBOX_BOOTSTRAP = "/opt/rankzero/bootstrap.py"
-HINT_LIGHT = b'{"hint": "light"}\n'  # mirrors runner/bootstrap.py
 # What CUDA and NCCL read from /sys on a GPU runner: the PCI devices and their NUMA node, local CPUs and
 # link topology (/sys/bus/pci, and /sys/devices where its entries and /sys/class's point), and the NICs
 # NCCL picks from (/sys/class/net, /sys/class/infiniband).

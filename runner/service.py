@@ -506,8 +506,9 @@ def _dump_parts(dump: str) -> list[tuple[str, int, str]]:
 
 def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
     """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
-    own = [(pid, text) for role, pid, text in _dump_parts(dump) if role == "rank"]
-    children = [(pid, text) for role, pid, text in _dump_parts(dump) if role != "rank"]
+    parts = _dump_parts(dump)
+    own = [(pid, text) for role, pid, text in parts if role == "rank"]
+    children = [(pid, text) for role, pid, text in parts if role != "rank"]
     main = stuck_at("".join(text for _, text in own), path, code)
     found = []
     for child_pid, text in children:

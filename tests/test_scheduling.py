@@ -9,7 +9,9 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
+from typing import ClassVar, TypeVar
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -27,6 +29,7 @@ from tests.fakes import FakePlatform, FrozenClock
 
 UTC = dt.UTC
 BERLIN = ZoneInfo("Europe/Berlin")
+EnvT = TypeVar("EnvT", bound="Env")
 
 
 @dataclass
@@ -35,9 +38,11 @@ class Env:
     schedules: ScheduleService
     clock: FrozenClock
     platform: FakePlatform
+    #: The platforms the scheduler serves, as ``serve`` builds it (None: every platform).
+    platforms: ClassVar[frozenset[str] | None] = None
 
     async def scheduler(self) -> RankZeroScheduler:
-        sched = RankZeroScheduler(self.schedules, self.clock, sync_interval_s=60)
+        sched = RankZeroScheduler(self.schedules, self.clock, platforms=self.platforms, sync_interval_s=60)
         await sched.start()
         return sched
 
@@ -47,8 +52,11 @@ class Env:
         await sched.tick()
 
 
-@pytest.fixture
-async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
+@asynccontextmanager
+async def environment(
+    kind: type[EnvT], db_url: str, clock: FrozenClock, platform: FakePlatform
+) -> AsyncIterator[EnvT]:
+    """A quiz and schedule service on a real database with the test bank, as ``kind`` (an Env)."""
     engine = make_engine(db_url)
     factory = session_factory(engine)
 
@@ -57,8 +65,16 @@ async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncI
 
     quiz = QuizService(uow, clock, platform, seed=1)
     await quiz.admin_import(ADMIN, test_bank())
-    yield Env(quiz, ScheduleService(uow, clock, quiz, platform), clock, platform)
-    await engine.dispose()
+    try:
+        yield kind(quiz, ScheduleService(uow, clock, quiz, platform), clock, platform)
+    finally:
+        await engine.dispose()
+
+
+@pytest.fixture
+async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
+    async with environment(Env, db_url, clock, platform) as made:
+        yield made
 
 
 async def test_posts_at_nine_berlin_on_both_sides_of_dst(env: Env) -> None:

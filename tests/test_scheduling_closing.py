@@ -9,45 +9,26 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
 from bot.core.errors import NotAdminError
 from bot.core.models import ChannelRef
 from bot.core.schedule import Schedule
-from bot.core.schedule_service import NO_SCHEDULE_WINDOW, ScheduleService
-from bot.core.service import QuizService
-from bot.scheduling import RankZeroScheduler
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, CHANNEL, actor, test_bank
+from bot.core.schedule_service import NO_SCHEDULE_WINDOW
+from tests.conftest import ADMIN, CHANNEL, actor
 from tests.fakes import FakePlatform, FrozenClock
+from tests.test_scheduling import Env as SchedulingEnv
+from tests.test_scheduling import environment
 
 UTC = dt.UTC
 #: A channel of the same platform with no schedule at all.
 UNSCHEDULED = ChannelRef("test", "ws1", "random", "random")
 
 
-@dataclass
-class Env:
-    quiz: QuizService
-    schedules: ScheduleService
-    clock: FrozenClock
-    platform: FakePlatform
-
-    async def scheduler(self) -> RankZeroScheduler:
-        # As serve builds it: this process serves the "test" platform's channels.
-        sched = RankZeroScheduler(
-            self.schedules, self.clock, platforms=frozenset({"test"}), sync_interval_s=60
-        )
-        await sched.start()
-        return sched
-
-    async def at(self, sched: RankZeroScheduler, when: dt.datetime) -> None:
-        """Move the clock and run what is due."""
-        self.clock.current = when
-        await sched.tick()
+class Env(SchedulingEnv):
+    # As serve builds it: this process serves the "test" platform's channels.
+    platforms = frozenset({"test"})
 
     def results_of(self, challenge_id: int) -> int:
         return sum(1 for _, card, _ in self.platform.results if card.challenge_id == challenge_id)
@@ -55,16 +36,8 @@ class Env:
 
 @pytest.fixture
 async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-
-    def uow() -> SqlUnitOfWork:
-        return SqlUnitOfWork(factory)
-
-    quiz = QuizService(uow, clock, platform, seed=1)
-    await quiz.admin_import(ADMIN, test_bank())
-    yield Env(quiz, ScheduleService(uow, clock, quiz, platform), clock, platform)
-    await engine.dispose()
+    async with environment(Env, db_url, clock, platform) as made:
+        yield made
 
 
 async def test_post_now_without_a_schedule_is_closed_at_its_end_once(env: Env) -> None:
