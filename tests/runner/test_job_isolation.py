@@ -138,7 +138,7 @@ def test_mp_spawn_works_under_the_filter(service: RunnerService) -> None:
             dist.init_process_group("gloo", init_method="tcp://127.0.0.1:29511", rank=rank, world_size=world)
             t = torch.tensor([1.0])
             dist.all_reduce(t)
-            print(rank, t.item(), flush=True)
+            print(f"{rank} {t.item()}", flush=True)
             dist.destroy_process_group()
         if __name__ == "__main__":
             mp.spawn(work, args=(2,), nprocs=2)
@@ -146,7 +146,10 @@ def test_mp_spawn_works_under_the_filter(service: RunnerService) -> None:
         timeout_s=60,
     )
     assert verdict.status == Status.OK, verdict.to_dict()
-    assert sorted(verdict.ranks[0].stdout.split("\n")[:2]) == ["0 2.0", "1 2.0"]
+    # The workers share the pipe and print() writes the text and the newline separately: warm workers
+    # print at the same moment, so their lines may meet, as in a terminal. Each text whole, nothing else.
+    out = verdict.ranks[0].stdout
+    assert out.count("\n") == 2 and out.replace("\n", "") in ("0 2.01 2.0", "1 2.00 2.0"), out
 
 
 def test_the_kernel_keyring_is_out_of_reach(service: RunnerService) -> None:

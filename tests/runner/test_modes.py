@@ -141,7 +141,7 @@ def test_mp_spawn_works_from_the_snippet(service):
     import torch.multiprocessing as mp
 
     def work(i):
-        print("child", i, flush=True)
+        print(f"child {i}", flush=True)  # one write per text: warm workers' lines may meet, not split
 
     if __name__ == "__main__":
         mp.spawn(work, nprocs=2, join=True)
