@@ -200,7 +200,10 @@ class HttpRunnerClient:
                     timeout=httpx.Timeout(timeout_s, connect=self._connect_timeout),
                 )
                 break
-            except (httpx.ConnectError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
+            # Refused, reset or closed without an answer: the runner is down or going down (a reset
+            # is what a client sees when the runner is killed with the connection open). Its jobs die
+            # with it, so asking again, or another runner, cannot run a job twice.
+            except (httpx.NetworkError, httpx.ConnectTimeout, httpx.RemoteProtocolError) as exc:
                 attempt += 1
                 if attempt > self._retries:
                     raise RunnerUnreachableError(

@@ -184,7 +184,9 @@ async def test_a_killed_runner_is_passed_over(gpu_runner: RunnerServer) -> None:
                 try:
                     httpx.get(f"{doomed.url}/v1/health", timeout=1)
                 except httpx.ConnectError:
-                    break
+                    break  # refused: the listening socket is gone
+                except httpx.TransportError:
+                    pass  # reset or cut off while it shuts down: ask again
                 await asyncio.sleep(0.1)
             else:
                 pytest.fail("the runner did not stop")
@@ -283,6 +285,10 @@ def _disconnect(request: httpx.Request) -> BaseException:
     return httpx.RemoteProtocolError("Server disconnected without sending a response.", request=request)
 
 
+def _reset(request: httpx.Request) -> BaseException:
+    return httpx.ReadError("[Errno 104] Connection reset by peer", request=request)
+
+
 @pytest.mark.parametrize(
     "failure",
     [
@@ -291,8 +297,9 @@ def _disconnect(request: httpx.Request) -> BaseException:
         httpx.Response(429, text="slow down"),
         httpx.Response(401, json={"detail": "missing or wrong bearer token"}),
         _disconnect,
+        _reset,
     ],
-    ids=["503", "500", "429", "401", "disconnect"],
+    ids=["503", "500", "429", "401", "disconnect", "reset"],
 )
 async def test_nothing_ran_so_the_next_runner_takes_the_job(failure: Any) -> None:
     first = Scripted("http://first:8765", failure)
