@@ -97,6 +97,8 @@ def test_review_reveal_and_grade_in_the_terminal(tmp_path: Path) -> None:
     again = _spawn(tmp_path, "review", "--player", "Tess")
     again.expect(r"(\d+) cards due")
     assert int(again.match.group(1)) == due - 2
+    # Keys sent before the review enters its key mode are discarded (cbreak flushes input): wait for it.
+    again.expect("Press Space or Enter to reveal")
     again.send("q")
     again.expect(pexpect.EOF)
 

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import http.client
 import json
 import os
 import signal
@@ -112,7 +113,7 @@ class Serve:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as resp:
                 return json.loads(resp.read())
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
             return None
 
     def wait_healthy(self, timeout: float = 60) -> dict[str, Any]:

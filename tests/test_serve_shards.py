@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+import http.client
 import json
 import os
 import re
@@ -91,7 +92,7 @@ class Shard:
                 return json.loads(resp.read())  # type: ignore[no-any-return]
         except urllib.error.HTTPError as exc:  # 503 while starting: the body says why
             return json.loads(exc.read())  # type: ignore[no-any-return]
-        except (urllib.error.URLError, ConnectionError, TimeoutError):
+        except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
             return None
 
     async def health(self) -> dict[str, Any] | None:

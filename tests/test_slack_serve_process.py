@@ -6,6 +6,7 @@ forged and stale requests are refused with 401 by the running process, and SIGTE
 
 from __future__ import annotations
 
+import http.client
 import os
 import signal
 import subprocess
@@ -60,7 +61,7 @@ def test_serve_http_mode_refuses_unsigned_requests(tmp_path: Path, api_in_thread
             try:
                 status = _post(url, body, {**form, **sign(body, secret="forged")})
                 break
-            except (ConnectionError, urllib.error.URLError):
+            except (ConnectionError, urllib.error.URLError, TimeoutError, http.client.HTTPException):
                 assert proc.poll() is None, proc.stderr.read() if proc.stderr else ""
                 assert time.monotonic() < deadline, "serve did not start listening"
                 time.sleep(0.2)

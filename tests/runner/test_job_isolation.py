@@ -9,6 +9,7 @@ from __future__ import annotations
 import platform
 import threading
 import time
+from pathlib import Path
 
 import pytest
 
@@ -258,10 +259,11 @@ def test_a_process_hog_in_one_runner_does_not_break_another_runners_job() -> Non
     assert results["victim"].ranks[0].stdout == "forked 200\n"
 
 
-def test_uids_are_unique_across_runner_processes() -> None:
+def test_uids_are_unique_across_runner_processes(tmp_path: Path) -> None:
     from runner.sandbox import UidAllocator
 
-    one, two = UidAllocator(300_000, 8), UidAllocator(300_000, 8)
+    # A lock folder of this test's own: another test session on the host must not hold these uids.
+    one, two = UidAllocator(300_000, 8, tmp_path), UidAllocator(300_000, 8, tmp_path)
     got = [one.acquire(), two.acquire(), one.acquire(), two.acquire()]
     assert len(set(got)) == 4 and all(u % 2 == 0 for u in got)
     with pytest.raises(RuntimeError, match="no free sandbox uid"):

@@ -217,7 +217,7 @@ def observe(index, parent_pid, fresh_threads, parent_draws):
         "argv": [os.path.basename(a) for a in sys.argv],
         "main": sys.modules["__main__"].__name__,
         "stdin": os.readlink(f"/proc/self/fd/{sys.stdin.fileno()}"),
-    }), flush=True)
+    }) + "\\n", end="", flush=True)  # one write: the other worker prints at the same time
 
 
 def leave(code):
@@ -321,8 +321,10 @@ def test_spawned_processes_keep_the_jobs_uid_and_syscall_filters(warm: RunnerSer
         keyctl_errno = errno.errorcode.get(ctypes.get_errno())
         with open("/proc/self/status") as fh:
             seccomp = [line.split()[1] for line in fh if line.startswith("Seccomp_filters:")]
-        print(start_method, index, os.getuid(), os.environ["RZ_UID"], WARM,
-              unshare, unshare_errno, keyctl, keyctl_errno, seccomp, flush=True)
+        fields = (start_method, index, os.getuid(), os.environ["RZ_UID"], WARM,
+                  unshare, unshare_errno, keyctl, keyctl_errno, seccomp)
+        # One write per line: both workers print at once, and print() writes each argument apart.
+        print(" ".join(map(str, fields)) + "\\n", end="", flush=True)
 
     if __name__ == "__main__":
         os.environ["RZ_UID"] = str(os.getuid())
@@ -369,7 +371,7 @@ def test_without_its_zygote_a_rank_starts_new_interpreters_as_before(warm: Runne
     import torch.multiprocessing as mp
 
     def work(index):
-        print("child", index, "warm", WARM, flush=True)
+        print(f"child {index} warm {WARM}\\n", end="", flush=True)  # one write: workers print at once
 
     if __name__ == "__main__":
         me = str(os.getpid())
@@ -399,7 +401,7 @@ def test_forged_requests_to_the_zygote_are_refused_and_spawning_still_works(warm
     import torch.multiprocessing as mp
 
     def work(index):
-        print("child", index, "warm", WARM, flush=True)
+        print(f"child {index} warm {WARM}\\n", end="", flush=True)  # one write: workers print at once
 
     if __name__ == "__main__":
         for fd in os.listdir("/proc/self/fd"):

