@@ -34,6 +34,7 @@ import contextlib
 import ctypes
 import errno
 import faulthandler
+import functools
 import gc
 import getpass
 import io
@@ -453,6 +454,46 @@ def torchrun_env(rank: int, nproc: int, master_port: int, run_id: str) -> dict[s
 def error_file(run_id: str, rank: int) -> str:
     """Where ``@record`` writes a worker's error, laid out as torchrun's (attempt_0/<rank>/error.json)."""
     return f"/tmp/torchelastic/{run_id}/attempt_0/{rank}/error.json"  # noqa: S108 - sandbox-private tmpfs
+
+
+DESTROYED_GROUPS_KEPT = 16
+
+
+def _keep_destroyed_groups_referenced() -> None:
+    """Hold a reference to each process group the snippet destroys, so that a DDP model never frees it.
+
+    A ``DistributedDataParallel`` model keeps its process group alive through its C++ reducer.  When the
+    snippet calls ``destroy_process_group()`` while the model still lives (the DDP tutorials' ``main()``
+    ends that way, the model being a local), the model's death later drops the group's last reference
+    *holding the GIL*: the gloo group's destructor joins gloo's work thread, which may still wait for the GIL
+    to free its last work's tensors, and both wait forever (pytorch/pytorch#56297, see runner/README.md,
+    "Warm pool").  Ranks forked from a warm supervisor lose that race most of the time (3 of 4 runs of the
+    uneven-inputs ``Join`` example; a bare torchrun, 0 of 4), so a snippet that finishes under torchrun
+    timed out here.  With a reference kept, the group outlives the model and dies with the rank (which
+    leaves through ``os._exit``), or, past the last ``DESTROYED_GROUPS_KEPT`` destroyed, when this list
+    drops it (the group's own binding releases the GIL in its destructor, the part of #56297 torch fixed;
+    not measured here).  The bound keeps a snippet that creates and destroys groups in a loop from
+    piling up gloo threads against the sandbox's process limit.
+    """
+    dist = sys.modules.get("torch.distributed")
+    if dist is None or not dist.is_available():
+        return
+    c10d = sys.modules.get("torch.distributed.distributed_c10d")
+    original = dist.destroy_process_group
+    kept: list[Any] = []
+
+    @functools.wraps(original)
+    def destroy_process_group(group: Any = None) -> None:
+        with contextlib.suppress(Exception):  # best effort: the call itself decides what is valid
+            target = dist.group.WORLD if group is None else group
+            if target is not None:
+                kept.append(target)
+                del kept[:-DESTROYED_GROUPS_KEPT]
+        original(group)
+
+    dist.destroy_process_group = destroy_process_group
+    if c10d is not None and getattr(c10d, "destroy_process_group", None) is original:
+        c10d.destroy_process_group = destroy_process_group
 
 
 def _pass_dump_fd_to_spawned_children(dump_fd: int, zygote: SpawnZygote | None = None) -> None:
@@ -948,6 +989,8 @@ def _run_rank(
     if limits.get("fsize_bytes"):
         _set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
+    # Before the zygote is forked: the processes it starts carry the same guard.
+    _keep_destroyed_groups_referenced()
     zygote = None
     if serves_spawn_warm(str(job.get("warm_spawn", "off")), str(job.get("code", ""))):
         # Forked now, under the rank's limits and before any snippet code: what it starts later must not

@@ -558,3 +558,41 @@ def test_record_decorator_writes_its_error_file_as_under_torchrun(service):
     verdict = run(service, code, mode="ddp", nproc=2)
     assert verdict.status == Status.OK, verdict.to_dict()
     assert [r.stdout for r in verdict.ranks] == ["ValueError: bad batch\n"] * 2
+
+
+# The uneven-inputs tutorial's shape: destroy_process_group() while the DDP model (a local) still lives.
+JOIN_UNEVEN = """
+import torch
+import torch.distributed as dist
+from torch.distributed.algorithms.join import Join
+from torch.nn.parallel import DistributedDataParallel as DDP
+
+
+def main():
+    dist.init_process_group("gloo")
+    rank = dist.get_rank()
+    model = DDP(torch.nn.Linear(1, 1, bias=False))
+    inputs = [torch.tensor([1.0]) for _ in range(5 + rank)]
+    with Join([model]):
+        for x in inputs:
+            model(x).sum().backward()
+    print(f"rank {rank} used {len(inputs)} inputs", flush=True)
+    dist.destroy_process_group()
+
+
+if __name__ == "__main__":
+    main()
+"""
+
+
+def test_ddp_model_that_outlives_destroy_process_group_does_not_hang_warm_ranks(service):
+    # The model dies when main() returns, after its group was destroyed: its reducer then frees the gloo
+    # group holding the GIL, and torch 2.13 could deadlock with gloo's work thread (runner/README.md, "Warm
+    # pool"). Warm ranks hung in 3 of 4 runs before the runner kept destroyed groups referenced; a bare
+    # `torchrun --nproc_per_node=2` finished every time. Three warm runs, each must finish.
+    for attempt in range(3):
+        assert service.pool.wait_full(180)
+        verdict = run(service, JOIN_UNEVEN, mode="ddp", nproc=2, timeout_s=20)
+        assert verdict.status == Status.OK, (attempt, verdict.to_dict())
+        assert [r.stdout for r in verdict.ranks] == ["rank 0 used 5 inputs\n", "rank 1 used 6 inputs\n"]
+        assert all(r.stderr == "" for r in verdict.ranks), verdict.to_dict()
