@@ -8,6 +8,10 @@ time only moves the imports out of the request's critical path.
 
 A job that finds no ready sandbox takes the one being warmed, if any (it is further along than a new one
 would be, and starting another would compete with it for the CPU), else starts one that imports torch only.
+A sandbox a job has taken is that job's from then on: the job waits for it, and the refill starts the next
+one at once instead of waiting too, so a run of requests back to back finds every other sandbox (nearly)
+ready rather than each one waiting for a whole warm-up of its own.  The pool still warms one sandbox of its
+own at a time; the one a job took replaces the cold start that job would otherwise have made.
 The refill thread never dies: a failure (a sandbox that does not start, descriptors or memory running out)
 is retried with exponential back-off and shown in ``/v1/health``.
 """
@@ -29,14 +33,21 @@ log = logging.getLogger(__name__)
 READY_TIMEOUT_S = 120.0
 BACKOFF_FIRST_S = 1.0
 BACKOFF_MAX_S = 30.0
+HANDOVER_POLL_S = 0.1
+"""How often the refill looks for a claim on the sandbox it is warming."""
 
 
 @dataclass
 class _Warming:
     sandbox: Sandbox
     capacity: int
+    started: float
     claimed: bool = False
+    """A job has taken it; the refill hands it over and moves on."""
+    handed_over: bool = False
+    """The refill no longer reads its status pipe: the job that claimed it waits for it itself."""
     result: bool | None = None
+    """Set by the refill when it saw the warm-up end before any claim was handed over."""
 
 
 class WarmPool:
@@ -111,14 +122,22 @@ class WarmPool:
                 claimed.claimed = True
                 if light:
                     claimed.sandbox.hint_light()
-                while claimed.result is None:
+                self._cond.notify_all()  # the refill: hand it over and start the next one
+                while claimed.result is None and not claimed.handed_over:
                     self._cond.wait(1.0)
-                if claimed.result:
-                    self.served_warm += 1
-                    return claimed.sandbox
-            self.served_cold += 1
         if claimed is not None:
+            ready = claimed.result
+            if ready is None:  # handed over: this job reads its status pipe from now on
+                left = claimed.started + READY_TIMEOUT_S - time.monotonic()
+                ready = claimed.sandbox.wait_ready(max(left, 0.0))
+            if ready:
+                with self._cond:
+                    self.served_warm += 1
+                return claimed.sandbox
+            log.warning("a claimed warm sandbox did not start: %s", claimed.sandbox.diagnostics())
             self._discard(claimed.sandbox)
+        with self._cond:
+            self.served_cold += 1
         return self._cold(nproc, preload="torch")
 
     def _cold(self, nproc: int, preload: bool | str) -> Sandbox:
@@ -189,23 +208,34 @@ class WarmPool:
 
     def _warm_one(self, capacity: int) -> None:
         sandbox = self.launcher.spawn(capacity)
-        entry = _Warming(sandbox, capacity)
+        entry = _Warming(sandbox, capacity, time.monotonic())
         with self._cond:
             self._warming.append(entry)
         ok = False
         detail = ""
         try:
-            ok = sandbox.wait_ready(READY_TIMEOUT_S)
+            # In slices, so that a claim is noticed within one: the job that claimed the sandbox then
+            # waits for it, and this thread goes on to the next (see the module docstring).
+            deadline = entry.started + READY_TIMEOUT_S
+            while not ok and not sandbox.exited and (left := deadline - time.monotonic()) > 0:
+                with self._cond:
+                    if entry.claimed:
+                        entry.handed_over = True
+                        self._warming.remove(entry)
+                        self._cond.notify_all()
+                        return
+                ok = sandbox.wait_ready(min(left, HANDOVER_POLL_S))
         finally:
             with self._cond:
-                self._warming.remove(entry)
-                entry.result = ok
-                if ok:
-                    self.failures = 0
-                    self._retry_at = None
-                    if not entry.claimed:
-                        self._ready[capacity].append(sandbox)
-                self._cond.notify_all()
+                if not entry.handed_over:
+                    self._warming.remove(entry)
+                    entry.result = ok
+                    if ok:
+                        self.failures = 0
+                        self._retry_at = None
+                        if not entry.claimed:
+                            self._ready[capacity].append(sandbox)
+                    self._cond.notify_all()
             if not ok and not entry.claimed:
                 detail = sandbox.diagnostics()
                 self._discard(sandbox)

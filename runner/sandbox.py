@@ -99,6 +99,8 @@ class Sandbox:
     cgroups: CgroupManager | None = None
     status_buffer: bytearray = field(default_factory=bytearray)
     ready: bool = False
+    exited: bool = False
+    """Its supervisor closed the status pipe before it was ready: it will never be."""
     created: float = field(default_factory=time.monotonic)
     _closed: bool = False
 
@@ -140,16 +142,21 @@ class Sandbox:
         return events
 
     def wait_ready(self, timeout_s: float) -> bool:
-        """Block until the supervisor has imported torch and reported ready."""
+        """Block until the supervisor has imported torch and reported ready, at most ``timeout_s``.
+
+        False when the time ran out or the sandbox exited first (``exited`` tells which). One thread at a
+        time may wait: the status pipe is read here.
+        """
         deadline = time.monotonic() + timeout_s
         while not self.ready:
             left = deadline - time.monotonic()
-            if left <= 0:
+            if left <= 0 or self.exited:
                 return False
             events, eof = self.read_events(min(left, 0.5))
             if any(e.get("event") == "ready" for e in events):
                 self.ready = True
             elif eof:
+                self.exited = True
                 log.warning("sandbox exited before it was ready: %s", self.diagnostics())
                 return False
         return True

@@ -7,6 +7,7 @@ import (seconds on 2 cores) that the bounds are not about.
 from __future__ import annotations
 
 import re
+import threading
 import time
 
 import pytest
@@ -131,4 +132,53 @@ def test_a_job_without_a_ddp_model_cuts_short_the_warm_up_of_the_sandbox_it_take
             assert verdict.ranks[0].stdout == expected
         assert _pool(svc)["served_warm"] == 3 and _pool(svc)["served_cold"] == 0
     finally:
+        svc.close()
+
+
+def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at_once() -> None:
+    # Requests back to back: the first takes the ready sandbox, the second the one being warmed. The
+    # refill must not wait for that one as well: it starts the next while the second job still waits, so
+    # the third request finds a sandbox that has been warming about as long (before, each request after
+    # the pool ran dry waited for a whole warm-up of its own).
+    svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4))
+    spawned: list = []
+    ready_when_spawned: list[list[bool]] = []
+    real_spawn = svc.launcher.spawn
+
+    def spawn(*args, **kwargs):
+        ready_when_spawned.append([s.ready for s in spawned])
+        sandbox = real_spawn(*args, **kwargs)
+        spawned.append(sandbox)
+        return sandbox
+
+    svc.launcher.spawn = spawn  # type: ignore[method-assign]
+    svc.start()
+    taken = []
+    try:
+        assert svc.pool.wait_full(POOL_WAIT_S)
+        taken.append(svc.pool.acquire(1))  # the ready one; the refill starts warming the next
+        deadline = time.monotonic() + 30
+        while len(spawned) < 2:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        claimed = spawned[1]
+        assert not claimed.ready  # a warm-up takes seconds
+        second: dict = {}
+        waiter = threading.Thread(target=lambda: second.setdefault("sandbox", svc.pool.acquire(1)))
+        waiter.start()
+        while len(spawned) < 3:  # the refill moves on while the claimed sandbox still warms
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert ready_when_spawned[2][1] is False, ready_when_spawned
+        waiter.join(POOL_WAIT_S)
+        assert second["sandbox"] is claimed and claimed.ready
+        taken.append(claimed)
+        # The third request takes the sandbox the refill started meanwhile, and a job runs in it.
+        verdict = run(svc, "import torch\nprint(torch.ones(3).sum().item())\n")
+        assert verdict.status == Status.OK and verdict.ranks[0].stdout == "3.0\n", verdict.to_dict()
+        assert _pool(svc)["served_warm"] == 3 and _pool(svc)["served_cold"] == 0
+        assert len(spawned) >= 3 and spawned[2].ready
+    finally:
+        for sandbox in taken:
+            svc.pool.release(sandbox)
         svc.close()
