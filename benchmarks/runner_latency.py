@@ -19,8 +19,9 @@ The runner is a real ``rankzero-runner serve`` (bubblewrap sandboxes, default wa
 "back to back" sends ``--burst`` requests one after the other, each as soon as the previous verdict came,
 without waiting for the pool (results time brings disputes together).  The bare runs are cold
 interpreters without a sandbox; pool state does not apply to them, so one median serves both ratios.
-``--warm-spawn`` is passed to the runner: with the default, ``auto``, spawn-ar-2's workers are forks of the
-warm rank and spawn-2's (a DDP model) are fresh interpreters; see runner/README.md, "Warm pool", for why.
+``--warm-spawn`` is passed to the runner: with the default, ``auto``, the workers of both spawn shapes are
+forks of the warm rank (a DDP model over subgroups of its own would get fresh interpreters); see
+runner/README.md, "Warm pool", for why.
 The load average is printed at the start and the end: on a shared machine the figures mean little
 without it.
 """

@@ -545,20 +545,28 @@ def may_start_interpreters(code: str) -> bool:
     return any(hint in code for hint in SPAWN_HINTS)
 
 
+SUBGROUP_WORDS = ("new_group", "new_subgroups", "device_mesh", "DeviceMesh")
+"""Words of a snippet that makes process groups beside the world (see ``serves_spawn_warm``)."""
+
+
 def serves_spawn_warm(setting: str, code: str) -> bool:
     """Whether a rank of this snippet forks a spawn zygote, under the runner's ``warm_spawn`` setting.
 
-    ``auto`` leaves out snippets that build a DistributedDataParallel model: when such a model is freed in
-    a worker, torch 2.13 destroys its gloo process group holding the GIL and joins gloo's work thread,
-    which may be waiting for the GIL to free a finished all-reduce's tensors (pytorch/pytorch#56297, the
-    class of blocking destructors bound without releasing the GIL).  Warm workers lose that race far more
-    often than fresh ones (runner/README.md, "Warm pool"), and a lost race is a hang the snippet did not
-    cause.  A snippet that hides the name only risks its own verdict.
+    When a DistributedDataParallel model is freed in a worker after its group was destroyed, torch 2.13
+    destroys the gloo group holding the GIL and joins gloo's work thread, which may be waiting for the GIL
+    (pytorch/pytorch#56297); warm workers lose that race far more often than fresh ones (runner/README.md,
+    "Warm pool").  Every rank and warm worker keeps the groups the snippet destroys referenced
+    (``_keep_destroyed_groups_referenced``), which takes that path away, so ``auto`` serves DDP snippets warm
+    too, except those that also make subgroups (``new_group``, ``new_subgroups``, a device mesh): the
+    subgroups ``destroy_process_group()`` destroys implicitly are not kept, and a DDP model over one of them
+    could still lose the race.  A snippet that hides the names only risks its own verdict.
     """
     if setting == "on":
         return may_start_interpreters(code)
     if setting == "auto":
-        return may_start_interpreters(code) and "DistributedDataParallel" not in code
+        return may_start_interpreters(code) and not (
+            "DistributedDataParallel" in code and any(word in code for word in SUBGROUP_WORDS)
+        )
     return False
 
 

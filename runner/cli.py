@@ -42,10 +42,9 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         default=RunnerConfig.warm_spawn,
         choices=WARM_SPAWN_MODES,
         help=(
-            "serve mp.spawn/forkserver workers from a fork of the warm rank: auto (default) for snippets"
-            " that build no DistributedDataParallel model, on for all, off for none. With"
-            " torch 2.13 a DDP model torn down in a warm worker can deadlock (a false timeout); see the"
-            " runner README"
+            "serve mp.spawn/forkserver workers from a fork of the warm rank: auto (default) for every"
+            " snippet except one that builds a DistributedDataParallel model over subgroups of its own"
+            " (new_group, a device mesh), on for all, off for none; see the runner README, Warm pool"
         ),
     )
     parser.add_argument("--log-level", default="INFO")

@@ -47,9 +47,10 @@ class RunnerConfig:
     warm_spawn: str = "auto"
     """Serve processes a snippet starts with a fresh interpreter (mp.spawn, forkserver) from a fork of its
     warm rank (runner/bootstrap.py SpawnZygote) instead of a new interpreter: ``on`` for every snippet,
-    ``auto`` (the default) unless the snippet builds a DistributedDataParallel model, ``off`` never.  A DDP
-    model torn down in a warm worker hits a torch 2.13 deadlock far more often than in a fresh one (README,
-    "Warm pool"), so ``auto`` gives those snippets fresh interpreters."""
+    ``auto`` (the default) unless the snippet builds a DistributedDataParallel model over subgroups of its
+    own, ``off`` never.  A DDP model freed after its group was destroyed hits a torch 2.13 deadlock far
+    more often in a warm worker than in a fresh one; the ranks keep destroyed groups referenced, which
+    avoids it, except for subgroups destroyed implicitly (README, "Warm pool")."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""
     test_advertise_gpus: int | None = None

@@ -256,7 +256,7 @@ class RunnerService:
         longer than a bare run on the same host.  A plain substring test: a snippet that hides it only runs
         on one core.  The job's CPU weight stays that of every other job, so it still competes fairly.  Its
         memory limit is not scaled: workers forked from the warm rank share its pages, and fresh ones (a
-        DDP model under ``auto``) fit in one rank's default 4 GiB a few at a time.
+        DDP model over subgroups under ``auto``) fit in one rank's default 4 GiB a few at a time.
         """
         if job["mode"] == Mode.DDP.value or STARTS_PROCESSES.search(str(job["code"])) is None:
             return nproc
