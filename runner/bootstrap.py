@@ -460,7 +460,7 @@ DESTROYED_GROUPS_KEPT = 16
 
 
 def _keep_destroyed_groups_referenced() -> None:
-    """Hold a reference to each process group the snippet destroys, so that a DDP model never frees it.
+    """Keep a destroyed process group referenced while something holds it, so a DDP model never frees it.
 
     A ``DistributedDataParallel`` model keeps its process group alive through its C++ reducer.  When the
     snippet calls ``destroy_process_group()`` while the model still lives (the DDP tutorials' ``main()``
@@ -473,27 +473,51 @@ def _keep_destroyed_groups_referenced() -> None:
     leaves through ``os._exit``), or, past the last ``DESTROYED_GROUPS_KEPT`` destroyed, when this list
     drops it (the group's own binding releases the GIL in its destructor, the part of #56297 torch fixed;
     not measured here).  The bound keeps a snippet that creates and destroys groups in a loop from
-    piling up gloo threads against the sandbox's process limit.
+    piling up gloo threads against the sandbox's process limit.  A group nothing else holds at its destroy
+    is not kept (it dies then, as under torchrun), and the kept ones are let go when the snippet makes a
+    new default group: a kept group holds its store and gloo context, and keeping every one made a second
+    ``init_process_group`` on the same store hang (1 warm run in 2).
     """
     dist = sys.modules.get("torch.distributed")
     if dist is None or not dist.is_available():
         return
     c10d = sys.modules.get("torch.distributed.distributed_c10d")
     original = dist.destroy_process_group
+    original_init = dist.init_process_group
     kept: list[Any] = []
 
     @functools.wraps(original)
     def destroy_process_group(group: Any = None) -> None:
+        target = None
         with contextlib.suppress(Exception):  # best effort: the call itself decides what is valid
             target = dist.group.WORLD if group is None else group
-            if target is not None:
-                kept.append(target)
-                del kept[:-DESTROYED_GROUPS_KEPT]
         original(group)
+        if target is None or target is dist.GroupMember.NON_GROUP_MEMBER:
+            return
+        # Keep it only when something else still holds it (a DDP model keeps its group in an attribute
+        # as well as in its reducer): with nothing else, it dies here, exactly as in a bare run.
+        own = 2 + (group is target)  # ``target``, getrefcount's argument, and ``group`` when the same
+        if sys.getrefcount(target) > own:
+            kept.append(target)
+            del kept[:-DESTROYED_GROUPS_KEPT]
 
-    dist.destroy_process_group = destroy_process_group
-    if c10d is not None and getattr(c10d, "destroy_process_group", None) is original:
-        c10d.destroy_process_group = destroy_process_group
+    @functools.wraps(original_init)
+    def init_process_group(*args: Any, **kwargs: Any) -> Any:
+        # A new default group: let the kept ones go first, as a bare run would have at their destroy.  A
+        # kept group holds its store and gloo context, and a second init on the same store then hung
+        # (measured: a ddp snippet that inits, destroys and inits again timed out 1 run in 2 warm).
+        # Dropping the last Python reference is safe (the group's own binding releases the GIL); a
+        # group a live model still holds stays alive through the model, as under torchrun.
+        kept.clear()
+        return original_init(*args, **kwargs)
+
+    for module in (dist, c10d):
+        if module is None:
+            continue
+        if getattr(module, "destroy_process_group", None) is original:
+            module.destroy_process_group = destroy_process_group
+        if getattr(module, "init_process_group", None) is original_init:
+            module.init_process_group = init_process_group
 
 
 def _pass_dump_fd_to_spawned_children(dump_fd: int, zygote: SpawnZygote | None = None) -> None:
@@ -545,7 +569,7 @@ def may_start_interpreters(code: str) -> bool:
     return any(hint in code for hint in SPAWN_HINTS)
 
 
-SUBGROUP_WORDS = ("new_group", "new_subgroups", "device_mesh", "DeviceMesh")
+SUBGROUP_WORDS = ("new_group", "new_subgroups", "split_group", "device_mesh", "DeviceMesh")
 """Words of a snippet that makes process groups beside the world (see ``serves_spawn_warm``)."""
 
 

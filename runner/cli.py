@@ -43,7 +43,7 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         choices=WARM_SPAWN_MODES,
         help=(
             "serve mp.spawn/forkserver workers from a fork of the warm rank: auto (default) for every"
-            " snippet except one that builds a DistributedDataParallel model over subgroups of its own"
+            " snippet except one that both builds a DistributedDataParallel model and makes subgroups"
             " (new_group, a device mesh), on for all, off for none; see the runner README, Warm pool"
         ),
     )

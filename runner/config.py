@@ -47,10 +47,11 @@ class RunnerConfig:
     warm_spawn: str = "auto"
     """Serve processes a snippet starts with a fresh interpreter (mp.spawn, forkserver) from a fork of its
     warm rank (runner/bootstrap.py SpawnZygote) instead of a new interpreter: ``on`` for every snippet,
-    ``auto`` (the default) unless the snippet builds a DistributedDataParallel model over subgroups of its
-    own, ``off`` never.  A DDP model freed after its group was destroyed hits a torch 2.13 deadlock far
-    more often in a warm worker than in a fresh one; the ranks keep destroyed groups referenced, which
-    avoids it, except for subgroups destroyed implicitly (README, "Warm pool")."""
+    ``auto`` (the default) unless the snippet both builds a DistributedDataParallel model and makes
+    subgroups of its own (new_group, a device mesh), ``off`` never.  A DDP model freed after its group
+    was destroyed hits a torch 2.13 deadlock far more often in a warm worker than in a fresh one; the
+    ranks keep such groups referenced, which avoids it, except for subgroups destroyed implicitly
+    (README, "Warm pool")."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""
     test_advertise_gpus: int | None = None

@@ -7,11 +7,13 @@ warm.  Each sandbox serves exactly one job, then dies with everything the job le
 time only moves the imports out of the request's critical path.
 
 A job that finds no ready sandbox takes the one being warmed, if any (it is further along than a new one
-would be, and starting another would compete with it for the CPU), else starts one that imports torch only.
+would be), else starts one that imports torch only.
 A sandbox a job has taken is that job's from then on: the job waits for it, and the refill starts the next
 one at once instead of waiting too, so a run of requests back to back finds every other sandbox (nearly)
 ready rather than each one waiting for a whole warm-up of its own.  The pool still warms one sandbox of its
-own at a time; the one a job took replaces the cold start that job would otherwise have made.
+own at a time; in a burst, the one a job took warms beside it (two warm-ups at once, as when a job starts a
+cold sandbox while the pool refills).  A claimed sandbox that fails counts as a refill failure (back-off,
+``/v1/health``).
 The refill thread never dies: a failure (a sandbox that does not start, descriptors or memory running out)
 is retried with exponential back-off and shown in ``/v1/health``.
 """
@@ -129,12 +131,22 @@ class WarmPool:
             ready = claimed.result
             if ready is None:  # handed over: this job reads its status pipe from now on
                 left = claimed.started + READY_TIMEOUT_S - time.monotonic()
-                ready = claimed.sandbox.wait_ready(max(left, 0.0))
+                try:
+                    ready = claimed.sandbox.wait_ready(max(left, 0.0))
+                except BaseException:
+                    self._discard(claimed.sandbox)
+                    raise
+                # It was the pool's warm-up: its outcome is the refill's too (back-off, /v1/health).
+                if ready:
+                    self._refill_worked()
+                else:
+                    self._record_failure(
+                        f"a warm sandbox did not start: {claimed.sandbox.diagnostics() or 'no output'}"
+                    )
             if ready:
                 with self._cond:
                     self.served_warm += 1
                 return claimed.sandbox
-            log.warning("a claimed warm sandbox did not start: %s", claimed.sandbox.diagnostics())
             self._discard(claimed.sandbox)
         with self._cond:
             self.served_cold += 1
@@ -197,6 +209,10 @@ class WarmPool:
                 while not self._stopping and not self._missing():
                     self._cond.wait(1.0)
                     self._drop_dead()
+                # A failure seen by a job that had claimed the sandbox set a retry time without pausing
+                # this thread: wait for it as after a failure of its own.
+                while not self._stopping and self._retry_at is not None and time.monotonic() < self._retry_at:
+                    self._cond.wait(self._retry_at - time.monotonic())
                 if self._stopping:
                     return
                 capacity = self._missing()[0]
@@ -231,8 +247,7 @@ class WarmPool:
                     self._warming.remove(entry)
                     entry.result = ok
                     if ok:
-                        self.failures = 0
-                        self._retry_at = None
+                        self._refill_worked()
                         if not entry.claimed:
                             self._ready[capacity].append(sandbox)
                     self._cond.notify_all()
@@ -242,8 +257,14 @@ class WarmPool:
         if not ok:
             self._failed(f"a warm sandbox did not start: {detail or 'no output'}")
 
-    def _failed(self, message: str) -> None:
-        """Record a refill failure and wait (interruptibly) before the next try."""
+    def _refill_worked(self) -> None:
+        """A warm-up succeeded: the refill is healthy again (called with or without the lock held)."""
+        with self._cond:
+            self.failures = 0
+            self._retry_at = None
+
+    def _record_failure(self, message: str) -> float:
+        """Count a failed warm-up, for /v1/health and the back-off; returns when to try again."""
         with self._cond:
             self.failures += 1
             self.last_error = message[:2000]
@@ -253,7 +274,12 @@ class WarmPool:
             log.error(
                 "warm pool refill failed (%d in a row, retry in %.0f s): %s", self.failures, delay, message
             )
-            deadline = self._retry_at
+            return self._retry_at
+
+    def _failed(self, message: str) -> None:
+        """Record a refill failure and wait (interruptibly) before the next try."""
+        deadline = self._record_failure(message)
+        with self._cond:
             while not self._stopping and time.monotonic() < deadline:
                 self._cond.wait(deadline - time.monotonic())
 

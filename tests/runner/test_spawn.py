@@ -121,10 +121,9 @@ def _check_tutorial(verdict_stdout: str, world_size: int, warm: bool) -> None:
 def test_mp_spawn_workers_run_warm_over_gloo(
     request: pytest.FixtureRequest, which: str, world_size: int
 ) -> None:
-    # The tutorial's shape without its DDP model, warm with warm_spawn "on" and by default ("auto"): a DDP
-    # model that dies in a worker's function while gloo's threads still hold work can deadlock torch 2.13
-    # in warm workers (README, "Warm pool"), which is why "auto" leaves those snippets out; everything
-    # else a worker does is checked here and below.
+    # The tutorial's shape without its DDP model, warm with warm_spawn "on" and by default ("auto"); the
+    # DDP tutorial itself is checked below (its model's teardown is what the kept groups are for, README,
+    # "Warm pool").
     warm: RunnerService = request.getfixturevalue(which)
     code = f"""
 import os, sys

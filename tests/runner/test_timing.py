@@ -158,7 +158,7 @@ def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at
         assert svc.pool.wait_full(POOL_WAIT_S)
         taken.append(svc.pool.acquire(1))  # the ready one; the refill starts warming the next
         deadline = time.monotonic() + 30
-        while len(spawned) < 2:
+        while _pool(svc)["warming"]["1"] == 0:  # spawned and listed as warming: a job can claim it
             assert time.monotonic() < deadline
             time.sleep(0.01)
         claimed = spawned[1]
@@ -178,6 +178,50 @@ def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at
         assert verdict.status == Status.OK and verdict.ranks[0].stdout == "3.0\n", verdict.to_dict()
         assert _pool(svc)["served_warm"] == 3 and _pool(svc)["served_cold"] == 0
         assert len(spawned) >= 3 and spawned[2].ready
+    finally:
+        for sandbox in taken:
+            svc.pool.release(sandbox)
+        svc.close()
+
+
+def test_a_claimed_sandbox_that_fails_counts_as_a_refill_failure() -> None:
+    # The job that claimed a warming sandbox waits for it itself; if it dies, the job falls back to a cold
+    # sandbox, and the failure is the pool's too: shown in /v1/health and backed off like one of its own.
+    svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4))
+    spawned: list = []
+    real_spawn = svc.launcher.spawn
+
+    def spawn(*args, **kwargs):
+        sandbox = real_spawn(*args, **kwargs)
+        spawned.append(sandbox)
+        return sandbox
+
+    svc.launcher.spawn = spawn  # type: ignore[method-assign]
+    svc.start()
+    taken = []
+    try:
+        assert svc.pool.wait_full(POOL_WAIT_S)
+        taken.append(svc.pool.acquire(1))
+        deadline = time.monotonic() + 30
+        while _pool(svc)["warming"]["1"] == 0:
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert _pool(svc)["refill"]["last_error"] is None
+        claimed = spawned[1]
+        got: dict = {}
+        waiter = threading.Thread(target=lambda: got.setdefault("sandbox", svc.pool.acquire(1)))
+        waiter.start()
+        while len(spawned) < 3:  # handed over: the refill has moved on to the next sandbox
+            assert time.monotonic() < deadline
+            time.sleep(0.01)
+        assert not claimed.ready
+        claimed.kill()  # it dies while the job waits for it
+        waiter.join(POOL_WAIT_S)
+        taken.append(got["sandbox"])
+        assert got["sandbox"] is not claimed and got["sandbox"].ready
+        refill = _pool(svc)["refill"]
+        assert refill["last_error"].startswith("a warm sandbox did not start"), refill
+        assert _pool(svc)["served_cold"] == 1
     finally:
         for sandbox in taken:
             svc.pool.release(sandbox)
