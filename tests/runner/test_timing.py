@@ -135,11 +135,9 @@ def test_a_job_without_a_ddp_model_cuts_short_the_warm_up_of_the_sandbox_it_take
         svc.close()
 
 
-def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at_once() -> None:
-    # Requests back to back: the first takes the ready sandbox, the second the one being warmed. The
-    # refill must not wait for that one as well: it starts the next while the second job still waits, so
-    # the third request finds a sandbox that has been warming about as long (before, each request after
-    # the pool ran dry waited for a whole warm-up of its own).
+def _service_that_lists_its_sandboxes() -> tuple[RunnerService, list, list[list[bool]]]:
+    """A started service with one warm 1-rank sandbox, the sandboxes it spawns (in order), and for each
+    spawn which of the earlier ones were ready at that moment."""
     svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4))
     spawned: list = []
     ready_when_spawned: list[list[bool]] = []
@@ -153,14 +151,30 @@ def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at
 
     svc.launcher.spawn = spawn  # type: ignore[method-assign]
     svc.start()
+    return svc, spawned, ready_when_spawned
+
+
+def _take_the_ready_one_and_wait_for_the_next(svc: RunnerService, taken: list) -> float:
+    """Take the pool's ready sandbox (into ``taken``) and wait until the refill lists the next as warming,
+    where a job can claim it; returns a deadline for the rest of the test."""
+    assert svc.pool.wait_full(POOL_WAIT_S)
+    taken.append(svc.pool.acquire(1))
+    deadline = time.monotonic() + 30
+    while _pool(svc)["warming"]["1"] == 0:
+        assert time.monotonic() < deadline
+        time.sleep(0.01)
+    return deadline
+
+
+def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at_once() -> None:
+    # Requests back to back: the first takes the ready sandbox, the second the one being warmed. The
+    # refill must not wait for that one as well: it starts the next while the second job still waits, so
+    # the third request finds a sandbox that has been warming about as long (before, each request after
+    # the pool ran dry waited for a whole warm-up of its own).
+    svc, spawned, ready_when_spawned = _service_that_lists_its_sandboxes()
     taken = []
     try:
-        assert svc.pool.wait_full(POOL_WAIT_S)
-        taken.append(svc.pool.acquire(1))  # the ready one; the refill starts warming the next
-        deadline = time.monotonic() + 30
-        while _pool(svc)["warming"]["1"] == 0:  # spawned and listed as warming: a job can claim it
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        deadline = _take_the_ready_one_and_wait_for_the_next(svc, taken)
         claimed = spawned[1]
         assert not claimed.ready  # a warm-up takes seconds
         second: dict = {}
@@ -187,25 +201,10 @@ def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at
 def test_a_claimed_sandbox_that_fails_counts_as_a_refill_failure() -> None:
     # The job that claimed a warming sandbox waits for it itself; if it dies, the job falls back to a cold
     # sandbox, and the failure is the pool's too: shown in /v1/health and backed off like one of its own.
-    svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4))
-    spawned: list = []
-    real_spawn = svc.launcher.spawn
-
-    def spawn(*args, **kwargs):
-        sandbox = real_spawn(*args, **kwargs)
-        spawned.append(sandbox)
-        return sandbox
-
-    svc.launcher.spawn = spawn  # type: ignore[method-assign]
-    svc.start()
+    svc, spawned, _ = _service_that_lists_its_sandboxes()
     taken = []
     try:
-        assert svc.pool.wait_full(POOL_WAIT_S)
-        taken.append(svc.pool.acquire(1))
-        deadline = time.monotonic() + 30
-        while _pool(svc)["warming"]["1"] == 0:
-            assert time.monotonic() < deadline
-            time.sleep(0.01)
+        deadline = _take_the_ready_one_and_wait_for_the_next(svc, taken)
         assert _pool(svc)["refill"]["last_error"] is None
         claimed = spawned[1]
         got: dict = {}
