@@ -52,7 +52,7 @@ import time
 import types
 import uuid
 import weakref
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from typing import Any
 
 # Names of the files and markers shared with the host side (runner/executor.py mirrors them).
@@ -296,6 +296,43 @@ def _die_with_parent() -> None:
 
 FRESH_TORCH: dict[str, int] = {}
 
+# torch.cuda.is_available() asks the CUDA runtime for the device count (cudaGetDeviceCount), which starts
+# the driver in the calling process and arms torch's fork poisoning: every rank or worker forked from that
+# process afterwards fails its first CUDA call with "Cannot re-initialize CUDA in forked subprocess".  With
+# this variable set, is_available() and device_count() ask NVML instead, which is fork-safe.
+NVML_CHECK = "PYTORCH_NVML_BASED_CUDA_CHECK"
+
+
+@contextlib.contextmanager
+def cuda_runtime_untouched(gpus: int) -> Iterator[None]:
+    """While the supervisor warms up, answer torch's CUDA queries without the CUDA runtime.
+
+    The supervisor forks every rank (and, through them, every warm worker), so it must never start the
+    CUDA runtime (runner/README.md, "GPUs").  Importing torch's compiler stack calls
+    ``torch.cuda.is_available()`` (``torch._dynamo.reset``): here that goes to NVML, and should NVML be
+    missing (torch then falls back to ``cudaGetDeviceCount``), the runtime's count is answered with
+    ``gpus``, the count the host probed for this sandbox (hardware probing stays in the host process).
+    Both are restored afterwards, before any snippet runs: a rank's snippet sees torch and its environment
+    exactly as under ``torchrun``.  On a CPU-only torch build none of this is reached (``is_available``
+    returns False before asking anything).
+    """
+    torch = sys.modules.get("torch")
+    c_module = getattr(torch, "_C", None)
+    runtime_count = getattr(c_module, "_cuda_getDeviceCount", None)
+    saved = os.environ.get(NVML_CHECK)
+    os.environ[NVML_CHECK] = "1"
+    if runtime_count is not None:
+        c_module._cuda_getDeviceCount = lambda: gpus  # type: ignore[union-attr]
+    try:
+        yield
+    finally:
+        if runtime_count is not None:
+            c_module._cuda_getDeviceCount = runtime_count  # type: ignore[union-attr]
+        if saved is None:
+            os.environ.pop(NVML_CHECK, None)
+        else:
+            os.environ[NVML_CHECK] = saved
+
 
 def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> bool:
     """Import what snippets use, so that a job only pays for its own work.
@@ -304,10 +341,10 @@ def _preload(level: str = "full", enough: Callable[[], bool] | None = None) -> b
     constructor imports the compiler stack (dynamo) on first use, which alone costs more than a second,
     plus FSDP, DTensor, the DDP communication hooks, optimizers and data loaders.  ``torch`` (a sandbox
     started for a job that is already waiting) imports torch only: the snippet then pays for the rest
-    exactly as it would under a bare ``torchrun``.  None of this initialises CUDA: a forked child could not
-    use it afterwards.  ``enough`` is asked before each costly step of ``full``: True (the host's hint that
-    the job already waiting for this sandbox needs no compiler stack) skips the rest.  True when the whole
-    ``full`` warm-up was imported.
+    exactly as it would under a bare ``torchrun``.  None of this may start the CUDA runtime (a forked child
+    could not use CUDA afterwards): the caller holds ``cuda_runtime_untouched``.  ``enough`` is asked
+    before each costly step of ``full``: True (the host's hint that the job already waiting for this
+    sandbox needs no compiler stack) skips the rest.  True when the whole ``full`` warm-up was imported.
     """
     import torch
     import torch.distributed
@@ -1411,10 +1448,15 @@ def main(argv: list[str]) -> int:
     _make_undumpable()
     sup = Supervisor(spec)
     preload = spec.get("preload", "full")
-    if preload and _preload("full" if preload is True else str(preload), sup.hinted_light):
-        # Only after a whole warm-up: a sandbox cut short (or started for a waiting job) has its job
-        # waiting now, and torch's own few finalizers cost its ranks less than the 0.1 s scan.
-        _keep_warm_up_finalizers_at_exit()
+    if preload:
+        import torch  # noqa: F401 - the guard below replaces one of its functions while the warm-up runs
+
+        with cuda_runtime_untouched(int(spec.get("gpus", 0))):
+            whole = _preload("full" if preload is True else str(preload), sup.hinted_light)
+        if whole:
+            # Only after a whole warm-up: a sandbox cut short (or started for a waiting job) has its job
+            # waiting now, and torch's own few finalizers cost its ranks less than the 0.1 s scan.
+            _keep_warm_up_finalizers_at_exit()
     _emit(sup.status_fd, {"event": "ready", "pid": os.getpid()})
     job = sup.wait_job()
     if job is None:

@@ -394,6 +394,9 @@ class SandboxLauncher:
             "nproc_limit": self.config.max_processes if uid else 0,
             "workdir": workdir,
             "preload": preload,
+            # The host's GPU count, for the warm-up's CUDA queries (bootstrap.cuda_runtime_untouched):
+            # nothing in the sandbox before the ranks may ask the CUDA runtime itself.
+            "gpus": hardware.probe().gpus,
         }
         if uid is not None:
             spec["userns"] = {"sup_outer": uid, "job_outer": uid + 1}
