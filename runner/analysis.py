@@ -23,3 +23,48 @@ def parse_snippet(source: str) -> ast.Module | None:
     except (SyntaxError, ValueError, RecursionError, MemoryError):
         # ValueError: NUL bytes; RecursionError/MemoryError: nesting deeper than the parser's stack.
         return None
+
+
+# Operations whose result depends on the interpreter's string hash seed: building or iterating a set (its
+# order follows the hashes), hash() itself.  dict views combined with set operators make sets too.
+_HASH_CALLS = frozenset({"set", "frozenset", "hash"})
+_SET_METHODS = frozenset({"union", "intersection", "difference", "symmetric_difference", "__hash__"})
+_SET_OPERATORS = (ast.Sub, ast.BitAnd, ast.BitOr, ast.BitXor)
+_VIEWS = frozenset({"keys", "items"})
+
+
+def observes_string_hashes(tree: ast.Module | None) -> bool:
+    """Whether a snippet may see the string hash seed, which differs per rank under torchrun.
+
+    Each torchrun worker is a new interpreter with a random seed of its own, so a set of parameter names
+    or state-dict keys iterates in a different order on each rank (a classic cause of DDP errors and
+    hangs); ranks forked from one warm interpreter all share its seed and would agree.  True when the
+    snippet builds a set (literal, comprehension, ``set()``/``frozenset()``, a dict view combined with a
+    set operator, a set method) or calls ``hash()``.  A snippet that cannot be parsed says False: it fails
+    the same way in any interpreter.
+    """
+    if tree is None:
+        return False
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Set | ast.SetComp):
+            return True
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in _HASH_CALLS:
+            return True
+        if isinstance(node, ast.Attribute) and node.attr in _SET_METHODS:
+            return True
+        if (
+            isinstance(node, ast.BinOp)
+            and isinstance(node.op, _SET_OPERATORS)
+            and any(_is_view(side) for side in (node.left, node.right))
+        ):
+            return True
+    return False
+
+
+def _is_view(node: ast.expr) -> bool:
+    return (
+        isinstance(node, ast.Call)
+        and isinstance(node.func, ast.Attribute)
+        and node.func.attr in _VIEWS
+        and not node.args
+    )

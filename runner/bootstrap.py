@@ -1061,7 +1061,8 @@ def _run_rank(
     # Before the zygote is forked: the processes it starts carry the same guard.
     _keep_destroyed_groups_referenced()
     zygote = None
-    if serves_spawn_warm(str(job.get("warm_spawn", "off")), str(job.get("code", ""))):
+    warm_spawn = "off" if job.get("fresh_interpreters") else str(job.get("warm_spawn", "off"))
+    if serves_spawn_warm(warm_spawn, str(job.get("code", ""))):
         # Forked now, under the rank's limits and before any snippet code: what it starts later must not
         # see the snippet's state, nor get limits the rank does not have.
         with contextlib.suppress(OSError):  # no zygote (the process limit): fresh interpreters, as before
@@ -1131,6 +1132,84 @@ def _run_rank(
         with contextlib.suppress(OSError, ValueError):
             stream.flush()
     return code
+
+
+FRESH_RANK_FLAG = "--fresh-rank"
+
+
+SETTLE_TIMEOUT_S = 30.0
+
+
+def _wait_settled(settled_r: int, nproc: int) -> None:
+    """Wait until every fresh rank said it is non-dumpable, or all of them are gone, or 30 s passed.
+
+    A rank that dies first only costs the wait (the other ranks' end closes the pipe, the host's deadline
+    bounds the rest).
+    """
+    got = 0
+    deadline = time.monotonic() + SETTLE_TIMEOUT_S
+    while got < nproc:
+        left = deadline - time.monotonic()
+        if left <= 0 or not select.select([settled_r], [], [], left)[0]:
+            break
+        chunk = os.read(settled_r, nproc)
+        if not chunk:
+            break
+        got += len(chunk)
+    os.close(settled_r)
+
+
+def _exec_fresh_rank(
+    job: dict[str, Any],
+    rank: int,
+    fds: dict[str, int],
+    report_fd: int,
+    path: str,
+    go_fd: int,
+    settled_fd: int,
+) -> None:
+    """Replace this forked rank with a new interpreter that runs ``_run_rank`` itself (never returns).
+
+    What differs between separate interpreters and forks of one is what torchrun's workers have and warm
+    ranks lack: each its own string hash seed (so iterating a set of parameter names gives a different
+    order per rank), its own addresses (``id()``), nothing imported.  The cost is a bare start: the
+    snippet imports torch itself, as under torchrun.  The rank's pipes pass through the exec; its
+    arguments travel in a memory file (a job's code may be 64 KiB, past what one argument may hold).
+    """
+    keep = [*fds.values(), report_fd, go_fd, settled_fd]
+    payload = {
+        "job": job,
+        "rank": rank,
+        "fds": fds,
+        "report_fd": report_fd,
+        "path": path,
+        "go_fd": go_fd,
+        "settled_fd": settled_fd,
+    }
+    memfd = os.memfd_create("rankzero-rank", 0)  # not CLOEXEC: the new interpreter reads it
+    os.write(memfd, json.dumps(payload).encode())
+    for fd in keep:
+        os.set_inheritable(fd, True)
+    flags = ["-s"] if sys.flags.no_user_site else []
+    argv = [sys.executable, *flags, os.path.abspath(__file__), FRESH_RANK_FLAG, str(memfd)]
+    os.execv(sys.executable, argv)  # noqa: S606 - the rank's own interpreter, no shell involved
+
+
+def _fresh_rank_main(memfd: int) -> int:
+    """The new interpreter of ``_exec_fresh_rank``: read the rank's arguments and run it."""
+    # First of all, as the forked rank was: no sibling may open this rank's pipes through /proc/PID/fd
+    # (an exec made the process dumpable again); then tell the supervisor, which lets no rank go before.
+    _make_undumpable()
+    os.lseek(memfd, 0, os.SEEK_SET)
+    with os.fdopen(memfd, "rb") as fh:
+        args = json.loads(fh.read())
+    settled = int(args["settled_fd"])
+    with contextlib.suppress(OSError):
+        os.write(settled, b"1")
+    os.close(settled)
+    return _run_rank(
+        args["job"], int(args["rank"]), args["fds"], int(args["report_fd"]), args["path"], args["go_fd"]
+    )
 
 
 def _exit_code(stop: SystemExit) -> int:
@@ -1274,12 +1353,20 @@ class Supervisor:
         sys.stderr.flush()
         nproc = int(job["nproc"])
         ddp = job["mode"] == "ddp"
+        # Ranks forked from this one interpreter share its string hash seed; torchrun's are separate
+        # interpreters with one each.  A snippet that can see the difference (the host decides: it builds
+        # sets or hashes) gets ranks that are fresh interpreters (see _exec_fresh_rank).
+        fresh = ddp and nproc > 1 and bool(job.get("fresh_interpreters"))
         if ddp:
             job["run_id"] = str(uuid.uuid4())
         report_pipes = [os.pipe() for _ in range(nproc)]
         go_r, go_w = os.pipe() if ddp else (-1, -1)
+        # Fresh ranks say on this pipe when they are non-dumpable again (an exec makes a process dumpable):
+        # no rank is let go before every sibling's pipes are out of its reach through /proc.
+        settled_r, settled_w = os.pipe() if fresh else (-1, -1)
         all_fds = {fd for fds in self.rank_fds for fd in fds.values()}
         all_fds |= {fd for pair in report_pipes for fd in pair}
+        all_fds |= {fd for fd in (settled_r, settled_w) if fd >= 0}
         for rank in range(nproc):
             pid = os.fork()
             if pid == 0:
@@ -1287,7 +1374,7 @@ class Supervisor:
                 try:
                     report_w = report_pipes[rank][1]
                     mine = self.rank_fds[rank]
-                    for fd in all_fds - {*mine.values(), report_w}:
+                    for fd in all_fds - {*mine.values(), report_w, settled_w}:
                         os.close(fd)
                     # The status and control pipes are the supervisor's alone (see the module docstring).
                     os.close(self.control_fd)
@@ -1299,6 +1386,12 @@ class Supervisor:
                     # supervisor's uid before it runs a line of the snippet.
                     if isinstance(self.spec.get("userns"), dict):
                         _become_rank_user()
+                    if fresh:
+                        with contextlib.suppress(OSError):  # cannot exec: the rank runs warm, as before
+                            _exec_fresh_rank(job, rank, mine, report_w, path, go_r, settled_w)
+                        with contextlib.suppress(OSError):
+                            os.write(settled_w, b"1")
+                        os.close(settled_w)
                     code = _run_rank(job, rank, mine, report_w, path, go_r if ddp else None)
                 finally:
                     os._exit(code)
@@ -1314,6 +1407,9 @@ class Supervisor:
         # children) exit.  Its dump copies are closed as each rank is reaped.
         for fd in {fd for fds in self.rank_fds for fd in fds.values()}:
             os.close(fd)
+        if fresh:
+            os.close(settled_w)
+            _wait_settled(settled_r, nproc)
         if ddp:
             os.close(go_r)
             self.store = _agent_store(int(job.get("master_port", 29500)))
@@ -1441,6 +1537,12 @@ class Supervisor:
 
 def main(argv: list[str]) -> int:
     """Entry point of the sandbox: ``bootstrap.py SPEC_JSON``."""
+    if len(argv) == 3 and argv[1] == FRESH_RANK_FLAG:
+        code = 1
+        try:
+            code = _fresh_rank_main(int(argv[2]))
+        finally:
+            os._exit(code)  # as a forked rank leaves (its exit hooks ran in _run_rank)
     spec: dict[str, Any] = json.loads(argv[1])
     # As PID 1 a default SIGINT disposition is simply ignored; Python's KeyboardInterrupt handler is not.
     signal.signal(signal.SIGINT, signal.SIG_IGN)

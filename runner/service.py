@@ -11,7 +11,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import hardware
-from runner.analysis import parse_snippet
+from runner.analysis import observes_string_hashes, parse_snippet
+from runner.bootstrap import may_start_interpreters
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
 from runner.pool import WarmPool
@@ -66,9 +67,23 @@ _NEEDS_CUDA = (
     "doesn't have NCCL built in",
     "CUDA driver initialization failed",
     "Cannot access accelerator device when none is available",
+    "requires CUDA support",
+    "compiled without CUDA support",
+)
+# On a CPU-only build torch.cuda's bindings simply do not exist, so calls that reach them first fail with
+# an AttributeError naming the missing binding (torch.cuda.set_device -> _cuda_setDevice, the NCCL version
+# -> _nccl_version), and CUDA-only classes are placeholders that refuse to be built (torch.cuda.Event).
+_CUDA_BINDING_MISSING = re.compile(
+    r"module 'torch\._C' has no attribute '_(?:cuda|nccl|cudnn|cudart)\w*'"
+    r"|Tried to instantiate dummy base class \w+"
 )
 _OUT_OF_MEMORY = ("can't allocate memory", "DefaultCPUAllocator", "out of memory", "Cannot allocate memory")
 _SIGXCPU = 24
+FRESH_NOTE = (
+    "the snippet builds sets or calls hash(), whose order depends on each interpreter's string hash seed: "
+    "its ranks and workers ran as fresh interpreters, each with a seed of its own as under torchrun "
+    "(slower than warm ones)"
+)
 
 
 @dataclass(frozen=True)
@@ -210,6 +225,9 @@ class RunnerService:
         verdict.notes += _static_notes(request.code, mode, nproc, hw)
         if mode != Mode.DDP and request.nproc != 1:
             verdict.notes.append(f"mode {mode.value} runs one process: nproc={request.nproc} was ignored")
+        fresh = observes_string_hashes(parse_snippet(request.code))
+        if fresh and ((mode == Mode.DDP and nproc > 1) or may_start_interpreters(request.code)):
+            verdict.notes.append(FRESH_NOTE)
 
         job = {
             "code": request.code,
@@ -219,6 +237,7 @@ class RunnerService:
             "init_process_group": request.init_process_group,
             "master_port": MASTER_PORT,
             "warm_spawn": self.config.warm_spawn,
+            "fresh_interpreters": fresh,
             "env": self._rank_env(),
             "limits": {
                 "memory_bytes": self.config.memory_mb * 1024 * 1024,
@@ -451,7 +470,9 @@ def _status_of(rank: RankRaw, hw: Hardware) -> Status:
     if rank.exception:
         text = f"{rank.exception['type']}: {rank.exception['message']}"
     tail = bytes(rank.stderr.data[-4000:]).decode(errors="replace")
-    if hw.gpus == 0 and any(p in text or p in tail for p in _NEEDS_CUDA):
+    needs_cuda = any(p in text or p in tail for p in _NEEDS_CUDA)
+    needs_cuda = needs_cuda or any(_CUDA_BINDING_MISSING.search(part) for part in (text, tail))
+    if hw.gpus == 0 and needs_cuda:
         return Status.UNSUPPORTED
     if rank.exception and (rank.exception["type"] == "MemoryError" or any(p in text for p in _OUT_OF_MEMORY)):
         return Status.OOM

@@ -262,6 +262,25 @@ def test_cuda_on_cpu_runner_is_unsupported(service):
 
 
 @cpu_only
+@pytest.mark.parametrize(
+    "call",
+    [
+        # Each reaches a CUDA binding the CPU build lacks, or a CUDA-only placeholder class, before any
+        # "not compiled with CUDA" check: the error names the binding, not CUDA.
+        "torch.cuda.set_device(1)",
+        "torch.cuda.reset_peak_memory_stats()",
+        "torch.cuda.Event(enable_timing=True)",
+        "torch.cuda.nccl.version()",
+        "torch.cuda.Stream()",
+    ],
+)
+def test_cuda_calls_failing_on_a_missing_binding_are_unsupported(service, call):
+    verdict = run(service, f"import torch\nprint('start')\n{call}\n")
+    assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
+    assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
+
+
+@cpu_only
 def test_nccl_on_cpu_runner_is_unsupported_without_running(service):
     verdict = run(service, "print('never')\n", mode="ddp", nproc=2, backend="nccl")
     assert verdict.status == Status.UNSUPPORTED
