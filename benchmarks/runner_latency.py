@@ -1,6 +1,6 @@
 """Verdict latency of the runner against bare torchrun / python, for every shape, spaced and back to back.
 
-Usage: python benchmarks/runner_latency.py [--runs 5] [--burst 8] [--shapes 1,2,4,8,spawn,spawn-ar]
+Usage: python benchmarks/runner_latency.py [--runs 5] [--burst 8] [--shapes 1,2,4,8,spawn,spawn-ar,sets-2]
                                           [--warm-spawn auto|on|off] [--timeout 120]
 
 The snippets are written like the question bank's and PyTorch's tutorials:
@@ -12,7 +12,9 @@ The snippets are written like the question bank's and PyTorch's tutorials:
                 up their own process group and train the same DDP model, as mode python, against
                 ``python spawn.py``;
   * spawn-ar-2: the same layout without a DDP model (each worker all-reduces a tensor), against
-                ``python spawn-ar.py``.
+                ``python spawn-ar.py``;
+  * sets-N:     ddp-N's step plus a set of parameter names: its ranks are fresh interpreters (each with
+                its own string hash seed, as torchrun's), the cost of that rule (runner/README.md).
 
 The runner is a real ``rankzero-runner serve`` (bubblewrap sandboxes, default warm pool) on loopback.
 "spaced" waits for the pool to be full before each request (the steady state at a low request rate);
@@ -89,6 +91,12 @@ def demo_basic(rank, world_size):
 if __name__ == "__main__":
     mp.spawn(demo_basic, args=(2,), nprocs=2, join=True)
 """
+
+# ddp-N's step on a snippet that builds a set of parameter names (its iteration order follows each
+# interpreter's string hash seed): the runner gives its ranks fresh interpreters, as torchrun's are.
+DDP_SETS = DDP_STEP.replace(
+    "loss.backward()\n", "loss.backward()\nnames = {n for n, _ in model.named_parameters()}\n"
+)
 
 # The same layout without a DDP model: each worker all-reduces a tensor over gloo and prints the sum.
 SPAWN_ALL_REDUCE = """\
@@ -167,6 +175,7 @@ def main() -> int:
     scripts = {"spawn": SPAWN, "spawn-ar": SPAWN_ALL_REDUCE}
     for shape, script in scripts.items():
         (workdir / f"{shape}.py").write_text(script)
+    (workdir / "sets.py").write_text(DDP_SETS)
     torchrun = str(Path(sys.executable).with_name("torchrun"))
     bare_env = {"PATH": os.environ.get("PATH", "/usr/bin:/bin"), "HOME": str(workdir), "LANG": "C.UTF-8"}
 
@@ -175,11 +184,15 @@ def main() -> int:
     def body(shape: str) -> dict[str, object]:
         if shape in scripts:
             return {"code": scripts[shape], "mode": "python", "timeout_s": args.timeout}
+        if shape.startswith("sets-"):
+            return {"code": DDP_SETS, "mode": "ddp", "nproc": int(shape[5:]), "timeout_s": args.timeout}
         return {"code": DDP_STEP, "mode": "ddp", "nproc": int(shape), "timeout_s": args.timeout}
 
     def bare(shape: str) -> Callable[[], None]:
         if shape in scripts:
             argv = [sys.executable, str(workdir / f"{shape}.py")]
+        elif shape.startswith("sets-"):
+            argv = [torchrun, f"--nproc_per_node={shape[5:]}", str(workdir / "sets.py")]
         else:
             argv = [torchrun, f"--nproc_per_node={shape}", str(workdir / "ddp.py")]
 
@@ -268,6 +281,7 @@ def main() -> int:
         spaced_median = statistics.median(spaced[shape])
         burst_median = statistics.median(burst[shape])
         name = {"spawn": "spawn-2", "spawn-ar": "spawn-ar-2"}.get(shape, f"ddp-{shape}")
+        name = shape if shape.startswith("sets-") else name
         print(
             f"  {name:<10} {bare_median * 1000:10.0f}ms {spaced_median * 1000:12.0f}ms "
             f"{spaced_median / bare_median:7.3f}   {burst_median * 1000:9.0f}ms "

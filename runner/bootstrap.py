@@ -438,9 +438,23 @@ def _describe(exc: BaseException, path: str) -> dict[str, Any]:
     return {"type": type(exc).__name__, "message": str(message)[:1500], "line": line}
 
 
+# python and dp jobs print as in a terminal (see _run_rank); set in a rank before anything forks from it.
+TERMINAL_LINES = {"on": False}
+
+
 def _make_stream(fd: int) -> io.TextIOWrapper:
-    # write_through: every print reaches the pipe at once, so output survives a crash and keeps its order.
+    """A rank's stdout or stderr: unbuffered as under torchrun (``-u``), or line by line as in a terminal.
+
+    Unbuffered, every print reaches the pipe at once, piece by piece (``print(a, b)`` is three writes), so
+    output survives a crash and keeps its order.  Line-buffered, each line is one write: processes that
+    print at the same moment (``mp.spawn`` workers sharing the pipe) come out in whole lines, as in a
+    terminal, instead of spliced mid-line.
+    """
     raw = io.FileIO(fd, "w", closefd=False)
+    if TERMINAL_LINES["on"]:
+        return io.TextIOWrapper(
+            io.BufferedWriter(raw), encoding="utf-8", errors="backslashreplace", line_buffering=True
+        )
     return io.TextIOWrapper(raw, encoding="utf-8", errors="backslashreplace", write_through=True)
 
 
@@ -575,6 +589,13 @@ def _pass_dump_fd_to_spawned_children(dump_fd: int, zygote: SpawnZygote | None =
         f"_rz_f.register(_rz_s.SIGUSR1, file={dump_fd}, all_threads=True, chain=False); "
         "del _rz_f, _rz_s; "
     )
+    if TERMINAL_LINES["on"]:
+        # A terminal makes a new interpreter's stdout line-buffered; a pipe would make it block-buffered.
+        prologue += (
+            "import sys as _rz_y; "
+            "[_s.reconfigure(line_buffering=True) for _s in (_rz_y.stdout, _rz_y.stderr) if _s]; "
+            "del _rz_y; "
+        )
 
     def spawnv_passfds(path: Any, args: Any, passfds: Any) -> int:
         args = list(args)
@@ -923,7 +944,7 @@ def _fresh_streams(env: dict[str, str], flags: list[str]) -> None:
                 buffer,
                 encoding=getattr(template, "encoding", None) or "utf-8",
                 errors=getattr(template, "errors", None) or ("backslashreplace" if fd == 2 else "strict"),
-                line_buffering=write and not unbuffered and fd == 2,
+                line_buffering=write and not unbuffered and (fd == 2 or TERMINAL_LINES["on"]),
                 write_through=write and unbuffered,
             )
         )
@@ -1017,6 +1038,9 @@ def _run_rank(
 ) -> int:
     """Body of one forked rank process; returns its exit code."""
     nproc = int(job["nproc"])
+    # `python main.py` in a terminal: stdout and stderr line-buffered, in the rank and in every process it
+    # starts (forked, warm or fresh).  torchrun starts its workers with -u: ddp ranks stay unbuffered.
+    TERMINAL_LINES["on"] = job["mode"] != "ddp"
     os.setpgid(0, 0)
     os.dup2(fds["out"], 1)
     os.dup2(fds["err"], 2)
@@ -1036,6 +1060,10 @@ def _run_rank(
         env.update(
             torchrun_env(rank, nproc, int(job.get("master_port", 29500)), str(job.get("run_id", "none")))
         )
+    if TERMINAL_LINES["on"]:
+        # The runner's own setting (sandbox.job_env): a terminal user's environment does not have it, and
+        # fresh interpreters would read it and print unbuffered, piece by piece.
+        env.pop("PYTHONUNBUFFERED", None)
     os.environ.clear()
     os.environ.update(env)
     if "TORCHELASTIC_ERROR_FILE" in env:
