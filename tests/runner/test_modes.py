@@ -437,7 +437,7 @@ def test_pytorch_tutorial_mp_spawn_with_its_own_port_hangs_as_under_torchrun(ser
         ] * 2, stuck
 
 
-def test_mp_spawn_children_stream_unbuffered_in_time_order_even_when_killed(service):
+def test_mp_spawn_children_stream_lines_in_time_order_even_when_killed(service):
     code = """
     import time
     import torch.multiprocessing as mp
