@@ -233,7 +233,7 @@ class _TokenFirst:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http":
+        if scope["type"] == "http" and not (scope.get("method") == "GET" and scope.get("path") in PROBES):
             header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
             if not _token_ok(header, self.token):
                 response = JSONResponse(
@@ -243,6 +243,9 @@ class _TokenFirst:
                 return
         await self.app(scope, receive, send)
 
+
+# The kubelet's probes carry no token; these two answer with nothing about the host or its jobs.
+PROBES = frozenset({"/livez", "/readyz"})
 
 BEARER = HTTPBearer(auto_error=False, description="The runner's token (RANKZERO_RUNNER_TOKEN).")
 
@@ -330,6 +333,19 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
     async def openapi() -> JSONResponse:
         """The OpenAPI schema (the contract), for token holders."""
         return JSONResponse(app.openapi())
+
+    @app.get("/livez", include_in_schema=False)
+    async def livez() -> JSONResponse:
+        """Liveness, without a token: the event loop answers (a stuck loop fails the probe)."""
+        return JSONResponse({"status": "alive"})
+
+    @app.get("/readyz", include_in_schema=False)
+    async def readyz() -> JSONResponse:
+        """Readiness, without a token: the warm pool has warmed a sandbox and its refill is not failing."""
+        ready, reason = service.pool.readiness()
+        return JSONResponse(
+            {"status": "ready" if ready else "not ready", "reason": reason}, status_code=200 if ready else 503
+        )
 
     @app.get("/v1/health", response_model=HealthModel, dependencies=auth, responses=refused)
     async def health() -> Any:

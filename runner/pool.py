@@ -64,6 +64,7 @@ class WarmPool:
         self._stopping = False
         self._thread: threading.Thread | None = None
         self.served_warm = 0
+        self.warmed = 0  # sandboxes that finished their warm-up, claimed or not (readiness: one is enough)
         self.served_cold = 0
         self.served_light = 0
         self.failures = 0
@@ -186,6 +187,22 @@ class WarmPool:
                 },
             }
 
+    def readiness(self) -> tuple[bool, str]:
+        """Whether a job sent now is served as the pool promises, and why not (``GET /readyz``).
+
+        Ready once one sandbox warmed up (the sandbox itself works on this host) and while the refill is
+        not failing; a pool emptied by a burst stays ready (jobs then take the sandbox being warmed).  A
+        runner without a pool is ready from the start.
+        """
+        with self._cond:
+            if not self.targets:
+                return True, "no warm pool: every job starts its own sandbox"
+            if self.failures:
+                return False, f"the warm pool cannot refill ({self.failures} failures in a row)"
+            if self.warmed == 0:
+                return False, "the first warm sandbox is not ready yet"
+            return True, "the warm pool refills"
+
     def wait_full(self, timeout_s: float) -> bool:
         """Block until every target is met (tests and benchmarks use this to start from a known state)."""
         deadline = time.monotonic() + timeout_s
@@ -260,6 +277,7 @@ class WarmPool:
     def _refill_worked(self) -> None:
         """A warm-up succeeded: the refill is healthy again (called with or without the lock held)."""
         with self._cond:
+            self.warmed += 1
             self.failures = 0
             self._retry_at = None
 

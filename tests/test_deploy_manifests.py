@@ -104,10 +104,17 @@ def test_the_privileges_bubblewrap_and_the_per_job_uids_need() -> None:
         assert volumes[mounts["/run/rankzero-uids"]]["hostPath"]["path"] == "/run/rankzero-uids"
 
 
-def test_the_secret_ships_empty_and_only_the_bot_reaches_the_runners() -> None:
-    [secret] = _of_kind("Secret")
-    assert secret["metadata"]["name"] == "rankzero-runner-token"
-    assert secret["stringData"]["token"] == ""  # an empty token: the runner refuses to listen
+def test_no_secret_ships_and_only_the_bot_reaches_the_runners() -> None:
+    # An empty Secret in the manifests would blank the operator's real token on every apply: the token
+    # comes from a file the operator writes, through kustomize's secretGenerator, and git ignores it.
+    assert _of_kind("Secret") == []
+    [generated] = yaml.safe_load((DEPLOY / "kustomization.yaml").read_text())["secretGenerator"]
+    assert generated["name"] == "rankzero-runner-token"
+    assert generated["files"] == ["token=secrets/runner-token"]
+    ignored = subprocess.run(
+        ["git", "check-ignore", "-q", str(DEPLOY / "secrets" / "runner-token")], cwd=DEPLOY, check=False
+    )
+    assert ignored.returncode == 0, "deploy/secrets/runner-token must be ignored by git"
     [policy] = _of_kind("NetworkPolicy")
     assert policy["spec"]["podSelector"]["matchLabels"]["app.kubernetes.io/name"] == "rankzero-runner"
     assert policy["spec"]["egress"] == [] and set(policy["spec"]["policyTypes"]) == {"Ingress", "Egress"}
@@ -115,13 +122,42 @@ def test_the_secret_ships_empty_and_only_the_bot_reaches_the_runners() -> None:
     assert rule["ports"] == [{"port": 8765, "protocol": "TCP"}]
 
 
+def test_runner_probes_are_http_on_the_unauthenticated_endpoints() -> None:
+    # TCP probes passed while the event loop was stuck; /livez and /readyz need no token (runner/api.py).
+    from runner.api import PROBES
+
+    for deployment in _of_kind("Deployment"):
+        [container] = deployment["spec"]["template"]["spec"]["containers"]
+        paths = {
+            kind: container[kind]["httpGet"]["path"]
+            for kind in ("startupProbe", "readinessProbe", "livenessProbe")
+        }
+        assert paths == {"startupProbe": "/readyz", "readinessProbe": "/readyz", "livenessProbe": "/livez"}
+        assert set(paths.values()) <= PROBES
+        assert all(container[kind]["httpGet"]["port"] == "http" for kind in paths)
+
+
 @pytest.mark.skipif(shutil.which("kubectl") is None, reason="kubectl is not installed")
-def test_kustomize_builds_the_manifests() -> None:
+def test_kustomize_builds_the_manifests(tmp_path: Path) -> None:
+    # As an operator would: a copy of deploy/ with the token file written.
+    copy = tmp_path / "deploy"
+    shutil.copytree(DEPLOY, copy)
+    (copy / "secrets" / "runner-token").write_text("a-token-for-this-test")
     done = subprocess.run(
-        ["kubectl", "kustomize", str(DEPLOY)], capture_output=True, text=True, timeout=60, check=False
+        ["kubectl", "kustomize", str(copy)], capture_output=True, text=True, timeout=60, check=False
     )
     assert done.returncode == 0, done.stderr
     built = [d for d in yaml.safe_load_all(done.stdout) if d]
-    assert sorted((o["kind"], o["metadata"]["name"]) for o in built) == sorted(
+    [secret] = [o for o in built if o["kind"] == "Secret"]
+    assert secret["metadata"]["name"].startswith("rankzero-runner-token-")  # content hash: new token, rollout
+    mounted = {
+        v["secret"]["secretName"]
+        for o in built
+        if o["kind"] == "Deployment"
+        for v in o["spec"]["template"]["spec"]["volumes"]
+        if "secret" in v
+    }
+    assert mounted == {secret["metadata"]["name"]}
+    assert sorted((o["kind"], o["metadata"]["name"]) for o in built if o["kind"] != "Secret") == sorted(
         (o["kind"], o["metadata"]["name"]) for o in _objects()
     )

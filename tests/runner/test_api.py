@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import asyncio
 import json
 import os
 import resource
@@ -494,3 +495,42 @@ def test_the_default_configuration_serves_on_this_host():
     finally:
         server.terminate()
         server.wait(timeout=30)
+
+
+async def test_probes_answer_without_a_token_and_readiness_follows_the_pool():
+    """/livez and /readyz are for the kubelet (no token) and say nothing about the host; /readyz is 503
+    until a sandbox warmed, and again while the refill fails."""
+    svc = RunnerService(RunnerConfig(memory_mb=2048, pool={1: 1}))
+    real_bwrap = svc.launcher.bwrap
+    svc.launcher.check()
+    svc.launcher.bwrap = "/bin/false"  # every warm-up fails, as with a broken bubblewrap
+    app = create_app(svc, TOKEN, manage_service=False)
+    transport = httpx.ASGITransport(app=app)
+    try:
+        async with httpx.AsyncClient(transport=transport, base_url="http://runner", timeout=60) as http:
+            live = await http.get("/livez")
+            assert (live.status_code, live.json()) == (200, {"status": "alive"})
+            not_yet = await http.get("/readyz")
+            assert not_yet.status_code == 503
+            assert not_yet.json() == {
+                "status": "not ready",
+                "reason": "the first warm sandbox is not ready yet",
+            }
+            svc.pool.start()
+            for _ in range(600):  # a hang guard (60 s), not a speed bound
+                if svc.pool.failures:
+                    break
+                await asyncio.sleep(0.1)
+            assert svc.pool.failures >= 1, svc.health()["pool"]
+            failing = await http.get("/readyz")
+            assert failing.status_code == 503 and "cannot refill" in failing.json()["reason"]
+            svc.launcher.bwrap = real_bwrap
+            assert await asyncio.to_thread(svc.pool.wait_full, 90)
+            ready = await http.get("/readyz")
+            assert (ready.status_code, ready.json()["status"]) == (200, "ready")
+            # Only these two GETs skip the token: the rest of the API still refuses without it.
+            assert (await http.post("/livez")).status_code == 401
+            assert (await http.get("/v1/health")).status_code == 401
+    finally:
+        svc.launcher.bwrap = real_bwrap
+        svc.close()
