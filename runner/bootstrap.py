@@ -562,7 +562,8 @@ def _keep_destroyed_groups_referenced() -> None:
         kept.clear()
         return original_init(*args, **kwargs)
 
-    for module in (dist, c10d):
+    modules: tuple[Any, ...] = (dist, c10d)  # torch's modules: attributes mypy cannot see on ModuleType
+    for module in modules:
         if module is None:
             continue
         if getattr(module, "destroy_process_group", None) is original:
