@@ -250,6 +250,28 @@ def test_nccl_with_more_ranks_than_gpus_is_refused_before_running(monkeypatch: p
     assert svc.gpus.state()["free"] == 1
 
 
+def test_the_operator_can_let_jobs_share_gpus(monkeypatch: pytest.MonkeyPatch) -> None:
+    from runner.cli import build_parser
+
+    assert build_parser().parse_args(["serve", "--share-gpus"]).share_gpus is True
+    assert build_parser().parse_args(["serve"]).share_gpus is False
+    two_gpus = Hardware(gpus=2, names=[H100] * 2, torch="2.13.0", cuda="13.0")
+    monkeypatch.setattr(hardware, "probe", lambda: two_gpus)
+    shared = RunnerService(RunnerConfig(unsafe_no_sandbox=True, share_gpus=True))
+    assert shared.gpus.count == 2 and shared.gpus.share
+    assert not RunnerService(RunnerConfig(unsafe_no_sandbox=True)).gpus.share
+    # What a job is told: its devices, and that other jobs may be on them.
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+    monkeypatch.delenv("CUDA_DEVICE_ORDER", raising=False)
+    job: dict[str, object] = {"env": {}}
+    verdict = Verdict(Status.OK, Mode.DDP, 1, "nccl", 0.0, two_gpus, SandboxInfo("none", False))
+    shared._give_gpus(job, shared.gpus.acquire(1), verdict)
+    assert job["env"] == {"CUDA_VISIBLE_DEVICES": "0"}
+    assert verdict.notes == [
+        "ran on GPU 0 of this runner's 2 (CUDA_VISIBLE_DEVICES=0), shared with other jobs (--share-gpus)"
+    ]
+
+
 # --- real sandboxed jobs with a made-up GPU count ---------------------------------------------------------
 
 
