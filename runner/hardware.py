@@ -82,15 +82,20 @@ def gpu_memory(timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:
     """
     rows = nvidia_smi(["--query-gpu=uuid,memory.total,memory.free"], timeout_s)
     uuids = gpu_uuids()
+    # By UUID; in nvidia-smi's order only when no UUID matches (unknown to this torch) and the counts agree.
+    by_uuid = any(row and row[0] in uuids for row in rows)
+    if not by_uuid and len(rows) != len(uuids):
+        return {}
     memory: dict[int, tuple[int, int]] = {}
     for position, row in enumerate(rows):
         try:
             uuid, total, free = row[0], int(row[1]) * 2**20, int(row[2]) * 2**20
         except (IndexError, ValueError):
             continue
-        index = uuids.index(uuid) if uuid in uuids else (position if not any(uuids) else None)
-        if index is not None:
-            memory[index] = (total, free)
+        if not by_uuid:
+            memory[position] = (total, free)
+        elif uuid in uuids:
+            memory[uuids.index(uuid)] = (total, free)
     return memory
 
 

@@ -183,6 +183,7 @@ def _compute_pids() -> set[str]:
 def test_a_jobs_gpu_memory_is_released_when_it_ends(service):
     before = _compute_pids()
     free_before = hardware.gpu_memory()
+    assert sorted(free_before) == list(range(RUNNER_GPUS)), "nvidia-smi's GPUs do not match torch's"
     grab = """
     import time, torch
     x = torch.empty(2 * 1024**3, dtype=torch.uint8, device="cuda")  # 2 GiB, held

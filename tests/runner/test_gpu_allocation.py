@@ -6,9 +6,11 @@ The same paths on real GPUs are in test_gpu.py (run by `make gpu-check` on a GPU
 
 from __future__ import annotations
 
+import os
 import threading
 import time
 from collections.abc import Callable, Iterator
+from pathlib import Path
 
 import pytest
 
@@ -321,3 +323,24 @@ def test_sandboxed_jobs_get_disjoint_devices_queue_and_release_them(two_gpu_serv
     assert results["c"].status == Status.OK and results["c"].ranks[0].stdout == "'0,1'\n"
     assert any(n.startswith("the job waited") and "for GPUs" in n for n in results["c"].notes)
     assert svc.gpus.state() == {"count": 2, "free": 2, "waiting": 0, "shared": False}
+
+
+def test_device_memory_is_matched_to_torchs_numbering_by_uuid(
+    monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
+    # nvidia-smi lists GPUs in PCI order; torch (fastest first) may number them otherwise.
+    smi = tmp_path / "nvidia-smi"
+    smi.write_text(
+        "#!/bin/sh\n"
+        'case "$1" in --query-gpu=uuid,memory.total,memory.free)\n'
+        "  echo 'GPU-aaaa, 81559, 1024'\n  echo 'GPU-bbbb, 40960, 40000' ;;\nesac\n"
+    )
+    smi.chmod(0o755)
+    monkeypatch.setenv("PATH", f"{tmp_path}:{os.environ['PATH']}")
+    monkeypatch.setattr(hardware, "gpu_uuids", lambda: ["GPU-bbbb", "GPU-aaaa"])
+    assert hardware.gpu_memory() == {0: (40960 * 2**20, 40000 * 2**20), 1: (81559 * 2**20, 1024 * 2**20)}
+    # A torch that gives no UUIDs: nvidia-smi's order, if the counts agree; nothing if they do not.
+    monkeypatch.setattr(hardware, "gpu_uuids", lambda: [None, None])
+    assert hardware.gpu_memory()[0] == (81559 * 2**20, 1024 * 2**20)
+    monkeypatch.setattr(hardware, "gpu_uuids", lambda: [None])
+    assert hardware.gpu_memory() == {}
