@@ -70,7 +70,8 @@ def gpu_uuids() -> list[str | None]:
     found: list[str | None] = []
     for i in range(torch.cuda.device_count()):
         uuid = getattr(torch.cuda.get_device_properties(i), "uuid", None)
-        found.append(f"GPU-{uuid}" if uuid is not None else None)
+        # torch prints the bare UUID; nvidia-smi (and CUDA_VISIBLE_DEVICES) prefix it with "GPU-".
+        found.append(f"GPU-{str(uuid).removeprefix('GPU-')}" if uuid is not None else None)
     return found
 
 
