@@ -29,6 +29,12 @@ START=$(date +%s)
 WORK=$(mktemp -d /tmp/rankzero-gpu-check-XXXXXX)
 SUMMARY=()
 FAILED=0
+LDCONFIG_ADDED=0
+cleanup() {  # keep the logs; drop the installed packages and, if it was added, our folder from ldconfig's cache
+  rm -rf "$WORK/site" "$WORK/root"
+  [ "$LDCONFIG_ADDED" = 0 ] || /sbin/ldconfig
+}
+trap cleanup EXIT
 say() { echo "gpu_check: $*"; }
 step() {  # step NAME SECONDS COMMAND...: run with a time limit, keep the output, record the outcome
   local name=$1 limit=$2; shift 2
@@ -87,7 +93,7 @@ if ! /sbin/ldconfig -p 2>/dev/null | grep -q 'libseccomp\.so\.2'; then
   [ -n "$deb" ] || { say "no libseccomp.so.2 and no libseccomp2 .deb in $WHEELS/debs"; exit 2; }
   dpkg -x "$deb" "$WORK/root"
   # pyseccomp finds the library through ldconfig's cache: add the extracted folder to it (root only).
-  /sbin/ldconfig "$WORK"/root/usr/lib/x86_64-linux-gnu
+  /sbin/ldconfig "$WORK"/root/usr/lib/x86_64-linux-gnu && LDCONFIG_ADDED=1
   SUMMARY+=("libseccomp: extracted from $(basename "$deb") and added to ldconfig's cache")
 fi
 

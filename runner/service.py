@@ -404,7 +404,7 @@ class RunnerService:
             failure = _failure_text(root)
             if verdict.status == Status.UNSUPPORTED:
                 notes.append(_needs_cuda(hw, verdict.nproc))
-            elif verdict.status == Status.OOM and is_cuda_oom(failure):
+            elif verdict.status == Status.OOM and hw.gpus > 0 and is_cuda_oom(failure):
                 indices = lease.indices if lease is not None else tuple(range(hw.gpus))
                 # The device's figures from torch's own message; else from the host, after the job.
                 notes.append(cuda_oom_note(failure, indices, hw.names, hardware.gpu_memory))
