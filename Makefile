@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-stamp
 # 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
 LOCK   := requirements/lock.txt
 
-.PHONY: play test setup sandbox runner lint bench lock
+.PHONY: play test setup sandbox runner lint bench lock gpu-wheels gpu-check
 
 play: setup
 	$(BIN)/rankzero play
@@ -56,3 +56,15 @@ lint: setup
 bench: setup
 	$(BIN)/python benchmarks/engine.py
 	$(BIN)/python benchmarks/runner_latency.py
+
+# Issue 23: the runner on a real GPU host.  `make gpu-wheels` (here, with internet) fills build/gpu-wheels
+# with what the check installs there (cp312 wheels, bubblewrap/libseccomp .debs); `make gpu-check` (there,
+# with a Python whose torch has CUDA: PYTHON=...) runs the GPU tests and the latency comparison and prints
+# one summary.  `make gpu-check GPU_CHECK_ARGS=--cpu` runs the same steps on a machine without a GPU.
+GPU_WHEELS ?= build/gpu-wheels
+
+gpu-wheels:
+	benchmarks/gpu_wheels.sh $(GPU_WHEELS)
+
+gpu-check:
+	benchmarks/gpu_check.sh --wheels $(GPU_WHEELS) $(GPU_CHECK_ARGS)

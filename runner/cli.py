@@ -78,6 +78,11 @@ def build_parser() -> argparse.ArgumentParser:
         help="seconds a client has to send a whole request (headers and body) before it is disconnected",
     )
     serve.add_argument(
+        "--share-gpus",
+        action="store_true",
+        help="let concurrent jobs share GPUs (default: each job gets GPUs no running job has, or waits)",
+    )
+    serve.add_argument(
         "--test-advertise-gpus",
         type=int,
         default=None,
@@ -145,6 +150,7 @@ def serve(args: argparse.Namespace) -> int:
         max_concurrent_jobs=args.max_concurrent,
         warm_spawn=args.warm_spawn,
         unsafe_no_sandbox=args.unsafe_no_sandbox,
+        share_gpus=args.share_gpus,
         test_advertise_gpus=advertise,
     )
     try:

@@ -52,6 +52,9 @@ class RunnerConfig:
     was destroyed hits a torch 2.13 deadlock far more often in a warm worker than in a fresh one; the
     ranks keep such groups referenced, which avoids it, except for subgroups destroyed implicitly
     (README, "Warm pool")."""
+    share_gpus: bool = False
+    """Let concurrent jobs use the same GPUs (each job's devices counted from 0).  By default every job
+    that uses GPUs gets devices no other running job has, or waits until enough are free."""
     unsafe_no_sandbox: bool = False
     """Run without bubblewrap (verdicts then say isolated: false). Never the default."""
     test_advertise_gpus: int | None = None

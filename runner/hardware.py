@@ -54,3 +54,71 @@ def cpu_cores(cgroup_root: Path = Path("/sys/fs/cgroup")) -> int:
         return max(1, min(cores, math.ceil(int(quota) / int(period))))
     except (ValueError, ZeroDivisionError):
         return cores
+
+
+@lru_cache(maxsize=1)
+def gpu_uuids() -> list[str | None]:
+    """Each GPU's UUID as NVIDIA tools print it (``GPU-...``), in the runner's order; None where unknown.
+
+    Used to match ``nvidia-smi``'s rows (numbered in PCI order) to torch's devices (numbered fastest
+    first unless CUDA_DEVICE_ORDER says otherwise).
+    """
+    import torch
+
+    if not torch.cuda.is_available():
+        return []
+    found: list[str | None] = []
+    for i in range(torch.cuda.device_count()):
+        uuid = getattr(torch.cuda.get_device_properties(i), "uuid", None)
+        # torch prints the bare UUID; nvidia-smi (and CUDA_VISIBLE_DEVICES) prefix it with "GPU-".
+        found.append(f"GPU-{str(uuid).removeprefix('GPU-')}" if uuid is not None else None)
+    return found
+
+
+def gpu_memory(timeout_s: float = 10.0) -> dict[int, tuple[int, int]]:
+    """Total and free memory of each GPU, in bytes, by runner index; empty where it cannot be read.
+
+    Read with ``nvidia-smi`` (NVML), never through torch: a CUDA context in the runner's own process
+    would hold memory on the device for as long as the runner runs.
+    """
+    rows = nvidia_smi(["--query-gpu=uuid,memory.total,memory.free"], timeout_s)
+    uuids = gpu_uuids()
+    # By UUID; in nvidia-smi's order only when no UUID matches (unknown to this torch) and the counts agree.
+    by_uuid = any(row and row[0] in uuids for row in rows)
+    if not by_uuid and len(rows) != len(uuids):
+        return {}
+    memory: dict[int, tuple[int, int]] = {}
+    for position, row in enumerate(rows):
+        try:
+            uuid, total, free = row[0], int(row[1]) * 2**20, int(row[2]) * 2**20
+        except (IndexError, ValueError):
+            continue
+        if not by_uuid:
+            memory[position] = (total, free)
+        elif uuid in uuids:
+            memory[uuids.index(uuid)] = (total, free)
+    return memory
+
+
+def nvidia_smi(query: list[str], timeout_s: float = 10.0) -> list[list[str]]:
+    """Rows of an ``nvidia-smi --query-...`` in CSV (no header, no units); [] without nvidia-smi."""
+    import shutil
+    import subprocess
+
+    binary = shutil.which("nvidia-smi")
+    if binary is None:
+        return []
+    try:
+        result = subprocess.run(
+            [binary, *query, "--format=csv,noheader,nounits"],
+            capture_output=True,
+            text=True,
+            timeout=timeout_s,
+            check=False,
+        )
+    except (OSError, subprocess.TimeoutExpired) as exc:
+        log.warning("nvidia-smi failed: %s", exc)
+        return []
+    if result.returncode != 0:
+        return []
+    return [[cell.strip() for cell in line.split(",")] for line in result.stdout.splitlines() if line.strip()]

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import logging
+import os
 import re
 import threading
 from dataclasses import dataclass
@@ -15,6 +16,16 @@ from runner.analysis import observes_string_hashes, parse_snippet
 from runner.bootstrap import may_start_interpreters
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
+from runner.gpus import (
+    GpuAllocator,
+    GpuLease,
+    asks_missing_device,
+    cuda_oom_note,
+    gpus_needed,
+    is_cuda_oom,
+    more_ranks_than_gpus,
+    visible_devices,
+)
 from runner.pool import WarmPool
 from runner.sandbox import SandboxLauncher, job_env
 from runner.stacks import returned_from_spawn_target, stuck_at
@@ -101,8 +112,12 @@ class RunRequest:
 class RunnerService:
     """Owns the sandbox launcher and the warm pool; thread-safe."""
 
-    def __init__(self, config: RunnerConfig) -> None:
+    def __init__(self, config: RunnerConfig, gpus: GpuAllocator | None = None) -> None:
+        """``gpus``: the allocator of the host's GPUs; by default one over the GPUs torch sees here (tests
+        pass one with a made-up count).
+        """
         self.config = config
+        self._gpus = gpus
         self.launcher = SandboxLauncher(config)
         self.pool = WarmPool(self.launcher, config.pool)
         self._slots = threading.BoundedSemaphore(config.max_concurrent_jobs)
@@ -115,7 +130,17 @@ class RunnerService:
         """Check the sandbox works, then start warming the pool."""
         self.launcher.check()
         hardware.probe()
+        _ = self.gpus
         self.pool.start()
+
+    @property
+    def gpus(self) -> GpuAllocator:
+        """The allocator of the host's GPUs, made on first use from the host's probe (never in a sandbox)."""
+        if self._gpus is None:
+            with self._lock:
+                if self._gpus is None:
+                    self._gpus = GpuAllocator(hardware.probe().gpus, share=self.config.share_gpus)
+        return self._gpus
 
     def close(self) -> None:
         """Kill warm sandboxes; remove the runner's cgroups and its /etc folder."""
@@ -222,6 +247,7 @@ class RunnerService:
             verdict.status = Status.UNSUPPORTED
             verdict.notes.append(_needs_cuda(hw, nproc))
             return verdict
+        need = gpus_needed(mode.value, nproc, backend, request.code, self.gpus.count)
         verdict.notes += _static_notes(request.code, mode, nproc, hw)
         if mode != Mode.DDP and request.nproc != 1:
             verdict.notes.append(f"mode {mode.value} runs one process: nproc={request.nproc} was ignored")
@@ -248,7 +274,11 @@ class RunnerService:
         with self._lock:
             self._admitted += 1
         try:
-            with self._slots:
+            # The GPUs before a slot: a job waiting for devices must not hold a slot a CPU job could use.
+            # Released only once the sandbox is gone (pool.release waits for its last process), so the
+            # next job never finds the device still held.
+            with self.gpus.lease(need) as lease, self._slots:
+                self._give_gpus(job, lease, verdict)
                 with self._lock:
                     self._running += 1
                 try:
@@ -260,12 +290,40 @@ class RunnerService:
             with self._lock:
                 self._admitted -= 1
         snippet_path = f"{workdir}/{SNIPPET_NAME}"
-        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit)
+        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit, lease)
         if raw.memory_note:
             log.info("%s", raw.memory_note)
             if operator_notes is not None:
                 operator_notes.append(raw.memory_note)
         return verdict
+
+    def _give_gpus(self, job: dict[str, Any], lease: GpuLease, verdict: Verdict) -> None:
+        """Export the lease to the job as CUDA_VISIBLE_DEVICES, and say so when it is not every GPU.
+
+        A runner without GPUs changes nothing (its jobs' environment stays torchrun's, variable for
+        variable).  A job given none on a GPU runner gets an empty value: CUDA then sees no device.
+        """
+        total = self.gpus.count
+        if total == 0:
+            return
+        value = visible_devices(lease.indices, os.environ.get("CUDA_VISIBLE_DEVICES"))
+        job["env"]["CUDA_VISIBLE_DEVICES"] = value
+        if "CUDA_DEVICE_ORDER" in os.environ:
+            # The runner's indices follow its own order; the job must number the devices the same way.
+            job["env"]["CUDA_DEVICE_ORDER"] = os.environ["CUDA_DEVICE_ORDER"]
+        if lease.waited_s >= 0.1:
+            verdict.notes.append(f"the job waited {lease.waited_s:.1f} s for GPUs other jobs held")
+        if not lease.indices:
+            verdict.notes.append(
+                f"the code names no GPU (cuda, nccl, DataParallel, device_ids...): the job ran without "
+                f"one of this runner's {total} GPUs (CUDA_VISIBLE_DEVICES='')"
+            )
+        elif len(lease.indices) < total or self.gpus.share:
+            listed = ",".join(str(i) for i in lease.indices)
+            shared = ", shared with other jobs (--share-gpus)" if self.gpus.share else ""
+            verdict.notes.append(
+                f"ran on GPU {listed} of this runner's {total} (CUDA_VISIBLE_DEVICES={value}){shared}"
+            )
 
     def cpu_ranks(self, nproc: int, job: dict[str, Any]) -> int:
         """How many ranks' CPU a job gets: its ranks, or the most a job may have when it starts its own.
@@ -341,6 +399,7 @@ class RunnerService:
         timeout_s: float,
         hw: Hardware,
         memory_rlimit: str | None,
+        lease: GpuLease | None = None,
     ) -> None:
         verdict.elapsed_s = raw.elapsed_s
         verdict.ranks = [_rank_result(r, code, path) for r in raw.ranks]
@@ -361,10 +420,20 @@ class RunnerService:
             notes.append("the sandbox's memory cgroup limit was reached: the kernel killed a process")
         elif root is not None:
             verdict.status = _status_of(root, hw)
+            failure = _failure_text(root)
             if verdict.status == Status.UNSUPPORTED:
                 notes.append(_needs_cuda(hw, verdict.nproc))
+            elif verdict.status == Status.OOM and hw.gpus > 0 and is_cuda_oom(failure):
+                indices = lease.indices if lease is not None else tuple(range(hw.gpus))
+                # The device's figures from torch's own message; else from the host, after the job.
+                notes.append(cuda_oom_note(failure, indices, hw.names, hardware.gpu_memory))
             elif verdict.status == Status.OOM:
                 notes.append(_memory_note(self.config.memory_mb, memory_rlimit))
+            elif 0 < hw.gpus < verdict.nproc and asks_missing_device(failure):
+                # Written for a host with a GPU per rank: it fails here as under a bare torchrun, and the
+                # runner cannot say what it would print there.
+                verdict.status = Status.UNSUPPORTED
+                notes.append(more_ranks_than_gpus(hw.gpus, verdict.nproc, verdict.backend))
             elif root.signal == _SIGXCPU:
                 notes.append("CPU time limit reached")
         elif raw.timed_out:
@@ -474,7 +543,8 @@ def _status_of(rank: RankRaw, hw: Hardware) -> Status:
     needs_cuda = needs_cuda or any(_CUDA_BINDING_MISSING.search(part) for part in (text, tail))
     if hw.gpus == 0 and needs_cuda:
         return Status.UNSUPPORTED
-    if rank.exception and (rank.exception["type"] == "MemoryError" or any(p in text for p in _OUT_OF_MEMORY)):
+    memory_types = ("MemoryError", "OutOfMemoryError")  # the second is torch's CUDA allocator failure
+    if rank.exception and (rank.exception["type"] in memory_types or any(p in text for p in _OUT_OF_MEMORY)):
         return Status.OOM
     if rank.signal is not None:
         return Status.TIMEOUT if rank.signal == _SIGXCPU else Status.CRASHED
@@ -484,7 +554,15 @@ def _status_of(rank: RankRaw, hw: Hardware) -> Status:
 def _needs_cuda(hw: Hardware, nproc: int) -> str:
     if hw.gpus == 0:
         return "needs CUDA: this runner has 0 GPUs"
-    return f"needs one GPU per rank: this runner has {hw.gpus} GPUs for {nproc} ranks"
+    return more_ranks_than_gpus(hw.gpus, nproc, "nccl")
+
+
+def _failure_text(rank: RankRaw) -> str:
+    """The rank's exception (type: message) and the end of its stderr, where the CUDA errors are."""
+    text = ""
+    if rank.exception:
+        text = f"{rank.exception['type']}: {rank.exception['message']}\n"
+    return text + bytes(rank.stderr.data[-4000:]).decode(errors="replace")
 
 
 def _show(data: bytearray) -> str:
