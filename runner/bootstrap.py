@@ -585,18 +585,14 @@ def _pass_dump_fd_to_spawned_children(dump_fd: int, zygote: SpawnZygote | None =
     import multiprocessing.util as mp_util
 
     original = mp_util.spawnv_passfds
+    # The second line: a terminal makes a new interpreter's streams line-buffered, a pipe would make its
+    # stdout block-buffered (its lines late, grouped per process, lost when it is killed).
     prologue = (
-        "import faulthandler as _rz_f, signal as _rz_s; "
+        "import faulthandler as _rz_f, signal as _rz_s, sys as _rz_y; "
         f"_rz_f.register(_rz_s.SIGUSR1, file={dump_fd}, all_threads=True, chain=False); "
-        "del _rz_f, _rz_s; "
+        "[_s.reconfigure(line_buffering=True) for _s in (_rz_y.stdout, _rz_y.stderr) if _s]; "
+        "del _rz_f, _rz_s, _rz_y; "
     )
-    if TERMINAL_LINES["on"]:
-        # A terminal makes a new interpreter's stdout line-buffered; a pipe would make it block-buffered.
-        prologue += (
-            "import sys as _rz_y; "
-            "[_s.reconfigure(line_buffering=True) for _s in (_rz_y.stdout, _rz_y.stderr) if _s]; "
-            "del _rz_y; "
-        )
 
     def spawnv_passfds(path: Any, args: Any, passfds: Any) -> int:
         args = list(args)
@@ -945,7 +941,7 @@ def _fresh_streams(env: dict[str, str], flags: list[str]) -> None:
                 buffer,
                 encoding=getattr(template, "encoding", None) or "utf-8",
                 errors=getattr(template, "errors", None) or ("backslashreplace" if fd == 2 else "strict"),
-                line_buffering=write and not unbuffered and (fd == 2 or TERMINAL_LINES["on"]),
+                line_buffering=write and not unbuffered,  # as on a terminal
                 write_through=write and unbuffered,
             )
         )
@@ -1039,8 +1035,9 @@ def _run_rank(
 ) -> int:
     """Body of one forked rank process; returns its exit code."""
     nproc = int(job["nproc"])
-    # `python main.py` in a terminal: stdout and stderr line-buffered, in the rank and in every process it
-    # starts (forked, warm or fresh).  torchrun starts its workers with -u: ddp ranks stay unbuffered.
+    # `python main.py` in a terminal: stdout and stderr line-buffered.  torchrun starts its workers with
+    # -u: ddp ranks stay unbuffered.  What either starts (forked, warm or fresh) is line-buffered, as the
+    # terminal makes it.
     TERMINAL_LINES["on"] = job["mode"] != "ddp"
     os.setpgid(0, 0)
     os.dup2(fds["out"], 1)
@@ -1061,10 +1058,10 @@ def _run_rank(
         env.update(
             torchrun_env(rank, nproc, int(job.get("master_port", 29500)), str(job.get("run_id", "none")))
         )
-    if TERMINAL_LINES["on"]:
-        # The runner's own setting (sandbox.job_env): a terminal user's environment does not have it, and
-        # fresh interpreters would read it and print unbuffered, piece by piece.
-        env.pop("PYTHONUNBUFFERED", None)
+    # The supervisor's own setting (sandbox.job_env), not the snippet's: neither a terminal user's nor
+    # torchrun's workers' environment has it (torchrun passes -u), and every interpreter the snippet
+    # starts would print unbuffered, piece by piece.
+    env.pop("PYTHONUNBUFFERED", None)
     os.environ.clear()
     os.environ.update(env)
     if "TORCHELASTIC_ERROR_FILE" in env:

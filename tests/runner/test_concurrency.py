@@ -134,7 +134,7 @@ def test_warm_sandboxes_have_imported_what_ddp_snippets_use(zygote_service):
     # In a warm sandbox the DDP constructor, FSDP, DTensor and DataParallel import nothing new.
     code = """
     import sys
-    before = set(sys.modules)
+    before = dict.fromkeys(sys.modules)  # no set: a snippet that builds one gets fresh ranks
     import torch, torch.nn as nn
     import torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP, DataParallel
@@ -142,7 +142,7 @@ def test_warm_sandboxes_have_imported_what_ddp_snippets_use(zygote_service):
     from torch.distributed.tensor import DTensor
     dist.init_process_group("gloo")
     DDP(nn.Linear(4, 4))
-    new = sorted(m for m in set(sys.modules) - before if m.startswith("torch"))
+    new = sorted(m for m in list(sys.modules) if m not in before and m.startswith("torch"))
     print(len(new), new[:5])
     """
     assert zygote_service.pool.wait_full(120)
