@@ -196,15 +196,17 @@ def slack_oauth_stores(
     settings: Settings, engine: AsyncEngine
 ) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
     """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
-    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them.
+    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them; expired OAuth
+    states are deleted as new ones are issued.
     """
     from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
-    from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
+
+    from bot.adapters.slack.stores import PurgingOAuthStateStore
 
     assert settings.slack_client_id is not None
     return (
         AsyncSQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine),
-        AsyncSQLAlchemyOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
+        PurgingOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
     )
 
 

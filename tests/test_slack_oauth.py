@@ -228,6 +228,40 @@ async def test_invalid_state_is_refused(oauth: Harness) -> None:
     assert await oauth.bot(Workspace(None, ALPHA)) is None
 
 
+async def _states(oauth: Harness) -> list[tuple[str, dt.datetime]]:
+    async with oauth.services.app.engine.connect() as conn:
+        rows = await conn.execute(sa.text("SELECT state, expire_at FROM slack_oauth_states ORDER BY id"))
+        # SQLite gives the raw text of a DATETIME through sa.text(); PostgreSQL a datetime.
+        return [(str(state), dt.datetime.fromisoformat(str(expire_at))) for state, expire_at in rows]
+
+
+async def test_install_links_are_limited_per_client(oauth: Harness) -> None:
+    """Each unauthenticated GET /slack/install writes a state row: one client gets a few a minute."""
+    assert oauth.adapter.http is not None
+    limit = oauth.adapter.http.installs.per_minute
+    async with httpx.AsyncClient(timeout=10) as flooder:
+        answers = [(await flooder.get(f"{oauth.base}{INSTALL_PATH}")) for _ in range(limit + 3)]
+    assert [a.status_code for a in answers] == [302] * limit + [429] * 3
+    assert int(answers[-1].headers["Retry-After"]) > 0
+    assert "set-cookie" not in answers[-1].headers
+    assert len(await _states(oauth)) == limit  # the refused ones wrote nothing
+
+
+async def test_expired_install_states_are_deleted(oauth: Harness) -> None:
+    """slack_sdk's store refuses an expired state but keeps its row; issuing a new one deletes them."""
+    async with httpx.AsyncClient(timeout=10) as browser:
+        assert (await browser.get(f"{oauth.base}{INSTALL_PATH}")).status_code == 302
+    [(old, _)] = await _states(oauth)
+    past = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=1)
+    async with oauth.services.app.engine.begin() as conn:
+        await conn.execute(sa.text("UPDATE slack_oauth_states SET expire_at = :t"), {"t": past})
+    async with httpx.AsyncClient(timeout=10) as browser:
+        assert (await browser.get(f"{oauth.base}{INSTALL_PATH}")).status_code == 302
+    states = await _states(oauth)
+    assert len(states) == 1 and states[0][0] != old  # the expired one is gone, the new one is kept
+    assert states[0][1] > past
+
+
 async def test_a_code_is_exchanged_once_with_the_client_secret(oauth: Harness) -> None:
     """The fake's oauth.v2.access is strict: a wrong secret and a reused code are refused."""
     from slack_sdk.errors import SlackApiError

@@ -1,8 +1,9 @@
 """The Slack adapter: an AsyncApp (Bolt) with RankZero's listeners, served over HTTP or Socket Mode.
 
-HTTP mode (production): Slack POSTs slash commands, interactivity and events to ``/slack/events``; Bolt
-verifies every request's signature (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the signing secret)
-and refuses timestamps more than 5 minutes away, both with 401. Socket Mode (development): the app opens
+HTTP mode (production): Slack POSTs slash commands, interactivity and events to ``/slack/events``; the
+server checks every request's signature (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the signing
+secret) on the raw bytes, with a timestamp within 5 minutes and a 256 KiB body cap, before Bolt parses
+anything (bot/adapters/slack/verify.py; 401 or 413 otherwise). Socket Mode (development): the app opens
 a websocket with the app-level token (``xapp-...``), so no public URL is needed.
 
 OAuth mode (many workspaces, HTTP only): Bolt's AsyncOAuthFlow serves ``/slack/install`` (a link to
@@ -35,6 +36,15 @@ from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
+from bot.adapters.slack.verify import (
+    INSTALLS_PER_MINUTE,
+    MAX_BODY_BYTES,
+    VERIFIED,
+    InstallLimiter,
+    Refused,
+    SlackRequestVerifier,
+    refusal_response,
+)
 from bot.adapters.slack.workspaces import Workspace
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, RankZeroError
@@ -228,29 +238,66 @@ def install_callbacks(ctx: SlackContext, platform: SlackPlatform) -> AsyncCallba
 
 class SlackHttpServer:
     """Serves a Bolt app at ``EVENTS_PATH`` (and, in OAuth mode, the install and redirect pages) with
-    aiohttp (Bolt's own aiohttp request conversion).
+    aiohttp. A POST reaches Bolt only once its raw bytes passed ``verifier`` (bot/adapters/slack/verify.py):
+    Bolt parses the body before its own signature check, so an unsigned body is never parsed here.
     """
 
-    def __init__(self, app: AsyncApp | None, host: str, port: int, *, oauth: bool = False) -> None:
+    def __init__(
+        self,
+        app: AsyncApp | None,
+        host: str,
+        port: int,
+        *,
+        verifier: SlackRequestVerifier,
+        oauth: bool = False,
+        installs: InstallLimiter | None = None,
+    ) -> None:
         #: The Bolt app (OAuth mode: set at start, when the stores exist).
         self.app = app
+        self.verifier = verifier
+        #: Per-client limit on ``/slack/install`` (each one writes an OAuth state row).
+        self.installs = installs or InstallLimiter()
         self._oauth = oauth
         self._host = host
         self._port = port
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle_event(self, request: web.Request) -> web.Response:
         assert self.app is not None
-        bolt_req = await to_bolt_request(request)
+        try:
+            raw = await self.verifier.verified_body(request)
+            text = raw.decode("utf-8")
+        except Refused as refused:
+            return refusal_response(request, refused)
+        except UnicodeDecodeError:
+            # Signed, so Slack's: still no reason to let a decoding error become a traceback.
+            return refusal_response(request, Refused(400, "the body is not UTF-8"))
+        bolt_req = AsyncBoltRequest(
+            body=text,
+            query=request.query_string,
+            headers=dict(request.headers),
+            context={VERIFIED: True},
+        )
+        return await to_aiohttp_response(await self.app.async_dispatch(bolt_req))
+
+    async def _handle_oauth(self, request: web.Request) -> web.Response:
+        # The install pages are the OAuth flow's: unsigned browser GETs with no body.
+        assert self.app is not None and self.app.oauth_flow is not None
         flow = self.app.oauth_flow
-        # The install pages are the OAuth flow's (unsigned browser GETs); everything else is Slack's.
-        if request.method == "GET" and flow is not None and request.path == flow.install_path:
+        bolt_req = await to_bolt_request(request)
+        if request.path == flow.install_path:
+            wait = self.installs.take(request.remote or "?")
+            if wait:
+                log.info("refused an install from %s: over %d a minute", request.remote, INSTALLS_PER_MINUTE)
+                return web.Response(
+                    status=429,
+                    text="Too many install attempts: try again in a minute.",
+                    headers={"Retry-After": str(wait)},
+                )
             bolt_resp = await flow.handle_installation(bolt_req)
-        elif request.method == "GET" and flow is not None and request.path == flow.redirect_uri_path:
-            bolt_resp = await flow.handle_callback(bolt_req)
         else:
-            bolt_resp = await self.app.async_dispatch(bolt_req)
+            bolt_resp = await flow.handle_callback(bolt_req)
         return await to_aiohttp_response(bolt_resp)
 
     @property
@@ -263,10 +310,11 @@ class SlackHttpServer:
 
     async def start(self) -> None:
         """Listen."""
-        web_app = web.Application()
-        routes = [web.post(EVENTS_PATH, self._handle)]
+        # aiohttp's own cap too (its default is 1 MiB), for any body read outside read_capped.
+        web_app = web.Application(client_max_size=MAX_BODY_BYTES)
+        routes = [web.post(EVENTS_PATH, self._handle_event)]
         if self._oauth:
-            routes += [web.get(INSTALL_PATH, self._handle), web.get(REDIRECT_PATH, self._handle)]
+            routes += [web.get(INSTALL_PATH, self._handle_oauth), web.get(REDIRECT_PATH, self._handle_oauth)]
         web_app.add_routes(routes)
         self._runner = web.AppRunner(web_app, access_log=None)
         await self._runner.setup()
@@ -320,7 +368,15 @@ class SlackAdapter:
         self.bolt: AsyncApp | None = None if oauth else build_bolt_app(ctx, self._signing_secret)
         self._app_token = app_token
         self.http: SlackHttpServer | None = (
-            None if app_token else SlackHttpServer(self.bolt, host, port, oauth=oauth is not None)
+            None
+            if app_token
+            else SlackHttpServer(
+                self.bolt,
+                host,
+                port,
+                verifier=SlackRequestVerifier(self._signing_secret),
+                oauth=oauth is not None,
+            )
         )
         self._socket: Any = None
         #: What /healthz reports: "not started", "token refused", "listening", "connected", "stopped".

@@ -2,6 +2,10 @@
 answers every interaction whatever failed (a database error, a transient conflict, an HTTP error on a
 follow-up, a bug) and logs the cause.
 
+Only a verified request is answered this way (its signature checked on the raw bytes, or Socket Mode):
+the payload names the response_url and view to tell, so an unverified one gets a bare 401 and nothing is
+sent anywhere.
+
 Where the answer goes depends on what failed and whether Bolt already acknowledged:
 - not acknowledged yet: the error handler's own HTTP answer (a modal submission gets
   ``response_action: update`` to a modal saying what happened; anything else a plain 200);
@@ -19,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -30,6 +35,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack.verify import VERIFIED
 from bot.core.errors import RankZeroError
 from bot.core.ports import TransientConflictError
 
@@ -111,6 +117,13 @@ async def tell(client: AsyncWebClient, body: dict[str, Any], text: str) -> bool:
     return False
 
 
+def verified(request: AsyncBoltRequest) -> bool:
+    """True for a request whose signature our HTTP server checked (bot/adapters/slack/verify.py), or one
+    that came over Socket Mode's websocket (opened with the app token: Slack's own channel).
+    """
+    return request.mode == "socket_mode" or request.context.get(VERIFIED) is True
+
+
 def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> None:
     """Register the error handler on a Bolt AsyncApp; ``client`` tells the user (or gives the current
     request's client, in OAuth mode its workspace's).
@@ -119,8 +132,13 @@ def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> 
 
     @app.error
     async def on_error(
-        error: Exception, body: dict[str, Any], response: BoltResponse | None
+        error: Exception, body: dict[str, Any], request: AsyncBoltRequest, response: BoltResponse | None
     ) -> BoltResponse | None:
+        if not verified(request):
+            # Whoever sent it chose the response_url and view id in it: telling "the user" would post to
+            # a URL of their choice or touch a view with our token. One line, no traceback, no answer.
+            log.info("Slack: an unverified request failed (%s); nothing is sent", type(error).__name__)
+            return BoltResponse(status=401, body="")
         text = user_text(error)
         if isinstance(error, RankZeroError):
             log.info("Slack %s refused: %s", _kind(body), error)
