@@ -26,13 +26,15 @@ from slack_sdk.oauth.installation_store.sqlalchemy import SQLAlchemyInstallation
 from slack_sdk.oauth.state_store.sqlalchemy import SQLAlchemyOAuthStateStore
 
 from bot.adapters.slack.app import EVENTS_PATH, INSTALL_PATH, REDIRECT_PATH, SlackAdapter, build_adapter
+from bot.adapters.slack.stores import TOKEN_COLUMNS
 from bot.adapters.slack.workspaces import Workspace
 from bot.bootstrap import Services, build_services
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, PostRefusedError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.vocabulary import Scope
-from bot.storage.models import Base
+from bot.secret_box import PREFIX, new_key
+from bot.storage.models import SEALED_TOKEN_LENGTH, Base
 from tests.conftest import ADMIN, START, test_bank
 from tests.fakes import FrozenClock
 from tests.slack_fake import SECRET, Channel, FakeSlackApi, Grant, SlackSender, Team
@@ -124,6 +126,7 @@ async def oauth(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]
         slack_authorize_url=api.authorize_url,
         slack_port=port,
         health_port=0,
+        secret_key=SecretStr(new_key()),
     )
     assert settings.slack_oauth
     adapter = build_adapter(settings, base_url=api.base_url)
@@ -156,9 +159,13 @@ def test_our_tables_are_slack_sdks() -> None:
     for table in theirs:
         ours = Base.metadata.tables[table.name]
         assert [c.name for c in ours.columns] == [c.name for c in table.columns], table.name
+        sealed = TOKEN_COLUMNS.get(table.name, ())
         for col in table.columns:
             mine = ours.columns[col.name]
             assert type(mine.type) is type(col.type), (table.name, col.name)
+            if col.name in sealed:  # wider: they hold the tokens encrypted (migration 0009)
+                assert mine.type.length == SEALED_TOKEN_LENGTH > col.type.length, col.name  # type: ignore[attr-defined]
+                continue
             assert getattr(mine.type, "length", None) == getattr(col.type, "length", None), col.name
             assert mine.nullable == col.nullable, (table.name, col.name)
         assert {i.name for i in ours.indexes} == {i.name for i in table.indexes}
@@ -527,7 +534,7 @@ async def test_stores_on_each_backend(db_url: str) -> None:
     from bot.bootstrap import slack_oauth_stores
     from bot.storage.db import make_engine
 
-    settings = Settings(database_url=db_url, slack_client_id="1111.2222")
+    settings = Settings(database_url=db_url, slack_client_id="1111.2222", secret_key=SecretStr(new_key()))
     engine = make_engine(db_url)
     try:
         installs, states = slack_oauth_stores(settings, engine)
@@ -545,11 +552,42 @@ async def test_stores_on_each_backend(db_url: str) -> None:
                 is_enterprise_install=org,
             )
 
-        await installs.async_save(install(ALPHA))
+        alpha = install(ALPHA)
+        # A rotating install's tokens (xoxe.xoxb-1-..., refresh xoxe-1-...) are long: 200 characters each,
+        # slack_sdk's column width, which the encrypted value exceeds (PostgreSQL enforces the width).
+        alpha.bot_token = "xoxe.xoxb-1-" + "b" * 188
+        alpha.bot_refresh_token = "xoxe-1-" + "r" * 193
+        alpha.user_token, alpha.user_refresh_token = "xoxp-user-token", "xoxe-1-user-refresh"
+        await installs.async_save(alpha)
         await installs.async_save(install(BETA))
         await installs.async_save(install(None, GRID, org=True))
+        # At rest: no token readable in either table, every one of them sealed.
+        async with engine.connect() as conn:
+            stored = [
+                value
+                for table, columns in TOKEN_COLUMNS.items()
+                for row in await conn.execute(sa.text(f"SELECT {', '.join(columns)} FROM {table}"))
+                for value in row
+                if value is not None
+            ]
+        assert len(stored) == 4 + 2 + 2 + 2  # alpha's install row (4) and bot row (2); beta, grid: 1 + 1
+        plaintexts = [
+            alpha.bot_token,
+            alpha.bot_refresh_token,
+            "xoxp-user-token",
+            f"xoxb-{BETA}",
+            f"xoxb-{GRID}",
+        ]
+        assert all(v.startswith(PREFIX) for v in stored), stored
+        assert not [v for v in stored for token in plaintexts if token and token in v], stored
+        found = await installs.async_find_installation(
+            enterprise_id=None, team_id=ALPHA, user_id="UINSTALLER"
+        )
+        assert found is not None
+        assert (found.bot_token, found.bot_refresh_token) == (alpha.bot_token, alpha.bot_refresh_token)
+        assert (found.user_token, found.user_refresh_token) == ("xoxp-user-token", "xoxe-1-user-refresh")
         for ws, token in (
-            (Workspace(None, ALPHA), f"xoxb-{ALPHA}"),
+            (Workspace(None, ALPHA), alpha.bot_token),
             (Workspace(None, BETA), f"xoxb-{BETA}"),
             (Workspace(GRID, None, is_enterprise_install=True), f"xoxb-{GRID}"),
         ):
@@ -576,7 +614,10 @@ def test_oauth_settings_alone_enable_the_slack_adapter() -> None:
 
     (spec,) = [s for s in ADAPTERS if s.name == "slack"]
     oauth = Settings(
-        slack_client_id="1.2", slack_client_secret=SecretStr("c"), slack_signing_secret=SecretStr("s")
+        slack_client_id="1.2",
+        slack_client_secret=SecretStr("c"),
+        slack_signing_secret=SecretStr("s"),
+        secret_key=SecretStr(new_key()),
     )
     assert oauth.slack_oauth and spec.enabled(oauth)
     assert not Settings(slack_client_id="1.2", slack_client_secret=SecretStr("c")).slack_oauth

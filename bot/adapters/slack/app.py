@@ -51,6 +51,7 @@ from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.schedule import next_slot
 from bot.core.schedule_text import describe_schedule
+from bot.secret_box import SecretBox
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -518,7 +519,7 @@ def build_adapter(
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    return SlackAdapter(
+    adapter = SlackAdapter(
         ctx,
         signing_secret=secret,
         app_token=app_token,
@@ -527,3 +528,8 @@ def build_adapter(
         admin_channel=settings.slack_admin_channel_id,
         oauth=oauth,
     )
+    if oauth is not None:
+        # Before anything is migrated or served: OAuth mode keeps tokens in the database, encrypted.
+        key = settings.secret_key.get_secret_value() if settings.secret_key else None
+        SecretBox.required(key, "Slack OAuth mode (each workspace's bot token is kept in the database)")
+    return adapter
