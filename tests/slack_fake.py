@@ -389,6 +389,8 @@ class FakeSlackApi:
     installing: str = TEAM
     installing_org_wide: bool = False
     codes: dict[str, Grant] = field(default_factory=dict)
+    #: Every client connection (address, port) a Web API call or response_url post came on.
+    connections: set[Any] = field(default_factory=set)
     _external: dict[str, str] = field(default_factory=dict)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
@@ -614,6 +616,10 @@ class FakeSlackApi:
 
     # ------------------------------------------------------------------ HTTP
     async def _args(self, request: web.Request) -> dict[str, Any]:
+        # Which TCP connection the call came on (the client's address and port): a process that shares
+        # one session reuses a few; one that opens a session per call makes one per call.
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.connections.add(tuple(peer) if peer else None)
         args: dict[str, Any] = dict(request.query)
         raw = await request.read()
         if raw:

@@ -22,6 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext, AsyncBoltRequest
@@ -380,6 +381,7 @@ class SlackAdapter:
             )
         )
         self._socket: Any = None
+        self._session: aiohttp.ClientSession | None = None
         #: What /healthz reports: "not started", "token refused", "listening", "connected", "stopped".
         self.state = "not started"
         #: The bot's own user id (auth.test), e.g. to recognise the bot joining a channel.
@@ -389,6 +391,7 @@ class SlackAdapter:
         """Check the bot token (auth.test), attach the services, then listen (HTTP) or connect (Socket
         Mode). A refused token is a ConfigurationError, which ``serve`` turns into one line and exit 1.
         """
+        self._open_session()
         if self.oauth is None:
             await self.check_token()
         else:
@@ -470,8 +473,22 @@ class SlackAdapter:
                 log.debug("socket state unknown", exc_info=True)
         return {"ok": connected, "mode": "socket", "state": "connected" if connected else "disconnected"}
 
+    def _open_session(self) -> None:
+        """One aiohttp session (one connection pool) for every Web API call of this process.
+
+        Without it slack_sdk opens a session, and a TLS connection to Slack, per call. The base client
+        carries it, and every client made from it does too: Bolt's per-request clients (it copies the base
+        client's session), the workspace clients of OAuth mode (SlackPlatform.client_for), and the
+        response_url replies of the error handler (failures.tell).
+        """
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+            self.ctx.base_client.session = self._session
+
     async def stop(self) -> None:
-        """Stop listening or disconnect, cancel pending time-up timers, finish the drafts' writes."""
+        """Stop listening or disconnect, cancel pending time-up timers, finish the drafts' writes, close
+        the Web API session.
+        """
         self.state = "stopped"
         if self.ctx.bound:
             await disputes.drafts(self.ctx).flush()
@@ -480,6 +497,10 @@ class SlackAdapter:
         if self._socket is not None:
             await self._socket.close_async()
         await self.ctx.stop_timers()
+        if self._session is not None:
+            self.ctx.base_client.session = None
+            await self._session.close()
+            self._session = None
 
 
 def build_adapter(

@@ -32,7 +32,7 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
-from slack_sdk.webhook.async_client import AsyncWebhookClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient, WebhookResponse
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.verify import VERIFIED
@@ -109,12 +109,28 @@ async def tell(client: AsyncWebClient, body: dict[str, Any], text: str) -> bool:
             return True
         url = body.get("response_url") or (body.get("response_urls") or [{}])[0].get("response_url")
         if url:
-            webhook = AsyncWebhookClient(str(url))
+            webhook = AsyncWebhookClient(str(url), session=client.session)  # the shared connection pool
             resp = await webhook.send(text=text, response_type="ephemeral", replace_original=False)
             return resp.status_code == 200
     except (SlackApiError, OSError) as exc:
         log.warning("could not tell the user about a failure: %s", exc)
     return False
+
+
+class Responder:
+    """Bolt's ``respond`` (a message to the payload's response_url) over the process's shared HTTP session
+    (Bolt's own opens a session, and a connection, per reply).
+    """
+
+    def __init__(self, client: AsyncWebClient, body: dict[str, Any]) -> None:
+        self._client = client
+        self._url = str(body.get("response_url") or "")
+
+    async def __call__(self, **message: Any) -> WebhookResponse:
+        """Send ``message`` (text, blocks, response_type...) to the response_url."""
+        if not self._url:
+            raise ValueError("this payload has no response_url to answer")
+        return await AsyncWebhookClient(self._url, session=self._client.session).send(**message)
 
 
 def verified(request: AsyncBoltRequest) -> bool:

@@ -79,6 +79,7 @@ class SlackPlatform:
             base_url=self.client.base_url,
             timeout=self.client.timeout,
             retry_handlers=list(self.client.retry_handlers),
+            session=self.client.session,  # the process's one connection pool (SlackAdapter._open_session)
         )
 
     async def _post(
