@@ -709,3 +709,41 @@ async def test_fake_refuses_like_slack() -> None:
             await beta.chat_postMessage(channel="CB1", text="hi")
     finally:
         await api.stop()
+
+
+# ---------------------------------------------------------------------- token rotation (issue 24)
+async def test_rotating_tokens_keep_posts_and_commands_working_after_12_hours(
+    oauth: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With token rotation the fake's bot tokens expire after 12 hours (``token_expired``); the scheduler's
+    posts and the requests' answers renew them with the refresh token first, stored encrypted."""
+    from slack_sdk.oauth.token_rotation import async_rotator
+
+    oauth.api.rotation = True
+    assert (await oauth.install(ALPHA)).status_code == 200
+    first = oauth.api.token_of(ALPHA)
+    await oauth.services.quiz.post_daily(ChannelRef("slack", ALPHA, "CA1"), START.date())
+    assert not [c for c in oauth.api.of("oauth.v2.access") if c.args["_grant"] == "refresh_token"]
+
+    # 12 hours and a minute later, for the fake and for slack_sdk's rotator (its expiry check).
+    later = 12 * 3600 + 60
+    oauth.api.clock_offset_s = later
+    monkeypatch.setattr(async_rotator, "time", lambda: time.time() + later)
+    next_day = START.date() + dt.timedelta(days=1)
+    await oauth.services.quiz.post_daily(ChannelRef("slack", ALPHA, "CA1"), next_day)  # the scheduler's path
+    renewals = [c for c in oauth.api.of("oauth.v2.access") if c.args["_grant"] == "refresh_token"]
+    assert len(renewals) == 1
+    second = (await oauth.bot(Workspace(None, ALPHA))).bot_token
+    assert second != first and second in oauth.api.tokens
+    assert oauth.api.of("chat.postMessage")[-1].args["_team"] == ALPHA
+    # A command answered through Bolt's authorization uses the renewed token (no second renewal: the
+    # install row was saved with the new refresh token too).
+    n = len(oauth.api.of("response"))
+    assert (await oauth.sender(ALPHA).command(OWNER, "help", channel="CA1")).status_code == 200
+    await oauth.api.wait_for("response", n + 1)
+    assert len([c for c in oauth.api.of("oauth.v2.access") if c.args["_grant"] == "refresh_token"]) == 1
+    assert ("chat.postMessage", "token_expired") not in oauth.api.refused
+    # The renewed tokens are encrypted at rest like the first ones.
+    async with oauth.services.app.engine.connect() as conn:
+        rows = (await conn.execute(sa.text("SELECT bot_token, bot_refresh_token FROM slack_bots"))).all()
+    assert rows and all(v.startswith(PREFIX) for row in rows for v in row)

@@ -30,6 +30,7 @@ from slack_bolt.oauth.async_callback_options import AsyncCallbackOptions, AsyncF
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
+from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
@@ -435,6 +436,12 @@ class SlackAdapter:
         self.bolt = build_bolt_app(self.ctx, self._signing_secret, settings)
         self.http.app = self.bolt
         self.platform.installations = services.slack_installations
+        # Posts renew rotating tokens too (Bolt does it for requests); over the shared session.
+        self.platform.rotator = AsyncTokenRotator(
+            client_id=self.oauth.client_id,
+            client_secret=self.oauth.client_secret,
+            client=self.ctx.base_client,
+        )
         self.platform.install_hint = self.oauth.redirect_uri or INSTALL_PATH
         if self.oauth.redirect_uri and self.oauth.redirect_uri.endswith(REDIRECT_PATH):
             self.platform.install_hint = self.oauth.redirect_uri[: -len(REDIRECT_PATH)] + INSTALL_PATH
