@@ -39,8 +39,9 @@ from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
 if TYPE_CHECKING:
-    from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
     from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
+
+    from bot.adapters.slack.stores import EncryptedInstallationStore
 
 
 log = logging.getLogger(__name__)
@@ -194,18 +195,30 @@ SLACK_STATE_TTL_S = 600
 
 def slack_oauth_stores(
     settings: Settings, engine: AsyncEngine
-) -> tuple[AsyncInstallationStore, AsyncOAuthStateStore]:
+) -> tuple[EncryptedInstallationStore, AsyncOAuthStateStore]:
     """slack_sdk's async SQLAlchemy installation and state stores over our engine (their tables come from
-    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them.
+    migration 0008). They are async (AsyncEngine), so the event loop never blocks on them; expired OAuth
+    states are deleted as new ones are issued.
     """
-    from slack_sdk.oauth.installation_store.sqlalchemy import AsyncSQLAlchemyInstallationStore
-    from slack_sdk.oauth.state_store.sqlalchemy import AsyncSQLAlchemyOAuthStateStore
+    from bot.adapters.slack.stores import PurgingOAuthStateStore
 
     assert settings.slack_client_id is not None
     return (
-        AsyncSQLAlchemyInstallationStore(client_id=settings.slack_client_id, engine=engine),
-        AsyncSQLAlchemyOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
+        slack_installation_store(settings, engine),
+        PurgingOAuthStateStore(expiration_seconds=SLACK_STATE_TTL_S, engine=engine),
     )
+
+
+def slack_installation_store(settings: Settings, engine: AsyncEngine) -> EncryptedInstallationStore:
+    """slack_sdk's installation store with the tokens encrypted by RANKZERO_SECRET_KEY (SecretKeyError, a
+    ConfigurationError, when it is missing or malformed).
+    """
+    from bot.adapters.slack.stores import EncryptedInstallationStore
+    from bot.secret_box import SecretBox
+
+    key = settings.secret_key.get_secret_value() if settings.secret_key else None
+    box = SecretBox.required(key, "Slack OAuth mode (each workspace's bot token is kept in the database)")
+    return EncryptedInstallationStore(client_id=settings.slack_client_id or "", engine=engine, box=box)
 
 
 def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
@@ -251,7 +264,14 @@ async def build_services(
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),
     )
-    installations, states = slack_oauth_stores(settings, app.engine) if settings.slack_oauth else (None, None)
+    installations, states = (None, None)
+    if settings.slack_oauth:
+        try:
+            installations, states = slack_oauth_stores(settings, app.engine)
+            await installations.check_key()  # a wrong key is refused at start, not at the first post
+        except BaseException:
+            await app.close()
+            raise
     return Services(
         app.service,
         app.schedules,

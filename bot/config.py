@@ -126,6 +126,9 @@ class Settings(BaseSettings):
     slack_redirect_uri: str | None = None
     #: Slack's authorization page (default Slack's own; a local fake in tests).
     slack_authorize_url: str | None = None
+    #: The key(s) stored Slack tokens are encrypted with (bot/secret_box.py): Fernet keys, comma-separated,
+    #: the first encrypting; required in Slack OAuth mode. `rankzero secrets new-key` makes one.
+    secret_key: SecretStr | None = None
 
     @property
     def slack_oauth(self) -> bool:

@@ -150,6 +150,8 @@ class Token:
     revoked: bool = False
     org_wide: bool = False
     enterprise: str | None = None
+    #: Token rotation: when it stops working, in the fake's time (:meth:`FakeSlackApi.now`); None: never.
+    expires_at: float | None = None
 
 
 @dataclass
@@ -389,12 +391,35 @@ class FakeSlackApi:
     installing: str = TEAM
     installing_org_wide: bool = False
     codes: dict[str, Grant] = field(default_factory=dict)
+    #: Every client connection (address, port) a Web API call or response_url post came on.
+    connections: set[Any] = field(default_factory=set)
+    #: Token rotation (the app's "Opt in" under OAuth & Permissions): installs get a refresh token and
+    #: bot tokens that expire after ``token_ttl_s`` (Slack: 12 hours); an expired one is ``token_expired``.
+    rotation: bool = False
+    token_ttl_s: float = 12 * 3600
+    #: Added to the real clock to make the fake's "now": a test moves time forward by raising it.
+    clock_offset_s: float = 0.0
+    #: Live refresh tokens -> the workspace token they renew (its team, scopes, org-wide...).
+    refresh_tokens: dict[str, Token] = field(default_factory=dict)
     _external: dict[str, str] = field(default_factory=dict)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
     port: int = 0
+
+    def now(self) -> float:
+        """The fake's clock (epoch seconds): real time plus ``clock_offset_s``."""
+        return time.time() + self.clock_offset_s
+
+    def _rotating(self, info: Token, body: dict[str, Any]) -> dict[str, Any]:
+        """With rotation on, ``body`` (an oauth.v2.access answer for ``info``) gets an expiring token."""
+        if not self.rotation:
+            return body
+        info.expires_at = self.now() + self.token_ttl_s
+        refresh = f"xoxe-1-{info.team}-{secrets.token_hex(8)}"
+        self.refresh_tokens[refresh] = info
+        return {**body, "refresh_token": refresh, "expires_in": int(self.token_ttl_s)}
 
     @property
     def base_url(self) -> str:
@@ -614,6 +639,10 @@ class FakeSlackApi:
 
     # ------------------------------------------------------------------ HTTP
     async def _args(self, request: web.Request) -> dict[str, Any]:
+        # Which TCP connection the call came on (the client's address and port): a process that shares
+        # one session reuses a few; one that opens a session per call makes one per call.
+        peer = request.transport.get_extra_info("peername") if request.transport else None
+        self.connections.add(tuple(peer) if peer else None)
         args: dict[str, Any] = dict(request.query)
         raw = await request.read()
         if raw:
@@ -672,6 +701,8 @@ class FakeSlackApi:
             raise SlackRefusal("invalid_client_id")
         if secret != self.client_secret:
             raise SlackRefusal("bad_client_secret")
+        if args.get("grant_type") == "refresh_token":
+            return self._refresh(args)
         grant = self.codes.pop(str(args.get("code")), None)
         if grant is None or time.monotonic() > grant.expires:
             raise SlackRefusal("invalid_code")
@@ -680,20 +711,35 @@ class FakeSlackApi:
         team = self.teams[grant.team]
         enterprise = {"id": team.enterprise, "name": f"Org {team.enterprise}"} if team.enterprise else None
         token = f"xoxb-{grant.team}-{secrets.token_hex(6)}"
-        self.tokens[token] = Token(
-            grant.team, set(grant.scopes), org_wide=grant.org_wide, enterprise=team.enterprise
+        info = Token(grant.team, set(grant.scopes), org_wide=grant.org_wide, enterprise=team.enterprise)
+        self.tokens[token] = info
+        return self._rotating(
+            info,
+            {
+                "access_token": token,
+                "token_type": "bot",
+                "scope": ",".join(sorted(grant.scopes)),
+                "bot_user_id": f"UBOT{grant.team}",
+                "app_id": "A1",
+                "team": None if grant.org_wide else {"id": grant.team, "name": team.name},
+                "enterprise": enterprise,
+                "is_enterprise_install": grant.org_wide,
+                "authed_user": {"id": "UINSTALLER"},
+            },
         )
-        return {
-            "access_token": token,
-            "token_type": "bot",
-            "scope": ",".join(sorted(grant.scopes)),
-            "bot_user_id": f"UBOT{grant.team}",
-            "app_id": "A1",
-            "team": None if grant.org_wide else {"id": grant.team, "name": team.name},
-            "enterprise": enterprise,
-            "is_enterprise_install": grant.org_wide,
-            "authed_user": {"id": "UINSTALLER"},
-        }
+
+    def _refresh(self, args: dict[str, Any]) -> dict[str, Any]:
+        """oauth.v2.access with grant_type=refresh_token: a new access token (and refresh token; the
+        used one is spent) for the workspace the refresh token belongs to.
+        """
+        old = self.refresh_tokens.pop(str(args.get("refresh_token")), None)
+        if old is None or old.revoked:
+            raise SlackRefusal("invalid_refresh_token")
+        token = f"xoxe.xoxb-1-{old.team}-{secrets.token_hex(6)}"
+        info = Token(old.team, old.scopes, org_wide=old.org_wide, enterprise=old.enterprise)
+        self.tokens[token] = info
+        body = {"access_token": token, "token_type": "bot", "scope": ",".join(sorted(old.scopes or ()))}
+        return self._rotating(info, body)
 
     async def _api(self, request: web.Request) -> web.Response:
         method = request.match_info["method"]
@@ -705,10 +751,14 @@ class FakeSlackApi:
                 self.refused.append((method, no.error))
                 return web.json_response({"ok": False, "error": no.error})
             team = self.tokens[body["access_token"]]
-            self.calls.append(Call(method, {"code": args.get("code"), "_team": team.team}))
+            grant = str(args.get("grant_type") or "authorization_code")
+            self.calls.append(Call(method, {"code": args.get("code"), "_team": team.team, "_grant": grant}))
             return web.json_response({"ok": True, **body})
         header = request.headers.get("Authorization", "")
         token = self.tokens.get(header.removeprefix("Bearer ")) if header.startswith("Bearer ") else None
+        if token is not None and token.expires_at is not None and self.now() >= token.expires_at:
+            self.refused.append((method, "token_expired"))
+            return web.json_response({"ok": False, "error": "token_expired"})
         if token is None or token.revoked:
             error = "invalid_auth" if token is None else "token_revoked"
             self.refused.append((method, error))

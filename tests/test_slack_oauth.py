@@ -26,13 +26,15 @@ from slack_sdk.oauth.installation_store.sqlalchemy import SQLAlchemyInstallation
 from slack_sdk.oauth.state_store.sqlalchemy import SQLAlchemyOAuthStateStore
 
 from bot.adapters.slack.app import EVENTS_PATH, INSTALL_PATH, REDIRECT_PATH, SlackAdapter, build_adapter
+from bot.adapters.slack.stores import TOKEN_COLUMNS
 from bot.adapters.slack.workspaces import Workspace
 from bot.bootstrap import Services, build_services
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, PostRefusedError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.vocabulary import Scope
-from bot.storage.models import Base
+from bot.secret_box import PREFIX, new_key
+from bot.storage.models import SEALED_TOKEN_LENGTH, Base
 from tests.conftest import ADMIN, START, test_bank
 from tests.fakes import FrozenClock
 from tests.slack_fake import SECRET, Channel, FakeSlackApi, Grant, SlackSender, Team
@@ -124,6 +126,7 @@ async def oauth(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]
         slack_authorize_url=api.authorize_url,
         slack_port=port,
         health_port=0,
+        secret_key=SecretStr(new_key()),
     )
     assert settings.slack_oauth
     adapter = build_adapter(settings, base_url=api.base_url)
@@ -156,9 +159,13 @@ def test_our_tables_are_slack_sdks() -> None:
     for table in theirs:
         ours = Base.metadata.tables[table.name]
         assert [c.name for c in ours.columns] == [c.name for c in table.columns], table.name
+        sealed = TOKEN_COLUMNS.get(table.name, ())
         for col in table.columns:
             mine = ours.columns[col.name]
             assert type(mine.type) is type(col.type), (table.name, col.name)
+            if col.name in sealed:  # wider: they hold the tokens encrypted (migration 0009)
+                assert mine.type.length == SEALED_TOKEN_LENGTH > col.type.length, col.name  # type: ignore[attr-defined]
+                continue
             assert getattr(mine.type, "length", None) == getattr(col.type, "length", None), col.name
             assert mine.nullable == col.nullable, (table.name, col.name)
         assert {i.name for i in ours.indexes} == {i.name for i in table.indexes}
@@ -226,6 +233,40 @@ async def test_invalid_state_is_refused(oauth: Harness) -> None:
         assert r.status_code >= 400
     assert not oauth.api.of("oauth.v2.access")
     assert await oauth.bot(Workspace(None, ALPHA)) is None
+
+
+async def _states(oauth: Harness) -> list[tuple[str, dt.datetime]]:
+    async with oauth.services.app.engine.connect() as conn:
+        rows = await conn.execute(sa.text("SELECT state, expire_at FROM slack_oauth_states ORDER BY id"))
+        # SQLite gives the raw text of a DATETIME through sa.text(); PostgreSQL a datetime.
+        return [(str(state), dt.datetime.fromisoformat(str(expire_at))) for state, expire_at in rows]
+
+
+async def test_install_links_are_limited_per_client(oauth: Harness) -> None:
+    """Each unauthenticated GET /slack/install writes a state row: one client gets a few a minute."""
+    assert oauth.adapter.http is not None
+    limit = oauth.adapter.http.installs.per_minute
+    async with httpx.AsyncClient(timeout=10) as flooder:
+        answers = [(await flooder.get(f"{oauth.base}{INSTALL_PATH}")) for _ in range(limit + 3)]
+    assert [a.status_code for a in answers] == [302] * limit + [429] * 3
+    assert int(answers[-1].headers["Retry-After"]) > 0
+    assert "set-cookie" not in answers[-1].headers
+    assert len(await _states(oauth)) == limit  # the refused ones wrote nothing
+
+
+async def test_expired_install_states_are_deleted(oauth: Harness) -> None:
+    """slack_sdk's store refuses an expired state but keeps its row; issuing a new one deletes them."""
+    async with httpx.AsyncClient(timeout=10) as browser:
+        assert (await browser.get(f"{oauth.base}{INSTALL_PATH}")).status_code == 302
+    [(old, _)] = await _states(oauth)
+    past = dt.datetime.now(dt.UTC).replace(tzinfo=None) - dt.timedelta(seconds=1)
+    async with oauth.services.app.engine.begin() as conn:
+        await conn.execute(sa.text("UPDATE slack_oauth_states SET expire_at = :t"), {"t": past})
+    async with httpx.AsyncClient(timeout=10) as browser:
+        assert (await browser.get(f"{oauth.base}{INSTALL_PATH}")).status_code == 302
+    states = await _states(oauth)
+    assert len(states) == 1 and states[0][0] != old  # the expired one is gone, the new one is kept
+    assert states[0][1] > past
 
 
 async def test_a_code_is_exchanged_once_with_the_client_secret(oauth: Harness) -> None:
@@ -493,7 +534,7 @@ async def test_stores_on_each_backend(db_url: str) -> None:
     from bot.bootstrap import slack_oauth_stores
     from bot.storage.db import make_engine
 
-    settings = Settings(database_url=db_url, slack_client_id="1111.2222")
+    settings = Settings(database_url=db_url, slack_client_id="1111.2222", secret_key=SecretStr(new_key()))
     engine = make_engine(db_url)
     try:
         installs, states = slack_oauth_stores(settings, engine)
@@ -511,11 +552,42 @@ async def test_stores_on_each_backend(db_url: str) -> None:
                 is_enterprise_install=org,
             )
 
-        await installs.async_save(install(ALPHA))
+        alpha = install(ALPHA)
+        # A rotating install's tokens (xoxe.xoxb-1-..., refresh xoxe-1-...) are long: 200 characters each,
+        # slack_sdk's column width, which the encrypted value exceeds (PostgreSQL enforces the width).
+        alpha.bot_token = "xoxe.xoxb-1-" + "b" * 188
+        alpha.bot_refresh_token = "xoxe-1-" + "r" * 193
+        alpha.user_token, alpha.user_refresh_token = "xoxp-user-token", "xoxe-1-user-refresh"
+        await installs.async_save(alpha)
         await installs.async_save(install(BETA))
         await installs.async_save(install(None, GRID, org=True))
+        # At rest: no token readable in either table, every one of them sealed.
+        async with engine.connect() as conn:
+            stored = [
+                value
+                for table, columns in TOKEN_COLUMNS.items()
+                for row in await conn.execute(sa.text(f"SELECT {', '.join(columns)} FROM {table}"))
+                for value in row
+                if value is not None
+            ]
+        assert len(stored) == 4 + 2 + 2 + 2  # alpha's install row (4) and bot row (2); beta, grid: 1 + 1
+        plaintexts = [
+            alpha.bot_token,
+            alpha.bot_refresh_token,
+            "xoxp-user-token",
+            f"xoxb-{BETA}",
+            f"xoxb-{GRID}",
+        ]
+        assert all(v.startswith(PREFIX) for v in stored), stored
+        assert not [v for v in stored for token in plaintexts if token and token in v], stored
+        found = await installs.async_find_installation(
+            enterprise_id=None, team_id=ALPHA, user_id="UINSTALLER"
+        )
+        assert found is not None
+        assert (found.bot_token, found.bot_refresh_token) == (alpha.bot_token, alpha.bot_refresh_token)
+        assert (found.user_token, found.user_refresh_token) == ("xoxp-user-token", "xoxe-1-user-refresh")
         for ws, token in (
-            (Workspace(None, ALPHA), f"xoxb-{ALPHA}"),
+            (Workspace(None, ALPHA), alpha.bot_token),
             (Workspace(None, BETA), f"xoxb-{BETA}"),
             (Workspace(GRID, None, is_enterprise_install=True), f"xoxb-{GRID}"),
         ):
@@ -542,7 +614,10 @@ def test_oauth_settings_alone_enable_the_slack_adapter() -> None:
 
     (spec,) = [s for s in ADAPTERS if s.name == "slack"]
     oauth = Settings(
-        slack_client_id="1.2", slack_client_secret=SecretStr("c"), slack_signing_secret=SecretStr("s")
+        slack_client_id="1.2",
+        slack_client_secret=SecretStr("c"),
+        slack_signing_secret=SecretStr("s"),
+        secret_key=SecretStr(new_key()),
     )
     assert oauth.slack_oauth and spec.enabled(oauth)
     assert not Settings(slack_client_id="1.2", slack_client_secret=SecretStr("c")).slack_oauth
@@ -634,3 +709,41 @@ async def test_fake_refuses_like_slack() -> None:
             await beta.chat_postMessage(channel="CB1", text="hi")
     finally:
         await api.stop()
+
+
+# ---------------------------------------------------------------------- token rotation (issue 24)
+async def test_rotating_tokens_keep_posts_and_commands_working_after_12_hours(
+    oauth: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """With token rotation the fake's bot tokens expire after 12 hours (``token_expired``); the scheduler's
+    posts and the requests' answers renew them with the refresh token first, stored encrypted."""
+    from slack_sdk.oauth.token_rotation import async_rotator
+
+    oauth.api.rotation = True
+    assert (await oauth.install(ALPHA)).status_code == 200
+    first = oauth.api.token_of(ALPHA)
+    await oauth.services.quiz.post_daily(ChannelRef("slack", ALPHA, "CA1"), START.date())
+    assert not [c for c in oauth.api.of("oauth.v2.access") if c.args["_grant"] == "refresh_token"]
+
+    # 12 hours and a minute later, for the fake and for slack_sdk's rotator (its expiry check).
+    later = 12 * 3600 + 60
+    oauth.api.clock_offset_s = later
+    monkeypatch.setattr(async_rotator, "time", lambda: time.time() + later)
+    next_day = START.date() + dt.timedelta(days=1)
+    await oauth.services.quiz.post_daily(ChannelRef("slack", ALPHA, "CA1"), next_day)  # the scheduler's path
+    renewals = [c for c in oauth.api.of("oauth.v2.access") if c.args["_grant"] == "refresh_token"]
+    assert len(renewals) == 1
+    second = (await oauth.bot(Workspace(None, ALPHA))).bot_token
+    assert second != first and second in oauth.api.tokens
+    assert oauth.api.of("chat.postMessage")[-1].args["_team"] == ALPHA
+    # A command answered through Bolt's authorization uses the renewed token (no second renewal: the
+    # install row was saved with the new refresh token too).
+    n = len(oauth.api.of("response"))
+    assert (await oauth.sender(ALPHA).command(OWNER, "help", channel="CA1")).status_code == 200
+    await oauth.api.wait_for("response", n + 1)
+    assert len([c for c in oauth.api.of("oauth.v2.access") if c.args["_grant"] == "refresh_token"]) == 1
+    assert ("chat.postMessage", "token_expired") not in oauth.api.refused
+    # The renewed tokens are encrypted at rest like the first ones.
+    async with oauth.services.app.engine.connect() as conn:
+        rows = (await conn.execute(sa.text("SELECT bot_token, bot_refresh_token FROM slack_bots"))).all()
+    assert rows and all(v.startswith(PREFIX) for row in rows for v in row)

@@ -47,6 +47,11 @@ _LAZY_MAIN: dict[str, tuple[str, str, str]] = {
         "dispute",
         "Dispute a problem that is over for you: the runner runs its code and matches the choices.",
     ),
+    "secrets": (
+        "bot.cli.secrets_cmd",
+        "secrets",
+        "Encrypted Slack tokens: make a key, rotate to a new one (RANKZERO_SECRET_KEY).",
+    ),
 }
 _LAZY_QUESTIONS: dict[str, tuple[str, str, str]] = {
     "verify": (

@@ -3,7 +3,10 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import logging
+import os
+import stat
 from pathlib import Path
 from typing import Any
 
@@ -24,6 +27,45 @@ def is_sqlite(url: str) -> bool:
     return make_url(url).get_backend_name() == "sqlite"
 
 
+#: SQLite's files beside the database (write-ahead log, shared-memory index), created as it runs.
+SQLITE_SIDE_FILES = ("-wal", "-shm", "-journal")
+
+
+def private_sqlite(database: str) -> None:
+    """Keep an embedded database readable by its owner only: it holds Slack tokens (encrypted), players'
+    names and answers.
+
+    The folder is created 0700 (and RankZero's default data folder is narrowed to 0700 if an older version
+    made it 0755). The database file is created 0600 here, before SQLite opens it (SQLite would create it
+    0644 under the usual umask 022), and an existing one is narrowed to 0600. The WAL and SHM files SQLite
+    creates beside it later take the database file's permissions whatever the umask (SQLite's unix VFS
+    fchmods them to match), so they are 0600 too, without changing the process-wide umask, which the
+    runner processes this one may start also inherit. A folder the user chose for the file is left as is.
+    """
+    from bot.config import default_data_dir
+
+    path = Path(database)
+    folder = path.parent
+    if not folder.exists():
+        folder.mkdir(mode=0o700, parents=True, exist_ok=True)
+    elif folder.resolve() == default_data_dir().resolve():
+        _narrow(folder, 0o700)
+    with contextlib.suppress(FileExistsError):  # an empty file is an empty database to SQLite
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+    for file in (path, *(Path(f"{database}{suffix}") for suffix in SQLITE_SIDE_FILES)):
+        if file.exists():
+            _narrow(file, 0o600)
+
+
+def _narrow(path: Path, mode: int) -> None:
+    """Narrow ``path`` to ``mode`` when it is looser; a file we may not change is logged, not fatal."""
+    try:
+        if stat.S_IMODE(path.stat().st_mode) & ~mode:
+            path.chmod(mode)
+    except OSError as exc:
+        log.warning("could not make %s private (%s): other users of this machine may read it", path, exc)
+
+
 def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     """Create an async engine with the settings each backend needs for concurrent players.
 
@@ -33,8 +75,8 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
     """
     if is_sqlite(url):
         database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        if database and database != ":memory:" and not database.startswith("file:"):
+            private_sqlite(database)
         # One connection: every transaction takes the write lock (BEGIN IMMEDIATE) anyway, and waiting in
         # the pool's queue is fair and cheap, while extra connections would poll SQLite's busy handler
         # (measured in benchmarks/engine.py: p99 5.4 s with 15 connections, 71 ms with one).
@@ -92,8 +134,8 @@ def upgrade(url: str, revision: str = "head") -> None:
 
     if is_sqlite(url):
         database = make_url(url).database
-        if database and database != ":memory:":
-            Path(database).parent.mkdir(parents=True, exist_ok=True)
+        if database and database != ":memory:" and not database.startswith("file:"):
+            private_sqlite(database)
     command.upgrade(alembic_config(url), revision)
     log.info("database at %s upgraded to %s", make_url(url).render_as_string(hide_password=True), revision)
 

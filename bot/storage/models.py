@@ -577,6 +577,11 @@ class DeliveredEventRow(Base):
 # are declared here so that a migration creates them and `alembic check` keeps them in step.
 # tests/test_slack_oauth.py compares these declarations with slack_sdk's, column by column. Their datetimes
 # are naive UTC, as slack_sdk writes them (slack_sdk.oauth.sqlalchemy_utils.normalize_datetime_for_db).
+# One difference (migration 0009, issue 24): the token columns are wider than slack_sdk's 200, since they
+# hold the tokens encrypted (bot/secret_box.py: a 200-character token takes about 370).
+SEALED_TOKEN_LENGTH = 1000
+
+
 class SlackInstallationRow(Base):
     """One OAuth install of the Slack app: by a user in a workspace, or org-wide on Enterprise Grid
     (``is_enterprise_install``, ``enterprise_id`` set and ``team_id`` maybe empty). The latest row per
@@ -596,16 +601,16 @@ class SlackInstallationRow(Base):
     enterprise_url: Mapped[str | None] = mapped_column(String(200))
     team_id: Mapped[str | None] = mapped_column(String(32))
     team_name: Mapped[str | None] = mapped_column(String(200))
-    bot_token: Mapped[str | None] = mapped_column(String(200))
+    bot_token: Mapped[str | None] = mapped_column(String(SEALED_TOKEN_LENGTH))
     bot_id: Mapped[str | None] = mapped_column(String(32))
     bot_user_id: Mapped[str | None] = mapped_column(String(32))
     bot_scopes: Mapped[str | None] = mapped_column(String(1000))
-    bot_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    bot_refresh_token: Mapped[str | None] = mapped_column(String(SEALED_TOKEN_LENGTH))
     bot_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     user_id: Mapped[str] = mapped_column(String(32))
-    user_token: Mapped[str | None] = mapped_column(String(200))
+    user_token: Mapped[str | None] = mapped_column(String(SEALED_TOKEN_LENGTH))
     user_scopes: Mapped[str | None] = mapped_column(String(1000))
-    user_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    user_refresh_token: Mapped[str | None] = mapped_column(String(SEALED_TOKEN_LENGTH))
     user_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     incoming_webhook_url: Mapped[str | None] = mapped_column(String(200))
     incoming_webhook_channel: Mapped[str | None] = mapped_column(String(200))
@@ -629,11 +634,11 @@ class SlackBotRow(Base):
     enterprise_name: Mapped[str | None] = mapped_column(String(200))
     team_id: Mapped[str | None] = mapped_column(String(32))
     team_name: Mapped[str | None] = mapped_column(String(200))
-    bot_token: Mapped[str | None] = mapped_column(String(200))
+    bot_token: Mapped[str | None] = mapped_column(String(SEALED_TOKEN_LENGTH))
     bot_id: Mapped[str | None] = mapped_column(String(32))
     bot_user_id: Mapped[str | None] = mapped_column(String(32))
     bot_scopes: Mapped[str | None] = mapped_column(String(1000))
-    bot_refresh_token: Mapped[str | None] = mapped_column(String(200))
+    bot_refresh_token: Mapped[str | None] = mapped_column(String(SEALED_TOKEN_LENGTH))
     bot_token_expires_at: Mapped[dt.datetime | None] = mapped_column(DateTime)
     is_enterprise_install: Mapped[bool] = mapped_column(Boolean, default=False)
     installed_at: Mapped[dt.datetime] = mapped_column(DateTime)

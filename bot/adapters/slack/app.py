@@ -1,8 +1,9 @@
 """The Slack adapter: an AsyncApp (Bolt) with RankZero's listeners, served over HTTP or Socket Mode.
 
-HTTP mode (production): Slack POSTs slash commands, interactivity and events to ``/slack/events``; Bolt
-verifies every request's signature (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the signing secret)
-and refuses timestamps more than 5 minutes away, both with 401. Socket Mode (development): the app opens
+HTTP mode (production): Slack POSTs slash commands, interactivity and events to ``/slack/events``; the
+server checks every request's signature (HMAC-SHA256 of ``v0:{timestamp}:{body}`` with the signing
+secret) on the raw bytes, with a timestamp within 5 minutes and a 256 KiB body cap, before Bolt parses
+anything (bot/adapters/slack/verify.py; 401 or 413 otherwise). Socket Mode (development): the app opens
 a websocket with the app-level token (``xapp-...``), so no public URL is needed.
 
 OAuth mode (many workspaces, HTTP only): Bolt's AsyncOAuthFlow serves ``/slack/install`` (a link to
@@ -21,6 +22,7 @@ import logging
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
+import aiohttp
 from aiohttp import web
 from slack_bolt.adapter.aiohttp import to_aiohttp_response, to_bolt_request
 from slack_bolt.async_app import AsyncApp, AsyncBoltContext, AsyncBoltRequest
@@ -28,6 +30,7 @@ from slack_bolt.oauth.async_callback_options import AsyncCallbackOptions, AsyncF
 from slack_bolt.oauth.async_oauth_settings import AsyncOAuthSettings
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
+from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
@@ -35,12 +38,22 @@ from bot.adapters.slack import failures
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
+from bot.adapters.slack.verify import (
+    INSTALLS_PER_MINUTE,
+    MAX_BODY_BYTES,
+    VERIFIED,
+    InstallLimiter,
+    Refused,
+    SlackRequestVerifier,
+    refusal_response,
+)
 from bot.adapters.slack.workspaces import Workspace
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.schedule import next_slot
 from bot.core.schedule_text import describe_schedule
+from bot.secret_box import SecretBox
 
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
@@ -228,29 +241,66 @@ def install_callbacks(ctx: SlackContext, platform: SlackPlatform) -> AsyncCallba
 
 class SlackHttpServer:
     """Serves a Bolt app at ``EVENTS_PATH`` (and, in OAuth mode, the install and redirect pages) with
-    aiohttp (Bolt's own aiohttp request conversion).
+    aiohttp. A POST reaches Bolt only once its raw bytes passed ``verifier`` (bot/adapters/slack/verify.py):
+    Bolt parses the body before its own signature check, so an unsigned body is never parsed here.
     """
 
-    def __init__(self, app: AsyncApp | None, host: str, port: int, *, oauth: bool = False) -> None:
+    def __init__(
+        self,
+        app: AsyncApp | None,
+        host: str,
+        port: int,
+        *,
+        verifier: SlackRequestVerifier,
+        oauth: bool = False,
+        installs: InstallLimiter | None = None,
+    ) -> None:
         #: The Bolt app (OAuth mode: set at start, when the stores exist).
         self.app = app
+        self.verifier = verifier
+        #: Per-client limit on ``/slack/install`` (each one writes an OAuth state row).
+        self.installs = installs or InstallLimiter()
         self._oauth = oauth
         self._host = host
         self._port = port
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
 
-    async def _handle(self, request: web.Request) -> web.Response:
+    async def _handle_event(self, request: web.Request) -> web.Response:
         assert self.app is not None
-        bolt_req = await to_bolt_request(request)
+        try:
+            raw = await self.verifier.verified_body(request)
+            text = raw.decode("utf-8")
+        except Refused as refused:
+            return refusal_response(request, refused)
+        except UnicodeDecodeError:
+            # Signed, so Slack's: still no reason to let a decoding error become a traceback.
+            return refusal_response(request, Refused(400, "the body is not UTF-8"))
+        bolt_req = AsyncBoltRequest(
+            body=text,
+            query=request.query_string,
+            headers=dict(request.headers),
+            context={VERIFIED: True},
+        )
+        return await to_aiohttp_response(await self.app.async_dispatch(bolt_req))
+
+    async def _handle_oauth(self, request: web.Request) -> web.Response:
+        # The install pages are the OAuth flow's: unsigned browser GETs with no body.
+        assert self.app is not None and self.app.oauth_flow is not None
         flow = self.app.oauth_flow
-        # The install pages are the OAuth flow's (unsigned browser GETs); everything else is Slack's.
-        if request.method == "GET" and flow is not None and request.path == flow.install_path:
+        bolt_req = await to_bolt_request(request)
+        if request.path == flow.install_path:
+            wait = self.installs.take(request.remote or "?")
+            if wait:
+                log.info("refused an install from %s: over %d a minute", request.remote, INSTALLS_PER_MINUTE)
+                return web.Response(
+                    status=429,
+                    text="Too many install attempts: try again in a minute.",
+                    headers={"Retry-After": str(wait)},
+                )
             bolt_resp = await flow.handle_installation(bolt_req)
-        elif request.method == "GET" and flow is not None and request.path == flow.redirect_uri_path:
-            bolt_resp = await flow.handle_callback(bolt_req)
         else:
-            bolt_resp = await self.app.async_dispatch(bolt_req)
+            bolt_resp = await flow.handle_callback(bolt_req)
         return await to_aiohttp_response(bolt_resp)
 
     @property
@@ -263,10 +313,11 @@ class SlackHttpServer:
 
     async def start(self) -> None:
         """Listen."""
-        web_app = web.Application()
-        routes = [web.post(EVENTS_PATH, self._handle)]
+        # aiohttp's own cap too (its default is 1 MiB), for any body read outside read_capped.
+        web_app = web.Application(client_max_size=MAX_BODY_BYTES)
+        routes = [web.post(EVENTS_PATH, self._handle_event)]
         if self._oauth:
-            routes += [web.get(INSTALL_PATH, self._handle), web.get(REDIRECT_PATH, self._handle)]
+            routes += [web.get(INSTALL_PATH, self._handle_oauth), web.get(REDIRECT_PATH, self._handle_oauth)]
         web_app.add_routes(routes)
         self._runner = web.AppRunner(web_app, access_log=None)
         await self._runner.setup()
@@ -320,9 +371,18 @@ class SlackAdapter:
         self.bolt: AsyncApp | None = None if oauth else build_bolt_app(ctx, self._signing_secret)
         self._app_token = app_token
         self.http: SlackHttpServer | None = (
-            None if app_token else SlackHttpServer(self.bolt, host, port, oauth=oauth is not None)
+            None
+            if app_token
+            else SlackHttpServer(
+                self.bolt,
+                host,
+                port,
+                verifier=SlackRequestVerifier(self._signing_secret),
+                oauth=oauth is not None,
+            )
         )
         self._socket: Any = None
+        self._session: aiohttp.ClientSession | None = None
         #: What /healthz reports: "not started", "token refused", "listening", "connected", "stopped".
         self.state = "not started"
         #: The bot's own user id (auth.test), e.g. to recognise the bot joining a channel.
@@ -332,6 +392,7 @@ class SlackAdapter:
         """Check the bot token (auth.test), attach the services, then listen (HTTP) or connect (Socket
         Mode). A refused token is a ConfigurationError, which ``serve`` turns into one line and exit 1.
         """
+        self._open_session()
         if self.oauth is None:
             await self.check_token()
         else:
@@ -375,6 +436,12 @@ class SlackAdapter:
         self.bolt = build_bolt_app(self.ctx, self._signing_secret, settings)
         self.http.app = self.bolt
         self.platform.installations = services.slack_installations
+        # Posts renew rotating tokens too (Bolt does it for requests); over the shared session.
+        self.platform.rotator = AsyncTokenRotator(
+            client_id=self.oauth.client_id,
+            client_secret=self.oauth.client_secret,
+            client=self.ctx.base_client,
+        )
         self.platform.install_hint = self.oauth.redirect_uri or INSTALL_PATH
         if self.oauth.redirect_uri and self.oauth.redirect_uri.endswith(REDIRECT_PATH):
             self.platform.install_hint = self.oauth.redirect_uri[: -len(REDIRECT_PATH)] + INSTALL_PATH
@@ -413,8 +480,22 @@ class SlackAdapter:
                 log.debug("socket state unknown", exc_info=True)
         return {"ok": connected, "mode": "socket", "state": "connected" if connected else "disconnected"}
 
+    def _open_session(self) -> None:
+        """One aiohttp session (one connection pool) for every Web API call of this process.
+
+        Without it slack_sdk opens a session, and a TLS connection to Slack, per call. The base client
+        carries it, and every client made from it does too: Bolt's per-request clients (it copies the base
+        client's session), the workspace clients of OAuth mode (SlackPlatform.client_for), and the
+        response_url replies of the error handler (failures.tell).
+        """
+        if self._session is None or self._session.closed:
+            self._session = aiohttp.ClientSession()
+            self.ctx.base_client.session = self._session
+
     async def stop(self) -> None:
-        """Stop listening or disconnect, cancel pending time-up timers, finish the drafts' writes."""
+        """Stop listening or disconnect, cancel pending time-up timers, finish the drafts' writes, close
+        the Web API session.
+        """
         self.state = "stopped"
         if self.ctx.bound:
             await disputes.drafts(self.ctx).flush()
@@ -423,6 +504,10 @@ class SlackAdapter:
         if self._socket is not None:
             await self._socket.close_async()
         await self.ctx.stop_timers()
+        if self._session is not None:
+            self.ctx.base_client.session = None
+            await self._session.close()
+            self._session = None
 
 
 def build_adapter(
@@ -462,7 +547,7 @@ def build_adapter(
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
-    return SlackAdapter(
+    adapter = SlackAdapter(
         ctx,
         signing_secret=secret,
         app_token=app_token,
@@ -471,3 +556,8 @@ def build_adapter(
         admin_channel=settings.slack_admin_channel_id,
         oauth=oauth,
     )
+    if oauth is not None:
+        # Before anything is migrated or served: OAuth mode keeps tokens in the database, encrypted.
+        key = settings.secret_key.get_secret_value() if settings.secret_key else None
+        SecretBox.required(key, "Slack OAuth mode (each workspace's bot token is kept in the database)")
+    return adapter

@@ -2,6 +2,10 @@
 answers every interaction whatever failed (a database error, a transient conflict, an HTTP error on a
 follow-up, a bug) and logs the cause.
 
+Only a verified request is answered this way (its signature checked on the raw bytes, or Socket Mode):
+the payload names the response_url and view to tell, so an unverified one gets a bare 401 and nothing is
+sent anywhere.
+
 Where the answer goes depends on what failed and whether Bolt already acknowledged:
 - not acknowledged yet: the error handler's own HTTP answer (a modal submission gets
   ``response_action: update`` to a modal saying what happened; anything else a plain 200);
@@ -19,6 +23,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any
 
+from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_bolt.response import BoltResponse
 from slack_sdk.errors import SlackApiError
 from slack_sdk.http_retry.builtin_async_handlers import (
@@ -27,9 +32,11 @@ from slack_sdk.http_retry.builtin_async_handlers import (
     AsyncServerErrorRetryHandler,
 )
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook import WebhookResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack.verify import VERIFIED
 from bot.core.errors import RankZeroError
 from bot.core.ports import TransientConflictError
 
@@ -103,12 +110,35 @@ async def tell(client: AsyncWebClient, body: dict[str, Any], text: str) -> bool:
             return True
         url = body.get("response_url") or (body.get("response_urls") or [{}])[0].get("response_url")
         if url:
-            webhook = AsyncWebhookClient(str(url))
+            webhook = AsyncWebhookClient(str(url), session=client.session)  # the shared connection pool
             resp = await webhook.send(text=text, response_type="ephemeral", replace_original=False)
             return resp.status_code == 200
     except (SlackApiError, OSError) as exc:
         log.warning("could not tell the user about a failure: %s", exc)
     return False
+
+
+class Responder:
+    """Bolt's ``respond`` (a message to the payload's response_url) over the process's shared HTTP session
+    (Bolt's own opens a session, and a connection, per reply).
+    """
+
+    def __init__(self, client: AsyncWebClient, body: dict[str, Any]) -> None:
+        self._client = client
+        self._url = str(body.get("response_url") or "")
+
+    async def __call__(self, **message: Any) -> WebhookResponse:
+        """Send ``message`` (text, blocks, response_type...) to the response_url."""
+        if not self._url:
+            raise ValueError("this payload has no response_url to answer")
+        return await AsyncWebhookClient(self._url, session=self._client.session).send(**message)
+
+
+def verified(request: AsyncBoltRequest) -> bool:
+    """True for a request whose signature our HTTP server checked (bot/adapters/slack/verify.py), or one
+    that came over Socket Mode's websocket (opened with the app token: Slack's own channel).
+    """
+    return request.mode == "socket_mode" or request.context.get(VERIFIED) is True
 
 
 def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> None:
@@ -119,8 +149,13 @@ def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> 
 
     @app.error
     async def on_error(
-        error: Exception, body: dict[str, Any], response: BoltResponse | None
+        error: Exception, body: dict[str, Any], request: AsyncBoltRequest, response: BoltResponse | None
     ) -> BoltResponse | None:
+        if not verified(request):
+            # Whoever sent it chose the response_url and view id in it: telling "the user" would post to
+            # a URL of their choice or touch a view with our token. One line, no traceback, no answer.
+            log.info("Slack: an unverified request failed (%s); nothing is sent", type(error).__name__)
+            return BoltResponse(status=401, body="")
         text = user_text(error)
         if isinstance(error, RankZeroError):
             log.info("Slack %s refused: %s", _kind(body), error)

@@ -7,15 +7,20 @@ In OAuth mode each post uses the bot token of the channel's workspace, found in 
 store from ``ChannelRef.workspace_id`` (bot/adapters/slack/workspaces.py). A workspace that uninstalled the
 app (or revoked its token) has none: the post is refused with a PostRefusedError saying so, and nobody is
 told in Slack (the admin channel is one workspace's; another workspace's troubles are not its business).
+With token rotation (tokens that expire every 12 hours, and a refresh token), the token is renewed before
+the post when it is about to expire, as Bolt renews it for incoming requests.
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from typing import Any
 
-from slack_sdk.errors import SlackApiError
+from slack_sdk.errors import SlackApiError, SlackTokenRotationError
 from slack_sdk.oauth.installation_store.async_installation_store import AsyncInstallationStore
+from slack_sdk.oauth.installation_store.models.bot import Bot
+from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.notices import NoticeThrottle
@@ -33,6 +38,8 @@ log = logging.getLogger(__name__)
 
 #: The ChannelRef.platform of Slack channels.
 PLATFORM = "slack"
+#: A rotating token is renewed when it expires within this many minutes (Bolt's default, for requests).
+ROTATE_BEFORE_MIN = 120
 
 
 def split_ref(message_ref: str | None) -> tuple[str, str] | None:
@@ -56,6 +63,9 @@ class SlackPlatform:
         self.installations: AsyncInstallationStore | None = None
         #: Where a workspace reinstalls the app (OAuth mode), for the refusal's text.
         self.install_hint = "/slack/install"
+        #: OAuth mode with token rotation: renews expiring bot tokens before a post (set at start).
+        self.rotator: AsyncTokenRotator | None = None
+        self._rotating: dict[str, asyncio.Lock] = {}
 
     async def client_for(self, channel: ChannelRef) -> AsyncWebClient:
         """The client posting in ``channel``: the one token, or (OAuth mode) its workspace's bot token.
@@ -73,13 +83,56 @@ class SlackPlatform:
                 f"RankZero is not installed in Slack workspace {ws} (it was uninstalled or its token was "
                 f"revoked): a workspace admin can install it again at {self.install_hint}."
             )
+        token = await self._fresh_token(ws, bot)
         # A copy of the base client (its base URL and retries) with this workspace's token.
         return AsyncWebClient(
-            token=bot.bot_token,
+            token=token,
             base_url=self.client.base_url,
             timeout=self.client.timeout,
             retry_handlers=list(self.client.retry_handlers),
+            session=self.client.session,  # the process's one connection pool (SlackAdapter._open_session)
         )
+
+    async def _fresh_token(self, ws: Workspace, bot: Bot) -> str:
+        """The bot token to post with: with token rotation on (the install came with a refresh token),
+        renewed first when it expires within :data:`ROTATE_BEFORE_MIN` minutes, as Bolt does for incoming
+        requests, and saved through the installation store (both the install and bot rows: the refresh
+        token is spent by its use, so the install row must not keep the old one for Bolt to reuse).
+        One rotation at a time per workspace in this process.
+        """
+        assert bot.bot_token is not None and self.installations is not None
+        if self.rotator is None or bot.bot_token_expires_at is None or not bot.bot_refresh_token:
+            return bot.bot_token
+        async with self._rotating.setdefault(ws.key, asyncio.Lock()):
+            # Read again inside the lock: another post may have rotated it meanwhile.
+            inst = await self.installations.async_find_installation(
+                enterprise_id=ws.enterprise_id,
+                team_id=ws.team_id,
+                is_enterprise_install=ws.is_enterprise_install,
+            )
+            try:
+                if inst is not None:
+                    fresh = await self.rotator.perform_token_rotation(
+                        installation=inst, minutes_before_expiration=ROTATE_BEFORE_MIN
+                    )
+                    if fresh is None:
+                        return str(inst.bot_token or bot.bot_token)
+                    await self.installations.async_save(fresh)
+                    log.info("Slack workspace %s: bot token renewed (token rotation)", ws)
+                    return str(fresh.bot_token)
+                rotated = await self.rotator.perform_bot_token_rotation(
+                    bot=bot, minutes_before_expiration=ROTATE_BEFORE_MIN
+                )
+                if rotated is None:
+                    return bot.bot_token
+                await self.installations.async_save_bot(rotated)
+                return str(rotated.bot_token)
+            except SlackTokenRotationError as exc:
+                error = exc.api_error.response.get("error")
+                raise PostRefusedError(
+                    f"Slack refused to renew RankZero's token in workspace {ws} ({error}): a workspace "
+                    f"admin can install it again at {self.install_hint}."
+                ) from None
 
     async def _post(
         self,

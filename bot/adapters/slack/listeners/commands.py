@@ -10,7 +10,7 @@ import shlex
 from collections.abc import Awaitable, Callable
 from typing import Any
 
-from slack_bolt.async_app import AsyncAck, AsyncApp, AsyncRespond
+from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures, permissions
@@ -173,8 +173,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     """Attach ``/rankzero``."""
 
     @app.command(COMMAND)
-    async def rankzero(ack: AsyncAck, body: dict[str, Any], respond: AsyncRespond) -> None:
+    async def rankzero(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
+        respond = failures.Responder(ctx.client, body)
         try:
             # A ``` block (a dispute's variant) is code, not words: only the text before it is split.
             words = shlex.split(str(body.get("text") or "").partition("```")[0])
