@@ -7,6 +7,7 @@ cut with a "… (truncated)" marker.
 from __future__ import annotations
 
 import datetime as dt
+import random
 import re
 from collections.abc import Iterator
 
@@ -15,7 +16,7 @@ import pytest
 from bot.adapters.discord import practice_render as discord_practice
 from bot.adapters.discord import render as discord_render
 from bot.adapters.discord.sanitize import escape_fences
-from bot.adapters.markup import to_discord, to_slack_mrkdwn
+from bot.adapters.markup import split_markdown, to_discord, to_slack_mrkdwn
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import practice_blocks as slack_practice
 from bot.core.cards import Feedback, HintCard, ProblemCard, ResultsCard, Reveal
@@ -198,6 +199,7 @@ def test_a_large_tie_is_listed_whole_on_slack() -> None:
 
 # ---------------------------------------------------------------------- Slack markup
 FENCED = re.compile(r"```(.*?)```", re.S)
+FENCE_LINE = re.compile(r"^[ \t]*```")
 
 
 @pytest.mark.parametrize("ticks", [4, 5, 7])
@@ -236,3 +238,32 @@ def test_slack_help_shows_its_placeholders(admin: bool) -> None:
         assert SLACK_CONTROL.match(text, m.start()), text[m.start() : m.start() + 30]
     assert "&lt;command&gt;" in text
     assert "```" not in text  # a fence in the help would turn the rest of it into code
+
+
+# ---------------------------------------------------------------------- the splitter itself
+def test_split_markdown_keeps_every_word_in_pieces_within_the_limit_each_block_closed() -> None:
+    """Random Markdown (prose, code blocks, stray backticks, long lines), split at several limits: every
+    piece within the limit, every word there in order, and every piece's code fences balanced (a block
+    cut between pieces is closed and opened again).
+    """
+    rng = random.Random(25)
+    # Fence lines are the short ones of the generator; a prose word may hold backticks, not start a fence.
+    words = ["a", "bb", "ccc<&>", "`", "``", "x" * 30, "s='```'", "print(s)"]
+    for _ in range(800):
+        lines = [
+            rng.choice(["```", "```python", "  ```"])
+            if rng.random() < 0.15
+            else " ".join(rng.choice(words) for _ in range(rng.randint(0, 30)))
+            for _ in range(rng.randint(0, 50))
+        ]
+        text = "\n".join(lines)
+        limit = rng.choice([100, 300, 1024])
+        pieces = split_markdown(text, limit)
+        assert all(len(p) <= limit for p in pieces)
+        joined, pos = "\n".join(pieces), 0
+        for word in text.split():
+            pos = joined.find(word, pos)
+            assert pos >= 0, (word, text)
+        for piece in pieces:
+            fences = [line for line in piece.split("\n") if FENCE_LINE.match(line)]
+            assert len(fences) % 2 == 0 or piece == pieces[-1], piece  # only the source's last may be open

@@ -92,6 +92,10 @@ def _cut_line(line: str, room: int) -> list[str]:
     return [*parts, line]
 
 
+#: The longest fence line (```` ```python ````) repeated at the top of a piece that continues a code block.
+MAX_REOPEN = 24
+
+
 def split_markdown(text: str, limit: int) -> list[str]:
     """``text`` in pieces of at most ``limit`` characters, nothing left out: cut at line ends (a line longer
     than a piece at spaces); a code block cut between two pieces is closed at the end of the first and
@@ -101,27 +105,36 @@ def split_markdown(text: str, limit: int) -> list[str]:
     current: list[str] = []
     size = 0
     opener: str | None = None  # the fence line of the code block open at the end of ``current``
+    reopened = False  # ``current`` holds only the fence that opens its block again
 
     def flush() -> None:
-        nonlocal current, size
+        nonlocal current, size, reopened
         if current:
             pieces.append("\n".join(current) + ("\n```" if opener is not None else ""))
         current = [opener] if opener is not None else []
         size = len(opener) if opener is not None else 0
+        reopened = opener is not None
 
     for line in text.split("\n"):
         fence = bool(_FENCE.match(line))
-        after = (None if opener is not None else line.strip()) if fence else opener
-        # Room for this line and, if a block stays open after it, the closing fence a cut would add.
-        closing = 4 if after is not None else 0
+        # A block is opened again with its fence line: ```` ```py ````, or ```` ``` ```` when that line is
+        # long (text after the backticks) and would crowd the pieces.
+        reopen = line.strip() if len(line.strip()) <= MAX_REOPEN else "```"
+        after = (None if opener is not None else reopen) if fence else opener
+        # Room for this line and, if a block is open before or after it, the closing fence a cut would add.
+        closing = 4 if after is not None or opener is not None else 0
         room = limit - closing - (len(opener) + 1 if opener is not None else 0)
-        for part in _cut_line(line, max(1, room)):
+        for i, part in enumerate(_cut_line(line, max(1, room - 1))):
+            if i and _FENCE.match(part):
+                # A cut that puts backticks at the start of a line would make a fence of them.
+                part = ZWSP + part
             if current and size + 1 + len(part) + closing > limit:
                 flush()
             size += (1 if current else 0) + len(part)
             current.append(part)
+            reopened = False
         opener = after
-    if current and (len(current) > 1 or opener is None or current[0] != opener):
+    if current and not reopened:
         pieces.append("\n".join(current))
     return pieces or [""]
 
