@@ -21,6 +21,7 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.app import EVENTS_PATH, SlackAdapter, build_adapter
 from bot.bootstrap import Services, build_services
 from bot.config import Settings
+from bot.core.errors import ConfigurationError
 from bot.core.models import Actor, PlayerRef
 from tests.conftest import ADMIN, START, make_spec, test_bank
 from tests.fakes import FrozenClock
@@ -462,9 +463,9 @@ def test_registry_picks_http_or_socket_mode() -> None:
     from bot.adapters.registry import build_adapters
 
     base = {"database_url": "sqlite+aiosqlite:///unused.db", "slack_bot_token": SecretStr("xoxb-x")}
-    assert all(
-        a.name != "slack" for a in build_adapters(Settings(**base))
-    )  # a bot token alone cannot receive anything
+    # A bot token alone cannot receive anything: named as half a configuration, not silently left out.
+    with pytest.raises(ConfigurationError, match="Slack is half configured"):
+        build_adapters(Settings(**base))
     http = [
         a for a in build_adapters(Settings(**base, slack_signing_secret=SecretStr("s"))) if a.name == "slack"
     ]
