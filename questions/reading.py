@@ -152,7 +152,22 @@ def read_bank_file(path: Path) -> str:
     size = path.stat().st_size
     if size > MAX_FILE_BYTES:
         raise BankValidationError([too_large_error(str(path), size)])
-    raw = path.read_bytes()
+    # The size a path reports is not a bound: a device (/dev/zero) or a pipe reports 0 and never ends.
+    # Read one byte past the limit at most.
+    with path.open("rb") as f:
+        raw = f.read(MAX_FILE_BYTES + 1)
+    if len(raw) > MAX_FILE_BYTES:
+        raise BankValidationError(
+            [
+                BankError(
+                    str(path),
+                    1,
+                    "(file)",
+                    f"more than {MAX_FILE_BYTES} bytes (the limit per bank file) and not a regular file of "
+                    "known size; give a bank file's path",
+                )
+            ]
+        )
     try:
         return raw.decode("utf-8")
     except UnicodeDecodeError as exc:

@@ -19,6 +19,7 @@ from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS as MULTIPLE_CHOICE_KINDS
 from bot.core.vocabulary import RUNNABLE_KINDS as RUNNABLE_KINDS
 from bot.core.vocabulary import Difficulty as Difficulty
 from bot.core.vocabulary import Kind as Kind
+from questions.display import display_problems, invisible_problems
 
 #: The top-level topics (the single list; /work/coord/TAXONOMY.md in issue 14). Sub-topics go in ``tags``.
 TOPICS: tuple[str, ...] = (
@@ -251,6 +252,18 @@ class QuestionSpec(_Strict):
             )
         if self.replaced_by is not None and not self.retired:
             problems.append("'replaced_by' is only for retired questions; add 'retired: true' or remove it")
+        # Everything a player sees must fit the platforms whole, and show what it says (questions/display.py).
+        problems += invisible_problems(self._shown_texts())
+        problems += display_problems(
+            prompt=self.prompt,
+            code=self.code,
+            hint=self.hint,
+            explanation=self.explanation,
+            choices=[(c.text, c.feedback) for c in self.choices or ()],
+            front=self.front,
+            back=self.back,
+            model_answer=self.model_answer,
+        )
         if kind is Kind.FLASHCARD:
             problems += _required(self.front, "front", kind) + _required(self.back, "back", kind)
         if kind is Kind.EXPLAIN:
@@ -261,6 +274,25 @@ class QuestionSpec(_Strict):
             elif self.model_answer and self.model_answer.strip():
                 problems += _model_answer_problems(self.model_answer, self.concepts)
         return problems
+
+    def _shown_texts(self) -> dict[str, str | None]:
+        """Every text of the question a player or an admin is shown, by field (choices numbered)."""
+        texts: dict[str, str | None] = {
+            "topic": self.topic,
+            "prompt": self.prompt,
+            "code": self.code,
+            "hint": self.hint,
+            "explanation": self.explanation,
+            "front": self.front,
+            "back": self.back,
+            "model_answer": self.model_answer,
+        }
+        for i, choice in enumerate(self.choices or ()):
+            texts[f"choices[{i}].text"] = choice.text
+            texts[f"choices[{i}].feedback"] = choice.feedback
+        for i, tag in enumerate(self.tags):
+            texts[f"tags[{i}]"] = tag
+        return texts
 
     @property
     def correct_letter(self) -> str | None:

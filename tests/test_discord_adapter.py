@@ -282,9 +282,13 @@ async def test_echoed_text_cannot_ping_or_break_code_blocks(
         assert "@everyone" not in text and "<@123>" not in text and "<@&456>" not in text
         # A fence that does not start a line opens nothing; the stray closing one is closed at the end.
         assert text.count("```") % 2 == 0 and "```py" not in text
-        code = _field(embed, "Code")
-        assert code.startswith("```py\n") and code.endswith("\n```") and code.count("```") == 2
-        assert len(code) <= 1024 and sanitize.MARKER in code
+        # Code over one field goes on in further fields, each its own closed block; nothing is cut.
+        pieces = [f["value"] for f in embed["fields"] if f["name"] in ("Code", "Code (continued)")]
+        assert len(pieces) == 3
+        for code in pieces:
+            assert code.startswith("```py\n") and code.endswith("\n```") and code.count("```") == 2
+            assert len(code) <= 1024 and sanitize.MARKER not in code
+        assert sum(code.count("x = 1") for code in pieces) == 400
         assert "@everyone" not in embed["title"]
     finally:
         await bot.adapter.stop()

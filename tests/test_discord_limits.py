@@ -12,6 +12,7 @@ import pytest
 
 from bot.adapters.discord import dispute_render, render
 from bot.adapters.discord.platform import DiscordPlatform
+from bot.adapters.discord.sanitize import plain
 from bot.core.cards import (
     BadgeAward,
     ChallengeCard,
@@ -74,8 +75,30 @@ async def test_results_of_41_finishers_are_accepted(fake: FakeDiscord, platform:
         streaks=tuple(StreakLine(r.display_name, 100 + r.rank, True) for r in rows[:10]),
     )
     await platform.post_results(CHANNEL, card, None)
-    [sent] = fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
-    assert sent.body["embeds"][0]["title"].startswith("Results")
+    sent = fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
+    assert sent[0].body["embeds"][0]["title"].startswith("Results")
+    # Over one embed's 6000 characters, the results go on in further messages: nothing is cut.
+    shown = "\n".join(
+        str(f["value"]) for call in sent for embed in call.body["embeds"] for f in embed.get("fields", [])
+    )
+    assert "truncated" not in shown
+    assert all(f"{r.rank}. {plain(r.display_name)} · {r.points}" in shown for r in rows)
+
+
+async def test_a_tie_of_300_winners_is_posted_whole(fake: FakeDiscord, platform: DiscordPlatform) -> None:
+    """A large tie is over one embed's 6000 characters: the results go on in further messages, every
+    winner's name whole (it was cut at the field's 1024 characters, issue 25).
+    """
+    rows = tuple(StandingRow(1, i, f"Player number {i:04d} of the tie", 500, 5, 100) for i in range(300))
+    card = ResultsCard(1, "Daily multi-GPU challenge", NOW.date(), (), rows, (), 300)
+    await platform.post_results(CHANNEL, card, None)
+    sent = fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
+    assert len(sent) > 1
+    shown = "\n".join(
+        str(f["value"]) for call in sent for embed in call.body["embeds"] for f in embed.get("fields", [])
+    )
+    assert "truncated" not in shown
+    assert all(f"Player number {i:04d} of the tie" in shown for i in range(300))
 
 
 async def test_verdict_of_eight_noisy_ranks_is_accepted(fake: FakeDiscord, platform: DiscordPlatform) -> None:

@@ -77,8 +77,18 @@ async def test_dispute_flag_correct_and_preview_from_the_console(
     path = tmp_path / "new.yaml"
     path.write_text(yaml.safe_dump({"questions": [{**SPEC, "id": "cli-new-question"}]}, sort_keys=False))
     preview = rankzero(db, runner, tmp_path, "questions", "preview", str(path))
-    assert preview.returncode == 0, preview.stderr
+    # A contradicted answer is a problem found: exit 1, as `questions verify` (it was 0, issue 25).
+    assert preview.returncode == 1, preview.stderr
     assert "cli-new-question" in preview.stdout and "contradicted" in preview.stdout
+    assert "contradicts the official answer of 1 question(s): cli-new-question" in preview.stderr
+    confirmed = {
+        **SPEC,
+        "id": "cli-new-question",
+        "choices": [{"text": "10"}, {"text": "9", "correct": True}],
+    }
+    path.write_text(yaml.safe_dump({"questions": [confirmed]}, sort_keys=False))
+    fine = rankzero(db, runner, tmp_path, "questions", "preview", str(path))
+    assert fine.returncode == 0, fine.stderr
 
     early = rankzero(db, runner, tmp_path, "dispute", "999")
     assert early.returncode == 1 and "no problem with id 999" in early.stderr

@@ -13,7 +13,7 @@ import json
 from rich.console import Console
 
 from bot.adapters.console import render as console_render
-from bot.adapters.discord.render import results_embed
+from bot.adapters.discord.render import results_embeds
 from bot.adapters.slack.blocks import results_blocks
 from bot.core.cards import ResultsCard, StreakLine
 from bot.core.models import Actor, Challenge
@@ -97,14 +97,14 @@ def test_console_results_show_streaks_and_the_leaderboard_command() -> None:
 
 
 def test_discord_results_embed_shows_streaks_and_slash_leaderboard() -> None:
-    embed = results_embed(_card(STREAKS)).to_dict()
+    embed = results_embeds(_card(STREAKS))[0].to_dict()
     fields = {f["name"]: f["value"] for f in embed.get("fields", [])}
     lines = fields["Streaks"].split("\n")
     assert lines[0] == "🎉 Alice · 30 days · **milestone!**"
     # Display names are plain text: markdown escaped, no mass ping.
     assert lines[1] == "🔥 \\*bob\\* @\u200beveryone <!channel> · 3 days"
     assert embed["footer"]["text"] == "See the standings with /leaderboard"
-    assert "Streaks" not in {f["name"] for f in results_embed(_card(())).to_dict().get("fields", [])}
+    assert "Streaks" not in {f["name"] for f in results_embeds(_card(()))[0].to_dict().get("fields", [])}
 
 
 def test_slack_results_blocks_show_streaks_and_rankzero_leaderboard() -> None:

@@ -21,6 +21,7 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.app import EVENTS_PATH, SlackAdapter, build_adapter
 from bot.bootstrap import Services, build_services
 from bot.config import Settings
+from bot.core.errors import ConfigurationError
 from bot.core.models import Actor, PlayerRef
 from tests.conftest import ADMIN, START, make_spec, test_bank
 from tests.fakes import FrozenClock
@@ -382,16 +383,23 @@ async def test_echoed_text_is_escaped(hostile: Harness) -> None:
     assert code.count("```") == 2  # the snippet's own fence cannot close the block early
 
 
-async def test_long_prompt_is_cut_to_slack_limits(tmp_path: Path, sqlite_template: Path) -> None:
-    bank = [
-        make_spec(f"long-{i}", "advanced", "DDP", prompt="x" * 5000, code="y = 1\n" * 1000) for i in range(6)
-    ]
+async def test_long_prompt_and_code_are_split_to_slack_limits(tmp_path: Path, sqlite_template: Path) -> None:
+    # As long as the bank lets a question be (questions/display.py): a prompt over 3000 characters goes
+    # on in a further section, the code in its own block, and nothing is cut.
+    prompt = "word " * 640
+    code = "".join(f"y_{i} = {i}\n" for i in range(140))
+    bank = [make_spec(f"long-{i}", "advanced", "DDP", prompt=prompt, code=code) for i in range(6)]
     async for h in _harness(tmp_path, sqlite_template, bank):
         challenge_id = await h.post_challenge()
         _, view = await h.start(challenge_id)
         texts = [b["text"]["text"] for b in view["blocks"] if b["type"] == "section"]
         assert all(len(t) <= bk.MAX_TEXT for t in texts)
-        assert sum(t.endswith(bk.TRUNCATED) or t.endswith(bk.TRUNCATED + "```") for t in texts) >= 1
+        assert not any(bk.TRUNCATED in t for t in texts)
+        fenced = [t for t in texts if t.startswith("```")]
+        assert fenced and all(t.endswith("```") for t in fenced)
+        code_shown = "\n".join(t[3:-3] for t in fenced) + "\n"
+        assert all(f"y_{i} = {i}\n" in code_shown for i in range(140))
+        assert sum(t.count("word") for t in texts) == 640
 
 
 def test_block_limits_split_and_truncate() -> None:
@@ -455,9 +463,9 @@ def test_registry_picks_http_or_socket_mode() -> None:
     from bot.adapters.registry import build_adapters
 
     base = {"database_url": "sqlite+aiosqlite:///unused.db", "slack_bot_token": SecretStr("xoxb-x")}
-    assert all(
-        a.name != "slack" for a in build_adapters(Settings(**base))
-    )  # a bot token alone cannot receive anything
+    # A bot token alone cannot receive anything: named as half a configuration, not silently left out.
+    with pytest.raises(ConfigurationError, match="Slack is half configured"):
+        build_adapters(Settings(**base))
     http = [
         a for a in build_adapters(Settings(**base, slack_signing_secret=SecretStr("s"))) if a.name == "slack"
     ]

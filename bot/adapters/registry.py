@@ -86,8 +86,45 @@ ADAPTERS: list[AdapterSpec] = [
 ]
 
 
+def slack_incomplete(s: Settings) -> str | None:
+    """What a half Slack configuration lacks (a bot token without a way to receive requests, or the
+    reverse), in words; None when Slack is fully configured or not at all. OAuth mode's own halves are
+    named by the adapter (bot/adapters/slack/app.py).
+    """
+    if s.slack_client_id is not None or s.slack_client_secret is not None:
+        return None
+    receive = [
+        name
+        for name, value in (
+            ("RANKZERO_SLACK_SIGNING_SECRET", s.slack_signing_secret),
+            ("RANKZERO_SLACK_APP_TOKEN", s.slack_app_token),
+        )
+        if value is not None
+    ]
+    if s.slack_bot_token is not None and not receive:
+        return (
+            "Slack is half configured: RANKZERO_SLACK_BOT_TOKEN is set, but Slack also needs "
+            "RANKZERO_SLACK_SIGNING_SECRET (HTTP mode) or RANKZERO_SLACK_APP_TOKEN (Socket Mode) to receive "
+            "commands; set one of them, or unset RANKZERO_SLACK_BOT_TOKEN"
+        )
+    if s.slack_bot_token is None and receive:
+        return (
+            f"Slack is half configured: {' and '.join(receive)} set, but Slack also needs "
+            "RANKZERO_SLACK_BOT_TOKEN (the Bot User OAuth Token, xoxb-...), or RANKZERO_SLACK_CLIENT_ID and "
+            "RANKZERO_SLACK_CLIENT_SECRET for OAuth mode; set them, or unset "
+            f"{' and '.join(receive)}"
+        )
+    return None
+
+
 def build_adapters(settings: Settings, *, console: bool = False) -> list[Adapter]:
-    """The adapters configured in ``settings`` (plus the terminal when ``console``)."""
+    """The adapters configured in ``settings`` (plus the terminal when ``console``).
+
+    ConfigurationError for a half configured platform: it is named with what it lacks, rather than
+    ignored (which said "no chat platform is configured", or served the others without it).
+    """
+    if problem := slack_incomplete(settings):
+        raise ConfigurationError(problem)
     adapters: list[Adapter] = []
     if console:
         from bot.adapters.console.serve import ConsoleAdapter

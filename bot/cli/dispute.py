@@ -170,21 +170,36 @@ def questions_verify(settings: Settings, paths: tuple[str, ...], concurrency: in
 @click.argument("path", type=click.Path(exists=True))
 @click.pass_obj
 def questions_preview(settings: Settings, path: str) -> None:
-    """Show what the runner really prints for each predict_output question of a file, before importing it."""
+    """Show what the runner really prints for each predict_output question of a file, before importing it.
+
+    Exit 1 when the runner contradicts an official answer (as ``questions verify`` does), so a script or
+    CI step that previews a file before importing it stops there.
+    """
     console = Console()
     specs = load_specs_or_exit((path,), importing=False)  # a bad file: its errors with file:line, exit 1
 
-    async def body(app: App) -> None:
+    async def body(app: App) -> list[str]:
         shown = 0
+        contradicted: list[str] = []
         for spec in specs:
             if spec.get("kind") == Kind.PREDICT_OUTPUT and spec.get("code"):
                 card = await app.disputes.preview_question(Actor(console_player(None), is_admin=True), spec)
                 console.print(dispute_render.dispute(card))
                 shown += 1
+                if card.verification == "contradicted":
+                    contradicted.append(str(spec.get("id")))
         if not shown:
             console.print("no predict_output question with code in this file")
+        return contradicted
 
-    run_app(settings, body, console=console, local_runner=True)
+    contradicted = run_app(settings, body, console=console, local_runner=True)
+    if contradicted:
+        click.echo(
+            f"the runner contradicts the official answer of {len(contradicted)} question(s): "
+            f"{visible(', '.join(contradicted))}; fix the answer or the code before importing",
+            err=True,
+        )
+        raise SystemExit(1)
 
 
 @click.command("correct")

@@ -130,6 +130,11 @@ def _show(view: ScheduleView) -> None:
         f"reminder    {f'{cfg.reminder_minutes} min before closing' if cfg.reminder_minutes else 'off'}",
         f"weekly      {DAY_NAMES[cfg.summary_day] if cfg.summary_day else 'off'}",
     ]
+    for taken in view.taken:
+        lines.append(
+            f"no post     {taken.day:%a %Y-%m-%d}: that day's challenge #{taken.challenge_id} exists already "
+            f"({taken.status}), so its slot posts nothing"
+        )
     for at in view.next_posts:
         lines.append(f"next post   {at.astimezone(tz):%a %Y-%m-%d %H:%M %Z} ({at:%H:%M} UTC)")
     click.echo("\n".join(lines))

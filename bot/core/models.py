@@ -26,6 +26,8 @@ MAX_PLAYER_NAME = 80
 #: Characters a name may not contain: C0/C1 controls (ESC starts terminal commands, newlines forge lines
 #: of a leaderboard), DEL, and the bidirectional overrides and isolates that reorder what is shown.
 _NAME_CONTROL = re.compile("[\x00-\x1f\x7f-\x9f\u061c\u200e\u200f\u202a-\u202e\u2066-\u2069]")
+#: Characters that show nothing: a name of only these (and spaces) reads as empty on every leaderboard.
+_ZERO_WIDTH = re.compile("[\u00ad\u180e\u200b-\u200d\u2060-\u2064\ufeff]")
 
 
 def player_name_problem(name: str) -> str | None:
@@ -37,6 +39,13 @@ def player_name_problem(name: str) -> str | None:
     stripped = name.strip()
     if not stripped:
         return "a player name cannot be empty or only spaces; give a name, e.g. --player ada"
+    if not _ZERO_WIDTH.sub("", stripped).strip():
+        first = _ZERO_WIDTH.search(stripped)
+        code = f" (U+{ord(first.group()):04X})" if first else ""
+        return (
+            f"a player name needs a visible character: this one has only zero-width characters{code}; "
+            "give a name, e.g. --player ada"
+        )
     if len(stripped) > MAX_PLAYER_NAME:
         return (
             f"a player name is at most {MAX_PLAYER_NAME} characters, this one has {len(stripped)}; "
@@ -56,6 +65,8 @@ def bounded_display_name(name: str, fallback: str) -> str:
     nothing is left. Platforms are not refused: a player cannot fix a name their workspace gave them here.
     """
     cleaned = " ".join(_NAME_CONTROL.sub(" ", name).split())
+    if not _ZERO_WIDTH.sub("", cleaned).strip():
+        cleaned = ""  # only zero-width characters: nothing anyone could read; the fallback is shown
     if len(cleaned) > MAX_PLAYER_NAME:
         cleaned = cleaned[: MAX_PLAYER_NAME - 1].rstrip() + "…"
     return cleaned or fallback[:MAX_PLAYER_NAME]

@@ -50,11 +50,22 @@ SUSPENDED = "suspended"
 
 
 @dataclass(frozen=True)
+class TakenDay:
+    """A day whose slot will post nothing: the channel has that day's challenge already."""
+
+    day: dt.date
+    challenge_id: int
+    status: str
+
+
+@dataclass(frozen=True)
 class ScheduleView:
     """A schedule as shown to an admin, with its next post times."""
 
     schedule: Schedule
     next_posts: tuple[dt.datetime, ...]
+    #: Slots before the last of ``next_posts`` that post nothing (the day's challenge exists already).
+    taken: tuple[TakenDay, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -229,14 +240,22 @@ class ScheduleService:
         async with self._uow() as uow:
             channel_pk = await uow.players.ensure_channel(channel)
             schedule = await uow.schedules.get_schedule(channel_pk)
-        if schedule is None:
-            return None
-        posts: list[dt.datetime] = []
-        at = self._clock.now()
-        while not schedule.config.paused and len(posts) < upcoming:
-            at = next_slot(schedule.config, at)
-            posts.append(at)
-        return ScheduleView(schedule, tuple(posts))
+            if schedule is None:
+                return None
+            posts: list[dt.datetime] = []
+            taken: list[TakenDay] = []
+            at = self._clock.now()
+            # A slot on a day that has its challenge already (posted, or opened by `rankzero play` and
+            # closed) posts nothing (post_scheduled says "already posted"): it is not promised as a post.
+            # Only the first slots can be such days; the bound keeps a corrupt table from looping.
+            while not schedule.config.paused and len(posts) < upcoming and len(taken) < 8:
+                at = next_slot(schedule.config, at)
+                existing = await uow.challenges.get_challenge(channel_pk, local_date(schedule.config, at))
+                if existing is not None and (existing.closes_at is not None or existing.status != "open"):
+                    taken.append(TakenDay(existing.day, existing.id, existing.status))
+                else:
+                    posts.append(at)
+        return ScheduleView(schedule, tuple(posts), tuple(taken))
 
     # ------------------------------------------------------------------ reads for the scheduler
     async def schedules(self) -> list[Schedule]:

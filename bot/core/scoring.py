@@ -20,7 +20,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 
 from bot.core.models import QuestionCandidate
-from bot.core.vocabulary import Difficulty
+from bot.core.vocabulary import Difficulty, Kind
 
 #: Base points by difficulty, keyed by the members (all of them: tests/test_vocabulary.py checks it) and
 #: read with the plain strings questions carry (a member hashes as its value: no conversion per answer).
@@ -154,6 +154,11 @@ _RANKS: dict[str, int] = {level.value: level.rank for level in Difficulty}
 
 #: Days a family rests in a channel after one of its instances was asked there.
 FAMILY_REST_DAYS = 7
+#: Kinds whose questions carry code the runner can run (the bank requires a runner block with the code of
+#: a predict_output question): each challenge has one when the bank does, so that at least one of its
+#: problems can be disputed (`rankzero dispute today:N` was refused for every problem of a day of
+#: metrics and conceptual questions).
+DISPUTABLE_KINDS = frozenset({Kind.PREDICT_OUTPUT.value})
 
 
 def pick_problems(
@@ -172,7 +177,9 @@ def pick_problems(
     repeats in a channel until every eligible candidate has been used as often (least-used first);
     difficulty follows :func:`difficulty_ramp`, falling back to the nearest level; topics are mixed (a
     topic already in the challenge is avoided while others remain); among equals, the family with the
-    smallest share of its instances used goes first, so families drain evenly. Returned in ramp order.
+    smallest share of its instances used goes first, so families drain evenly. Last, a challenge without
+    a question of :data:`DISPUTABLE_KINDS` gets one when the candidates have one (see
+    :func:`_with_a_disputable`). Returned in ramp order.
     """
     remaining = list(candidates)
     rng.shuffle(remaining)
@@ -206,5 +213,31 @@ def pick_problems(
         best = min(pool, key=rank)
         chosen.append(best)
         remaining.remove(best)
+    _with_a_disputable(chosen, remaining, resting)
     chosen.sort(key=lambda c: _RANKS[c.difficulty])
     return chosen
+
+
+def _with_a_disputable(
+    chosen: list[QuestionCandidate], remaining: list[QuestionCandidate], resting: set[str]
+) -> None:
+    """Make one of ``chosen`` a question of :data:`DISPUTABLE_KINDS` when none is and one can be: the
+    least-used such candidate (of a family not in the challenge, not resting where possible) takes the
+    place of the chosen problem closest to it in difficulty, the most-used of those first.
+    """
+    if not chosen or any(c.kind in DISPUTABLE_KINDS for c in chosen):
+        return
+    families = {c.family for c in chosen}
+    runnable = [c for c in remaining if c.kind in DISPUTABLE_KINDS and c.family not in families]
+    runnable = [c for c in runnable if c.family not in resting] or runnable
+    if not runnable:
+        return
+    least = min(c.uses for c in runnable)
+    pool = [c for c in runnable if c.uses == least]
+    slot, best = min(
+        ((i, c) for i in range(len(chosen)) for c in pool),
+        key=lambda p: (abs(_RANKS[p[1].difficulty] - _RANKS[chosen[p[0]].difficulty]), -chosen[p[0]].uses),
+    )
+    remaining.append(chosen[slot])
+    remaining.remove(best)
+    chosen[slot] = best

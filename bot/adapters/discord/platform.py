@@ -85,7 +85,8 @@ class DiscordPlatform:
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Post the results and disable the original post's Start button (best effort)."""
         target = self._channel(channel)
-        await target.send(embed=render.results_embed(card), allowed_mentions=no_mentions())
+        for embed in render.results_embeds(card):
+            await target.send(embed=embed, allowed_mentions=no_mentions())
         if message_ref and message_ref.isdigit():
             try:
                 await target.get_partial_message(int(message_ref)).edit(view=None)

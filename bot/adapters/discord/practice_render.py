@@ -13,13 +13,22 @@ from typing import Any
 import discord
 
 from bot.adapters.discord.practice_components import PracticeButton
-from bot.adapters.discord.render import BLUE, DIFFICULTY_ICONS, GREEN, GREY, RED, bank_text, relative
+from bot.adapters.discord.render import (
+    BLUE,
+    DIFFICULTY_ICONS,
+    GREEN,
+    GREY,
+    RED,
+    add_long_field,
+    bank_text,
+    code_text,
+    relative,
+)
 from bot.adapters.discord.sanitize import (
     BUTTONS_PER_ROW,
     EMBED_TOTAL,
     FIELD_VALUE,
     MARKER,
-    code_block,
     fit_embed,
     plain,
     safe_text,
@@ -92,9 +101,10 @@ def quiz_question_embed(card: QuizQuestionCard) -> discord.Embed:
         colour=BLUE,
     )
     if card.code:
-        embed.add_field(name="Code", value=code_block(card.code), inline=False)
-    choices = "\n".join(f"**{letter}.** {safe_text(text)}" for letter, text in card.choices)
-    embed.add_field(name="Choices", value=truncate(choices, FIELD_VALUE), inline=False)
+        add_long_field(embed, "Code", code_text(card.code))
+    add_long_field(
+        embed, "Choices", "\n".join(f"**{letter}.** {safe_text(text)}" for letter, text in card.choices)
+    )
     embed.set_footer(text=f"{NOT_RANKED} · quiz {card.quiz_id}")
     return fit_embed(embed)
 
@@ -130,7 +140,7 @@ def quiz_feedback_embed(fb: QuizFeedback) -> discord.Embed:
             line += f"\n↳ {safe_text(c.feedback)}"
         lines.append(line)
     if lines:
-        embed.add_field(name="Choices", value=truncate("\n".join(lines), FIELD_VALUE), inline=False)
+        add_long_field(embed, "Choices", "\n".join(lines))
     embed.set_footer(text=f"Question {fb.position}/{fb.total} · quiz {fb.quiz_id}")
     return fit_embed(embed)
 
@@ -173,7 +183,7 @@ def _card_embed(card: FlashcardCard) -> discord.Embed:
         colour=BLUE,
     )
     if card.code:
-        embed.add_field(name="Code", value=code_block(card.code), inline=False)
+        add_long_field(embed, "Code", code_text(card.code))
     lapses = f" · forgotten {_plural(card.lapses, 'time')}" if card.lapses else ""
     embed.set_footer(text=f"{card.remaining} due{lapses} · card {card.card_id}")
     return embed
@@ -202,9 +212,9 @@ def flashcard_back_embed(card: FlashcardCard) -> discord.Embed:
     """Front and back of a card, with the explanation."""
     embed = _card_embed(card)
     embed.colour = GREEN
-    embed.add_field(name="Answer", value=truncate(safe_text(card.back) or "—", FIELD_VALUE), inline=False)
+    add_long_field(embed, "Answer", safe_text(card.back) or "—")
     if card.explanation:
-        embed.add_field(name="Why", value=bank_text(card.explanation, FIELD_VALUE), inline=False)
+        add_long_field(embed, "Why", bank_text(card.explanation))
     embed.add_field(
         name="How well did you recall it?",
         value="Each button shows when the card would come back.",
@@ -324,7 +334,7 @@ def explain_result_embed(card: ExplainResultCard) -> discord.Embed:
         missed = "\n".join(f"❌ {plain(name)}" for name in card.missed)
         embed.add_field(name="Missed", value=truncate(missed, FIELD_VALUE), inline=False)
     if card.explanation:
-        embed.add_field(name="Why", value=bank_text(card.explanation, FIELD_VALUE), inline=False)
+        add_long_field(embed, "Why", bank_text(card.explanation))
     embed.set_footer(text=f"{card.question_id} · /explain for another prompt")
     return fit_embed(embed)
 

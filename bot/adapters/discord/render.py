@@ -14,11 +14,14 @@ from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.sanitize import (
     EMBED_DESCRIPTION,
     FIELD_VALUE,
+    ZWSP,
     code_block,
     fit_embed,
     neutralise_mentions,
     plain,
     safe_text,
+    split_embed,
+    split_markdown,
     truncate,
 )
 from bot.adapters.markup import to_discord
@@ -64,6 +67,19 @@ def bank_text(md: str, limit: int = EMBED_DESCRIPTION) -> str:
     broken, at most ``limit`` characters (cut before converting, so a cut fence is still closed).
     """
     return truncate(neutralise_mentions(to_discord(truncate(md, limit - 8))), limit)
+
+
+def add_long_field(embed: discord.Embed, name: str, text: str) -> None:
+    """``text`` as one field, or several when it is over a field's 1024 characters: cut at line ends,
+    code blocks closed and opened again, the later fields named "``name`` (continued)".
+    """
+    for i, piece in enumerate(split_markdown(text, FIELD_VALUE)):
+        embed.add_field(name=name if i == 0 else f"{name} (continued)", value=piece or ZWSP, inline=False)
+
+
+def code_text(code: str) -> str:
+    """A whole snippet as a Python code block (inner fences made inert); :func:`add_long_field` splits it."""
+    return code_block(code, limit=len(code) * 4 + 16)
 
 
 def _view(*items: discord.ui.Item[Any]) -> discord.ui.View:
@@ -118,14 +134,16 @@ def problem_embed(
         description=bank_text(card.prompt),
         colour=colour,
     )
+    # Code, choices, hint and explanation are shown whole: over a field's 1024 characters they go on in
+    # further fields (the bank's validation keeps a question within the embed's 6000 in all).
     if card.code:
-        embed.add_field(name="Code", value=code_block(card.code), inline=False)
+        add_long_field(embed, "Code", code_text(card.code))
     choices = "\n".join(f"**{letter}.** {safe_text(text)}" for letter, text in card.choices)
-    embed.add_field(name="Choices", value=truncate(choices, FIELD_VALUE), inline=False)
+    add_long_field(embed, "Choices", choices)
     hint_text = hint.hint if hint is not None else card.hint
     if hint_text:
         cost = f" (−{hint.cost} points)" if hint is not None and hint.cost else ""
-        embed.add_field(name=f"💡 Hint{cost}", value=safe_text(hint_text), inline=False)
+        add_long_field(embed, f"💡 Hint{cost}", safe_text(hint_text))
     if feedback is not None:
         embed.add_field(name="Result", value=safe_text(_feedback_line(feedback)), inline=False)
     if over:
@@ -134,7 +152,7 @@ def problem_embed(
             text = f"Correct answer: **{reveal.correct_letter}**"
             if reveal.explanation:
                 text += "\n" + bank_text(reveal.explanation)
-            embed.add_field(name="Explanation", value=text, inline=False)
+            add_long_field(embed, "Explanation", text)
         embed.add_field(name="Status", value="This problem is over.", inline=False)
     else:
         embed.add_field(
@@ -216,8 +234,10 @@ def summary_embed(summary: PlayerChallengeSummary) -> discord.Embed:
 
 
 # ---------------------------------------------------------------------- channel posts
-def results_embed(card: ResultsCard) -> discord.Embed:
-    """Results when a challenge closes."""
+def results_embeds(card: ResultsCard) -> list[discord.Embed]:
+    """Results when a challenge closes: one embed, or several (one message each) when a large tie, many
+    badges or streaks are over one embed's limits; nobody's name is cut.
+    """
     embed = discord.Embed(title=f"Results · {safe_text(card.title)}", colour=GREEN)
     embed.description = f"{card.players} player(s)"
     for p in card.problems:
@@ -228,31 +248,27 @@ def results_embed(card: ResultsCard) -> discord.Embed:
             inline=False,
         )
     if card.winners:
-        embed.add_field(
-            name="Top",
-            value="\n".join(f"{w.rank}. {plain(w.display_name)} · {w.points}" for w in card.winners),
-            inline=False,
+        add_long_field(
+            embed, "Top", "\n".join(f"{w.rank}. {plain(w.display_name)} · {w.points}" for w in card.winners)
         )
     if card.badges:
-        embed.add_field(
-            name="Badges",
-            value="\n".join(f"{b.emoji} {plain(name)}: {plain(b.name)}" for name, b in card.badges),
-            inline=False,
+        add_long_field(
+            embed, "Badges", "\n".join(f"{b.emoji} {plain(name)}: {plain(b.name)}" for name, b in card.badges)
         )
     if card.streaks:
-        embed.add_field(
-            name="Streaks",
-            value="\n".join(
+        add_long_field(
+            embed,
+            "Streaks",
+            "\n".join(
                 f"{'🎉' if s.milestone else '🔥'} {plain(s.display_name)} · {s.days} days"
                 + (" · **milestone!**" if s.milestone else "")
                 for s in card.streaks
             ),
-            inline=False,
         )
     for note in card.notes:
-        embed.add_field(name="Correction", value=safe_text(note), inline=False)
+        add_long_field(embed, "Correction", safe_text(note))
     embed.set_footer(text="See the standings with /leaderboard")
-    return fit_embed(embed)
+    return split_embed(embed)
 
 
 def reminder_text(card: ReminderCard) -> str:

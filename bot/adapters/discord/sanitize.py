@@ -12,6 +12,8 @@ import re
 
 import discord
 
+from bot.adapters.markup import split_markdown
+
 #: Discord's documented limits (https://discord.com/developers/docs/resources/message#embed-object-embed-limits).
 MESSAGE_CONTENT = 2000
 EMBED_TITLE = 256
@@ -24,6 +26,8 @@ EMBED_TOTAL = 6000
 BUTTONS_PER_ROW = 5
 ROWS = 5
 BUTTON_LABEL = 80
+
+__all__ = ["split_markdown"]  # re-exported: Discord cuts long fields with it
 
 MARKER = "… (truncated)"
 ZWSP = "\u200b"
@@ -125,6 +129,26 @@ def fit_embed(embed: discord.Embed) -> discord.Embed:
             embed.add_field(name=MARKER, value=ZWSP, inline=False)
             break
     return embed
+
+
+def split_embed(embed: discord.Embed) -> list[discord.Embed]:
+    """An embed too big for one message as several, none cut: each holds at most 25 fields and 6000
+    characters; the first keeps the title and description, the last the footer, the later ones are
+    titled "(continued)". Each is sent as its own message (a message's embeds share the 6000).
+    """
+    footer = embed.footer.text or ""
+    first = discord.Embed(title=embed.title, description=embed.description, colour=embed.colour)
+    out = [first]
+    for f in embed.fields:
+        name, value = f.name or ZWSP, f.value or ZWSP
+        last = out[-1]
+        if len(last.fields) >= EMBED_FIELDS or len(last) + len(name) + len(value) > EMBED_TOTAL - len(footer):
+            last = discord.Embed(title=f"{embed.title or ''} (continued)"[-EMBED_TITLE:], colour=embed.colour)
+            out.append(last)
+        last.add_field(name=name, value=value, inline=f.inline)
+    if footer:
+        out[-1].set_footer(text=footer)
+    return [fit_embed(e) for e in out]
 
 
 def layout(

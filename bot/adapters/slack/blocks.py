@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Any
 
-from bot.adapters.markup import to_slack_mrkdwn
+from bot.adapters.markup import ZWSP, inert_backticks, split_markdown, to_slack_mrkdwn
 from bot.core import ids
 from bot.core.cards import (
     ChallengeCard,
@@ -110,14 +110,61 @@ def fit_view(blocks: Sequence[Block]) -> list[Block]:
     return [*blocks[: MAX_VIEW_BLOCKS - 1], context(f"{TRUNCATED}: {left} more blocks not shown")]
 
 
-def code_block(code: str, limit: int = MAX_TEXT) -> str:
-    """A fenced code block of at most ``limit`` characters: escaped, triple backticks inside cannot end
-    it early, and a long body is cut inside the fences so the closing fence is always kept.
+def _fence(body: str) -> str:
+    """``body`` between triple backticks; a body that starts or ends with a backtick would make the
+    fence a run of four, which Slack does not read as a fence, so a zero-width space stands between.
     """
-    body = esc(code).replace("```", "`\u200b``")
-    if len(body) + 6 > limit:
-        body = body[: limit - 6 - len(TRUNCATED)] + TRUNCATED
+    if body.startswith("`"):
+        body = ZWSP + body
+    if body.endswith("`"):
+        body += ZWSP
     return f"```{body}```"
+
+
+def code_block(code: str, limit: int = MAX_TEXT) -> str:
+    """A fenced code block of at most ``limit`` characters: escaped, no run of three backticks inside
+    (it would end the block early), and a long body is cut inside the fences so the closing fence is
+    always kept. For output that may be cut (a rank's output); the bank's code uses :func:`code_sections`.
+    """
+    body = inert_backticks(esc(code))
+    if len(body) + 8 > limit:
+        body = body[: limit - 8 - len(TRUNCATED)] + TRUNCATED
+    return _fence(body)
+
+
+def code_sections(code: str) -> list[Block]:
+    """A whole snippet as code blocks, one section each (3000 characters, Slack's section text limit:
+    https://api.slack.com/reference/block-kit/blocks#section), cut at line ends: nothing is left out.
+    """
+    body = inert_backticks(esc(code.rstrip("\n")))
+    return [section(_fence(piece)) for piece in split_markdown(body, MAX_TEXT - 8)]
+
+
+def mrkdwn_pieces(md: str, limit: int = MAX_TEXT, *, source_limit: int | None = None) -> list[str]:
+    """Bank Markdown as mrkdwn texts of at most ``limit`` characters each, cut at line ends (code blocks
+    closed and opened again). Escaping lengthens the text (``<`` is ``&lt;``): a piece still too long is
+    split again from its Markdown with a proportionally smaller size.
+    """
+    out: list[str] = []
+    for piece in split_markdown(md, source_limit or limit):
+        text = to_slack_mrkdwn(piece)
+        if len(text) <= limit or len(piece) <= 1:
+            out.append(text)
+        else:
+            smaller = max(1, min(len(piece) - 1, limit * len(piece) // len(text) - 8))
+            out += mrkdwn_pieces(piece, limit, source_limit=smaller)
+    return out
+
+
+def markdown_sections(md: str, head: str = "") -> list[Block]:
+    """Bank Markdown (a prompt, an explanation) as as many sections as it needs, ``head`` (mrkdwn, a
+    line such as "*Why:*") on top of the first.
+    """
+    room = MAX_TEXT - (len(head) + 1 if head else 0)
+    pieces = mrkdwn_pieces(md, room)
+    if head:
+        pieces[0] = f"{head}\n{pieces[0]}" if pieces[0] else head
+    return [section(piece) for piece in pieces if piece]
 
 
 def _bar(count: int, total: int) -> str:
@@ -197,11 +244,12 @@ def results_blocks(card: ResultsCard) -> list[Block]:
     """The results post, compact: one block per kind of content (problems, badges, streaks), each badge
     listing its earners, so a busy day still fits one message.
     """
-    lead = f"{card.players} players took part."
+    lead = [f"{card.players} players took part."]
     if card.winners:
-        names = ", ".join(f"{esc(w.display_name)} ({w.points} pts)" for w in card.winners)
-        lead += f"\n:trophy: Winner{'s' if len(card.winners) > 1 else ''}: {names}"
-    blocks = [header(f"Results · {card.title}"), *packed_sections([lead])]
+        # A large tie is many winners: their names go on over as many lines (and sections) as they need.
+        label = f":trophy: Winner{'s' if len(card.winners) > 1 else ''}"
+        lead += _name_lines(label, [f"{esc(w.display_name)} ({w.points} pts)" for w in card.winners])
+    blocks = [header(f"Results · {card.title}"), *packed_sections(lead)]
     problem_lines = []
     for p in card.problems:
         dist = "  ".join(f"{letter}: {n}" for letter, n in p.distribution.items())
@@ -286,14 +334,15 @@ def home_view(stats: StatsCard, board: LeaderboardCard, practice: Sequence[Block
 def help_text(admin: bool) -> str:
     """The slash command's help."""
     lines = [
-        "*RankZero* · `/rankzero <command>`",
+        # Placeholders are escaped like any text: a raw ``<command>`` is mrkdwn's link syntax, not text.
+        "*RankZero* · `/rankzero &lt;command&gt;`",
         "`challenge` today's challenge of this channel, with a Start button",
         "`leaderboard [channel|workspace] [today|week|all]` the standings",
         "`stats` your record (ranked) and your practice",
         "`quiz [topic]` 5 practice questions · `review` your due flashcards · "
         "`explain [topic]` explain a concept in your own words (private, never ranked)",
-        "`dispute <problem-id>` (or `today:N`, or a question id) run a finished problem's code in the "
-        "sandbox; add a variant of the code in a ``` block after it to run that instead",
+        "`dispute &lt;problem-id&gt;` (or `today:N`, or a question id) run a finished problem's code in the "
+        "sandbox; add a variant of the code after it, between triple backticks, to run that instead",
     ]
     if admin:
         lines += [
@@ -303,9 +352,9 @@ def help_text(admin: bool) -> str:
             "`post-now` post today's challenge now (with the channel's schedule settings) · "
             "`close-now [challenge-id]` close the open one and post the results",
             "`question add` open the question form (predict-the-output code is previewed on the runner"
-            " before saving) · `question retire <id>`",
-            "`question correct <id> <letter>` fix an official answer and re-score · `question flags [all]`"
-            " questions a dispute contradicted",
+            " before saving) · `question retire &lt;id&gt;`",
+            "`question correct &lt;id&gt; &lt;letter&gt;` fix an official answer and re-score · "
+            "`question flags [all]` questions a dispute contradicted",
         ]
     return "\n".join(lines)
 
@@ -331,15 +380,17 @@ def problem_view(card: ProblemCard, feedback: Feedback | None = None, note: str 
             f"*Problem {card.position} of {card.total}* · {esc(card.topic)} · {esc(card.difficulty)}"
             f" · `{esc(card.kind)}`"
         ),
-        section(to_slack_mrkdwn(card.prompt)),
+        *markdown_sections(card.prompt),
     ]
+    # Prompt, code, choices, hint and explanation are shown whole, over several sections when long (the
+    # bank's validation keeps every question within what a modal holds).
     if card.code:
-        blocks.append(section(code_block(card.code)))
+        blocks += code_sections(card.code)
     over = card.over or (feedback is not None and feedback.over)
     wrong = set(card.wrong_letters)
-    blocks.append(section("\n".join(f"*{esc(letter)}.* {esc(text)}" for letter, text in card.choices)))
+    blocks += packed_sections([f"*{esc(letter)}.* {esc(text)}" for letter, text in card.choices])
     if card.hint:
-        blocks.append(section(f":bulb: *Hint:* {esc(card.hint)}"))
+        blocks += packed_sections([esc(card.hint)], ":bulb: *Hint:*")
     if feedback is not None and feedback.message:
         icon = ":white_check_mark:" if feedback.correct else (":x:" if feedback.letter else ":hourglass:")
         blocks.append(section(f"{icon} {esc(feedback.message)}"))
@@ -363,10 +414,8 @@ def problem_view(card: ProblemCard, feedback: Feedback | None = None, note: str 
     else:
         reveal = feedback.reveal if feedback is not None else None
         if reveal is not None:
-            text = f"*Answer: {esc(reveal.correct_letter)}*"
-            if reveal.explanation:
-                text += f"\n{to_slack_mrkdwn(reveal.explanation)}"
-            blocks.append(section(text))
+            head = f"*Answer: {esc(reveal.correct_letter)}*"
+            blocks += markdown_sections(reveal.explanation or "", head)
         label = "Next" if card.position < card.total else "See my score"
         blocks += actions([button(label, ids.encode("next", card.challenge_id), style="primary")])
     return _modal("RankZero", blocks, metadata=f"{card.challenge_id}:{card.problem_id}")

@@ -193,7 +193,7 @@ def flags_blocks(flags: Sequence[QuestionFlag]) -> list[Block]:
                 f"{esc(f.explanation)}"
             )
         )
-    blocks.append(context("Fix one with `/rankzero question correct <id> <letter>`."))
+    blocks.append(context("Fix one with `/rankzero question correct &lt;id&gt; &lt;letter&gt;`."))
     return blocks
 
 

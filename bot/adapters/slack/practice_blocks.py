@@ -13,16 +13,17 @@ from __future__ import annotations
 import datetime as dt
 from collections.abc import Sequence
 
-from bot.adapters.markup import to_slack_mrkdwn
 from bot.adapters.slack.blocks import (
     Block,
     actions,
     button,
     clip,
-    code_block,
+    code_sections,
     context,
     esc,
     fit_view,
+    markdown_sections,
+    packed_sections,
     section,
 )
 from bot.core import ids
@@ -114,8 +115,8 @@ def message_view(title: str, text: str) -> Block:
     return _modal(title, [section(f":warning: {esc(text)}")])
 
 
-def _choices(choices: Sequence[tuple[str, str]]) -> Block:
-    return section("\n".join(f"*{esc(letter)}.* {esc(text)}" for letter, text in choices))
+def _choices(choices: Sequence[tuple[str, str]]) -> list[Block]:
+    return packed_sections([f"*{esc(letter)}.* {esc(text)}" for letter, text in choices])
 
 
 # ---------------------------------------------------------------------- quiz
@@ -126,11 +127,11 @@ def quiz_question_view(card: QuizQuestionCard) -> Block:
             f"*Quiz {card.position} of {card.total}* · {esc(card.topic)} · {esc(card.difficulty)}"
             " · untimed, not ranked"
         ),
-        section(to_slack_mrkdwn(card.prompt)),
+        *markdown_sections(card.prompt),
     ]
     if card.code:
-        blocks.append(section(code_block(card.code)))
-    blocks.append(_choices(card.choices))
+        blocks += code_sections(card.code)
+    blocks += _choices(card.choices)
     blocks += actions(
         [
             button(letter, action_id("quiz", card.quiz_id, card.position, letter), value=letter)
@@ -155,9 +156,9 @@ def quiz_feedback_view(fb: QuizFeedback) -> Block:
         if c.feedback:
             line += f"\n      {esc(c.feedback)}"
         lines.append(line)
-    blocks = [section(f"*Quiz {fb.position} of {fb.total}*\n{head}"), section("\n".join(lines))]
+    blocks = [section(f"*Quiz {fb.position} of {fb.total}*\n{head}"), *packed_sections(lines)]
     if fb.explanation:
-        blocks.append(section(f"*Why:* {to_slack_mrkdwn(fb.explanation)}"))
+        blocks += markdown_sections(fb.explanation, "*Why:*")
     label = "See my score" if fb.finished else "Next question"
     blocks += actions([button(label, action_id("quiznext", fb.quiz_id), style="primary")])
     return _modal(QUIZ_TITLE, blocks, metadata=f"quiz:{fb.quiz_id}")
@@ -203,7 +204,7 @@ def _card_head(card: FlashcardCard, lead: str | None) -> list[Block]:
     blocks.append(context(f"{card.phase} · {esc(card.topic)} · {origin} · {card.remaining} due"))
     blocks.append(section(esc(card.front)))
     if card.code:
-        blocks.append(section(code_block(card.code)))
+        blocks += code_sections(card.code)
     return blocks
 
 
@@ -219,7 +220,7 @@ def flashcard_back_view(card: FlashcardCard) -> Block:
     blocks = _card_head(card, None)
     blocks.append(section(f"*Answer*\n{esc(card.back) or '_(no answer text)_'}"))
     if card.explanation:
-        blocks.append(context(to_slack_mrkdwn(card.explanation)))
+        blocks += markdown_sections(card.explanation)
     blocks += actions(
         [
             button(
@@ -255,7 +256,7 @@ def explain_modal(card: ExplainPromptCard) -> Block:
         section(
             f"*Explain* · {esc(card.topic)} · {esc(card.difficulty)} · graded on {card.concepts} concepts"
         ),
-        section(to_slack_mrkdwn(card.prompt)),
+        *markdown_sections(card.prompt),
     ]
     if card.hint:
         blocks.append(context(f":bulb: {esc(card.hint)}"))
@@ -306,7 +307,7 @@ def explain_result_view(card: ExplainResultCard) -> Block:
     if card.model_answer:
         blocks.append(section(f"*Model answer*\n{esc(card.model_answer)}"))
     if card.explanation:
-        blocks.append(context(to_slack_mrkdwn(card.explanation)))
+        blocks += markdown_sections(card.explanation)
     blocks.append(context("Not ranked. Another prompt: `/rankzero explain [topic]`."))
     return _modal(EXPLAIN_TITLE, blocks, metadata=f"explain:{card.attempt_id}")
 
