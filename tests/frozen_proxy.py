@@ -74,6 +74,11 @@ class FrozenProxy:
             writer.transport.abort()
         if self._server is not None:
             await self._server.wait_closed()
+        # The copy tasks of connections held open: ended here, not left pending when the loop stops.
+        others = [t for t in asyncio.all_tasks() if t is not asyncio.current_task()]
+        for task in others:
+            task.cancel()
+        await asyncio.gather(*others, return_exceptions=True)
 
     async def _accept(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         self._writers.add(writer)
