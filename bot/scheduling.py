@@ -237,8 +237,9 @@ class RankZeroScheduler:
         self._fingerprint: tuple[object, ...] | None = None
         self._running: set[asyncio.Task[Any]] = set()
         self._job_deadline_s = job_deadline_s
-        #: What each running job body is (job name) and when it started (event-loop time: monotonic).
-        self._started: dict[asyncio.Task[Any], tuple[str, float]] = {}
+        #: What each running job body is (job name), when it started (event-loop time: monotonic) and its
+        #: deadline (seconds, None: none).
+        self._started: dict[asyncio.Task[Any], tuple[str, float, float | None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
         # Our jobs decide for themselves what "too late" means (the grace period), so the table never
@@ -303,7 +304,7 @@ class RankZeroScheduler:
             await asyncio.wait(left, timeout=remaining)
         if not left:
             return []
-        abandoned = sorted({self._started.get(t, (t.get_name(), 0.0))[0] for t in left})
+        abandoned = sorted({self._started[t][0] if t in self._started else t.get_name() for t in left})
         for task in left:
             task.cancel()
         # Bounded: a body whose cleanup waits on the frozen database again is left behind, not awaited.
@@ -399,28 +400,30 @@ class RankZeroScheduler:
         """Run a job body now, in its own task as the job table would (``_guard`` tracks the task)."""
         await asyncio.ensure_future(job)
 
-    async def _guard(self, what: str, body: Callable[[], Awaitable[None]]) -> None:
+    async def _guard(
+        self, what: str, body: Callable[[], Awaitable[None]], deadline_s: float | None = None
+    ) -> None:
         """Run a job body, tracked for ``idle()``; a failure is logged, shown on /healthz and retried.
 
-        One line per failure; the traceback only with the first failure of an outage.
+        One line per failure; the traceback only with the first failure of an outage. The body is cancelled
+        after ``deadline_s`` (default: the scheduler's ``job_deadline_s``), which counts as a failure.
         """
+        limit = self._job_deadline_s if deadline_s is None else deadline_s
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
             # Tracked until the task is done, not until this body returns: the job table counts the job's
             # instance until then, and a retry submitted earlier would be skipped as "still running".
             task.add_done_callback(self._running.discard)
-            self._started[task] = (what, asyncio.get_running_loop().time())
-        deadline = asyncio.timeout(self._job_deadline_s)
+            self._started[task] = (what, asyncio.get_running_loop().time(), limit)
+        deadline = asyncio.timeout(limit)
         try:
             async with deadline:
                 await body()
         except TimeoutError as exc:
             if deadline.expired():
                 # Cancelled by our deadline (the database or platform sent nothing back): a failure, retried.
-                self._failed(
-                    what, JobDeadlineError(f"did not finish within its {self._job_deadline_s:g} s deadline")
-                )
+                self._failed(what, JobDeadlineError(f"did not finish within its {limit:g} s deadline"))
             else:
                 self._failed(what, exc)  # a driver's own timeout (connect, statement, pool)
         except Exception as exc:  # one channel's failure must not stop the others
@@ -492,7 +495,8 @@ class RankZeroScheduler:
         async def body() -> None:
             await nudge()
 
-        await self._guard("nudge", body)
+        # A batch over every player (one DM each, at the platform's pace): it has until its next run.
+        await self._guard("nudge", body, self._nudge_interval_s)
 
     async def _fit_parameters(self) -> None:
         optimize = self._optimize
@@ -502,7 +506,8 @@ class RankZeroScheduler:
         async def body() -> None:
             await optimize()
 
-        await self._guard("optimize", body)
+        # One fit per player, each saved apart: it too has until its next run, a day later.
+        await self._guard("optimize", body, self._optimize_interval_s)
 
     async def _sync(self) -> None:
         async def body() -> None:
@@ -535,9 +540,12 @@ class RankZeroScheduler:
         """
         now = asyncio.get_running_loop().time()
         running: dict[str, float] = {}
-        for what, since in self._started.values():
-            running[what] = max(running.get(what, 0.0), round(now - since, 1))
-        limit = self._job_deadline_s
+        stuck: dict[str, dict[str, float]] = {}
+        for what, since, limit in self._started.values():
+            secs = round(now - since, 1)
+            running[what] = max(running.get(what, 0.0), secs)
+            if limit is not None and now - since > limit:
+                stuck[what] = {"running_s": secs, "deadline_s": limit}
         return {
             "state": "running" if self.jobs.running else "stopped",
             "jobs": [
@@ -546,11 +554,7 @@ class RankZeroScheduler:
             ],
             "failing": dict(self.failing),
             "running": running,
-            "stuck": {
-                what: {"running_s": secs, "deadline_s": limit}
-                for what, secs in running.items()
-                if limit is not None and secs > limit
-            },
+            "stuck": stuck,
         }
 
     def next_run(self, job_id: str) -> dt.datetime | None:

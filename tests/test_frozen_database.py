@@ -196,7 +196,7 @@ async def test_a_job_stuck_past_its_deadline_is_unhealthy_and_shutdown_abandons_
     released = asyncio.Event()
     cancelled = asyncio.Event()
 
-    async def nudge() -> Any:
+    async def silent() -> Any:
         try:
             await asyncio.Event().wait()  # a statement the server never answers
         except asyncio.CancelledError:
@@ -205,19 +205,39 @@ async def test_a_job_stuck_past_its_deadline_is_unhealthy_and_shutdown_abandons_
             raise
 
     engine = make_engine(db)
-    sched = RankZeroScheduler(_schedules(engine, clock), clock, nudge=nudge, job_deadline_s=0.2)
-    starting = asyncio.create_task(sched.start())  # the start sends the nudges once, and waits for them
+    schedules = _schedules(engine, clock)
+    sched = RankZeroScheduler(schedules, clock, sync_interval_s=60, job_deadline_s=0.2)
+    await sched.start()
     try:
+        schedules.end_windowless = silent  # type: ignore[method-assign]  # the sync's first call
+        clock.current = clock.now() + dt.timedelta(seconds=60)
+        sched.jobs.run_due()  # starts the sync, as the wake-up task would
         await guarded(cancelled.wait())
-        while "nudge" not in sched.state()["stuck"]:  # stuck once the deadline has passed
+        while "sync" not in sched.state()["stuck"]:  # stuck once the deadline has passed
             await asyncio.sleep(0.05)
         body = await health_report(engine, sched)
         assert body["ok"] is False and body["database"]["ok"] is True
-        assert body["scheduler"]["stuck"]["nudge"]["deadline_s"] == 0.2
+        assert body["scheduler"]["stuck"]["sync"]["deadline_s"] == 0.2
         abandoned = await guarded(sched.shutdown(timeout_s=0.1))
-        assert abandoned == ["nudge"]
+        assert abandoned == ["sync"]
     finally:
         released.set()
-        starting.cancel()
-        await asyncio.gather(starting, return_exceptions=True)
+        await engine.dispose()
+
+
+async def test_the_practice_batches_have_until_their_next_run(db: str, clock: FrozenClock) -> None:
+    """The nudge batch (one DM per player) is not cut at the job deadline meant for single posts."""
+    finished = asyncio.Event()
+
+    async def slow_nudges() -> None:
+        await asyncio.sleep(0.5)  # longer than the job deadline below, far shorter than the hour
+        finished.set()
+
+    engine = make_engine(db)
+    sched = RankZeroScheduler(_schedules(engine, clock), clock, nudge=slow_nudges, job_deadline_s=0.1)
+    try:
+        await guarded(sched.start())  # the start sends the nudges once
+        assert finished.is_set() and "nudge" not in sched.failing
+    finally:
+        await sched.shutdown()
         await engine.dispose()
