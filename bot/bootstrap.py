@@ -31,7 +31,7 @@ from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
 from bot.services import App, Services
-from bot.storage.db import make_engine, upgrade_async
+from bot.storage.db import EngineTimeouts, make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.repositories.deliveries import SqlDeliveryLog
 from bot.storage.repositories.drafts import SqlDraftRepository
@@ -57,6 +57,16 @@ def _units_of_work(engine: AsyncEngine) -> Callable[[], SqlUnitOfWork]:
     return lambda: SqlUnitOfWork(factory)
 
 
+def engine_timeouts(settings: Settings) -> EngineTimeouts:
+    """The database bounds the settings give (RANKZERO_DB_*_TIMEOUT_S, RANKZERO_SQLITE_BUSY_TIMEOUT_S)."""
+    return EngineTimeouts(
+        connect_s=settings.db_connect_timeout_s,
+        statement_s=settings.db_statement_timeout_s,
+        pool_s=settings.db_pool_timeout_s,
+        sqlite_busy_s=settings.sqlite_busy_timeout_s,
+    )
+
+
 def _configured_runner(settings: Settings) -> HttpRunnerClient | FleetRunnerClient | None:
     """The runner (or fleet of runners) RANKZERO_RUNNER_URL names, or None when it is unset."""
     return runner_from_settings(settings)
@@ -78,7 +88,7 @@ async def build_app(
     """
     if migrate:
         await upgrade_async(settings.database_url)
-    engine = make_engine(settings.database_url)
+    engine = make_engine(settings.database_url, timeouts=engine_timeouts(settings))
     uow = _units_of_work(engine)
     clock = clock or SystemClock()
     service = QuizService(
@@ -261,6 +271,7 @@ async def build_services(
         platforms=served,
         owns=shards.owns if (shards := settings.discord_shard_set) is not None else None,
         sync_interval_s=settings.schedule_sync_s,
+        job_deadline_s=settings.job_deadline_s,
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),
     )

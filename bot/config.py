@@ -143,6 +143,26 @@ class Settings(BaseSettings):
     schedule_sync_s: float = Field(default=30.0, gt=0)
     #: /healthz on 127.0.0.1 at this port (0: no health endpoint).
     health_port: int = Field(default=8787, ge=0, le=65535)
+    # --- a database that stops answering (a frozen server, a network that drops packets) must fail calls
+    # within these bounds instead of holding a job, a click or shutdown for good (issue 25).
+    #: Seconds to open a PostgreSQL connection (asyncpg's own default is 60).
+    db_connect_timeout_s: float = Field(default=10.0, gt=0, le=600)
+    #: Seconds one PostgreSQL statement may wait for its answer (asyncpg's command_timeout, counted on the
+    #: client: it also ends a wait on a server that answers nothing).
+    db_statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    #: Seconds a call waits for a free pooled connection before it fails.
+    db_pool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    #: Seconds a SQLite statement waits for another process's lock on the file (SQLite's busy timeout).
+    sqlite_busy_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    #: Seconds one scheduler job (a post, close, reminder, summary, the schedule sync...) may run; past it
+    #: the job is cancelled, reported on /healthz and retried like a failure.
+    job_deadline_s: float = Field(default=120.0, gt=0, le=3600)
+    #: Seconds one chat interaction (a command, a button, a form) may take before the user is told that
+    #: the bot could not finish it.
+    handler_deadline_s: float = Field(default=60.0, gt=0, le=900)
+    #: Seconds serve takes to stop after SIGTERM/SIGINT, whatever the database does; work still running
+    #: then is abandoned (and named in the log).
+    shutdown_timeout_s: float = Field(default=15.0, gt=0, le=600)
 
     @field_validator("discord_shards")
     @classmethod

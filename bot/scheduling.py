@@ -11,8 +11,11 @@ rebuilt or duplicated job can never act on stale data. Job ids are deterministic
 - ``retry:<job id>``       date job: a failed job tried again (exponential backoff)
 
 A failed job (the database or the platform did not answer) is retried with exponential backoff until it
-succeeds; each job decides for itself when it is too late (a post beyond the grace period is skipped, a
-reminder after its window closed is not sent), so retrying is always safe and always ends.
+succeeds. Every job runs under a deadline (``job_deadline_s``): a job still running then (a database that
+accepts bytes and answers nothing) is cancelled, shown on /healthz and retried like any failure, so one
+frozen call can never hold a job id, or the sync that follows schedule changes, for good. Each job
+decides for itself when it is too late (a post beyond the grace period is skipped, a reminder after its
+window closed is not sent), so retrying is always safe and always ends.
 
 "Now" comes from the Clock port (the system clock in production, a controllable clock in tests). APScheduler
 3.x reads the system time inside its scheduler loop and has no public way to take another clock, so the
@@ -48,6 +51,12 @@ log = logging.getLogger(__name__)
 MAX_SLEEP_S = 60.0
 #: Jobs retried after a failure, and the scheduler method that runs them.
 _RETRIED = ("post", "remind", "summary", "close", "sync")
+#: How long jobs cancelled at shutdown get to unwind (close their connections) before they are abandoned.
+CANCEL_GRACE_S = 2.0
+
+
+class JobDeadlineError(TimeoutError):
+    """A scheduler job ran past its deadline and was cancelled (it is retried like any failure)."""
 
 
 @dataclass
@@ -165,6 +174,14 @@ class JobTable:
                 timer.cancel()
 
 
+def describe_error(exc: BaseException) -> str:
+    """One line naming a job's failure (driver timeouts carry no message: say what they mean)."""
+    text = str(exc).strip()
+    if not text and isinstance(exc, TimeoutError):
+        text = "the database (or platform) did not answer in time"
+    return f"{type(exc).__name__}: {text}".splitlines()[0][:300]
+
+
 def _fingerprint(schedules: list[Schedule]) -> tuple[object, ...]:
     """What the jobs are built from: a different fingerprint means rebuild."""
     return tuple((s.channel_pk, s.config, s.updated_at) for s in schedules)
@@ -187,6 +204,7 @@ class RankZeroScheduler:
         nudge_interval_s: float = 3600.0,
         optimize: Callable[[], Awaitable[object]] | None = None,
         optimize_interval_s: float = 86400.0,
+        job_deadline_s: float | None = 120.0,
     ) -> None:
         """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
         process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
@@ -198,7 +216,8 @@ class RankZeroScheduler:
         players' FSRS parameters, every ``optimize_interval_s`` (first one interval after start).
 
         A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
-        ``retry_max_s`` between tries.
+        ``retry_max_s`` between tries. ``job_deadline_s``: how long one run of a job may take (None: no
+        bound); past it the run is cancelled and counts as a failure.
         """
         self._schedules = schedules
         self._retry_base_s = retry_base_s
@@ -217,6 +236,10 @@ class RankZeroScheduler:
         self._optimize_interval_s = optimize_interval_s
         self._fingerprint: tuple[object, ...] | None = None
         self._running: set[asyncio.Task[Any]] = set()
+        self._job_deadline_s = job_deadline_s
+        #: What each running job body is (job name), when it started (event-loop time: monotonic) and its
+        #: deadline (seconds, None: none).
+        self._started: dict[asyncio.Task[Any], tuple[str, float, float | None]] = {}
         self._idle = asyncio.Event()
         self._idle.set()
         # Our jobs decide for themselves what "too late" means (the grace period), so the table never
@@ -261,11 +284,32 @@ class RankZeroScheduler:
             self._add("optimize", self._fit_parameters, daily, None)
         log.info("scheduler started with %d jobs", len(self.jobs.jobs()))
 
-    async def shutdown(self) -> None:
-        """Stop the scheduler and wait for running jobs."""
+    async def shutdown(self, timeout_s: float | None = None) -> list[str]:
+        """Stop the scheduler and wait for running jobs, at most ``timeout_s`` (None: until they end).
+
+        Jobs still running then are cancelled, given :data:`CANCEL_GRACE_S` to unwind, and returned by
+        name (sorted): the work this shutdown abandoned. Their claims are in the database, so a later
+        process redoes or skips them as after a crash.
+        """
         self._schedules.unsubscribe(self.rebuild)
         await self.jobs.stop()
-        await self.idle()
+        if timeout_s is None:
+            await self.idle()
+            return []
+        loop = asyncio.get_running_loop()
+        end = loop.time() + timeout_s
+        # asyncio.wait, not idle()'s gather: a gather cancelled by a timeout would cancel the jobs with it,
+        # and this must know which ones were still running.
+        while (left := [t for t in self._running if not t.done()]) and (remaining := end - loop.time()) > 0:
+            await asyncio.wait(left, timeout=remaining)
+        if not left:
+            return []
+        abandoned = sorted({self._started[t][0] if t in self._started else t.get_name() for t in left})
+        for task in left:
+            task.cancel()
+        # Bounded: a body whose cleanup waits on the frozen database again is left behind, not awaited.
+        await asyncio.wait(left, timeout=CANCEL_GRACE_S)
+        return abandoned
 
     async def tick(self) -> None:
         """Run whatever is due now (by the clock) and wait until it finished (tests, clock jumps)."""
@@ -356,30 +400,46 @@ class RankZeroScheduler:
         """Run a job body now, in its own task as the job table would (``_guard`` tracks the task)."""
         await asyncio.ensure_future(job)
 
-    async def _guard(self, what: str, body: Callable[[], Awaitable[None]]) -> None:
+    async def _guard(
+        self, what: str, body: Callable[[], Awaitable[None]], deadline_s: float | None = None
+    ) -> None:
         """Run a job body, tracked for ``idle()``; a failure is logged, shown on /healthz and retried.
 
-        One line per failure; the traceback only with the first failure of an outage.
+        One line per failure; the traceback only with the first failure of an outage. The body is cancelled
+        after ``deadline_s`` (default: the scheduler's ``job_deadline_s``), which counts as a failure.
         """
+        limit = self._job_deadline_s if deadline_s is None else deadline_s
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)
             # Tracked until the task is done, not until this body returns: the job table counts the job's
             # instance until then, and a retry submitted earlier would be skipped as "still running".
             task.add_done_callback(self._running.discard)
+            self._started[task] = (what, asyncio.get_running_loop().time(), limit)
+        deadline = asyncio.timeout(limit)
         try:
-            await body()
+            async with deadline:
+                await body()
+        except TimeoutError as exc:
+            if deadline.expired():
+                # Cancelled by our deadline (the database or platform sent nothing back): a failure, retried.
+                self._failed(what, JobDeadlineError(f"did not finish within its {limit:g} s deadline"))
+            else:
+                self._failed(what, exc)  # a driver's own timeout (connect, statement, pool)
         except Exception as exc:  # one channel's failure must not stop the others
             self._failed(what, exc)
         else:
             if self.failing.pop(what, None) is not None:
                 log.warning("scheduled %s succeeded after %d failure(s)", what, self._failures.get(what, 0))
             self._failures.pop(what, None)
+        finally:
+            if task is not None:
+                self._started.pop(task, None)
 
     def _failed(self, what: str, exc: Exception) -> None:
         count = self._failures.get(what, 0) + 1
         self._failures[what] = count
-        error = f"{type(exc).__name__}: {exc}".splitlines()[0][:300]
+        error = describe_error(exc)
         kind, _, arg = what.partition(":")
         retry_at: dt.datetime | None = None
         if kind in _RETRIED:
@@ -435,7 +495,8 @@ class RankZeroScheduler:
         async def body() -> None:
             await nudge()
 
-        await self._guard("nudge", body)
+        # A batch over every player (one DM each, at the platform's pace): it has until its next run.
+        await self._guard("nudge", body, self._nudge_interval_s)
 
     async def _fit_parameters(self) -> None:
         optimize = self._optimize
@@ -445,7 +506,8 @@ class RankZeroScheduler:
         async def body() -> None:
             await optimize()
 
-        await self._guard("optimize", body)
+        # One fit per player, each saved apart: it too has until its next run, a day later.
+        await self._guard("optimize", body, self._optimize_interval_s)
 
     async def _sync(self) -> None:
         async def body() -> None:
@@ -471,7 +533,19 @@ class RankZeroScheduler:
 
     # ------------------------------------------------------------------ health
     def state(self) -> dict[str, Any]:
-        """Scheduler state and next runs, for /healthz."""
+        """Scheduler state and next runs, for /healthz.
+
+        ``running``: the job bodies running now and for how many seconds. ``stuck``: those among them
+        past their deadline (cancelled, but not unwound: what a shutdown would have to abandon).
+        """
+        now = asyncio.get_running_loop().time()
+        running: dict[str, float] = {}
+        stuck: dict[str, dict[str, float]] = {}
+        for what, since, limit in self._started.values():
+            secs = round(now - since, 1)
+            running[what] = max(running.get(what, 0.0), secs)
+            if limit is not None and now - since > limit:
+                stuck[what] = {"running_s": secs, "deadline_s": limit}
         return {
             "state": "running" if self.jobs.running else "stopped",
             "jobs": [
@@ -479,6 +553,8 @@ class RankZeroScheduler:
                 for j in self.jobs.jobs()
             ],
             "failing": dict(self.failing),
+            "running": running,
+            "stuck": stuck,
         }
 
     def next_run(self, job_id: str) -> dt.datetime | None:

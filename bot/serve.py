@@ -25,14 +25,25 @@ from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.core.ports import Clock
-from bot.scheduling import RankZeroScheduler
+from bot.scheduling import CANCEL_GRACE_S, RankZeroScheduler
 from bot.services import Services
 
 log = logging.getLogger(__name__)
 
+#: The least time a shutdown step gets even when the bound is spent (closing sockets is quick).
+MIN_STEP_S = 0.5
+
 
 class AdapterStartError(RankZeroError):
     """A chat adapter could not start (bad token, platform unreachable): ``serve`` exits with its reason."""
+
+
+class ShutdownAbandonedError(RankZeroError):
+    """``serve`` stopped within its bound (RANKZERO_SHUTDOWN_TIMEOUT_S) by abandoning work still running."""
+
+
+#: How long /healthz waits for the database's answer (connecting included) before it reports it down.
+HEALTH_DB_TIMEOUT_S = 5.0
 
 
 # ---------------------------------------------------------------------- /healthz
@@ -112,17 +123,23 @@ class HealthServer:
 async def health_report(
     engine: AsyncEngine, scheduler: RankZeroScheduler, adapters: Sequence[Adapter] = ()
 ) -> dict[str, Any]:
-    """The /healthz body: ``ok`` is false when the database does not answer, the scheduler stopped, a
-    scheduled job is failing (it is being retried; ``scheduler.failing`` says which and why), or an adapter
-    that reports its state (``async health() -> {"ok": ...}``) says it is down.
+    """The /healthz body: ``ok`` is false when the database does not answer (within
+    :data:`HEALTH_DB_TIMEOUT_S`), the scheduler stopped, a scheduled job is failing (it is being retried;
+    ``scheduler.failing`` says which and why; a job cancelled at its deadline is one), a job is stuck past
+    its deadline (``scheduler.stuck``), or an adapter that reports its state (``async health() -> {"ok":
+    ...}``) says it is down.
 
     A job's error stays only while the job fails: once its retry succeeds it is gone, so the report never
     shows an old error beside ``ok: true``.
     """
     database: dict[str, Any] = {"ok": True}
     try:
-        async with engine.connect() as conn:
-            await asyncio.wait_for(conn.execute(text("SELECT 1")), timeout=5)
+        # The bound covers the connect and the pool checkout too: a frozen server holds either as long as
+        # a statement, and the report must come back while the prober still waits for it.
+        async with asyncio.timeout(HEALTH_DB_TIMEOUT_S), engine.connect() as conn:
+            await conn.execute(text("SELECT 1"))
+    except TimeoutError:
+        database = {"ok": False, "error": f"no answer within {HEALTH_DB_TIMEOUT_S:g} s"}
     except Exception as exc:  # any failure means unreachable; the message says which
         database = {"ok": False, "error": f"{type(exc).__name__}: {exc}".splitlines()[0][:300]}
     state = scheduler.state()
@@ -137,7 +154,13 @@ async def health_report(
     if platforms:
         report["adapters"] = platforms
     up = all(p.get("ok") for p in platforms.values())
-    ok = database["ok"] and state["state"] == "running" and not state.get("failing") and up
+    ok = (
+        database["ok"]
+        and state["state"] == "running"
+        and not state.get("failing")
+        and not state.get("stuck")
+        and up
+    )
     return {"ok": ok, **report}
 
 
@@ -225,19 +248,82 @@ async def serve(
         loop.add_signal_handler(sig, stop.set)
     started: list[Adapter] = []
     try:
-        if not await _start_adapters(adapters, services, started, stop):
-            return  # SIGINT/SIGTERM while an adapter was still connecting
-        await services.scheduler.start()
-        if health is not None:
-            health.set_report(lambda: health_report(services.app.engine, services.scheduler, started))
-        names = ", ".join(a.name for a in adapters)
-        log.warning("rankzero serve: running (%s); jobs: %s", names, services.scheduler.state()["jobs"])
-        await stop.wait()
+        # Both starts race the stop signal: an adapter may retry an unreachable platform for ever, and the
+        # scheduler's start reads the database (overdue windows, missed posts), which may not answer.
+        if await _start_adapters(adapters, services, started, stop) and await _until_stopped(
+            services.scheduler.start(), stop, "the scheduler was starting"
+        ):
+            if health is not None:
+                health.set_report(lambda: health_report(services.app.engine, services.scheduler, started))
+            names = ", ".join(a.name for a in adapters)
+            log.warning("rankzero serve: running (%s); jobs: %s", names, services.scheduler.state()["jobs"])
+            await stop.wait()
     finally:
         log.warning("rankzero serve: stopping")
-        if health is not None:
-            await health.stop()
-        await services.scheduler.shutdown()
-        for adapter in reversed(started):
-            await adapter.stop()
-        await services.app.close()
+        abandoned = await _shutdown(settings.shutdown_timeout_s, health, services, started)
+    if abandoned:
+        # Reached only after a requested stop (an error on its way out is the one reported): exit 1.
+        raise ShutdownAbandonedError(
+            f"stopped within {settings.shutdown_timeout_s:g} s (RANKZERO_SHUTDOWN_TIMEOUT_S) by abandoning: "
+            f"{', '.join(abandoned)}"
+        )
+
+
+async def _until_stopped(work: Awaitable[None], stop: asyncio.Event, what: str) -> bool:
+    """Run ``work`` unless ``stop`` is set first (then cancel it and return False)."""
+    working = asyncio.ensure_future(work)
+    stopping = asyncio.ensure_future(stop.wait())
+    try:
+        await asyncio.wait({working, stopping}, return_when=asyncio.FIRST_COMPLETED)
+    finally:
+        stopping.cancel()
+    if working.done():
+        working.result()
+        return True
+    log.warning("rankzero serve: stop requested while %s", what)
+    working.cancel()
+    await asyncio.wait({working}, timeout=CANCEL_GRACE_S)
+    return False
+
+
+async def _shutdown(
+    timeout_s: float, health: HealthServer | None, services: Services, started: Sequence[Adapter]
+) -> list[str]:
+    """Stop the health endpoint, the scheduler, the adapters and the database within ``timeout_s``.
+
+    Each step gets what is left of the bound (the scheduler all but a reserve for the others); a step that
+    overruns is abandoned, named in the returned list and in one log line, and the next step runs.
+    """
+    loop = asyncio.get_running_loop()
+    deadline = loop.time() + timeout_s
+    # Adapters and the engine get a share of their own: a scheduler that needs all its time must not
+    # leave a chat connection open or the pool undisposed.
+    reserve = min(5.0, timeout_s / 3)
+    abandoned: list[str] = []
+    if health is not None:
+        await health.stop()
+    # The scheduler's own cancel grace comes out of its share too.
+    wait = max(0.0, deadline - reserve - CANCEL_GRACE_S - loop.time())
+    for job in await services.scheduler.shutdown(wait):
+        abandoned.append(f"scheduled {job}")
+    steps: list[tuple[str, Callable[[], Awaitable[None]]]] = [
+        (f"stopping the {a.name} adapter", a.stop) for a in reversed(started)
+    ]
+    steps.append(("closing the database connections", services.app.close))
+    for what, step in steps:
+        try:
+            async with asyncio.timeout_at(max(deadline, loop.time() + MIN_STEP_S)):
+                await step()
+        except TimeoutError:
+            abandoned.append(what)
+        except Exception:  # one step's failure must not keep the others from running
+            log.warning("rankzero serve: %s failed", what, exc_info=True)
+    if abandoned:
+        log.error(
+            "rankzero serve: stopped within %g s; abandoned: %s (the database or a platform did not answer)",
+            timeout_s,
+            ", ".join(abandoned),
+        )
+    else:
+        log.warning("rankzero serve: stopped")
+    return abandoned

@@ -80,6 +80,19 @@ STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
 RESULTS_STREAKS = 10
 
 
+def _ended(challenge: Challenge, now: dt.datetime) -> bool:
+    """Whether the challenge's window is over at ``now``: its stored end is the rule, whether or not the
+    close job ran (a late or failing job must not let anyone score after the end).
+    """
+    return challenge.status != "open" or (challenge.closes_at is not None and now >= challenge.closes_at)
+
+
+def _ended_text(challenge: Challenge) -> str:
+    if challenge.status == "open" and challenge.closes_at is not None:
+        return f"this challenge ended at {challenge.closes_at.astimezone(dt.UTC):%H:%M} UTC"
+    return "this challenge is closed"
+
+
 def _player_key(actor: Actor) -> tuple[str, str]:
     """What the start and answer jobs touch: one player (their jobs never run concurrently)."""
     return (actor.player.platform, actor.player.user_id)
@@ -361,13 +374,16 @@ class QuizService:
             if ctx is None:
                 raise NotFoundError(f"no problem with id {problem_id}")
             challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
-            if challenge.status != "open":
-                raise ChallengeClosedError("this challenge is closed: wait for the next one or try `quiz`")
+            if _ended(challenge, now):
+                raise ChallengeClosedError(f"{_ended_text(challenge)}: wait for the next one or try `quiz`")
             if session is None:
                 player_pk = ctx.player_pk
                 if player_pk is None:
                     player_pk = await uow.players.ensure_player(actor.player, likely_new=True)
                 deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
+                if challenge.closes_at is not None:
+                    # The countdown ends with the challenge: no answer counts after its end.
+                    deadline = min(deadline, challenge.closes_at)
                 session = await uow.plays.create_session(problem_id, player_pk, now, deadline)
             if not session.finished and now >= session.deadline:
                 await self._finish_timeout(uow, challenge, session)
@@ -461,6 +477,10 @@ class QuizService:
                 # Record the time-out (committed with the job), then refuse the answer below.
                 await self._finish_timeout(uow, challenge, session)
                 return None
+            if _ended(challenge, now):
+                # Started before the end (a session from before this rule may run past it): the closing
+                # time still wins; the close job ends the session when it runs.
+                raise ChallengeClosedError(f"{_ended_text(challenge)}: your answer was not counted")
             used = len(session.attempts)
             if used >= q.attempts:
                 raise NoAttemptsLeftError("no attempts left for this problem")

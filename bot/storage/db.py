@@ -7,6 +7,7 @@ import contextlib
 import logging
 import os
 import stat
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -66,13 +67,36 @@ def _narrow(path: Path, mode: int) -> None:
         log.warning("could not make %s private (%s): other users of this machine may read it", path, exc)
 
 
-def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
+@dataclass(frozen=True)
+class EngineTimeouts:
+    """How long a connection may wait on the database, per backend (seconds; None: no bound).
+
+    The defaults are what migrations and batch commands use: no statement bound (a migration may wait on
+    another process's advisory lock for as long as that one migrates). ``rankzero serve`` and the
+    commands pass the settings' bounds (bot/bootstrap.py), so a server that stops answering fails each call
+    instead of holding it forever.
+    """
+
+    #: Opening a PostgreSQL connection (asyncpg's ``timeout``).
+    connect_s: float | None = 60.0
+    #: One PostgreSQL statement, counted on the client (asyncpg's ``command_timeout``): unlike the
+    #: server's statement_timeout it also ends a wait on a server or network that sends nothing back.
+    statement_s: float | None = None
+    #: Waiting for a free pooled connection (None: the backend's generous default, see make_engine).
+    pool_s: float | None = None
+    #: SQLite's busy timeout: how long a statement waits for another process's lock on the file.
+    sqlite_busy_s: float = 30.0
+
+
+def make_engine(url: str, *, pool_size: int = 10, timeouts: EngineTimeouts | None = None) -> AsyncEngine:
     """Create an async engine with the settings each backend needs for concurrent players.
 
     SQLite: WAL (readers never block the writer), a busy timeout, foreign keys on, and every transaction
     opened with BEGIN IMMEDIATE, so two writers queue on the lock instead of failing with "database is
-    locked" when a read transaction tries to upgrade to a write.
+    locked" when a read transaction tries to upgrade to a write. ``timeouts`` bounds every wait on the
+    database (EngineTimeouts' defaults when None).
     """
+    timeouts = timeouts or EngineTimeouts()
     if is_sqlite(url):
         database = make_url(url).database
         if database and database != ":memory:" and not database.startswith("file:"):
@@ -82,11 +106,12 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
         # (measured in benchmarks/engine.py: p99 5.4 s with 15 connections, 71 ms with one).
         # Units of work must therefore never nest within one task.
         path = database or ":memory:"
+        busy_s = timeouts.sqlite_busy_s
 
         async def connect() -> sqlite_driver.OneHopConnection:
             # One thread hop per statement instead of the four of aiosqlite under SQLAlchemy (see
             # sqlite_driver; README, Performance: dropping it cost about a third of the answer rate).
-            return await sqlite_driver.connect(path, busy_timeout_s=30)
+            return await sqlite_driver.connect(path, busy_timeout_s=busy_s)
 
         engine = create_async_engine(
             url,
@@ -94,7 +119,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             poolclass=AsyncAdaptedQueuePool,
             pool_size=1,
             max_overflow=0,
-            pool_timeout=300,
+            pool_timeout=300 if timeouts.pool_s is None else timeouts.pool_s,
         )
 
         @event.listens_for(engine.sync_engine, "connect")
@@ -104,7 +129,7 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             cur.execute("PRAGMA journal_mode=WAL")
             cur.execute("PRAGMA synchronous=NORMAL")
             cur.execute("PRAGMA foreign_keys=ON")
-            cur.execute("PRAGMA busy_timeout=30000")
+            cur.execute(f"PRAGMA busy_timeout={int(busy_s * 1000)}")
             cur.close()
 
         @event.listens_for(engine.sync_engine, "begin")
@@ -112,9 +137,20 @@ def make_engine(url: str, *, pool_size: int = 10) -> AsyncEngine:
             conn.exec_driver_sql("BEGIN IMMEDIATE")
 
         return engine
-    # A generous pool timeout: under a burst, waiting for a connection beats failing the player's click.
+    connect_args: dict[str, Any] = {}
+    if timeouts.connect_s is not None:
+        connect_args["timeout"] = timeouts.connect_s
+    if timeouts.statement_s is not None:
+        connect_args["command_timeout"] = timeouts.statement_s
+    # A generous pool timeout by default: under a burst, waiting for a connection beats failing the
+    # player's click.
     return create_async_engine(
-        url, pool_size=pool_size, max_overflow=pool_size, pool_timeout=120, pool_pre_ping=True
+        url,
+        pool_size=pool_size,
+        max_overflow=pool_size,
+        pool_timeout=120 if timeouts.pool_s is None else timeouts.pool_s,
+        pool_pre_ping=True,
+        connect_args=connect_args,
     )
 
 

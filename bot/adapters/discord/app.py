@@ -85,6 +85,8 @@ class RankZeroClient(_PermissionEvents, discord.Client):
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_reposter: Reposter | None = None
+        #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
+        self.rankzero_deadline_s: float | None = None
         self.tree = _equip(self)
 
 
@@ -97,6 +99,8 @@ class RankZeroShardedClient(_PermissionEvents, discord.AutoShardedClient):
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_reposter: Reposter | None = None
+        #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
+        self.rankzero_deadline_s: float | None = None
         self.tree = _equip(self)
 
 
@@ -117,6 +121,7 @@ class DiscordAdapter:
         timezone: str = "UTC",
         clock: Clock | None = None,
         sync_state: Path | None = None,
+        handler_deadline_s: float | None = 60.0,
     ) -> None:
         self._token = token
         #: Where the hash of the last published command tree is kept (None: sync at every start).
@@ -134,6 +139,7 @@ class DiscordAdapter:
             self.client = RankZeroShardedClient(shard_ids=list(shards.ids), shard_count=shards.count)
         else:
             self.client = RankZeroShardedClient() if sharded else RankZeroClient()
+        self.client.rankzero_deadline_s = handler_deadline_s
         self.platform = DiscordPlatform(self.client, admin_channel_id=admin_channel_id)
         self.play: PlayHandler | None = None
         self.commands: CommandHandler | None = None
@@ -274,4 +280,5 @@ def build_adapter(settings: Settings) -> DiscordAdapter:
         shards=settings.discord_shard_set,
         timezone=settings.default_timezone,
         sync_state=settings.data_dir / "discord-commands.sha256",
+        handler_deadline_s=settings.handler_deadline_s,
     )

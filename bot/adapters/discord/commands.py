@@ -32,6 +32,7 @@ from bot.adapters.discord.sanitize import (
     truncate,
 )
 from bot.commands import questions
+from bot.commands.deadline import within
 from bot.commands.handlers import Commands, NoChallenge, PostCheck
 from bot.commands.parsing import parse_period, parse_retire, parse_scope
 from bot.core.errors import PostRefusedError, RankZeroError
@@ -194,12 +195,14 @@ class CommandHandler:
         *,
         admin: bool = False,
     ) -> None:
-        """Acknowledge, refuse non-admins of admin commands, run ``body``, show domain errors."""
+        """Acknowledge, refuse non-admins of admin commands, run ``body`` (within the interaction deadline:
+        HandlerDeadlineError goes to the tree's on_error, which tells the user), show domain errors.
+        """
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
             if admin:
                 self.admins.require(self.actor(interaction))
-            await body()
+            await within(getattr(interaction.client, "rankzero_deadline_s", None), body())
         except RankZeroError as exc:
             await self._send(interaction, render.error_text(str(exc)))
 

@@ -14,6 +14,7 @@ import discord
 
 from bot.adapters.discord.failures import tell_failure
 from bot.adapters.discord.sanitize import BUTTON_LABEL, truncate
+from bot.commands.deadline import within
 from bot.core import ids
 
 #: The actions a button can carry (a subset of bot.core.ids.ACTIONS).
@@ -76,6 +77,7 @@ class RankZeroButton(
             )
             return
         try:
-            await handler.on_button(interaction, self.action, self.args)
+            deadline = getattr(interaction.client, "rankzero_deadline_s", None)
+            await within(deadline, handler.on_button(interaction, self.action, self.args))
         except Exception as exc:  # discord.py would only log it: the player must get an answer
             await tell_failure(interaction, exc, f"button {self.action}")

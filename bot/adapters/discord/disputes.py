@@ -27,6 +27,7 @@ from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import no_mentions, safe_text
 from bot.adapters.drafts import DraftStore
 from bot.commands.admin import AdminPolicy
+from bot.commands.deadline import within
 from bot.commands.handlers import Commands
 from bot.commands.parsing import parse_correct
 from bot.core.errors import ConfigurationError, RankZeroError
@@ -85,7 +86,8 @@ class DraftButton(
             )
             return
         try:
-            await handler.on_draft(interaction, self.verb, self.key)
+            deadline = getattr(interaction.client, "rankzero_deadline_s", None)
+            await within(deadline, handler.on_draft(interaction, self.verb, self.key))
         except Exception as exc:  # discord.py would only log it: the admin must get an answer
             await tell_failure(interaction, exc, f"draft button {self.verb}")
 

@@ -16,6 +16,7 @@ import discord
 from discord import app_commands
 
 from bot.adapters.discord.sanitize import no_mentions, safe_text
+from bot.commands.deadline import HandlerDeadlineError
 from bot.core.errors import RankZeroError
 from bot.core.ports import TransientConflictError
 
@@ -26,6 +27,11 @@ def failure_text(exc: BaseException, reference: int | str) -> str:
     """What the user reads: a domain error as is, otherwise what happened in one line, never a trace."""
     if isinstance(exc, RankZeroError):
         return f"⚠️ {safe_text(str(exc))}"
+    if isinstance(exc, HandlerDeadlineError):
+        return (
+            f"⚠️ I could not finish this within {exc.seconds:g} s: the database did not answer in time. It "
+            f"is logged as {reference}; please try again in a moment."
+        )
     if isinstance(exc, TransientConflictError):
         return "⚠️ The database was busy with other players just now; nothing was recorded. Please try again."
     if isinstance(exc, app_commands.BotMissingPermissions):

@@ -22,6 +22,7 @@ from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.render import error_text
 from bot.adapters.discord.sanitize import no_mentions
 from bot.commands.admin import AdminPolicy
+from bot.commands.deadline import within
 from bot.commands.practice import PracticeFlow
 from bot.core.errors import RankZeroError
 from bot.core.models import PlayerRef
@@ -94,7 +95,8 @@ class PracticeHandler:
         """Acknowledge (ephemeral, thinking), run ``body``, fill the response in (or show the error)."""
         await interaction.response.defer(ephemeral=True, thinking=True)
         try:
-            screen = await body(self._player(interaction))
+            deadline = getattr(interaction.client, "rankzero_deadline_s", None)
+            screen = await within(deadline, body(self._player(interaction)))
         except RankZeroError as exc:
             screen = Screen(content=error_text(str(exc)))
         await self._show(interaction, screen)

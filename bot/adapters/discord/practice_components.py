@@ -22,6 +22,7 @@ import discord
 
 from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.failures import tell_failure
+from bot.commands.deadline import within
 from bot.core import ids
 
 ACTION = "practice"
@@ -80,6 +81,7 @@ class PracticeButton(
             )
             return
         try:
-            await handler.on_practice(interaction, self.verb, self.args)
+            deadline = getattr(interaction.client, "rankzero_deadline_s", None)
+            await within(deadline, handler.on_practice(interaction, self.verb, self.args))
         except Exception as exc:  # discord.py would only log it: the player must get an answer
             await tell_failure(interaction, exc, f"practice button {self.verb}")
