@@ -1041,8 +1041,9 @@ class Interactions:
         roles: list[int] | None = None,
         resolved: dict[str, Any] | None = None,
         channel_id: int = CHANNEL_ID,
+        guild_id: int = GUILD_ID,
     ) -> str:
-        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub').
+        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub') in ``guild_id``.
 
         Once the bot synced its commands, the options are checked as Discord's client enforces them:
         declared, required ones given, and a value of the declared choices (ValueError otherwise).
@@ -1056,6 +1057,7 @@ class Interactions:
             roles=roles,
             resolved=resolved,
             channel_id=channel_id,
+            guild_id=guild_id,
         )
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])

@@ -58,6 +58,18 @@ def console_player(name: str | None) -> PlayerRef:
     return PlayerRef("console", name.lower(), name)
 
 
+def console_actor(name: str | None) -> Actor:
+    """A console player, acting in the console's local tenant (where its challenges are)."""
+    return Actor(console_player(name), tenant=CONSOLE_CHANNEL.tenant)
+
+
+def operator() -> Actor:
+    """Whoever runs the CLI on the bot's database: the operator, who manages the shared question bank
+    every tenant plays (a chat admin manages their own tenant's overlay only).
+    """
+    return Actor(console_player(None), is_admin=True, is_operator=True)
+
+
 def run_app(
     settings: Settings,
     body: Callable[[App], Awaitable[T]],
@@ -87,9 +99,7 @@ def run_app(
             if seed_bank:
                 # The shipped bank is synced each time: new questions and edits (as new versions) arrive
                 # with an upgrade of RankZero; retired questions stay retired.
-                await app.service.admin_import(
-                    Actor(console_player(None), is_admin=True), shipped_bank_specs()
-                )
+                await app.service.admin_import(operator(), shipped_bank_specs())
             return await body(app)
         finally:
             await app.close()

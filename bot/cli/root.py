@@ -16,9 +16,16 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bot.adapters.console.safe import visible
-from bot.cli._common import CONSOLE_CHANNEL, PLAYER_NAME, console_player, load_specs_or_exit, run_app
+from bot.cli._common import (
+    CONSOLE_CHANNEL,
+    PLAYER_NAME,
+    console_actor,
+    console_player,
+    load_specs_or_exit,
+    operator,
+    run_app,
+)
 from bot.cli.errors import database_message, is_database_error
-from bot.core.models import Actor
 from bot.core.vocabulary import Period
 
 # Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
@@ -176,7 +183,7 @@ def play(settings: Settings, player: str | None) -> None:
     from bot.adapters.console.play import ConsoleGame, stdin_keys
 
     console = Console()
-    actor = Actor(console_player(player))
+    actor = console_actor(player)
 
     async def body(app: App) -> int:
         game = ConsoleGame(
@@ -368,7 +375,7 @@ def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
     specs = load_specs_or_exit(paths, importing=True)
 
     async def body(app: App) -> None:
-        report = await app.service.admin_import(Actor(console_player(None), is_admin=True), specs)
+        report = await app.service.admin_import(operator(), specs)
         click.echo(
             f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
             f"{len(report.unchanged)} unchanged"
@@ -423,7 +430,7 @@ def questions_retire(settings: Settings, question_id: str) -> None:
     """Retire a question: it is no longer picked; past attempts keep it."""
 
     async def body(app: App) -> None:
-        await app.service.admin_retire(Actor(console_player(None), is_admin=True), question_id)
+        await app.service.admin_retire(operator(), question_id)
         click.echo(f"retired {question_id}")
 
     run_app(settings, body)

@@ -22,7 +22,7 @@ from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
-from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name
+from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant, bounded_display_name
 from bot.core.ports import Clock, SystemClock
 
 if TYPE_CHECKING:
@@ -230,12 +230,19 @@ class SlackContext:
         """The user's Slack display name (their id when users.info does not answer)."""
         return (await self._user(user_id))[1] or user_id
 
-    async def actor(self, user: dict[str, Any] | str, name: str | None = None) -> Actor:
-        """The Actor for a payload's user: Slack display name (users.info) and the admin decision."""
+    async def actor(
+        self, user: dict[str, Any] | str, name: str | None = None, *, body: dict[str, Any] | None = None
+    ) -> Actor:
+        """The Actor for a payload's user: Slack display name (users.info), the admin decision, and the
+        tenant (the request's workspace or Grid org, from ``body`` outside OAuth mode).
+        """
         uid = user if isinstance(user, str) else str(user.get("id"))
         admin, shown = await self._user(uid)
+        key = self.workspace_id(body or {})
         return self.admin_policy.actor(
-            self.player(user, shown or name), PlatformRights(manages_workspace=admin)
+            self.player(user, shown or name),
+            PlatformRights(manages_workspace=admin),
+            Tenant(PLATFORM, key) if key else None,
         )
 
     # ------------------------------------------------------------------ views

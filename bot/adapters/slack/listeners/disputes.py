@@ -166,7 +166,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         question_id = str(spec.get("id", "?"))
 
         async def save_draft() -> failures.Submitted:
-            actor = await ctx.actor(body["user"])
+            actor = await ctx.actor(body["user"], body=body)
             try:
                 valid = questions.validate_question(spec)
                 await ctx.commands.import_questions(actor, [valid])

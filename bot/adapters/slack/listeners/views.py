@@ -81,7 +81,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         async def save() -> failures.Submitted:
             # The user lookup and the import run after the form's answer when they are slow (see
             # failures.answer_submission): Slack gives a submission 3 s.
-            actor = await ctx.actor(body["user"])
+            actor = await ctx.actor(body["user"], body=body)
             try:
                 await ctx.commands.import_questions(actor, [valid])
             except RankZeroError as exc:
