@@ -527,3 +527,20 @@ async def test_another_workspaces_owner_gets_missing_for_this_workspaces_objects
     assert "int-0" not in {
         q.id for q in await slack.services.quiz.list_questions(view=Tenant("slack", "T0002"))
     }
+
+
+async def test_a_workspace_not_in_the_allow_list_is_ignored_and_logged(
+    tmp_path: Path, sqlite_template: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: with RANKZERO_ALLOWED_TENANTS, requests from another workspace are acknowledged and
+    dropped (nothing posted, nothing answered), with a log line; the allowed workspace plays as usual.
+    """
+    caplog.set_level("WARNING", logger="bot.adapters.slack.app")
+    async for h in _harness(tmp_path, sqlite_template, test_bank(), allowed_tenants=[f"slack:{TEAM}"]):
+        stranger = dataclasses.replace(h.send, team="T0002")
+        r = await stranger.command(OWNER, "post-now")
+        assert r.status_code == 200 and not r.content
+        await asyncio.sleep(0.3)  # listeners run after the ack: give an unwanted one time to act
+        assert not h.api.of("chat.postMessage") and not h.api.of("response")
+        assert "workspace T0002: it is not in RANKZERO_ALLOWED_TENANTS" in caplog.text
+        assert await h.post_challenge() > 0  # the allowed workspace

@@ -4,7 +4,9 @@ by id with it, so that no tenant's admin reaches another tenant's rows (issue 24
 
 from __future__ import annotations
 
-from bot.core.errors import NotAdminError
+from collections.abc import Iterable
+
+from bot.core.errors import ConfigurationError, NotAdminError
 from bot.core.models import Actor, Tenant
 
 #: What a tenant admin is told when a command would change the operator's shared bank.
@@ -34,3 +36,38 @@ def sees(actor: Actor, tenant: Tenant) -> bool:
     tenants' objects (sequential, printed in posts) tell a stranger nothing.
     """
     return actor.is_operator or actor.tenant == tenant
+
+
+class TenantAllowList:
+    """The operator's list of tenants the bot serves (``RANKZERO_ALLOWED_TENANTS``); empty: every tenant.
+
+    Entries are tenant keys: ``discord:<guild id>``, ``slack:<team id>``, ``slack:<enterprise id>`` (a
+    whole Enterprise Grid org: its org-wide install and every team in it) or ``slack:<E...>/<T...>``.
+    """
+
+    def __init__(self, keys: Iterable[str] = ()) -> None:
+        tenants = []
+        for key in keys:
+            try:
+                tenants.append(Tenant.from_key(key.strip()))
+            except ValueError as exc:
+                raise ConfigurationError(
+                    f"RANKZERO_ALLOWED_TENANTS: {exc}; "
+                    "write discord:<guild id> or slack:<team or enterprise id>"
+                ) from None
+        self._keys = frozenset(t.key for t in tenants)
+
+    @property
+    def open(self) -> bool:
+        """True when no list is configured (every tenant is served)."""
+        return not self._keys
+
+    def allows(self, tenant: Tenant) -> bool:
+        """Whether the bot serves ``tenant``: listed, or a team of a listed Grid org."""
+        if self.open or tenant.key in self._keys:
+            return True
+        org, sep, _team = tenant.workspace_id.partition("/")
+        return bool(sep) and Tenant(tenant.platform, org).key in self._keys
+
+    def __repr__(self) -> str:
+        return f"TenantAllowList({sorted(self._keys)!r})"

@@ -38,7 +38,7 @@ from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.adapters.slack.workspaces import Workspace
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant
 from bot.core.schedule import next_slot
 from bot.core.schedule_text import describe_schedule
 
@@ -113,6 +113,20 @@ def build_bolt_app(
             return await next()
 
         register_uninstall(app, ctx, oauth_settings)
+
+    @app.middleware
+    async def allowed_tenants(
+        req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+    ) -> BoltResponse | None:
+        # RANKZERO_ALLOWED_TENANTS: a workspace (or Grid org) the operator did not allow gets nothing,
+        # whatever it sends; acknowledged (so Slack does not retry) and logged.
+        key = workspace_of(req.context).key
+        if key and not ctx.allowed.allows(Tenant(PLATFORM, key)):
+            log.warning(
+                "ignored a Slack request from workspace %s: it is not in RANKZERO_ALLOWED_TENANTS", key
+            )
+            return BoltResponse(status=200, body="")
+        return await next()
 
     @app.middleware
     async def drop_redeliveries(
@@ -460,6 +474,7 @@ def build_adapter(
         client = AsyncWebClient(**kwargs)
     failures.add_retries(client)
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
+    ctx.allowed = settings.tenant_allow_list
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     return SlackAdapter(

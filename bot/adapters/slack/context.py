@@ -24,6 +24,7 @@ from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
 from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant, bounded_display_name
 from bot.core.ports import Clock, SystemClock
+from bot.core.tenancy import TenantAllowList
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -79,6 +80,8 @@ class SlackContext:
         self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
         self.token_scopes: frozenset[str] = frozenset()
+        #: The workspaces this bot serves (RANKZERO_ALLOWED_TENANTS; open: every one).
+        self.allowed = TenantAllowList()
 
     # ------------------------------------------------------------------ the request's workspace
     @property
