@@ -86,6 +86,10 @@ class Settings(BaseSettings):
     runner_token: SecretStr | None = None
     #: Runner runs (disputes and variants) a player may ask for per hour.
     disputes_per_hour: int = Field(default=6, ge=1, le=1000)
+    #: Runner jobs (disputes and question previews together) one tenant may start per hour, and run at
+    #: once, so that one large server or workspace cannot starve the others.
+    runner_jobs_per_tenant_hour: int = Field(default=60, ge=1, le=100_000)
+    runner_jobs_per_tenant_at_once: int = Field(default=2, ge=1, le=1000)
     admins: list[str] = Field(default_factory=list)
     #: The tenants this bot serves (issue 24): ``discord:<guild id>``, ``slack:<team id>`` or
     #: ``slack:<enterprise id>`` (a whole Grid org). Empty: every server or workspace that adds it. The

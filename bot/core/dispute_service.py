@@ -34,6 +34,7 @@ from bot.core.errors import (
 )
 from bot.core.models import LETTERS, Actor, Challenge, Choice, Question
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, UnitOfWork
+from bot.core.quota import RunnerQuota
 from bot.core.repositories import DisputeRecord, QuestionFlag, QuestionPlay
 from bot.core.standings import standing_keys
 from bot.core.tenancy import acting_tenant, sees
@@ -214,7 +215,11 @@ class DisputeService:
         *,
         runs_per_hour: int = 6,
         run_timeout_s: float = 30.0,
+        quota: RunnerQuota | None = None,
     ) -> None:
+        """``quota``: the runner's fair use per tenant, shared by disputes and previews (default: 60 jobs
+        an hour and 2 at once per tenant).
+        """
         if runs_per_hour < 1:
             raise ConfigurationError("disputes per hour must be at least 1")
         self._uow = uow_factory
@@ -223,6 +228,7 @@ class DisputeService:
         self._platform = platform
         self._per_hour = runs_per_hour
         self._timeout = run_timeout_s
+        self._quota = quota or RunnerQuota(clock)
         self._health: RunnerHealth | None = None
         self._health_at = 0.0
 
@@ -276,7 +282,11 @@ class DisputeService:
         question = question_from_spec(spec)
         if question.kind != Kind.PREDICT_OUTPUT or not question.code:
             raise NotFoundError("only predict_output questions with code can be previewed on the runner")
-        return await self.check_question(question)
+        tenant = acting_tenant(actor)
+        if tenant is None:  # the operator's previews are not a tenant's fair use
+            return await self.check_question(question)
+        async with self._quota.job(tenant):
+            return await self.check_question(question)
 
     # ------------------------------------------------------------------ disputes
     async def check_dispute(self, actor: Actor, problem_id: int, code: str | None = None) -> None:
@@ -370,7 +380,8 @@ class DisputeService:
                     f"you have used your {self._per_hour} runner runs for this hour: try again later"
                 )
         try:
-            spec, verdict, match, shortfall = await self._run(question, run_code)
+            async with self._quota.job(tenant):
+                spec, verdict, match, shortfall = await self._run(question, run_code)
         except BaseException:
             # The runner could not answer: the run does not count against the player.
             async with self._uow() as uow:
