@@ -19,13 +19,16 @@ from bot.adapters.console.safe import visible
 from bot.cli._common import (
     CONSOLE_CHANNEL,
     PLAYER_NAME,
+    TENANT_KEY,
     console_actor,
     console_player,
     load_specs_or_exit,
     operator,
     run_app,
+    tenant_admin,
 )
 from bot.cli.errors import database_message, is_database_error
+from bot.core.models import Tenant
 from bot.core.vocabulary import Period
 
 # Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
@@ -410,12 +413,19 @@ def questions_export(settings: Settings, out: str | None, include_retired: bool)
 
 @questions.command("list")
 @click.option("--all", "include_retired", is_flag=True, help="Include retired questions.")
+@click.option(
+    "--tenant",
+    type=TENANT_KEY,
+    default=None,
+    help="List what this tenant sees (the shared bank with its own questions, retirements and "
+    "corrections), e.g. discord:<guild id>. Default: the shared bank.",
+)
 @click.pass_obj
-def questions_list(settings: Settings, include_retired: bool) -> None:
+def questions_list(settings: Settings, include_retired: bool, tenant: Tenant | None) -> None:
     """List stored questions with their latest version."""
 
     async def body(app: App) -> None:
-        for q in await app.service.list_questions(include_retired):
+        for q in await app.service.list_questions(include_retired, view=tenant):
             flag = " (retired)" if q.retired else ""
             line = f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}"
             click.echo(visible(line))
@@ -425,13 +435,21 @@ def questions_list(settings: Settings, include_retired: bool) -> None:
 
 @questions.command("retire")
 @click.argument("question_id")
+@click.option(
+    "--tenant",
+    type=TENANT_KEY,
+    default=None,
+    help="Retire it for this tenant only (as its admin would), e.g. discord:<guild id>. Default: retire "
+    "a shared question for every tenant.",
+)
 @click.pass_obj
-def questions_retire(settings: Settings, question_id: str) -> None:
+def questions_retire(settings: Settings, question_id: str, tenant: Tenant | None) -> None:
     """Retire a question: it is no longer picked; past attempts keep it."""
 
     async def body(app: App) -> None:
-        await app.service.admin_retire(operator(), question_id)
-        click.echo(f"retired {question_id}")
+        actor = tenant_admin(tenant) if tenant is not None else operator()
+        await app.service.admin_retire(actor, question_id)
+        click.echo(f"retired {question_id}" + (f" for {tenant}" if tenant is not None else ""))
 
     run_app(settings, body)
 
