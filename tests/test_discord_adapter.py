@@ -15,9 +15,11 @@ import pytest
 
 from bot.adapters.discord import sanitize
 from bot.adapters.discord.app import DiscordAdapter
+from bot.adapters.discord.failures import NOT_ALLOWED
 from bot.core.models import ChannelRef, Tenant
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
+from bot.core.tenancy import TenantAllowList
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -724,3 +726,23 @@ async def test_another_servers_admin_gets_missing_for_this_servers_objects(bot: 
     token = bot.act.command(bot.client, "rankzero close-now", close(challenge_id), permissions=MANAGE_GUILD)
     await bot.fake.wait_for(lambda: bot.followups(token))
     assert "Closed" in _content(bot, token)
+
+
+async def test_a_command_from_a_server_not_allowed_is_refused_and_not_run(
+    bot: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: until the bot has left a server that is not in RANKZERO_ALLOWED_TENANTS (or if leaving
+    failed), its commands are answered "not enabled" and do nothing; the allowed server is served.
+    """
+    bot.client.rankzero_allowed = TenantAllowList([f"discord:{GUILD_ID}"])
+    caplog.set_level("WARNING", logger="bot.adapters.discord.failures")
+    other = GUILD_ID + 1
+    token = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD, guild_id=other)
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    assert bot.callbacks(token)[0]["data"]["content"] == NOT_ALLOWED
+    assert f"refused a command from Discord server {other}" in caplog.text
+    await asyncio.sleep(0.2)
+    assert not bot.followups(token) and not bot.fake.calls("POST", r"/channels/\d+/messages")
+    ok = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)  # the allowed server
+    await bot.fake.wait_for(lambda: bot.followups(ok))
+    assert "is posted" in _content(bot, ok)
