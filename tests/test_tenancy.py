@@ -203,3 +203,20 @@ def test_tenant_keys_round_trip_and_refuse_junk() -> None:
             Tenant.from_key(junk)
     with pytest.raises(ValueError):
         Tenant("discord", "9" * 200)
+
+
+async def test_a_players_record_in_one_server_shows_nothing_of_another(env: Env) -> None:
+    """The same Discord user plays in A and B: /stats in B (theirs, or a member's) shows only B's play."""
+    a, _ = await env.quiz.open_challenge(A)
+    b, _ = await env.quiz.open_challenge(B)
+    await _play(env, player("ann", A), a.problems[0].id, "A")  # right in A
+    ann_b = player("ann", B)
+    await env.quiz.start_problem(ann_b, b.problems[0].id)
+    for letter in ("C", "D"):  # wrong in B, out of attempts
+        await env.quiz.answer(ann_b, b.problems[0].id, letter)
+    in_a = await env.quiz.stats(player("ann", A).player, A)
+    in_b = await env.quiz.stats(player("ann", B).player, B)
+    assert (in_a.points > 0, in_a.correct, in_a.problems) == (True, 1, 1)
+    assert (in_b.points, in_b.correct, in_b.problems) == (0, 0, 1)
+    assert in_b.challenges_completed == 1 and in_a.challenges_completed == 1
+    assert (await env.quiz.stats(player("ann", A).player, GRID)).problems == 0

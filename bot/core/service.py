@@ -791,16 +791,20 @@ class QuizService:
         return LeaderboardCard(scope, period, title, tuple(rows), me, total)
 
     async def stats(self, player: PlayerRef, channel: ChannelRef | None = None) -> StatsCard:
-        """A player's record: points, accuracy by topic and kind, streaks, badges."""
+        """A player's record: points, accuracy by topic and kind, streaks, badges, in ``channel``'s tenant
+        (without a channel: everywhere, for the console and tests).
+        """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
-            history = await uow.standings.completions(player_pk, None)
-            by_topic = await uow.standings.player_accuracy(player_pk, "topic")
-            by_kind = await uow.standings.player_accuracy(player_pk, "kind")
-            badges = await uow.standings.badge_counts(player_pk)
+            # The record in the channel's tenant only: another server's play is that server's business.
+            tenant = channel.tenant if channel is not None else None
+            history = await uow.standings.completions(player_pk, None, tenant)
+            by_topic = await uow.standings.player_accuracy(player_pk, "topic", tenant)
+            by_kind = await uow.standings.player_accuracy(player_pk, "kind", tenant)
+            badges = await uow.standings.badge_counts(player_pk, tenant)
             name = await uow.players.player_name(player_pk)
-            points = await uow.standings.player_points(player_pk)
+            points = await uow.standings.player_points(player_pk, tenant)
         today = local_day(now, channel.timezone if channel else "UTC")
         days = [c.day for c in history]
         return StatsCard(
