@@ -217,6 +217,24 @@ def install_callbacks(ctx: SlackContext, platform: SlackPlatform) -> AsyncCallba
     async def success(args: AsyncSuccessArgs) -> BoltResponse:
         inst = args.installation
         ws = Workspace(inst.enterprise_id or None, inst.team_id or None, bool(inst.is_enterprise_install))
+        if not ctx.allowed.allows(Tenant(PLATFORM, ws.key)):
+            # RANKZERO_ALLOWED_TENANTS: Bolt saved the install already; remove it (the store's public
+            # API, as an uninstall does) and show the installer Bolt's failure page.
+            log.warning(
+                "refused the Slack install of workspace %s: it is not in RANKZERO_ALLOWED_TENANTS", ws
+            )
+            await args.settings.installation_store.async_delete_all(
+                enterprise_id=ws.enterprise_id, team_id=ws.team_id
+            )
+            return await args.default.failure(
+                AsyncFailureArgs(
+                    request=args.request,
+                    reason="this workspace is not allowed to install this app",
+                    suggested_status_code=403,
+                    settings=args.settings,
+                    default=args.default,
+                )
+            )
         try:
             resumed = await ctx.services.schedules.resume_workspace(UNINSTALL_ACTOR, PLATFORM, ws.key)
         except Exception:  # never turn a saved install into an error page
