@@ -74,7 +74,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack(response_action="errors", errors=errors)
             return
         if questions.wants_preview(valid):
-            await disputes.begin_preview(ack, ctx, body["user"], valid, started)
+            await disputes.begin_preview(ack, ctx, body["user"], valid, started, body)
             return
         question_id = str(valid.get("id", "?"))
 
