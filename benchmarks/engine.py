@@ -78,7 +78,8 @@ DEFAULT_PG_URL = "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres"
 PLATFORM = "bench"
 WORKSPACE = "ws-bench"
 CHANNEL = ChannelRef(PLATFORM, WORKSPACE, "daily", "daily", "UTC")
-ADMIN = Actor(PlayerRef(PLATFORM, "admin", "Admin"), is_admin=True)
+#: Imports the shared bank, so it is the operator (tenant admins only change their overlay).
+ADMIN = Actor(PlayerRef(PLATFORM, "admin", "Admin"), is_admin=True, is_operator=True)
 TOPICS = ("DDP", "Collectives", "FSDP", "Scaling", "Checkpointing", "Mixed precision")
 LEVELS = ("intermediate", "advanced", "expert")
 TIME_LIMIT_S = 120

@@ -26,6 +26,7 @@ from bot.core.dispute_service import DisputeService
 from bot.core.models import ChannelRef, PlayerRef
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
 from bot.core.practice import PracticeService
+from bot.core.quota import RunnerQuota
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
@@ -106,7 +107,14 @@ async def build_app(
         if owned is None and local_runner:
             owned = LocalRunnerClient()
     runner = runner or owned
-    disputes = DisputeService(uow, clock, runner, platform, runs_per_hour=settings.disputes_per_hour)
+    quota = RunnerQuota(
+        clock,
+        per_hour=settings.runner_jobs_per_tenant_hour,
+        concurrent=settings.runner_jobs_per_tenant_at_once,
+    )
+    disputes = DisputeService(
+        uow, clock, runner, platform, runs_per_hour=settings.disputes_per_hour, quota=quota
+    )
     schedules = ScheduleService(
         uow,
         clock,

@@ -20,7 +20,9 @@ from pydantic_settings import (
 from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
+from bot.core.errors import ConfigurationError
 from bot.core.sharding import ShardSet, parse_shards
+from bot.core.tenancy import TenantAllowList
 
 #: The TOML file read when RANKZERO_CONFIG names none (relative to the working directory).
 DEFAULT_TOML = "rankzero.toml"
@@ -84,7 +86,15 @@ class Settings(BaseSettings):
     runner_token: SecretStr | None = None
     #: Runner runs (disputes and variants) a player may ask for per hour.
     disputes_per_hour: int = Field(default=6, ge=1, le=1000)
+    #: Runner jobs (disputes and question previews together) one tenant may start per hour, and run at
+    #: once, so that one large server or workspace cannot starve the others.
+    runner_jobs_per_tenant_hour: int = Field(default=60, ge=1, le=100_000)
+    runner_jobs_per_tenant_at_once: int = Field(default=2, ge=1, le=1000)
     admins: list[str] = Field(default_factory=list)
+    #: The tenants this bot serves (issue 24): ``discord:<guild id>``, ``slack:<team id>`` or
+    #: ``slack:<enterprise id>`` (a whole Grid org). Empty: every server or workspace that adds it. The
+    #: Discord adapter leaves other servers; the Slack app ignores their requests and refuses installs.
+    allowed_tenants: list[str] = Field(default_factory=list)
     # --- rankzero serve (bot/serve.py); chat tokens are SecretStr: never logged, never in reprs
     discord_token: SecretStr | None = None
     #: Discord roles (ids) whose members are RankZero admins, besides Manage Server holders.
@@ -163,6 +173,20 @@ class Settings(BaseSettings):
     #: Seconds serve takes to stop after SIGTERM/SIGINT, whatever the database does; work still running
     #: then is abandoned (and named in the log).
     shutdown_timeout_s: float = Field(default=15.0, gt=0, le=600)
+
+    @field_validator("allowed_tenants")
+    @classmethod
+    def _tenant_keys(cls, value: list[str]) -> list[str]:
+        try:
+            TenantAllowList(value)
+        except ConfigurationError as exc:  # pydantic reports a ValueError as the field's error
+            raise ValueError(str(exc)) from None
+        return [v.strip() for v in value]
+
+    @property
+    def tenant_allow_list(self) -> TenantAllowList:
+        """``allowed_tenants`` as the adapters check it."""
+        return TenantAllowList(self.allowed_tenants)
 
     @field_validator("discord_shards")
     @classmethod

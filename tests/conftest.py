@@ -178,11 +178,13 @@ def test_bank() -> list[dict[str, Any]]:
 test_bank.__test__ = False  # type: ignore[attr-defined]
 
 
-ADMIN = Actor(PlayerRef("test", "admin", "Admin"), is_admin=True)
+#: The operator (as on the CLI): manages the shared bank; tests of a tenant's admins build their own.
+ADMIN = Actor(PlayerRef("test", "admin", "Admin"), is_admin=True, is_operator=True)
 
 
-def actor(name: str) -> Actor:
-    return Actor(PlayerRef("test", name, name.title()))
+def actor(name: str, channel: ChannelRef = CHANNEL) -> Actor:
+    """A player acting in ``channel``'s tenant."""
+    return Actor(PlayerRef("test", name, name.title()), tenant=channel.tenant)
 
 
 @pytest.fixture

@@ -463,6 +463,8 @@ class FakeDiscord:
 
     def __init__(self) -> None:
         self.requests: list[Recorded] = []
+        #: Guilds the bot left (Leave Guild), in order.
+        self.left_guilds: list[int] = []
         self.messages: dict[int, dict[str, Any]] = {}
         #: interaction token -> id of the message its @original refers to
         self.originals: dict[str, int] = {}
@@ -704,6 +706,12 @@ class FakeDiscord:
             )
         if m == "POST" and path == "/users/@me/channels":
             return self._open_dm(body or {})
+        if (hit := re.fullmatch(r"/users/@me/guilds/(\d+)", path)) and m == "DELETE":
+            # Leave Guild: 204 and the bot is no longer a member; 404 Unknown Guild when it was not one.
+            if self.gateway.guilds.pop(int(hit[1]), None) is None:
+                return _json({"message": "Unknown Guild", "code": 10004}, status=404)
+            self.left_guilds.append(int(hit[1]))
+            return web.Response(status=204)
         if (
             (hit := re.fullmatch(r"/channels/(\d+)/messages", path))
             and m == "POST"
@@ -1041,8 +1049,9 @@ class Interactions:
         roles: list[int] | None = None,
         resolved: dict[str, Any] | None = None,
         channel_id: int = CHANNEL_ID,
+        guild_id: int = GUILD_ID,
     ) -> str:
-        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub').
+        """Invoke a slash command (``name`` may be 'group sub' or 'group sub sub') in ``guild_id``.
 
         Once the bot synced its commands, the options are checked as Discord's client enforces them:
         declared, required ones given, and a value of the declared choices (ValueError otherwise).
@@ -1056,6 +1065,7 @@ class Interactions:
             roles=roles,
             resolved=resolved,
             channel_id=channel_id,
+            guild_id=guild_id,
         )
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])

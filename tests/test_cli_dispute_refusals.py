@@ -68,7 +68,7 @@ async def test_a_dispute_that_cannot_run_is_refused_without_the_runner(
     steps: list[str] = []
     try:
         with pytest.raises(error, match=why):
-            await dispute_with_progress(app, actor("alice"), problem_id, None, steps.append)
+            await dispute_with_progress(app, actor("alice", CONSOLE_CHANNEL), problem_id, None, steps.append)
     finally:
         await app.close()
     assert runner.calls == [] and steps == []

@@ -30,8 +30,8 @@ from tests.fakes import FakePlatform, FrozenClock
 
 REFUSAL = "only admins can do that: ask one"
 CHANNEL = ChannelRef("test", "W1", "C1", "general", "UTC")
-ADMIN = Actor(PlayerRef("test", "boss", "Boss"), is_admin=True)
-PLAYER = Actor(PlayerRef("test", "pat", "Pat"))
+ADMIN = Actor(PlayerRef("test", "boss", "Boss"), is_admin=True, tenant=CHANNEL.tenant)
+PLAYER = Actor(PlayerRef("test", "pat", "Pat"), tenant=CHANNEL.tenant)
 
 
 # ---------------------------------------------------------------------- who is an admin

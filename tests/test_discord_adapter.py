@@ -15,9 +15,11 @@ import pytest
 
 from bot.adapters.discord import sanitize
 from bot.adapters.discord.app import DiscordAdapter
-from bot.core.models import ChannelRef
+from bot.adapters.discord.failures import NOT_ALLOWED
+from bot.core.models import ChannelRef, Tenant
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
+from bot.core.tenancy import TenantAllowList
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -372,7 +374,7 @@ async def test_question_add_modal_shows_validation_errors_then_adds(bot: Bot) ->
     )
     await bot.fake.wait_for(lambda: bot.followups(bad))
     assert "was not added" in _content(bot, bad) and "choices" in _content(bot, bad)
-    assert all(r.id != "ddp-modal-1" for r in await bot.quiz.list_questions())
+    assert all(r.id != "ddp-modal-1" for r in await bot.quiz.list_questions(view=CHANNEL.tenant))
 
     token = bot.act.command(bot.client, "question add", opts, permissions=MANAGE_GUILD)
     await bot.fake.wait_for(lambda: bot.callbacks(token))
@@ -391,7 +393,7 @@ async def test_question_add_modal_shows_validation_errors_then_adds(bot: Bot) ->
     )
     await bot.fake.wait_for(lambda: bot.followups(good))
     assert "`ddp-modal-1` added" in _content(bot, good)
-    [spec] = [s for s in await bot.quiz.export_questions() if s["id"] == "ddp-modal-1"]
+    [spec] = [s for s in await bot.quiz.export_questions(view=CHANNEL.tenant) if s["id"] == "ddp-modal-1"]
     assert spec["choices"][0]["correct"] is True and spec["hint"] == "think backward"
     assert spec["explanation"] == "DDP averages gradients in backward."
 
@@ -438,7 +440,7 @@ async def test_question_import_from_attachment(bot: Bot) -> None:
     )
     await bot.fake.wait_for(lambda: bot.followups(token))
     assert "1 added" in _content(bot, token)
-    assert any(r.id == "imported-1" for r in await bot.quiz.list_questions())
+    assert any(r.id == "imported-1" for r in await bot.quiz.list_questions(view=CHANNEL.tenant))
 
 
 async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
@@ -597,7 +599,9 @@ async def test_question_add_offers_every_difficulty_and_adds_a_beginner_question
         )
         await fake.wait_for(lambda: bot.followups(good))
         assert "`ddp-beginner-1` added" in _content(bot, good)
-        [spec] = [s for s in await bot.quiz.export_questions() if s["id"] == "ddp-beginner-1"]
+        [spec] = [
+            s for s in await bot.quiz.export_questions(view=CHANNEL.tenant) if s["id"] == "ddp-beginner-1"
+        ]
         assert spec["difficulty"] == "beginner" and spec["kind"] == "conceptual"
     finally:
         await bot.adapter.stop()
@@ -672,7 +676,7 @@ async def test_question_preview_and_retire(bot: Bot) -> None:
     t2 = bot.act.command(bot.client, "question retire", opt, permissions=MANAGE_GUILD)
     await bot.fake.wait_for(lambda: bot.followups(t2))
     assert "retired" in _content(bot, t2)
-    assert "int-0" not in {r.id for r in await bot.quiz.list_questions()}
+    assert "int-0" not in {r.id for r in await bot.quiz.list_questions(view=CHANNEL.tenant)}
     t3 = bot.act.command(bot.client, "question retire", [{"type": 3, "name": "question", "value": "nope"}])
     await bot.fake.wait_for(lambda: bot.followups(t3))
     assert "only admins" in _content(bot, t3)  # non-admin: refused before the service is asked
@@ -694,3 +698,55 @@ async def test_stats_of_another_member(bot: Bot) -> None:
     await bot.fake.wait_for(lambda: bot.followups(token))
     embed = bot.followups(token)[0]["embeds"][0]
     assert embed["title"] == "Stats · bob" and "1/1 solved" in embed["description"]
+
+
+async def test_another_servers_admin_gets_missing_for_this_servers_objects(bot: Bot) -> None:
+    """Issue 24: an admin of another server naming this server's challenge or own question by id is told
+    exactly what a missing id gets, and nothing changes here.
+    """
+    post = await bot.post()
+    challenge_id = int(bot.buttons(post)["Start"].split(":")[2])
+    other = GUILD_ID + 1
+
+    async def reply(name: str, options: list[dict[str, Any]]) -> str:
+        token = bot.act.command(bot.client, name, options, permissions=MANAGE_GUILD, guild_id=other)
+        await bot.fake.wait_for(lambda: bot.followups(token))
+        return _content(bot, token)
+
+    def close(cid: int) -> list[dict[str, Any]]:
+        return [{"type": 4, "name": "challenge", "value": cid}]
+
+    theirs = await reply("rankzero close-now", close(challenge_id))
+    missing = await reply("rankzero close-now", close(challenge_id + 1000))
+    assert theirs.replace(str(challenge_id), "N") == missing.replace(str(challenge_id + 1000), "N")
+    assert "no challenge" in theirs
+    assert (await bot.quiz.get_challenge(challenge_id)).status == "open"
+    # Retiring a shared question from the other server retires it there only.
+    opt = [{"type": 3, "name": "question", "value": "int-0"}]
+    assert "retired" in await reply("question retire", opt)
+    assert "int-0" in {r.id for r in await bot.quiz.list_questions(view=CHANNEL.tenant)}
+    assert "int-0" not in {r.id for r in await bot.quiz.list_questions(view=Tenant("discord", str(other)))}
+    # This server's own admin still closes it.
+    token = bot.act.command(bot.client, "rankzero close-now", close(challenge_id), permissions=MANAGE_GUILD)
+    await bot.fake.wait_for(lambda: bot.followups(token))
+    assert "Closed" in _content(bot, token)
+
+
+async def test_a_command_from_a_server_not_allowed_is_refused_and_not_run(
+    bot: Bot, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: until the bot has left a server that is not in RANKZERO_ALLOWED_TENANTS (or if leaving
+    failed), its commands are answered "not enabled" and do nothing; the allowed server is served.
+    """
+    bot.client.rankzero_allowed = TenantAllowList([f"discord:{GUILD_ID}"])
+    caplog.set_level("WARNING", logger="bot.adapters.discord.failures")
+    other = GUILD_ID + 1
+    token = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD, guild_id=other)
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    assert bot.callbacks(token)[0]["data"]["content"] == NOT_ALLOWED
+    assert f"refused a command from Discord server {other}" in caplog.text
+    await asyncio.sleep(0.2)
+    assert not bot.followups(token) and not bot.fake.calls("POST", r"/channels/\d+/messages")
+    ok = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)  # the allowed server
+    await bot.fake.wait_for(lambda: bot.followups(ok))
+    assert "is posted" in _content(bot, ok)

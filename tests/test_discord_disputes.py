@@ -214,7 +214,7 @@ class Bot:
         return token
 
     async def question_ids(self) -> list[str]:
-        return [q.id for q in await self.quiz.list_questions()]
+        return [q.id for q in await self.quiz.list_questions(view=CHANNEL.tenant)]
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner) -> Bot:
@@ -279,7 +279,7 @@ async def test_bad_runner_settings_are_listed_and_nothing_is_run(bot: Bot) -> No
     # a debug question explain a bug, they are not outputs to match).
     fixed = await bot.submit_form("disc-debug", "runner: python\nx = 1\n", kind="debug")
     assert (await bot.reply(fixed))["content"] == "Question `disc-debug` added."
-    [stored] = await bot.quiz.export_questions()
+    [stored] = await bot.quiz.export_questions(view=CHANNEL.tenant)
     assert stored["runner"]["mode"] == "python" and stored["code"] == "x = 1\n" and bot.runner.specs == []
 
 
@@ -311,7 +311,9 @@ async def test_admin_sees_the_runner_output_then_save_adds_the_question(bot: Bot
     [done] = bot.edits(first) + bot.edits(second)
     assert done["content"] == "Question `disc-predict-1` added." and done["components"] == []
     assert bot.fake.messages[message]["components"] == []
-    [stored] = [s for s in await bot.quiz.export_questions() if s["id"] == "disc-predict-1"]
+    [stored] = [
+        s for s in await bot.quiz.export_questions(view=CHANNEL.tenant) if s["id"] == "disc-predict-1"
+    ]
     assert stored["runner"] == {"mode": "ddp", "nproc": 2, "gpus": 0, "init_process_group": True}
     assert stored["code"] == ALL_REDUCE and stored["choices"][0]["correct"] is True
     assert [c["text"] for c in stored["choices"]] == [

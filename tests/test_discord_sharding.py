@@ -257,3 +257,38 @@ async def test_a_bad_identify_is_closed_as_discord_does(
     assert closed.value.code == code and gateway.gateway.refused == [code]
     assert gateway.gateway.identified == [] and not client.guilds
     await client.close()
+
+
+async def test_servers_not_in_the_allow_list_are_left_and_logged(
+    gateway: FakeDiscord, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: with RANKZERO_ALLOWED_TENANTS set, the bot leaves every other server it is in when it
+    connects (Leave Guild) and says so in the log; an allowed server is kept.
+    """
+    guilds = sorted(gateway.gateway.guilds)
+    keep = guilds[0]
+    settings = Settings(
+        discord_token="token",
+        allowed_tenants=[f"discord:{keep}", "slack:T1"],
+        database_url="sqlite+aiosqlite:///:memory:",
+    )
+    adapter = DiscordAdapter("token", sharded=True, allowed=settings.tenant_allow_list)
+    caplog.set_level("WARNING", logger="bot.adapters.discord.app")
+    runner = await _connected(adapter.client)  # type: ignore[arg-type]
+    try:
+        deadline = time.monotonic() + 10
+        while len(gateway.left_guilds) < len(guilds) - 1 and time.monotonic() < deadline:
+            await asyncio.sleep(0.05)
+        assert sorted(gateway.left_guilds) == guilds[1:]
+        assert list(gateway.gateway.guilds) == [keep]
+        logged = "\n".join(r.getMessage() for r in caplog.records)
+        for guild in guilds[1:]:
+            assert f"leaving Discord server {guild}" in logged and "RANKZERO_ALLOWED_TENANTS" in logged
+    finally:
+        await _closed(adapter.client, runner)
+
+
+def test_a_bad_allow_list_entry_is_refused_with_the_setting_named() -> None:
+    with pytest.raises(ValidationError) as caught:
+        Settings(allowed_tenants=["discord:1", "just-a-guild-id"], database_url="sqlite://")
+    assert "allowed_tenants" in str(caught.value) and "just-a-guild-id" in str(caught.value)

@@ -5,6 +5,7 @@ API calls into a recording fake on loopback, the real service on a migrated SQLi
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import json
 import shutil
@@ -22,10 +23,13 @@ from bot.adapters.slack.app import EVENTS_PATH, SlackAdapter, build_adapter
 from bot.bootstrap import Services, build_services
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
-from bot.core.models import Actor, PlayerRef
+from bot.core.models import Actor, PlayerRef, Tenant
 from tests.conftest import ADMIN, START, make_spec, test_bank
 from tests.fakes import FrozenClock
 from tests.slack_fake import SECRET, TEAM, FakeSlackApi, SlackSender, sign
+
+#: The fake workspace's tenant: questions its admins add are its own.
+SLACK_TENANT = Tenant("slack", TEAM)
 
 PLAYER = "UPLAYER"
 OWNER = "UOWNER"  # a workspace owner according to users.info
@@ -296,7 +300,7 @@ async def test_question_add_modal_shows_errors_on_fields_then_adds(slack: Harnes
     assert answer["response_action"] == "errors"
     assert set(answer["errors"]) == {"id", "attempts"}
     assert "slug" in answer["errors"]["id"]
-    assert "slack-added-1" not in [q.id for q in await slack.services.quiz.list_questions()]
+    assert "slack-added-1" not in [q.id for q in await slack.services.quiz.list_questions(view=SLACK_TENANT)]
 
     no_correct = {**QUESTION_FORM, "choices": "all-reduce\nbroadcast"}
     r = await slack.send.submit(OWNER, bk.QUESTION_CALLBACK, no_correct)
@@ -304,7 +308,7 @@ async def test_question_add_modal_shows_errors_on_fields_then_adds(slack: Harnes
 
     r = await slack.send.submit(OWNER, bk.QUESTION_CALLBACK, QUESTION_FORM)
     assert r.status_code == 200 and r.text in ("", "{}")
-    assert "slack-added-1" in [q.id for q in await slack.services.quiz.list_questions()]
+    assert "slack-added-1" in [q.id for q in await slack.services.quiz.list_questions(view=SLACK_TENANT)]
 
 
 async def test_non_admin_is_refused(slack: Harness) -> None:
@@ -505,3 +509,46 @@ async def test_a_second_click_on_a_tried_wrong_letter_costs_no_attempt(slack: Ha
     assert "you already tried B" in text_of(again) and "Attempts left: *1* of 2" in text_of(again)
     card = await slack.services.quiz.view_problem(Actor(PlayerRef("slack", PLAYER, "Pat")), pid)
     assert card.attempts_left == 1 and not card.over
+
+
+async def test_another_workspaces_owner_gets_missing_for_this_workspaces_objects(slack: Harness) -> None:
+    """Issue 24: the owner of another workspace naming this one's challenge by id, or retiring or
+    correcting a shared question, changes nothing here; a missing id reads the same as ours.
+    """
+    challenge_id = await slack.post_challenge()
+    await slack.api.wait_for("response")  # the post-now's own reply
+    other = dataclasses.replace(slack.send, team="T0002")
+
+    async def reply(text: str) -> str:
+        before = len(slack.api.of("response"))
+        await other.command(OWNER, text)
+        answer = (await slack.api.wait_for("response", before + 1))[before].args
+        return json.dumps(answer.get("blocks") or answer.get("text"), ensure_ascii=False)
+
+    theirs = await reply(f"close-now {challenge_id}")
+    missing = await reply(f"close-now {challenge_id + 1000}")
+    assert "no challenge" in theirs
+    assert theirs.replace(str(challenge_id), "N") == missing.replace(str(challenge_id + 1000), "N")
+    assert (await slack.services.quiz.get_challenge(challenge_id)).status == "open"
+    assert "Retired `int-0`" in await reply("question retire int-0")
+    assert "int-0" in {q.id for q in await slack.services.quiz.list_questions(view=SLACK_TENANT)}
+    assert "int-0" not in {
+        q.id for q in await slack.services.quiz.list_questions(view=Tenant("slack", "T0002"))
+    }
+
+
+async def test_a_workspace_not_in_the_allow_list_is_ignored_and_logged(
+    tmp_path: Path, sqlite_template: Path, caplog: pytest.LogCaptureFixture
+) -> None:
+    """Issue 24: with RANKZERO_ALLOWED_TENANTS, requests from another workspace are acknowledged and
+    dropped (nothing posted, nothing answered), with a log line; the allowed workspace plays as usual.
+    """
+    caplog.set_level("WARNING", logger="bot.adapters.slack.app")
+    async for h in _harness(tmp_path, sqlite_template, test_bank(), allowed_tenants=[f"slack:{TEAM}"]):
+        stranger = dataclasses.replace(h.send, team="T0002")
+        r = await stranger.command(OWNER, "post-now")
+        assert r.status_code == 200 and not r.content
+        await asyncio.sleep(0.3)  # listeners run after the ack: give an unwanted one time to act
+        assert not h.api.of("chat.postMessage") and not h.api.of("response")
+        assert "workspace T0002: it is not in RANKZERO_ALLOWED_TENANTS" in caplog.text
+        assert await h.post_challenge() > 0  # the allowed workspace

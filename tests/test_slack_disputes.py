@@ -42,7 +42,7 @@ from bot.core.verdicts import (
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import make_spec
 from tests.slack_fake import TEAM
-from tests.test_slack_adapter import OWNER, PLAYER, Harness, _harness, buttons
+from tests.test_slack_adapter import OWNER, PLAYER, SLACK_TENANT, Harness, _harness, buttons
 
 CPU = Hardware(0, (), "2.13.0+cpu", None)
 ADMIN_CHANNEL = "CADMIN"
@@ -132,7 +132,7 @@ async def command(h: Harness, user: str, text: str) -> str:
 
 
 async def question_ids(h: Harness) -> list[str]:
-    return [q.id for q in await h.services.quiz.list_questions()]
+    return [q.id for q in await h.services.quiz.list_questions(view=SLACK_TENANT)]
 
 
 # ---------------------------------------------------------------------- question add with the preview
@@ -176,7 +176,9 @@ async def test_predict_output_is_previewed_on_the_runner_then_saved(
 
     r = await h.send.submit(OWNER, dbk.PREVIEW_CALLBACK, {}, metadata=preview["private_metadata"])
     assert r.json() == {"response_action": "clear"}
-    saved = next(s for s in await h.services.quiz.export_questions() if s["id"] == "slack-predict-1")
+    saved = next(
+        s for s in await h.services.quiz.export_questions(view=SLACK_TENANT) if s["id"] == "slack-predict-1"
+    )
     assert saved["runner"] == {"mode": "ddp", "nproc": 2, "gpus": 0, "init_process_group": True}
     assert saved["code"] == PREDICT_FORM["code"] and saved["choices"][0]["correct"] is True
 

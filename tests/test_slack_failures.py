@@ -21,7 +21,7 @@ from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import ConfigurationError
 from bot.core.ports import TransientConflictError
 from tests.conftest import make_spec, test_bank
-from tests.test_slack_adapter import OWNER, PLAYER, Harness, _harness, buttons, text_of
+from tests.test_slack_adapter import OWNER, PLAYER, SLACK_TENANT, Harness, _harness, buttons, text_of
 from tests.test_slack_practice import _command_modal
 
 
@@ -164,7 +164,7 @@ async def test_an_8_s_database_stall_on_question_add_answers_in_time_and_saves(
     assert r.json()["response_action"] == "update" and "Working" in text_of(r.json()["view"])
     done = (await slack.api.wait_for("views.update", timeout=20))[0].args
     assert "Added question slack-stalled-1" in text_of(done["view"])
-    assert "slack-stalled-1" in [q.id for q in await quiz.list_questions()]
+    assert "slack-stalled-1" in [q.id for q in await quiz.list_questions(view=SLACK_TENANT)]
 
 
 async def test_a_stalled_preview_save_answers_in_time_and_saves(
@@ -177,7 +177,7 @@ async def test_a_stalled_preview_save_answers_in_time_and_saves(
     assert not slack.send.late and r.json()["response_action"] == "update"
     done = (await slack.api.wait_for("views.update", timeout=20))[0].args
     assert "Saved question slack-stalled-2" in text_of(done["view"])
-    assert "slack-stalled-2" in [q.id for q in await quiz.list_questions()]
+    assert "slack-stalled-2" in [q.id for q in await quiz.list_questions(view=SLACK_TENANT)]
 
 
 async def test_a_stalled_explain_grading_answers_in_time(

@@ -16,7 +16,14 @@ import click
 from bot.adapters.console.safe import visible
 from bot.cli.errors import database_message, is_database_error
 from bot.core.errors import ConfigurationError, RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name, player_name_problem
+from bot.core.models import (
+    Actor,
+    ChannelRef,
+    PlayerRef,
+    Tenant,
+    bounded_display_name,
+    player_name_problem,
+)
 
 if TYPE_CHECKING:
     from rich.console import Console
@@ -46,6 +53,27 @@ class PlayerName(click.ParamType[str, Any]):
 PLAYER_NAME = PlayerName()
 
 
+class TenantKey(click.ParamType[Tenant, Any]):
+    """A ``--tenant`` value: ``discord:<guild id>``, ``slack:<team or enterprise id>``... (a usage error,
+    exit 2, otherwise).
+    """
+
+    name = "PLATFORM:WORKSPACE"
+
+    def convert(self, value: Any, param: click.Parameter | None, ctx: click.Context | None) -> Tenant:
+        """The tenant, or a usage error saying how to write one."""
+        if isinstance(value, Tenant):
+            return value
+        try:
+            return Tenant.from_key(str(value).strip())
+        except ValueError as exc:
+            self.fail(f"{exc}; write e.g. discord:123456789012345678 or slack:T0123ABCD", param, ctx)
+
+
+#: The type of the operator's ``--tenant`` option (act for one tenant, as its admin would).
+TENANT_KEY = TenantKey()
+
+
 def console_player(name: str | None) -> PlayerRef:
     """The console player called ``name`` (default: the login name).
 
@@ -56,6 +84,23 @@ def console_player(name: str | None) -> PlayerRef:
         name = bounded_display_name(name or getpass.getuser() or "player", "player")
     name = name.strip()
     return PlayerRef("console", name.lower(), name)
+
+
+def console_actor(name: str | None) -> Actor:
+    """A console player, acting in the console's local tenant (where its challenges are)."""
+    return Actor(console_player(name), tenant=CONSOLE_CHANNEL.tenant)
+
+
+def tenant_admin(tenant: Tenant) -> Actor:
+    """The operator acting for one tenant, exactly as that tenant's admin would (its overlay only)."""
+    return Actor(console_player(None), is_admin=True, tenant=tenant)
+
+
+def operator() -> Actor:
+    """Whoever runs the CLI on the bot's database: the operator, who manages the shared question bank
+    every tenant plays (a chat admin manages their own tenant's overlay only).
+    """
+    return Actor(console_player(None), is_admin=True, is_operator=True)
 
 
 def run_app(
@@ -87,9 +132,7 @@ def run_app(
             if seed_bank:
                 # The shipped bank is synced each time: new questions and edits (as new versions) arrive
                 # with an upgrade of RankZero; retired questions stay retired.
-                await app.service.admin_import(
-                    Actor(console_player(None), is_admin=True), shipped_bank_specs()
-                )
+                await app.service.admin_import(operator(), shipped_bank_specs())
             return await body(app)
         finally:
             await app.close()

@@ -18,7 +18,14 @@ from rich.console import Console
 from bot.adapters.console import dispute_render
 from bot.adapters.console.safe import visible
 from bot.bootstrap import open_runner
-from bot.cli._common import CONSOLE_CHANNEL, PLAYER_NAME, console_player, load_specs_or_exit, run_app
+from bot.cli._common import (
+    CONSOLE_CHANNEL,
+    PLAYER_NAME,
+    console_actor,
+    load_specs_or_exit,
+    operator,
+    run_app,
+)
 from bot.commands.handlers import problem_in
 from bot.config import Settings
 from bot.core.dispute_service import DisputeCard, question_from_spec, verify_questions
@@ -107,7 +114,7 @@ def dispute(settings: Settings, problem: tuple[str, ...], player: str | None, va
 
     async def body(app: App) -> None:
         problem_id = await resolve_problem(app.service, " ".join(problem))
-        actor = Actor(console_player(player))
+        actor = console_actor(player)
         if console.is_terminal:
             with console.status("looking up the problem…") as status:
                 card = await dispute_with_progress(app, actor, problem_id, code, status.update)
@@ -183,7 +190,7 @@ def questions_preview(settings: Settings, path: str) -> None:
         contradicted: list[str] = []
         for spec in specs:
             if spec.get("kind") == Kind.PREDICT_OUTPUT and spec.get("code"):
-                card = await app.disputes.preview_question(Actor(console_player(None), is_admin=True), spec)
+                card = await app.disputes.preview_question(operator(), spec)
                 console.print(dispute_render.dispute(card))
                 shown += 1
                 if card.verification == "contradicted":
@@ -211,9 +218,7 @@ def questions_correct(settings: Settings, question_id: str, letter: str) -> None
     console = Console()
 
     async def body(app: App) -> None:
-        card = await app.disputes.correct_answer(
-            Actor(console_player(None), is_admin=True), question_id, letter
-        )
+        card = await app.disputes.correct_answer(operator(), question_id, letter)
         console.print(dispute_render.correction(card))
 
     run_app(settings, body, console=console)
@@ -226,9 +231,7 @@ def questions_flags(settings: Settings, show_all: bool) -> None:
     """Questions whose official answer a dispute contradicted (admin)."""
 
     async def body(app: App) -> None:
-        flags = await app.disputes.flags(
-            Actor(console_player(None), is_admin=True), None if show_all else "open"
-        )
+        flags = await app.disputes.flags(operator(), None if show_all else "open")
         for f in flags:
             click.echo(
                 f"#{f.id} {f.status:8} {f.question_id} v{f.question_version}: official "

@@ -16,9 +16,19 @@ from typing import TYPE_CHECKING, Any
 import click
 
 from bot.adapters.console.safe import visible
-from bot.cli._common import CONSOLE_CHANNEL, PLAYER_NAME, console_player, load_specs_or_exit, run_app
+from bot.cli._common import (
+    CONSOLE_CHANNEL,
+    PLAYER_NAME,
+    TENANT_KEY,
+    console_actor,
+    console_player,
+    load_specs_or_exit,
+    operator,
+    run_app,
+    tenant_admin,
+)
 from bot.cli.errors import database_message, is_database_error
-from bot.core.models import Actor
+from bot.core.models import Tenant
 from bot.core.vocabulary import Period
 
 # Everything heavy (SQLAlchemy, pydantic, rich, the adapters) is imported by the command that needs it:
@@ -181,7 +191,7 @@ def play(settings: Settings, player: str | None) -> None:
     from bot.adapters.console.play import ConsoleGame, stdin_keys
 
     console = Console()
-    actor = Actor(console_player(player))
+    actor = console_actor(player)
 
     async def body(app: App) -> int:
         game = ConsoleGame(
@@ -373,7 +383,7 @@ def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
     specs = load_specs_or_exit(paths, importing=True)
 
     async def body(app: App) -> None:
-        report = await app.service.admin_import(Actor(console_player(None), is_admin=True), specs)
+        report = await app.service.admin_import(operator(), specs)
         click.echo(
             f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
             f"{len(report.unchanged)} unchanged"
@@ -408,12 +418,19 @@ def questions_export(settings: Settings, out: str | None, include_retired: bool)
 
 @questions.command("list")
 @click.option("--all", "include_retired", is_flag=True, help="Include retired questions.")
+@click.option(
+    "--tenant",
+    type=TENANT_KEY,
+    default=None,
+    help="List what this tenant sees (the shared bank with its own questions, retirements and "
+    "corrections), e.g. discord:<guild id>. Default: the shared bank.",
+)
 @click.pass_obj
-def questions_list(settings: Settings, include_retired: bool) -> None:
+def questions_list(settings: Settings, include_retired: bool, tenant: Tenant | None) -> None:
     """List stored questions with their latest version."""
 
     async def body(app: App) -> None:
-        for q in await app.service.list_questions(include_retired):
+        for q in await app.service.list_questions(include_retired, view=tenant):
             flag = " (retired)" if q.retired else ""
             line = f"{q.id:40} v{q.version:<3} {q.kind:15} {q.difficulty:12} {q.topic}{flag}"
             click.echo(visible(line))
@@ -423,13 +440,21 @@ def questions_list(settings: Settings, include_retired: bool) -> None:
 
 @questions.command("retire")
 @click.argument("question_id")
+@click.option(
+    "--tenant",
+    type=TENANT_KEY,
+    default=None,
+    help="Retire it for this tenant only (as its admin would), e.g. discord:<guild id>. Default: retire "
+    "a shared question for every tenant.",
+)
 @click.pass_obj
-def questions_retire(settings: Settings, question_id: str) -> None:
+def questions_retire(settings: Settings, question_id: str, tenant: Tenant | None) -> None:
     """Retire a question: it is no longer picked; past attempts keep it."""
 
     async def body(app: App) -> None:
-        await app.service.admin_retire(Actor(console_player(None), is_admin=True), question_id)
-        click.echo(f"retired {question_id}")
+        actor = tenant_admin(tenant) if tenant is not None else operator()
+        await app.service.admin_retire(actor, question_id)
+        click.echo(f"retired {question_id}" + (f" for {tenant}" if tenant is not None else ""))
 
     run_app(settings, body)
 

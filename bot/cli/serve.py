@@ -80,7 +80,8 @@ async def _seed_bank(settings: Settings) -> None:
     """Sync the shipped bank (several processes may start at once: a lost race is retried once)."""
     app = await build_app(settings)
     try:
-        admin = Actor(console_player("rankzero-serve"), is_admin=True)
+        # The shipped bank is the shared one: serve seeds it as the operator.
+        admin = Actor(console_player("rankzero-serve"), is_admin=True, is_operator=True)
         for attempt in range(3):
             try:
                 specs = await asyncio.to_thread(shipped_bank_specs)  # parsing YAML: off the event loop

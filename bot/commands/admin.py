@@ -13,7 +13,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass, field
 
 from bot.core.errors import NotAdminError
-from bot.core.models import Actor, PlayerRef
+from bot.core.models import Actor, PlayerRef, Tenant
 
 
 @dataclass(frozen=True)
@@ -50,9 +50,11 @@ class AdminPolicy:
             or bool(rights.role_ids & self.admin_roles)
         )
 
-    def actor(self, player: PlayerRef, rights: PlatformRights) -> Actor:
-        """The Actor the services get for ``player``."""
-        return Actor(player, self.is_admin(player.user_id, rights))
+    def actor(self, player: PlayerRef, rights: PlatformRights, tenant: Tenant | None = None) -> Actor:
+        """The Actor the services get for ``player`` acting in ``tenant`` (the server or workspace the
+        command ran in: an admin's changes stay there). Admins are tenant admins, never the operator.
+        """
+        return Actor(player, self.is_admin(player.user_id, rights), tenant)
 
     def require(self, actor: Actor) -> None:
         """Refuse a non-admin with this platform's refusal (a NotAdminError the adapter shows as is)."""

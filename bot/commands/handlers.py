@@ -31,6 +31,7 @@ from bot.core.repositories import QuestionFlag, SyncReport
 from bot.core.schedule import Schedule
 from bot.core.schedule_service import ScheduleService, ScheduleView
 from bot.core.service import QuizService
+from bot.core.tenancy import acting_tenant
 from bot.core.vocabulary import Period, Scope
 
 #: An adapter's check that the bot may post in the channel (raises PostRefusedError saying what to grant).
@@ -179,9 +180,11 @@ class Commands:
         return await self.quiz.close_open_challenge(channel, challenge_id)
 
     async def close_challenge(self, actor: Actor, challenge_id: int) -> ResultsCard | None:
-        """Close the challenge ``challenge_id`` wherever it is; None: it was already closed."""
+        """Close the challenge ``challenge_id`` of the admin's tenant (a server's, in any of its
+        channels); None: it was already closed. Another tenant's reads as a missing one.
+        """
         self.admins.require(actor)
-        return await self.quiz.close_challenge(challenge_id)
+        return await self.quiz.close_tenant_challenge(actor, challenge_id)
 
     # ------------------------------------------------------------------ admins: the question bank
     async def import_questions(self, actor: Actor, specs: list[dict[str, Any]]) -> SyncReport:
@@ -195,9 +198,10 @@ class Commands:
         await self.quiz.admin_retire(actor, question_id)
 
     async def preview(self, actor: Actor, question_id: str) -> dict[str, Any]:
-        """A question's spec with its answer (retired ones too)."""
+        """A question's spec with its answer (retired ones too), as the admin's tenant sees it."""
         self.admins.require(actor)
-        for spec in await self.quiz.export_questions(include_retired=True):
+        view = acting_tenant(actor)
+        for spec in await self.quiz.export_questions(include_retired=True, view=view):
             if spec.get("id") == question_id:
                 return spec
         raise NotFoundError(f"no question with id {question_id!r}")

@@ -32,10 +32,12 @@ from bot.core.errors import (
     RateLimitedError,
     TooEarlyError,
 )
-from bot.core.models import LETTERS, Actor, Choice, Question
+from bot.core.models import LETTERS, Actor, Challenge, Choice, Question
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, UnitOfWork
+from bot.core.quota import RunnerQuota
 from bot.core.repositories import DisputeRecord, QuestionFlag, QuestionPlay
 from bot.core.standings import standing_keys
+from bot.core.tenancy import acting_tenant, sees
 from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
 from bot.core.vocabulary import Difficulty, Kind
 
@@ -213,7 +215,11 @@ class DisputeService:
         *,
         runs_per_hour: int = 6,
         run_timeout_s: float = 30.0,
+        quota: RunnerQuota | None = None,
     ) -> None:
+        """``quota``: the runner's fair use per tenant, shared by disputes and previews (default: 60 jobs
+        an hour and 2 at once per tenant).
+        """
         if runs_per_hour < 1:
             raise ConfigurationError("disputes per hour must be at least 1")
         self._uow = uow_factory
@@ -222,6 +228,7 @@ class DisputeService:
         self._platform = platform
         self._per_hour = runs_per_hour
         self._timeout = run_timeout_s
+        self._quota = quota or RunnerQuota(clock)
         self._health: RunnerHealth | None = None
         self._health_at = 0.0
 
@@ -275,7 +282,11 @@ class DisputeService:
         question = question_from_spec(spec)
         if question.kind != Kind.PREDICT_OUTPUT or not question.code:
             raise NotFoundError("only predict_output questions with code can be previewed on the runner")
-        return await self.check_question(question)
+        tenant = acting_tenant(actor)
+        if tenant is None:  # the operator's previews are not a tenant's fair use
+            return await self.check_question(question)
+        async with self._quota.job(tenant):
+            return await self.check_question(question)
 
     # ------------------------------------------------------------------ disputes
     async def check_dispute(self, actor: Actor, problem_id: int, code: str | None = None) -> None:
@@ -288,7 +299,7 @@ class DisputeService:
         now = self._clock.now()
         self._check_variant(code)
         async with self._uow() as uow:
-            player_pk, _ = await self._disputable(uow, actor, problem_id, now)
+            player_pk, _, _ = await self._disputable(uow, actor, problem_id, now)
             used = await uow.disputes.count_disputes_since(player_pk, now - dt.timedelta(hours=1))
             if used >= self._per_hour:
                 raise RateLimitedError(
@@ -304,13 +315,16 @@ class DisputeService:
 
     async def _disputable(
         self, uow: UnitOfWork, actor: Actor, problem_id: int, now: dt.datetime
-    ) -> tuple[int, Question]:
-        """The player's key and the problem's question, when the player may dispute it now."""
+    ) -> tuple[int, Question, Challenge]:
+        """The player's key, the problem's question and challenge, when the player may dispute it now.
+
+        A problem of another tenant is refused with the same words as a missing one.
+        """
         challenge_id = await uow.challenges.challenge_id_of_problem(problem_id)
         challenge = (
             await uow.challenges.get_challenge_by_id(challenge_id) if challenge_id is not None else None
         )
-        if challenge is None:
+        if challenge is None or not sees(actor, challenge.channel.tenant):
             raise NotFoundError(f"no problem with id {problem_id}")
         problem = next(p for p in challenge.problems if p.id == problem_id)
         player_pk = await uow.players.ensure_player(actor.player)
@@ -329,7 +343,7 @@ class DisputeService:
                 f"question {question.id!r} has no runnable code: only predict-the-output and debug "
                 "questions with a runner block can be disputed"
             )
-        return player_pk, question
+        return player_pk, question, challenge
 
     async def dispute(self, actor: Actor, problem_id: int, code: str | None = None) -> DisputeCard:
         """Dispute a problem that is over for the player: run its code (or ``code``, a variant)."""
@@ -337,7 +351,8 @@ class DisputeService:
         variant = code is not None and code.strip() != ""
         self._check_variant(code)
         async with self._uow() as uow:
-            player_pk, question = await self._disputable(uow, actor, problem_id, now)
+            player_pk, question, challenge = await self._disputable(uow, actor, problem_id, now)
+            tenant = challenge.channel.tenant
             # _disputable refused a question without code.
             run_code = code if variant and code is not None else (question.code or "")
             # Reserve the run before it starts, then count: concurrent requests see each other's
@@ -356,6 +371,7 @@ class DisputeService:
                     explanation="",
                     verdict={},
                     created_at=now,
+                    tenant=tenant,
                 )
             )
             used = await uow.disputes.count_disputes_since(player_pk, now - dt.timedelta(hours=1))
@@ -364,7 +380,8 @@ class DisputeService:
                     f"you have used your {self._per_hour} runner runs for this hour: try again later"
                 )
         try:
-            spec, verdict, match, shortfall = await self._run(question, run_code)
+            async with self._quota.job(tenant):
+                spec, verdict, match, shortfall = await self._run(question, run_code)
         except BaseException:
             # The runner could not answer: the run does not count against the player.
             async with self._uow() as uow:
@@ -412,11 +429,13 @@ class DisputeService:
                 explanation=match.explanation if match else (shortfall or ""),
                 verdict=_verdict_json(verdict),
                 created_at=now,
+                tenant=tenant,
             )
             await uow.disputes.complete_dispute(dispute_id, record)
             # Only the question's own code can prove its answer wrong; a variant is another snippet.
             if match is not None and match.verification == "contradicted" and not variant:
                 flag_id, created = await uow.disputes.flag_question(
+                    tenant,
                     question.id,
                     question.version_id,
                     dispute_id,
@@ -445,10 +464,11 @@ class DisputeService:
         return card
 
     async def flags(self, actor: Actor, status: str | None = "open") -> list[QuestionFlag]:
-        """Questions flagged by disputes (admins)."""
+        """Questions flagged by disputes in the admin's tenant (every tenant's, for the operator)."""
         self._require_admin(actor)
+        tenant = acting_tenant(actor)
         async with self._uow() as uow:
-            return await uow.disputes.flags(status)
+            return await uow.disputes.flags(tenant, status)
 
     # ------------------------------------------------------------------ corrections
     @staticmethod
@@ -457,12 +477,18 @@ class DisputeService:
             raise NotAdminError("only admins can do that: ask a server/workspace admin")
 
     async def correct_answer(self, actor: Actor, question_id: str, letter: str) -> CorrectionCard:
-        """Make ``letter`` the official answer (a new version) and re-score every past attempt."""
+        """Make ``letter`` the official answer (a new version) and re-score past attempts.
+
+        A tenant admin corrects the question for their tenant only: the new version is theirs, and only
+        their channels' problems and attempts are re-scored. The operator corrects the shared question
+        for everyone. A question the admin's tenant does not see reads as missing.
+        """
         self._require_admin(actor)
+        view = acting_tenant(actor)
         letter = letter.strip().upper()
         now = self._clock.now()
         async with self._uow() as uow:
-            latest = await uow.questions.latest_question(question_id)
+            latest = await uow.questions.latest_question(view, question_id)
             if latest is None:
                 raise NotFoundError(f"no question with id {question_id!r}: see `rankzero questions list`")
             if latest.choice(letter) is None:
@@ -478,14 +504,14 @@ class DisputeService:
             spec["choices"] = [
                 {**c, "correct": LETTERS[i] == letter} for i, c in enumerate(spec.get("choices") or [])
             ]
-            await uow.questions.add_corrected_version(question_id, spec, now)
-            new = await uow.questions.latest_question(question_id)
-            assert new is not None and new.version == latest.version + 1
-            await uow.corrections.repoint_problems(question_id, new.version_id)
+            new_id = await uow.questions.add_corrected_version(view, question_id, spec, now)
+            new = await uow.questions.question_version(new_id)
+            assert new is not None and new.version > latest.version
+            await uow.corrections.repoint_problems(view, question_id, new.version_id)
             rescored = points_delta = 0
             players: set[int] = set()
             channels: dict[int, int] = {}
-            for play in await uow.corrections.question_plays(question_id):
+            for play in await uow.corrections.question_plays(view, question_id):
                 delta = await self._rescore_play(uow, play, letter)
                 if delta is None:
                     continue
@@ -495,6 +521,7 @@ class DisputeService:
                     players.add(play.session.player_pk)
                 channels[play.channel_pk] = channels.get(play.channel_pk, 0) + 1
             correction_id = await uow.corrections.add_correction(
+                view,
                 question_id,
                 latest.version_id,
                 new.version_id,
@@ -513,7 +540,7 @@ class DisputeService:
                     f"(checked on the runner). {n} past answer{'s' if n != 1 else ''} re-scored; "
                     "leaderboards updated.",
                 )
-            resolved = await uow.disputes.resolve_flags(question_id, now)
+            resolved = await uow.disputes.resolve_flags(view, question_id, now)
         return CorrectionCard(
             question_id,
             latest.version,

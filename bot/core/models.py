@@ -82,6 +82,51 @@ class ChannelRef:
     name: str | None = None
     timezone: str = "UTC"
 
+    @property
+    def tenant(self) -> Tenant:
+        """The tenant this channel belongs to: its Discord server, Slack workspace or Grid org."""
+        return Tenant(self.platform, self.workspace_id)
+
+
+#: The longest tenant key stored (platform, a colon, a Grid-aware workspace key); see :class:`Tenant`.
+MAX_TENANT_KEY = 140
+
+
+@dataclass(frozen=True)
+class Tenant:
+    """One customer of a shared RankZero: a Discord server, a Slack workspace or Enterprise Grid org, or the
+    console's local tenant. Its challenges, schedules, standings, question overlay, corrections, flags
+    and disputes are its own; no other tenant reads or changes them.
+
+    ``workspace_id`` is what ``ChannelRef.workspace_id`` holds on that platform (a guild id; a Slack team
+    id, ``E.../T...`` for a team of a Grid org, or ``E...`` for an org-wide install).
+    """
+
+    platform: str
+    workspace_id: str
+
+    def __post_init__(self) -> None:
+        if not self.platform or not self.workspace_id or ":" in self.platform:
+            raise ValueError(f"not a tenant: platform {self.platform!r}, workspace {self.workspace_id!r}")
+        if len(self.key) > MAX_TENANT_KEY:
+            raise ValueError(f"tenant key longer than {MAX_TENANT_KEY} characters")
+
+    @property
+    def key(self) -> str:
+        """The stored form, ``<platform>:<workspace id>`` (the platform never holds a colon)."""
+        return f"{self.platform}:{self.workspace_id}"
+
+    @classmethod
+    def from_key(cls, key: str) -> Tenant:
+        """The inverse of :attr:`key`; ValueError for anything else."""
+        platform, sep, workspace = key.partition(":")
+        if not sep:
+            raise ValueError(f"not a tenant key (platform:workspace): {key!r}")
+        return cls(platform, workspace)
+
+    def __str__(self) -> str:
+        return self.key
+
 
 class OpenWindow(NamedTuple):
     """An open challenge that has a closing time: what the scheduler arms a close job for."""
@@ -95,10 +140,17 @@ class OpenWindow(NamedTuple):
 
 @dataclass(frozen=True)
 class Actor:
-    """A player acting, with the adapter's decision on whether they are an admin."""
+    """A player acting, with the adapter's decision on whether they are an admin.
+
+    ``tenant`` is where they act (the server or workspace the command ran in): a tenant admin's changes to
+    the question bank are that tenant's overlay. ``is_operator`` is the operator of the whole bot (the CLI):
+    only the operator changes the shared bank every tenant plays.
+    """
 
     player: PlayerRef
     is_admin: bool = False
+    tenant: Tenant | None = None
+    is_operator: bool = False
 
 
 @dataclass(frozen=True)

@@ -54,6 +54,7 @@ from bot.core.models import (
     PlaySession,
     Problem,
     StandingRow,
+    Tenant,
 )
 from bot.core.ports import (
     AlreadyExistsError,
@@ -65,6 +66,7 @@ from bot.core.ports import (
 )
 from bot.core.repositories import AnswerWrite, CompletionRow, QuestionRow, SyncReport
 from bot.core.standings import PeriodKey, ScopeKey, standing_keys
+from bot.core.tenancy import acting_tenant
 from bot.core.transactions import OwnTransactions, Transactions
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Period, Scope, parse_enum
 
@@ -160,7 +162,9 @@ class QuizService:
             existing = await uow.challenges.get_challenge(channel_pk, day)
             if existing is not None:  # created since the lookup above
                 return existing, False
-            candidates = await uow.questions.question_candidates(channel_pk, MULTIPLE_CHOICE_KINDS)
+            candidates = await uow.questions.question_candidates(
+                channel.tenant, channel_pk, MULTIPLE_CHOICE_KINDS
+            )
             if not candidates:
                 raise NotFoundError(
                     "the question bank is empty: import questions first "
@@ -258,6 +262,18 @@ class QuizService:
                 for p in challenge.problems
             ),
         )
+
+    async def close_tenant_challenge(self, actor: Actor, challenge_id: int) -> ResultsCard | None:
+        """Close the challenge an admin named by id, if it is their tenant's (any, for the operator);
+        another tenant's reads exactly as a missing one. None: it was already closed.
+        """
+        self._require_admin(actor)
+        view = acting_tenant(actor)
+        async with self._uow() as uow:
+            challenge = await uow.challenges.tenant_challenge(view, challenge_id)
+        if challenge is None:
+            raise NotFoundError(f"no challenge with id {challenge_id}")
+        return await self.close_challenge(challenge.id)
 
     async def get_challenge(self, challenge_id: int) -> Challenge:
         """A challenge by id, or NotFoundError."""
@@ -795,16 +811,20 @@ class QuizService:
         return LeaderboardCard(scope, period, title, tuple(rows), me, total)
 
     async def stats(self, player: PlayerRef, channel: ChannelRef | None = None) -> StatsCard:
-        """A player's record: points, accuracy by topic and kind, streaks, badges."""
+        """A player's record: points, accuracy by topic and kind, streaks, badges, in ``channel``'s tenant
+        (without a channel: everywhere, for the console and tests).
+        """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
-            history = await uow.standings.completions(player_pk, None)
-            by_topic = await uow.standings.player_accuracy(player_pk, "topic")
-            by_kind = await uow.standings.player_accuracy(player_pk, "kind")
-            badges = await uow.standings.badge_counts(player_pk)
+            # The record in the channel's tenant only: another server's play is that server's business.
+            tenant = channel.tenant if channel is not None else None
+            history = await uow.standings.completions(player_pk, None, tenant)
+            by_topic = await uow.standings.player_accuracy(player_pk, "topic", tenant)
+            by_kind = await uow.standings.player_accuracy(player_pk, "kind", tenant)
+            badges = await uow.standings.badge_counts(player_pk, tenant)
             name = await uow.players.player_name(player_pk)
-            points = await uow.standings.player_points(player_pk)
+            points = await uow.standings.player_points(player_pk, tenant)
         today = local_day(now, channel.timezone if channel else "UTC")
         days = [c.day for c in history]
         return StatsCard(
@@ -827,24 +847,35 @@ class QuizService:
             raise NotAdminError("only admins can do that: ask a server/workspace admin")
 
     async def admin_import(self, actor: Actor, specs: Sequence[dict[str, Any]]) -> SyncReport:
-        """Import validated question specs in one transaction (new versions for edited questions)."""
+        """Import validated question specs in one transaction (new versions for edited questions): a
+        tenant admin's into their tenant's own questions, the operator's into the shared bank. An id used
+        elsewhere refuses the whole import (QuestionBankError), nothing written.
+        """
         self._require_admin(actor)
+        owner = acting_tenant(actor)
         async with self._uow() as uow:
-            return await uow.questions.sync_questions(specs, self._clock.now())
+            return await uow.questions.sync_questions(owner, specs, self._clock.now())
 
     async def admin_retire(self, actor: Actor, question_id: str) -> None:
-        """Retire a question so it is no longer picked (history keeps it)."""
+        """Retire a question so it is no longer picked (history keeps it): for the admin's tenant only,
+        or for everyone when the operator retires it.
+        """
         self._require_admin(actor)
+        view = acting_tenant(actor)
         async with self._uow() as uow:
-            if not await uow.questions.retire_question(question_id, self._clock.now()):
+            if not await uow.questions.retire_question(view, question_id, self._clock.now()):
                 raise NotFoundError(f"no question with id {question_id!r}: see `rankzero questions list`")
 
-    async def list_questions(self, include_retired: bool = False) -> list[QuestionRow]:
-        """The bank as stored."""
+    async def list_questions(
+        self, include_retired: bool = False, *, view: Tenant | None = None
+    ) -> list[QuestionRow]:
+        """The bank as ``view`` sees it (None: the operator's shared bank)."""
         async with self._uow() as uow:
-            return await uow.questions.list_questions(include_retired)
+            return await uow.questions.list_questions(view, include_retired)
 
-    async def export_questions(self, include_retired: bool = False) -> list[dict[str, Any]]:
-        """The latest version of every question, as specs (round-trips through import)."""
+    async def export_questions(
+        self, include_retired: bool = False, *, view: Tenant | None = None
+    ) -> list[dict[str, Any]]:
+        """The latest version of every question ``view`` sees, as specs (round-trips through import)."""
         async with self._uow() as uow:
-            return await uow.questions.latest_specs(include_retired)
+            return await uow.questions.latest_specs(view, include_retired)

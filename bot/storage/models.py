@@ -89,14 +89,40 @@ class PlayerRow(Base):
     created_at: Mapped[dt.datetime]
 
 
+#: A tenant's stored key, ``<platform>:<workspace id>`` (bot.core.models.Tenant).
+TENANT_KEY = String(140)
+
+
 class QuestionRow(Base):
-    """A question's identity; its content lives in immutable versions."""
+    """A question's identity; its content lives in immutable versions.
+
+    ``owner_tenant`` NULL: the operator's shared bank (every tenant plays it, only the operator changes it);
+    set: a question a tenant's admin added, seen and played by that tenant only.
+    ``retired_at`` is the operator's retirement (for everyone); a tenant retires through
+    ``question_retirements``.
+    """
 
     __tablename__ = "questions"
 
     id: Mapped[str] = mapped_column(String(64), primary_key=True)
     created_at: Mapped[dt.datetime]
     retired_at: Mapped[dt.datetime | None]
+    owner_tenant: Mapped[str | None] = mapped_column(TENANT_KEY, index=True)
+
+
+class QuestionRetirementRow(Base):
+    """A tenant retired a question for itself only (an overlay on the shared bank)."""
+
+    __tablename__ = "question_retirements"
+    __table_args__ = (
+        UniqueConstraint("tenant", "question_id"),
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    tenant: Mapped[str] = mapped_column(TENANT_KEY)
+    question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
+    retired_at: Mapped[dt.datetime]
 
 
 class QuestionVersionRow(Base):
@@ -112,6 +138,9 @@ class QuestionVersionRow(Base):
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
     question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="RESTRICT"), index=True)
     version: Mapped[int] = mapped_column(Integer)
+    #: NULL: a version of the shared (or owning tenant's) question; set: a tenant's correction, which only
+    #: that tenant sees (the others keep the version before it).
+    tenant: Mapped[str | None] = mapped_column(TENANT_KEY)
     content_hash: Mapped[str] = mapped_column(String(64))
     kind: Mapped[str] = mapped_column(String(32))
     topic: Mapped[str] = mapped_column(String(80))
@@ -319,9 +348,13 @@ class DisputeRowModel(Base):
             "verification IN ('confirmed', 'contradicted', 'cannot_check')", name="verification_valid"
         ),
         Index("ix_disputes_player_created", "player_pk", "created_at"),
+        Index("ix_disputes_tenant_created", "tenant", "created_at"),
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: Where the dispute was asked (the problem's challenge's tenant).
+    tenant: Mapped[str] = mapped_column(TENANT_KEY)
     player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"))
     question_version_id: Mapped[int] = mapped_column(
         ForeignKey("question_versions.id", ondelete="RESTRICT"), index=True
@@ -343,11 +376,14 @@ class QuestionFlagRow(Base):
 
     __tablename__ = "question_flags"
     __table_args__ = (
-        UniqueConstraint("question_version_id"),
+        UniqueConstraint("tenant", "question_version_id"),
         CheckConstraint("status IN ('open', 'resolved')", name="status_valid"),
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: The tenant whose dispute raised it: its admins see it and resolve it by correcting.
+    tenant: Mapped[str] = mapped_column(TENANT_KEY)
     question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
     question_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="CASCADE"))
     dispute_id: Mapped[int | None] = mapped_column(ForeignKey("disputes.id", ondelete="SET NULL"))
@@ -365,6 +401,8 @@ class AnswerCorrectionRow(Base):
     __tablename__ = "answer_corrections"
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: NULL: the operator corrected the shared bank (every tenant re-scored); set: one tenant's correction.
+    tenant: Mapped[str | None] = mapped_column(TENANT_KEY, index=True)
     question_id: Mapped[str] = mapped_column(ForeignKey("questions.id", ondelete="CASCADE"), index=True)
     from_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="RESTRICT"))
     to_version_id: Mapped[int] = mapped_column(ForeignKey("question_versions.id", ondelete="RESTRICT"))

@@ -11,12 +11,13 @@ from __future__ import annotations
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from sqlalchemy import bindparam, func, select, text
+from sqlalchemy import and_, bindparam, func, or_, select, text
 from sqlalchemy.dialects import postgresql, sqlite
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import DBAPIError
 from sqlalchemy.ext.asyncio import AsyncSession
 
+from bot.storage.models import QuestionRow as QuestionModel
 from bot.storage.models import QuestionVersionRow, StandingRowModel
 
 #: Prebuilt hot-path statements by (dialect, name); see ``SqlContext.cached``.
@@ -126,10 +127,28 @@ def standings_upsert(rows: int) -> Any:
     return text(sql).bindparams(*binds)
 
 
-def latest_versions() -> Any:
-    """A subquery of (question_id, v): every question's latest version number."""
+def visible_versions(view: str | None) -> Any:
+    """A WHERE clause over QuestionRow and QuestionVersionRow: the versions the tenant keyed ``view``
+    sees (shared questions and its own; shared versions and its own corrections), or with None only the
+    operator's shared bank. The one place that decides what a tenant sees of the bank.
+    """
+    q, v = QuestionModel, QuestionVersionRow
+    if view is None:
+        return and_(q.owner_tenant.is_(None), v.tenant.is_(None))
+    return and_(
+        or_(q.owner_tenant.is_(None), q.owner_tenant == view),
+        or_(v.tenant.is_(None), v.tenant == view),
+    )
+
+
+def latest_versions(view: str | None = None) -> Any:
+    """A subquery of (question_id, v): every question's latest version number that ``view`` (a tenant
+    key, or None: the shared bank) sees.
+    """
     return (
         select(QuestionVersionRow.question_id, func.max(QuestionVersionRow.version).label("v"))
+        .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+        .where(visible_versions(view))
         .group_by(QuestionVersionRow.question_id)
         .subquery()
     )

@@ -30,8 +30,10 @@ from bot.adapters.discord.practice_components import PracticeButton
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
+from bot.core.models import Tenant
 from bot.core.ports import Clock, SystemClock
 from bot.core.sharding import ShardSet
+from bot.core.tenancy import TenantAllowList
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -72,15 +74,46 @@ class _PermissionEvents:
             await self.rankzero_reposter.on_permissions_changed(after.guild.id)
 
 
+class _TenantEvents:
+    """Leave every server the operator did not allow (``RANKZERO_ALLOWED_TENANTS``): the ones the bot is
+    in when it connects, and any it is added to later. Mixed into both clients.
+    """
+
+    rankzero_allowed: TenantAllowList | None
+    guilds: Sequence[discord.Guild]
+
+    async def on_ready(self) -> None:
+        """Connected (every shard of this process): leave the servers that are not allowed."""
+        for guild in list(self.guilds):
+            await self._rankzero_admit(guild)
+
+    async def on_guild_join(self, guild: discord.Guild) -> None:
+        """Added to a server (possible while the app is public): leave it unless it is allowed."""
+        await self._rankzero_admit(guild)
+
+    async def _rankzero_admit(self, guild: discord.Guild) -> None:
+        allowed = self.rankzero_allowed
+        if allowed is None or allowed.allows(Tenant(PLATFORM, str(guild.id))):
+            return
+        log.warning(
+            "leaving Discord server %s (%r): it is not in RANKZERO_ALLOWED_TENANTS", guild.id, guild.name
+        )
+        try:
+            await guild.leave()
+        except discord.HTTPException as exc:  # its commands are refused anyway (see CommandHandler)
+            log.error("could not leave Discord server %s: %s %s", guild.id, exc.status, exc.text)
+
+
 def _can_post(permissions: discord.Permissions) -> bool:
     return permissions.view_channel and permissions.send_messages and permissions.embed_links
 
 
-class RankZeroClient(_PermissionEvents, discord.Client):
+class RankZeroClient(_TenantEvents, _PermissionEvents, discord.Client):
     """A client with a command tree and a ``rankzero`` button handler (set when the adapter starts)."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(intents=intents(), allowed_mentions=no_mentions(), **kwargs)
+        self.rankzero_allowed: TenantAllowList | None = None
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
@@ -90,11 +123,12 @@ class RankZeroClient(_PermissionEvents, discord.Client):
         self.tree = _equip(self)
 
 
-class RankZeroShardedClient(_PermissionEvents, discord.AutoShardedClient):
+class RankZeroShardedClient(_TenantEvents, _PermissionEvents, discord.AutoShardedClient):
     """The same, sharded (RANKZERO_DISCORD_SHARDED=true), for bots in many servers."""
 
     def __init__(self, **kwargs: Any) -> None:
         super().__init__(intents=intents(), allowed_mentions=no_mentions(), **kwargs)
+        self.rankzero_allowed: TenantAllowList | None = None
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
@@ -122,6 +156,7 @@ class DiscordAdapter:
         clock: Clock | None = None,
         sync_state: Path | None = None,
         handler_deadline_s: float | None = 60.0,
+        allowed: TenantAllowList | None = None,
     ) -> None:
         self._token = token
         #: Where the hash of the last published command tree is kept (None: sync at every start).
@@ -140,6 +175,8 @@ class DiscordAdapter:
         else:
             self.client = RankZeroShardedClient() if sharded else RankZeroClient()
         self.client.rankzero_deadline_s = handler_deadline_s
+        #: The servers this bot serves (None or an open list: every server it is added to).
+        self.client.rankzero_allowed = allowed
         self.platform = DiscordPlatform(self.client, admin_channel_id=admin_channel_id)
         self.play: PlayHandler | None = None
         self.commands: CommandHandler | None = None
@@ -281,4 +318,5 @@ def build_adapter(settings: Settings) -> DiscordAdapter:
         timezone=settings.default_timezone,
         sync_state=settings.data_dir / "discord-commands.sha256",
         handler_deadline_s=settings.handler_deadline_s,
+        allowed=settings.tenant_allow_list,
     )

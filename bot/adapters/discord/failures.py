@@ -18,6 +18,7 @@ from discord import app_commands
 from bot.adapters.discord.sanitize import no_mentions, safe_text
 from bot.commands.deadline import HandlerDeadlineError
 from bot.core.errors import RankZeroError
+from bot.core.models import Tenant
 from bot.core.ports import TransientConflictError
 
 log = logging.getLogger(__name__)
@@ -83,8 +84,26 @@ async def tell_failure(interaction: discord.Interaction[Any], exc: BaseException
         log.warning("could not tell the user that %s failed: %s", where, http)
 
 
+#: What a member of a server the operator did not allow is told (RANKZERO_ALLOWED_TENANTS).
+NOT_ALLOWED = "RankZero is not enabled in this server."
+
+
 class RankZeroTree(app_commands.CommandTree[Any]):
     """The command tree; a command that raises still answers (``on_error``)."""
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        """Serve only the servers the operator allowed: a command from another one (the bot has not
+        left it yet, or could not) is answered with :data:`NOT_ALLOWED`, logged, and not run.
+        """
+        allowed = getattr(self.client, "rankzero_allowed", None)
+        guild_id = interaction.guild_id
+        if allowed is None or guild_id is None or allowed.allows(Tenant("discord", str(guild_id))):
+            return True
+        log.warning(
+            "refused a command from Discord server %s: it is not in RANKZERO_ALLOWED_TENANTS", guild_id
+        )
+        await interaction.response.send_message(NOT_ALLOWED, ephemeral=True)
+        return False
 
     async def on_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError

@@ -20,7 +20,7 @@ from bot.commands.flow import ProblemFlow
 from bot.commands.timer import DeadlineTimers
 from bot.core.cards import Feedback, HintCard, ProblemCard
 from bot.core.errors import RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name
+from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant, bounded_display_name
 from bot.core.ports import Clock
 from bot.core.service import QuizService
 
@@ -55,7 +55,12 @@ def actor_of(interaction: discord.Interaction[Any], admins: AdminPolicy | None =
     """
     user = interaction.user
     player = PlayerRef(PLATFORM, str(user.id), bounded_display_name(user.display_name, str(user.id)))
-    return (admins or admin_policy()).actor(player, rights_of(interaction))
+    return (admins or admin_policy()).actor(player, rights_of(interaction), tenant_of(interaction))
+
+
+def tenant_of(interaction: discord.Interaction[Any]) -> Tenant | None:
+    """The server an interaction came from; None in a DM (where nobody administers any tenant)."""
+    return Tenant(PLATFORM, str(interaction.guild_id)) if interaction.guild_id else None
 
 
 def channel_of(interaction: discord.Interaction[Any], timezone: str = "UTC") -> ChannelRef:

@@ -50,7 +50,7 @@ from bot.adapters.slack.verify import (
 from bot.adapters.slack.workspaces import Workspace
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, RankZeroError
-from bot.core.models import Actor, ChannelRef, PlayerRef
+from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant
 from bot.core.schedule import next_slot
 from bot.core.schedule_text import describe_schedule
 from bot.secret_box import SecretBox
@@ -126,6 +126,20 @@ def build_bolt_app(
             return await next()
 
         register_uninstall(app, ctx, oauth_settings)
+
+    @app.middleware
+    async def allowed_tenants(
+        req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+    ) -> BoltResponse | None:
+        # RANKZERO_ALLOWED_TENANTS: a workspace (or Grid org) the operator did not allow gets nothing,
+        # whatever it sends; acknowledged (so Slack does not retry) and logged.
+        key = workspace_of(req.context).key
+        if key and not ctx.allowed.allows(Tenant(PLATFORM, key)):
+            log.warning(
+                "ignored a Slack request from workspace %s: it is not in RANKZERO_ALLOWED_TENANTS", key
+            )
+            return BoltResponse(status=200, body="")
+        return await next()
 
     @app.middleware
     async def drop_redeliveries(
@@ -216,6 +230,24 @@ def install_callbacks(ctx: SlackContext, platform: SlackPlatform) -> AsyncCallba
     async def success(args: AsyncSuccessArgs) -> BoltResponse:
         inst = args.installation
         ws = Workspace(inst.enterprise_id or None, inst.team_id or None, bool(inst.is_enterprise_install))
+        if not ctx.allowed.allows(Tenant(PLATFORM, ws.key)):
+            # RANKZERO_ALLOWED_TENANTS: Bolt saved the install already; remove it (the store's public
+            # API, as an uninstall does) and show the installer Bolt's failure page.
+            log.warning(
+                "refused the Slack install of workspace %s: it is not in RANKZERO_ALLOWED_TENANTS", ws
+            )
+            await args.settings.installation_store.async_delete_all(
+                enterprise_id=ws.enterprise_id, team_id=ws.team_id
+            )
+            return await args.default.failure(
+                AsyncFailureArgs(
+                    request=args.request,
+                    reason="this workspace is not allowed to install this app",
+                    suggested_status_code=403,
+                    settings=args.settings,
+                    default=args.default,
+                )
+            )
         try:
             resumed = await ctx.services.schedules.resume_workspace(UNINSTALL_ACTOR, PLATFORM, ws.key)
         except Exception:  # never turn a saved install into an error page
@@ -545,6 +577,7 @@ def build_adapter(
         client = AsyncWebClient(**kwargs)
     failures.add_retries(client)
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
+    ctx.allowed = settings.tenant_allow_list
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     adapter = SlackAdapter(

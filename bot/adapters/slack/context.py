@@ -22,8 +22,9 @@ from bot.commands.dedup import Redeliveries
 from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
-from bot.core.models import Actor, ChannelRef, PlayerRef, bounded_display_name
+from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant, bounded_display_name
 from bot.core.ports import Clock, SystemClock
+from bot.core.tenancy import TenantAllowList
 
 if TYPE_CHECKING:
     from bot.services import Services
@@ -79,6 +80,8 @@ class SlackContext:
         self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
         self.token_scopes: frozenset[str] = frozenset()
+        #: The workspaces this bot serves (RANKZERO_ALLOWED_TENANTS; open: every one).
+        self.allowed = TenantAllowList()
 
     # ------------------------------------------------------------------ the request's workspace
     @property
@@ -230,12 +233,19 @@ class SlackContext:
         """The user's Slack display name (their id when users.info does not answer)."""
         return (await self._user(user_id))[1] or user_id
 
-    async def actor(self, user: dict[str, Any] | str, name: str | None = None) -> Actor:
-        """The Actor for a payload's user: Slack display name (users.info) and the admin decision."""
+    async def actor(
+        self, user: dict[str, Any] | str, name: str | None = None, *, body: dict[str, Any] | None = None
+    ) -> Actor:
+        """The Actor for a payload's user: Slack display name (users.info), the admin decision, and the
+        tenant (the request's workspace or Grid org, from ``body`` outside OAuth mode).
+        """
         uid = user if isinstance(user, str) else str(user.get("id"))
         admin, shown = await self._user(uid)
+        key = self.workspace_id(body or {})
         return self.admin_policy.actor(
-            self.player(user, shown or name), PlatformRights(manages_workspace=admin)
+            self.player(user, shown or name),
+            PlatformRights(manages_workspace=admin),
+            Tenant(PLATFORM, key) if key else None,
         )
 
     # ------------------------------------------------------------------ views

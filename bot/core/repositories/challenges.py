@@ -6,7 +6,7 @@ import datetime as dt
 from collections.abc import Sequence
 from typing import Protocol
 
-from bot.core.models import Challenge, ChannelRef, OpenWindow
+from bot.core.models import Challenge, ChannelRef, OpenWindow, Tenant
 
 
 class ChallengeRepository(Protocol):
@@ -17,7 +17,13 @@ class ChallengeRepository(Protocol):
         ...
 
     async def get_challenge_by_id(self, challenge_id: int) -> Challenge | None:
-        """A challenge by id."""
+        """A challenge by id, whatever its tenant: for the bot's own jobs (the scheduler, a button on a
+        message it posted), never for an id a user typed (see :meth:`tenant_challenge`).
+        """
+        ...
+
+    async def tenant_challenge(self, view: Tenant | None, challenge_id: int) -> Challenge | None:
+        """A challenge by id if it belongs to ``view``'s channels (None: the operator, any tenant's)."""
         ...
 
     async def find_challenge(self, ref: ChannelRef, day: dt.date) -> Challenge | None:

@@ -6,7 +6,7 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.core.models import ChannelRef, PlaySession, Question
+from bot.core.models import ChannelRef, PlaySession, Question, Tenant
 from bot.core.standings import StandingKeys
 
 
@@ -26,12 +26,16 @@ class QuestionPlay:
 class CorrectionRepository(Protocol):
     """Answer corrections and the re-scoring primitives they use (``uow.corrections``)."""
 
-    async def question_plays(self, question_id: str) -> list[QuestionPlay]:
-        """Every session on a problem that asked any version of the question."""
+    async def question_plays(self, view: Tenant | None, question_id: str) -> list[QuestionPlay]:
+        """Every session on a problem of ``view``'s channels (None: of every tenant's) that asked any
+        version of the question.
+        """
         ...
 
-    async def repoint_problems(self, question_id: str, to_version_id: int) -> int:
-        """Make every problem that asked the question show version ``to_version_id``; return how many."""
+    async def repoint_problems(self, view: Tenant | None, question_id: str, to_version_id: int) -> int:
+        """Make every problem of ``view``'s channels (None: every problem) that asked the question show
+        version ``to_version_id``; return how many.
+        """
         ...
 
     async def set_attempt_correct(self, session_id: int, attempt_no: int, correct: bool) -> None:
@@ -56,6 +60,7 @@ class CorrectionRepository(Protocol):
 
     async def add_correction(
         self,
+        view: Tenant | None,
         question_id: str,
         from_version_id: int,
         to_version_id: int,
@@ -66,7 +71,7 @@ class CorrectionRepository(Protocol):
         sessions_rescored: int,
         points_delta: int,
     ) -> int:
-        """Record an answer correction; return its id."""
+        """Record an answer correction made for ``view`` (None: the operator's); return its id."""
         ...
 
     async def add_correction_note(self, correction_id: int, channel_pk: int, text: str) -> None:

@@ -6,6 +6,8 @@ import datetime as dt
 from dataclasses import dataclass
 from typing import Any, Protocol
 
+from bot.core.models import Tenant
+
 
 @dataclass(frozen=True)
 class DisputeRecord:
@@ -23,6 +25,8 @@ class DisputeRecord:
     explanation: str
     verdict: dict[str, Any]
     created_at: dt.datetime
+    #: Where it was asked: the tenant of the problem's channel.
+    tenant: Tenant
 
 
 @dataclass(frozen=True)
@@ -60,6 +64,7 @@ class DisputeRepository(Protocol):
 
     async def flag_question(
         self,
+        tenant: Tenant,
         question_id: str,
         version_id: int,
         dispute_id: int | None,
@@ -68,13 +73,17 @@ class DisputeRepository(Protocol):
         explanation: str,
         now: dt.datetime,
     ) -> tuple[int, bool]:
-        """Flag a version (once): (flag id, True if this call created it)."""
+        """Flag a version for ``tenant`` (once per tenant): (flag id, True if this call created it)."""
         ...
 
-    async def flags(self, status: str | None) -> list[QuestionFlag]:
-        """Flags, newest first (``status`` 'open' or 'resolved', or None for all)."""
+    async def flags(self, tenant: Tenant | None, status: str | None) -> list[QuestionFlag]:
+        """``tenant``'s flags (None: every tenant's, for the operator), newest first (``status`` 'open' or
+        'resolved', or None for all).
+        """
         ...
 
-    async def resolve_flags(self, question_id: str, now: dt.datetime) -> int:
-        """Resolve every open flag of a question; return how many."""
+    async def resolve_flags(self, tenant: Tenant | None, question_id: str, now: dt.datetime) -> int:
+        """Resolve the open flags of a question raised in ``tenant`` (None: in every tenant, when the
+        operator corrected the shared question); return how many.
+        """
         ...

@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Any, Protocol
 
-from bot.core.models import Question, QuestionCandidate
+from bot.core.models import Question, QuestionCandidate, Tenant
 
 
 @dataclass(frozen=True)
@@ -32,40 +32,58 @@ class QuestionRow:
 
 
 class QuestionRepository(Protocol):
-    """The question bank (``uow.questions``). Editing a question adds a version; none is rewritten."""
+    """The question bank (``uow.questions``). Editing a question adds a version; none is rewritten.
 
-    async def sync_questions(self, specs: Sequence[dict[str, Any]], now: dt.datetime) -> SyncReport:
-        """Insert new questions and new versions of changed ones; never rewrite a version."""
+    Every read and change takes a *view*: a :class:`Tenant` (the shared bank plus that tenant's own
+    questions, retirements and corrected versions) or None (the operator's shared bank alone). No method
+    shows a tenant another tenant's questions or versions.
+    """
+
+    async def sync_questions(
+        self, owner: Tenant | None, specs: Sequence[dict[str, Any]], now: dt.datetime
+    ) -> SyncReport:
+        """Insert new questions and new versions of changed ones into ``owner``'s questions (None: the
+        shared bank); never rewrite a version. QuestionBankError (nothing written) when an id is
+        already used outside ``owner``'s own questions.
+        """
         ...
 
-    async def retire_question(self, question_id: str, now: dt.datetime) -> bool:
-        """Retire a question (it is no longer picked); False if it does not exist."""
+    async def retire_question(self, view: Tenant | None, question_id: str, now: dt.datetime) -> bool:
+        """Retire a question for ``view`` (None: for everyone); False if ``view`` does not see it."""
         ...
 
-    async def list_questions(self, include_retired: bool) -> list[QuestionRow]:
-        """Every question with its latest version's metadata."""
+    async def list_questions(self, view: Tenant | None, include_retired: bool) -> list[QuestionRow]:
+        """Every question ``view`` sees with its latest version's metadata."""
         ...
 
-    async def latest_question(self, question_id: str) -> Question | None:
-        """The latest version of a question."""
+    async def latest_question(self, view: Tenant | None, question_id: str) -> Question | None:
+        """The latest version of a question as ``view`` sees it (None: it does not see it)."""
         ...
 
-    async def latest_specs(self, include_retired: bool) -> list[dict[str, Any]]:
-        """The latest version of every question as the spec dict it was imported from."""
+    async def latest_specs(self, view: Tenant | None, include_retired: bool) -> list[dict[str, Any]]:
+        """The latest version of every question ``view`` sees, as the spec dict it was imported from."""
         ...
 
-    async def question_candidates(self, channel_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
-        """Active questions of these kinds with how often each was used in this channel."""
+    async def question_candidates(
+        self, tenant: Tenant, channel_pk: int, kinds: Sequence[str]
+    ) -> list[QuestionCandidate]:
+        """Questions of these kinds the tenant plays (not retired for it) with how often each was used in
+        this channel.
+        """
         ...
 
     async def question_version(self, version_id: int) -> Question | None:
-        """A stored question version."""
+        """A stored question version (ids come from rows already scoped: a problem, an attempt)."""
         ...
 
     async def version_spec(self, version_id: int) -> dict[str, Any] | None:
         """The spec dict a question version was stored from."""
         ...
 
-    async def add_corrected_version(self, question_id: str, spec: dict[str, Any], now: dt.datetime) -> int:
-        """Store ``spec`` as the question's next version (even if an older version had that content)."""
+    async def add_corrected_version(
+        self, view: Tenant | None, question_id: str, spec: dict[str, Any], now: dt.datetime
+    ) -> int:
+        """Store ``spec`` as the question's next version, seen by ``view`` only (None: by everyone), even
+        if an older version had that content; return its version id.
+        """
         ...

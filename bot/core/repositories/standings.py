@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from typing import Protocol
 
-from bot.core.models import Challenge, StandingRow
+from bot.core.models import Challenge, StandingRow, Tenant
 from bot.core.standings import PeriodKey, ScopeKey
 
 
@@ -41,8 +41,10 @@ class StandingRepository(Protocol):
         """Record that a player finished every problem of a challenge; True the first time."""
         ...
 
-    async def completions(self, player_pk: int, channel_pk: int | None) -> list[CompletionRow]:
-        """A player's completed challenges (in one channel, or everywhere)."""
+    async def completions(
+        self, player_pk: int, channel_pk: int | None, tenant: Tenant | None = None
+    ) -> list[CompletionRow]:
+        """A player's completed challenges (in one channel, or in ``tenant``'s channels, or everywhere)."""
         ...
 
     async def completion_days(self, channel_pk: int, player_pks: Sequence[int]) -> dict[int, list[dt.date]]:
@@ -55,18 +57,22 @@ class StandingRepository(Protocol):
         """Award (code, scope key) badges; return the codes newly awarded (idempotent)."""
         ...
 
-    async def badge_counts(self, player_pk: int) -> dict[str, int]:
-        """How many times the player earned each badge."""
+    async def badge_counts(self, player_pk: int, tenant: Tenant | None) -> dict[str, int]:
+        """How many times the player earned each badge in ``tenant`` (None: everywhere)."""
         ...
 
     async def challenge_badges(self, challenge_id: int) -> list[tuple[int, str]]:
         """(player pk, badge code) awarded on a challenge."""
         ...
 
-    async def player_points(self, player_pk: int) -> int:
-        """All points a player earned in challenges."""
+    async def player_points(self, player_pk: int, tenant: Tenant | None) -> int:
+        """All points a player earned in ``tenant``'s challenges (None: everywhere)."""
         ...
 
-    async def player_accuracy(self, player_pk: int, by: str) -> list[tuple[str, int, int]]:
-        """(topic or kind, finished problems, solved) for a player; ``by`` is 'topic' or 'kind'."""
+    async def player_accuracy(
+        self, player_pk: int, by: str, tenant: Tenant | None
+    ) -> list[tuple[str, int, int]]:
+        """(topic or kind, finished problems, solved) for a player in ``tenant`` (None: everywhere);
+        ``by`` is 'topic' or 'kind'.
+        """
         ...

@@ -9,7 +9,7 @@ from typing import Any
 from sqlalchemy import bindparam, delete, select, update
 from sqlalchemy.engine import CursorResult
 
-from bot.core.models import Challenge, ChannelRef, OpenWindow, Problem
+from bot.core.models import Challenge, ChannelRef, OpenWindow, Problem, Tenant
 from bot.core.ports import AlreadyExistsError
 from bot.storage.mapping import (
     as_asked,
@@ -83,6 +83,15 @@ class SqlChallengeRepository(SqlRepository):
     async def get_challenge_by_id(self, challenge_id: int) -> Challenge | None:
         """A challenge by id."""
         return await self._challenge(await self.s.get(ChallengeRow, challenge_id))
+
+    async def tenant_challenge(self, view: Tenant | None, challenge_id: int) -> Challenge | None:
+        """A challenge by id if it belongs to ``view`` (None: the operator, any tenant)."""
+        stmt = select(ChallengeRow).where(ChallengeRow.id == challenge_id)
+        if view is not None:
+            stmt = stmt.join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk).where(
+                ChannelRow.platform == view.platform, ChannelRow.workspace_id == view.workspace_id
+            )
+        return await self._challenge(await self.s.scalar(stmt))
 
     async def find_challenge(self, ref: ChannelRef, day: dt.date) -> Challenge | None:
         """A channel's challenge of a day, found by the channel's platform ids (no channel row needed)."""

@@ -5,14 +5,18 @@ standings and completions to a corrected answer.
 from __future__ import annotations
 
 import datetime as dt
+from typing import Any
 
 from sqlalchemy import delete, select, update
 
+from bot.core.models import Tenant
 from bot.core.repositories import QuestionPlay
 from bot.core.standings import StandingKeys
 from bot.storage.models import (
     AnswerCorrectionRow,
     AttemptRow,
+    ChallengeRow,
+    ChannelRow,
     CompletionRowModel,
     CorrectionNoteRow,
     PlaySessionRow,
@@ -33,14 +37,29 @@ class SqlCorrectionRepository(SqlRepository):
         self._challenges = challenges
         self._plays = plays
 
-    async def question_plays(self, question_id: str) -> list[QuestionPlay]:
-        """Every session on a problem that asked any version of the question."""
+    @staticmethod
+    def _problems_of(view: Tenant | None, question_id: str) -> Any:
+        """The ids of the problems of ``view``'s channels that asked any version of the question."""
+        stmt = (
+            select(ProblemRow.id)
+            .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
+            .where(QuestionVersionRow.question_id == question_id)
+        )
+        if view is not None:
+            stmt = (
+                stmt.join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+                .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+                .where(ChannelRow.platform == view.platform, ChannelRow.workspace_id == view.workspace_id)
+            )
+        return stmt
+
+    async def question_plays(self, view: Tenant | None, question_id: str) -> list[QuestionPlay]:
+        """Every session on a problem of the view's channels that asked any version of the question."""
         problems = (
             (
                 await self.s.execute(
                     select(ProblemRow.id, ProblemRow.challenge_id)
-                    .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
-                    .where(QuestionVersionRow.question_id == question_id)
+                    .where(ProblemRow.id.in_(self._problems_of(view, question_id)))
                     .order_by(ProblemRow.id)
                 )
             )
@@ -79,12 +98,11 @@ class SqlCorrectionRepository(SqlRepository):
             )
         return plays
 
-    async def repoint_problems(self, question_id: str, to_version_id: int) -> int:
-        """Point every problem that asked the question at ``to_version_id``."""
-        versions = select(QuestionVersionRow.id).where(QuestionVersionRow.question_id == question_id)
+    async def repoint_problems(self, view: Tenant | None, question_id: str, to_version_id: int) -> int:
+        """Point every problem of the view's channels that asked the question at ``to_version_id``."""
         result = await self.s.execute(
             update(ProblemRow)
-            .where(ProblemRow.question_version_id.in_(versions))
+            .where(ProblemRow.id.in_(self._problems_of(view, question_id)))
             .values(question_version_id=to_version_id)
         )
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
@@ -155,6 +173,7 @@ class SqlCorrectionRepository(SqlRepository):
 
     async def add_correction(
         self,
+        view: Tenant | None,
         question_id: str,
         from_version_id: int,
         to_version_id: int,
@@ -167,6 +186,7 @@ class SqlCorrectionRepository(SqlRepository):
     ) -> int:
         """Record a correction."""
         row = AnswerCorrectionRow(
+            tenant=view.key if view is not None else None,
             question_id=question_id,
             from_version_id=from_version_id,
             to_version_id=to_version_id,

@@ -6,6 +6,7 @@ import datetime as dt
 
 from sqlalchemy import delete, func, select, update
 
+from bot.core.models import Tenant
 from bot.core.repositories import DisputeRecord, QuestionFlag
 from bot.storage.models import DisputeRowModel, QuestionFlagRow, QuestionVersionRow
 from bot.storage.sql import SqlRepository
@@ -17,6 +18,7 @@ class SqlDisputeRepository(SqlRepository):
     async def add_dispute(self, record: DisputeRecord) -> int:
         """Store a dispute; return its id."""
         row = DisputeRowModel(
+            tenant=record.tenant.key,
             player_pk=record.player_pk,
             question_version_id=record.question_version_id,
             problem_id=record.problem_id,
@@ -63,6 +65,7 @@ class SqlDisputeRepository(SqlRepository):
 
     async def flag_question(
         self,
+        tenant: Tenant,
         question_id: str,
         version_id: int,
         dispute_id: int | None,
@@ -71,10 +74,11 @@ class SqlDisputeRepository(SqlRepository):
         explanation: str,
         now: dt.datetime,
     ) -> tuple[int, bool]:
-        """Flag a version once; (id, created)."""
+        """Flag a version once per tenant; (id, created)."""
         stmt = (
             self._db.insert(QuestionFlagRow)
             .values(
+                tenant=tenant.key,
                 question_id=question_id,
                 question_version_id=version_id,
                 dispute_id=dispute_id,
@@ -91,16 +95,20 @@ class SqlDisputeRepository(SqlRepository):
         if new_id is not None:
             return int(new_id), True
         existing = await self.s.scalar(
-            select(QuestionFlagRow.id).where(QuestionFlagRow.question_version_id == version_id)
+            select(QuestionFlagRow.id).where(
+                QuestionFlagRow.tenant == tenant.key, QuestionFlagRow.question_version_id == version_id
+            )
         )
         return int(existing or 0), False
 
-    async def flags(self, status: str | None) -> list[QuestionFlag]:
-        """Flags, newest first."""
+    async def flags(self, tenant: Tenant | None, status: str | None) -> list[QuestionFlag]:
+        """The tenant's flags (None: all), newest first."""
         f = QuestionFlagRow
         stmt = select(f, QuestionVersionRow.version).join(
             QuestionVersionRow, QuestionVersionRow.id == f.question_version_id
         )
+        if tenant is not None:
+            stmt = stmt.where(f.tenant == tenant.key)
         if status is not None:
             stmt = stmt.where(f.status == status)
         rows = (await self.s.execute(stmt.order_by(f.id.desc()))).tuples()
@@ -118,11 +126,11 @@ class SqlDisputeRepository(SqlRepository):
             for r, v in rows
         ]
 
-    async def resolve_flags(self, question_id: str, now: dt.datetime) -> int:
-        """Resolve a question's open flags."""
-        result = await self.s.execute(
-            update(QuestionFlagRow)
-            .where(QuestionFlagRow.question_id == question_id, QuestionFlagRow.status == "open")
-            .values(status="resolved", resolved_at=now)
-        )
+    async def resolve_flags(self, tenant: Tenant | None, question_id: str, now: dt.datetime) -> int:
+        """Resolve a question's open flags of the tenant (None: of every tenant)."""
+        f = QuestionFlagRow
+        stmt = update(f).where(f.question_id == question_id, f.status == "open")
+        if tenant is not None:
+            stmt = stmt.where(f.tenant == tenant.key)
+        result = await self.s.execute(stmt.values(status="resolved", resolved_at=now))
         return int(result.rowcount or 0)  # type: ignore[attr-defined]

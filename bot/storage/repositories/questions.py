@@ -9,21 +9,35 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, func, select, update
+from sqlalchemy import and_, exists, func, or_, select, update
 
-from bot.core.models import Question, QuestionCandidate
+from bot.core.errors import QuestionBankError
+from bot.core.models import Question, QuestionCandidate, Tenant
 from bot.core.repositories import QuestionRow, SyncReport
 from bot.storage.mapping import content_hash, question_from_version
-from bot.storage.models import ChallengeRow, ProblemRow, QuestionVersionRow
+from bot.storage.models import ChallengeRow, ProblemRow, QuestionRetirementRow, QuestionVersionRow
 from bot.storage.models import QuestionRow as QuestionModel
-from bot.storage.sql import SqlRepository, latest_versions
+from bot.storage.sql import SqlRepository, latest_versions, visible_versions
+
+
+def _key(view: Tenant | None) -> str | None:
+    return view.key if view is not None else None
+
+
+def _retired_for(view: str | None) -> Any:
+    """A clause: the question is retired for ``view`` (by the operator, or by that tenant)."""
+    retired = QuestionModel.retired_at.is_not(None)
+    if view is None:
+        return retired
+    r = QuestionRetirementRow
+    return or_(retired, exists().where(r.tenant == view, r.question_id == QuestionModel.id))
 
 
 class SqlQuestionRepository(SqlRepository):
     """The QuestionRepository port (bot/core/repositories/questions.py) over one unit of work."""
 
-    async def _latest_versions(self) -> dict[str, QuestionVersionRow]:
-        latest = latest_versions()
+    async def _latest_versions(self, view: str | None) -> dict[str, QuestionVersionRow]:
+        latest = latest_versions(view)
         rows = await self.s.scalars(
             select(QuestionVersionRow).join(
                 latest,
@@ -35,9 +49,34 @@ class SqlQuestionRepository(SqlRepository):
         )
         return {r.question_id: r for r in rows}
 
-    async def sync_questions(self, specs: Sequence[dict[str, Any]], now: dt.datetime) -> SyncReport:
-        """Insert new questions and new versions of changed ones; versions are never rewritten."""
-        latest = await self._latest_versions()
+    async def sync_questions(
+        self, owner: Tenant | None, specs: Sequence[dict[str, Any]], now: dt.datetime
+    ) -> SyncReport:
+        """Insert new questions and new versions of changed ones; versions are never rewritten.
+
+        ``owner`` None imports into the shared bank, a tenant into its own questions. An id used outside
+        them is refused before anything is written, with the same words whoever uses it (a tenant learns
+        nothing about another tenant's questions but that the id is taken).
+        """
+        view = _key(owner)
+        ids = [spec["id"] for spec in specs]
+        owners = dict(
+            (
+                await self.s.execute(
+                    select(QuestionModel.id, QuestionModel.owner_tenant).where(QuestionModel.id.in_(ids))
+                )
+            )
+            .tuples()
+            .all()
+        )
+        taken = sorted(qid for qid, who in owners.items() if who != view)
+        if taken:
+            where = "the shared bank or another server/workspace" if view is not None else "a tenant"
+            raise QuestionBankError(
+                f"question id {', '.join(repr(t) for t in taken)} is already used by {where}: "
+                "choose another id"
+            )
+        latest = await self._latest_versions(view)
         added: list[str] = []
         updated: list[str] = []
         unchanged: list[str] = []
@@ -48,7 +87,7 @@ class SqlQuestionRepository(SqlRepository):
             if spec.get("retired"):
                 # A bank file retires a question by flagging it (removing it would leave it in rotation):
                 # never picked again, while past attempts keep pointing at the version they were asked.
-                await self._retire_on_import(qid, current is None, now)
+                await self._retire_on_import(qid, current is None, owner, now)
             if current is not None and current.content_hash == digest:
                 unchanged.append(qid)
                 continue
@@ -59,16 +98,18 @@ class SqlQuestionRepository(SqlRepository):
                 continue
             if current is None:
                 if not spec.get("retired"):
-                    self.s.add(QuestionModel(id=qid, created_at=now, retired_at=None))
+                    self.s.add(QuestionModel(id=qid, created_at=now, retired_at=None, owner_tenant=view))
                 version = 1
                 added.append(qid)
             else:
-                version = current.version + 1
+                # Numbered after every version, a tenant's corrections included (unique per question).
+                version = await self._next_version(qid)
                 updated.append(qid)
             self.s.add(
                 QuestionVersionRow(
                     question_id=qid,
                     version=version,
+                    tenant=None,
                     content_hash=digest,
                     kind=spec["kind"],
                     topic=spec["topic"],
@@ -80,10 +121,20 @@ class SqlQuestionRepository(SqlRepository):
             await self.s.flush()
         return SyncReport(tuple(added), tuple(updated), tuple(unchanged))
 
-    async def _retire_on_import(self, question_id: str, is_new: bool, now: dt.datetime) -> None:
+    async def _next_version(self, question_id: str) -> int:
+        latest = await self.s.scalar(
+            select(func.max(QuestionVersionRow.version)).where(QuestionVersionRow.question_id == question_id)
+        )
+        return int(latest or 0) + 1
+
+    async def _retire_on_import(
+        self, question_id: str, is_new: bool, owner: Tenant | None, now: dt.datetime
+    ) -> None:
         if is_new:
             # Stored retired from its first version: it was never in rotation here.
-            self.s.add(QuestionModel(id=question_id, created_at=now, retired_at=now))
+            self.s.add(
+                QuestionModel(id=question_id, created_at=now, retired_at=now, owner_tenant=_key(owner))
+            )
             await self.s.flush()
             return
         await self.s.execute(
@@ -100,49 +151,77 @@ class SqlQuestionRepository(SqlRepository):
         )
         return found is not None
 
-    async def retire_question(self, question_id: str, now: dt.datetime) -> bool:
-        """Retire a question; False if it does not exist."""
-        exists = await self.s.scalar(select(QuestionModel.id).where(QuestionModel.id == question_id))
-        if exists is None:
-            return False
-        await self.s.execute(
-            update(QuestionModel)
-            .where(QuestionModel.id == question_id, QuestionModel.retired_at.is_(None))
-            .values(retired_at=now)
+    async def _sees(self, view: str | None, question_id: str) -> bool:
+        owner = QuestionModel.owner_tenant
+        found = await self.s.scalar(
+            select(QuestionModel.id).where(
+                QuestionModel.id == question_id,
+                owner.is_(None) if view is None else or_(owner.is_(None), owner == view),
+            )
         )
+        return found is not None
+
+    async def retire_question(self, view: Tenant | None, question_id: str, now: dt.datetime) -> bool:
+        """Retire a question for the tenant (its overlay) or, with None, for everyone; False if the view
+        does not see it.
+        """
+        key = _key(view)
+        if not await self._sees(key, question_id):
+            return False
+        if key is None:
+            await self.s.execute(
+                update(QuestionModel)
+                .where(QuestionModel.id == question_id, QuestionModel.retired_at.is_(None))
+                .values(retired_at=now)
+            )
+            return True
+        stmt = self._db.insert(QuestionRetirementRow).values(
+            tenant=key, question_id=question_id, retired_at=now
+        )
+        await self.s.execute(stmt.on_conflict_do_nothing())
         return True
 
-    async def list_questions(self, include_retired: bool) -> list[QuestionRow]:
-        """Every question with its latest version's metadata."""
-        latest = await self._latest_versions()
-        retired = dict(
-            (await self.s.execute(select(QuestionModel.id, QuestionModel.retired_at))).tuples().all()
+    async def list_questions(self, view: Tenant | None, include_retired: bool) -> list[QuestionRow]:
+        """Every question the view sees with its latest version's metadata."""
+        key = _key(view)
+        latest = await self._latest_versions(key)
+        retired = set(
+            (
+                await self.s.scalars(
+                    select(QuestionModel.id).where(QuestionModel.id.in_(list(latest)), _retired_for(key))
+                )
+            ).all()
         )
         out = [
-            QuestionRow(qid, v.version, v.kind, v.topic, v.difficulty, retired.get(qid) is not None)
+            QuestionRow(qid, v.version, v.kind, v.topic, v.difficulty, qid in retired)
             for qid, v in sorted(latest.items())
         ]
         return [r for r in out if include_retired or not r.retired]
 
-    async def latest_question(self, question_id: str) -> Question | None:
-        """The latest version of a question."""
+    async def latest_question(self, view: Tenant | None, question_id: str) -> Question | None:
+        """The latest version of a question the view sees."""
         row = await self.s.scalar(
             select(QuestionVersionRow)
-            .where(QuestionVersionRow.question_id == question_id)
+            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+            .where(QuestionVersionRow.question_id == question_id, visible_versions(_key(view)))
             .order_by(QuestionVersionRow.version.desc())
             .limit(1)
         )
         return question_from_version(row) if row is not None else None
 
-    async def latest_specs(self, include_retired: bool) -> list[dict[str, Any]]:
-        """The latest version of every question as its spec dict."""
-        rows = await self.list_questions(include_retired)
-        latest = await self._latest_versions()
+    async def latest_specs(self, view: Tenant | None, include_retired: bool) -> list[dict[str, Any]]:
+        """The latest version of every question the view sees, as its spec dict."""
+        rows = await self.list_questions(view, include_retired)
+        latest = await self._latest_versions(_key(view))
         return [latest[r.id].spec for r in rows]
 
-    async def question_candidates(self, channel_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
-        """Active questions of these kinds (latest version) and their use count in this channel."""
-        latest = latest_versions()
+    async def question_candidates(
+        self, tenant: Tenant, channel_pk: int, kinds: Sequence[str]
+    ) -> list[QuestionCandidate]:
+        """Questions the tenant plays, of these kinds (latest version it sees), and their use count in
+        this channel.
+        """
+        latest = latest_versions(tenant.key)
         used = (
             select(
                 QuestionVersionRow.question_id.label("qid"),
@@ -166,7 +245,7 @@ class SqlQuestionRepository(SqlRepository):
             )
             .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
             .outerjoin(used, used.c.qid == QuestionVersionRow.question_id)
-            .where(QuestionModel.retired_at.is_(None), QuestionVersionRow.kind.in_(list(kinds)))
+            .where(~_retired_for(tenant.key), QuestionVersionRow.kind.in_(list(kinds)))
             .order_by(QuestionVersionRow.question_id)
         )
         return [
@@ -184,21 +263,21 @@ class SqlQuestionRepository(SqlRepository):
         row = await self.s.get(QuestionVersionRow, version_id)
         return dict(row.spec) if row is not None else None
 
-    async def add_corrected_version(self, question_id: str, spec: dict[str, Any], now: dt.datetime) -> int:
-        """Store ``spec`` as the question's next version; return its version id.
+    async def add_corrected_version(
+        self, view: Tenant | None, question_id: str, spec: dict[str, Any], now: dt.datetime
+    ) -> int:
+        """Store ``spec`` as the question's next version, seen by the view only; return its version id.
 
         Its content hash is salted with the version number, so a correction may restore the content of
         an earlier version, and re-importing the uncorrected bank file matches the older version and
         changes nothing (see sync_questions).
         """
-        latest = await self.s.scalar(
-            select(func.max(QuestionVersionRow.version)).where(QuestionVersionRow.question_id == question_id)
-        )
-        version = int(latest or 0) + 1
+        version = await self._next_version(question_id)
         digest = hashlib.sha256(f"{content_hash(spec)}:correction:v{version}".encode()).hexdigest()
         row = QuestionVersionRow(
             question_id=question_id,
             version=version,
+            tenant=_key(view),
             content_hash=digest,
             kind=spec["kind"],
             topic=spec["topic"],

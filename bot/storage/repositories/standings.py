@@ -4,15 +4,18 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import Sequence
+from typing import Any
 
 from sqlalchemy import and_, func, literal, or_, select
 
-from bot.core.models import Challenge, StandingRow
+from bot.core.models import Challenge, StandingRow, Tenant
 from bot.core.repositories import CompletionRow
 from bot.core.standings import PeriodKey, ScopeKey
 from bot.storage.models import (
     AttemptRow,
     BadgeRow,
+    ChallengeRow,
+    ChannelRow,
     CompletionRowModel,
     PlayerRow,
     PlaySessionRow,
@@ -35,6 +38,21 @@ _COMPLETION_COLUMNS = (
     "completed_at",
 )
 _BADGE_COLUMNS = ("player_pk", "badge", "scope_key", "challenge_id", "awarded_at")
+
+
+def _in_tenant(tenant: Tenant) -> Any:
+    """A clause on ChannelRow: the channel is one of ``tenant``'s."""
+    return and_(ChannelRow.platform == tenant.platform, ChannelRow.workspace_id == tenant.workspace_id)
+
+
+def _sessions_in_tenant(stmt: Any, tenant: Tenant) -> Any:
+    """``stmt`` over PlaySessionRow, kept to the sessions of the tenant's challenges."""
+    return (
+        stmt.join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+        .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+        .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+        .where(_in_tenant(tenant))
+    )
 
 
 class SqlStandingRepository(SqlRepository):
@@ -147,12 +165,16 @@ class SqlStandingRepository(SqlRepository):
         }
         return (await self._db.core(stmt, params)).scalar() is not None
 
-    async def completions(self, player_pk: int, channel_pk: int | None) -> list[CompletionRow]:
-        """A player's completed challenges."""
+    async def completions(
+        self, player_pk: int, channel_pk: int | None, tenant: Tenant | None = None
+    ) -> list[CompletionRow]:
+        """A player's completed challenges (in a channel, or in the tenant's channels, or everywhere)."""
         c = CompletionRowModel
         stmt = select(c).where(c.player_pk == player_pk)
         if channel_pk is not None:
             stmt = stmt.where(c.channel_pk == channel_pk)
+        if tenant is not None:
+            stmt = stmt.join(ChannelRow, ChannelRow.id == c.channel_pk).where(_in_tenant(tenant))
         return [
             CompletionRow(r.day, r.problems, r.correct, r.hints_used, r.max_answer_ms / 1000)
             for r in await self.s.scalars(stmt.order_by(c.day))
@@ -193,13 +215,16 @@ class SqlStandingRepository(SqlRepository):
                 new.append(code)
         return new
 
-    async def badge_counts(self, player_pk: int) -> dict[str, int]:
-        """Badge code -> times earned."""
-        rows = await self.s.execute(
-            select(BadgeRow.badge, func.count())
-            .where(BadgeRow.player_pk == player_pk)
-            .group_by(BadgeRow.badge)
-        )
+    async def badge_counts(self, player_pk: int, tenant: Tenant | None) -> dict[str, int]:
+        """Badge code -> times earned (on the tenant's challenges; None: everywhere)."""
+        stmt = select(BadgeRow.badge, func.count()).where(BadgeRow.player_pk == player_pk)
+        if tenant is not None:
+            stmt = (
+                stmt.join(ChallengeRow, ChallengeRow.id == BadgeRow.challenge_id)
+                .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+                .where(_in_tenant(tenant))
+            )
+        rows = await self.s.execute(stmt.group_by(BadgeRow.badge))
         return {code: int(n) for code, n in rows.tuples()}
 
     async def challenge_badges(self, challenge_id: int) -> list[tuple[int, str]]:
@@ -211,28 +236,36 @@ class SqlStandingRepository(SqlRepository):
         )
         return [(int(p), str(b)) for p, b in rows.tuples()]
 
-    async def player_points(self, player_pk: int) -> int:
-        """All points a player earned in challenges."""
-        total = await self.s.scalar(
-            select(func.coalesce(func.sum(PlaySessionRow.points), 0)).where(
-                PlaySessionRow.player_pk == player_pk
-            )
+    async def player_points(self, player_pk: int, tenant: Tenant | None) -> int:
+        """All points a player earned in the tenant's challenges (None: everywhere)."""
+        stmt = select(func.coalesce(func.sum(PlaySessionRow.points), 0)).where(
+            PlaySessionRow.player_pk == player_pk
         )
+        if tenant is not None:
+            stmt = _sessions_in_tenant(stmt, tenant)
+        total = await self.s.scalar(stmt)
         return int(total or 0)
 
-    async def player_accuracy(self, player_pk: int, by: str) -> list[tuple[str, int, int]]:
-        """(topic or kind, finished problems, solved)."""
+    async def player_accuracy(
+        self, player_pk: int, by: str, tenant: Tenant | None
+    ) -> list[tuple[str, int, int]]:
+        """(topic or kind, finished problems, solved), in the tenant's challenges (None: everywhere)."""
         col = QuestionVersionRow.topic if by == "topic" else QuestionVersionRow.kind
         solved = func.sum(
             func.cast(PlaySessionRow.outcome == literal("correct"), type_=ProblemRow.position.type)
         )
-        rows = await self.s.execute(
+        stmt = (
             select(col, func.count(), solved)
             .select_from(PlaySessionRow)
             .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
             .join(QuestionVersionRow, QuestionVersionRow.id == ProblemRow.question_version_id)
             .where(PlaySessionRow.player_pk == player_pk, PlaySessionRow.outcome.is_not(None))
-            .group_by(col)
-            .order_by(col)
         )
+        if tenant is not None:
+            stmt = (
+                stmt.join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+                .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+                .where(_in_tenant(tenant))
+            )
+        rows = await self.s.execute(stmt.group_by(col).order_by(col))
         return [(str(name), int(n), int(ok or 0)) for name, n, ok in rows.tuples()]

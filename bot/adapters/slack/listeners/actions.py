@@ -49,7 +49,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             trigger_id=body["trigger_id"], view=bk.message_view("Loading your problem…")
         )
         view_id = body[failures.OPENED_VIEW] = str(opened["view"]["id"])
-        actor = await ctx.actor(body["user"])
+        actor = await ctx.actor(body["user"], body=body)
         try:
             view = _next_view(await ctx.flow.next(actor, int(args[0]), view_id, view_id))
         except RankZeroError as exc:
@@ -62,7 +62,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         _, args = _action(body)
         problem_id, letter = int(args[0]), args[1]
         view_id = str(body["view"]["id"])
-        actor = await ctx.actor(body["user"])
+        actor = await ctx.actor(body["user"], body=body)
         key = f"slack:{actor.player.user_id}:{body['actions'][0]['action_ts']}"
         try:
             shown = await ctx.flow.answer(actor, problem_id, letter, key, view_id, view_id)
@@ -81,7 +81,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         _, args = _action(body)
         problem_id = int(args[0])
         view_id = str(body["view"]["id"])
-        actor = await ctx.actor(body["user"])
+        actor = await ctx.actor(body["user"], body=body)
         try:
             shown = await ctx.flow.hint(actor, problem_id, view_id, view_id)
         except RankZeroError as exc:
@@ -96,7 +96,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         await ack()
         _, args = _action(body)
         view_id = str(body["view"]["id"])
-        actor = await ctx.actor(body["user"])
+        actor = await ctx.actor(body["user"], body=body)
         try:
             view = _next_view(await ctx.flow.next(actor, int(args[0]), view_id, view_id))
         except RankZeroError as exc:

@@ -186,7 +186,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         handler = SUBCOMMANDS.get(sub)
         await practice.open_early(ctx, sub, body)
         await open_form_early(ctx, sub, args, body)
-        actor = await ctx.actor(str(body["user_id"]), str(body.get("user_name") or body["user_id"]))
+        actor = await ctx.actor(
+            str(body["user_id"]), str(body.get("user_name") or body["user_id"]), body=body
+        )
         channel = ctx.channel(ctx.workspace_id(body), str(body["channel_id"]), body.get("channel_name"))
         if handler is None:
             text = f"Unknown command `{bk.esc(sub)}`.\n{bk.help_text(actor.is_admin)}"

@@ -85,7 +85,12 @@ async def decode_draft(store: DraftStore, metadata: str) -> dict[str, Any] | Non
 
 # ---------------------------------------------------------------------- the preview
 async def begin_preview(
-    ack: AsyncAck, ctx: SlackContext, user: dict[str, Any], spec: dict[str, Any], started: float
+    ack: AsyncAck,
+    ctx: SlackContext,
+    user: dict[str, Any],
+    spec: dict[str, Any],
+    started: float,
+    body: dict[str, Any] | None = None,
 ) -> None:
     """Answer a valid predict_output draft's submission with the runner preview (see the module doc).
 
@@ -97,7 +102,7 @@ async def begin_preview(
     question_id = str(spec.get("id", "?"))
 
     async def admin_preview() -> DisputeCard:
-        actor = await ctx.actor(user)
+        actor = await ctx.actor(user, body=body)  # the body's workspace: the preview counts against it
         if not actor.is_admin:
             raise NotAdminError(ADMINS_ONLY)
         if ctx.commands.disputes is None:
@@ -166,7 +171,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         question_id = str(spec.get("id", "?"))
 
         async def save_draft() -> failures.Submitted:
-            actor = await ctx.actor(body["user"])
+            actor = await ctx.actor(body["user"], body=body)
             try:
                 valid = questions.validate_question(spec)
                 await ctx.commands.import_questions(actor, [valid])

@@ -144,7 +144,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         await ack()
         action, args = pb.parse_action(str(body["actions"][0]["action_id"]))
         view_id = str(body["view"]["id"])
-        player = (await ctx.actor(body["user"])).player
+        player = (await ctx.actor(body["user"], body=body)).player
         flow = _flow(ctx)
         title = pb.QUIZ_TITLE if action.startswith("quiz") else pb.REVIEW_TITLE
 
@@ -192,7 +192,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         answer = _answer_text(view)
 
         async def grade() -> failures.Submitted:
-            player = (await ctx.actor(body["user"])).player
+            player = (await ctx.actor(body["user"], body=body)).player
             try:
                 result = await _flow(ctx).submit_explanation(player, int(meta), answer)
             except PracticeError as exc:  # empty or too long: said on the field, the text stays editable

@@ -74,14 +74,14 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
             await ack(response_action="errors", errors=errors)
             return
         if questions.wants_preview(valid):
-            await disputes.begin_preview(ack, ctx, body["user"], valid, started)
+            await disputes.begin_preview(ack, ctx, body["user"], valid, started, body)
             return
         question_id = str(valid.get("id", "?"))
 
         async def save() -> failures.Submitted:
             # The user lookup and the import run after the form's answer when they are slow (see
             # failures.answer_submission): Slack gives a submission 3 s.
-            actor = await ctx.actor(body["user"])
+            actor = await ctx.actor(body["user"], body=body)
             try:
                 await ctx.commands.import_questions(actor, [valid])
             except RankZeroError as exc:
