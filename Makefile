@@ -49,9 +49,13 @@ sandbox:
 runner: setup
 	$(BIN)/rankzero-runner serve
 
+# ruff (rules and format), mypy --strict over every package, and the import contracts (.importlinter).
+# .ci/run runs it before the tests: a lint failure fails CI.
 lint: setup
-	$(BIN)/ruff check bot questions runner tests benchmarks
-	$(BIN)/mypy bot/core bot/storage bot/commands
+	$(BIN)/ruff check bot questions runner tests benchmarks migrations
+	$(BIN)/ruff format --check bot questions runner tests benchmarks migrations
+	$(BIN)/mypy --strict bot runner questions
+	$(BIN)/lint-imports
 
 bench: setup
 	$(BIN)/python benchmarks/engine.py

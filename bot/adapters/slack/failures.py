@@ -147,7 +147,6 @@ def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> 
     """
     client_of: Callable[[], AsyncWebClient] = client if callable(client) else (lambda: client)
 
-    @app.error
     async def on_error(
         error: Exception, body: dict[str, Any], request: AsyncBoltRequest, response: BoltResponse | None
     ) -> BoltResponse | None:
@@ -177,6 +176,10 @@ def install(app: Any, client: AsyncWebClient | Callable[[], AsyncWebClient]) -> 
         # 404 after 3 s. Returning a little later lets the poll see the real ack first.
         await asyncio.sleep(ACK_POLL_GRACE_S)
         return None
+
+    # Registered by a call, not as a decorator: Bolt's app is typed Any here, and mypy --strict would call
+    # the decorated handler untyped.
+    app.error(on_error)
 
 
 # ---------------------------------------------------------------------- modal submissions within 3 s
