@@ -5,6 +5,7 @@ Built only in the entry points (bot/cli/) and passed down as arguments.
 
 from __future__ import annotations
 
+import ipaddress
 import os
 import re
 from pathlib import Path
@@ -151,8 +152,11 @@ class Settings(BaseSettings):
     grace_minutes: int = Field(default=60, ge=0, le=24 * 60)
     #: How often (seconds) serve looks for schedule changes made by another process.
     schedule_sync_s: float = Field(default=30.0, gt=0)
-    #: /healthz on 127.0.0.1 at this port (0: no health endpoint).
+    #: /healthz, /livez and /readyz at this port (0: no health endpoint).
     health_port: int = Field(default=8787, ge=0, le=65535)
+    #: The address the health endpoint listens on: loopback by default (only this host can probe it);
+    #: 0.0.0.0 (or ::) in a container, where the orchestrator probes the pod's address.
+    health_host: str = "127.0.0.1"
     # --- a database that stops answering (a frozen server, a network that drops packets) must fail calls
     # within these bounds instead of holding a job, a click or shutdown for good (issue 25).
     #: Seconds to open a PostgreSQL connection (asyncpg's own default is 60).
@@ -187,6 +191,17 @@ class Settings(BaseSettings):
     def tenant_allow_list(self) -> TenantAllowList:
         """``allowed_tenants`` as the adapters check it."""
         return TenantAllowList(self.allowed_tenants)
+
+    @field_validator("health_host")
+    @classmethod
+    def _health_host_is_an_address(cls, value: str) -> str:
+        try:
+            return str(ipaddress.ip_address(value.strip()))
+        except ValueError:
+            raise ValueError(
+                f"RANKZERO_HEALTH_HOST={value!r} is not an IP address: give 127.0.0.1 (this host only, the "
+                "default) or 0.0.0.0 (every interface, as in a container)"
+            ) from None
 
     @field_validator("discord_shards")
     @classmethod

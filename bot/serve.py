@@ -55,16 +55,27 @@ async def _starting() -> dict[str, Any]:
     return {"ok": False, "state": "starting"}
 
 
-class HealthServer:
-    """``GET /healthz`` on loopback: scheduler state, next runs, database reachability (200 or 503).
+#: Paths answered with the whole report (200 when ``ok``, else 503): ``/readyz`` for an orchestrator's
+#: readiness probe, ``/healthz`` as before.
+REPORT_PATHS = frozenset({"/healthz", "/readyz"})
 
+
+class HealthServer:
+    """Health over HTTP: ``GET /healthz`` and ``GET /readyz`` (scheduler state, next runs, database
+    reachability, adapters: 200 or 503) and ``GET /livez`` (200 whenever the event loop answers).
+
+    ``/livez`` is the liveness probe: it asks nothing of the database or the platforms, so an outage of
+    either never restarts the process (a restart would not fix them); a stuck event loop fails it.
     ``serve`` binds it before anything else (so a second process on the host stops before it migrates,
-    posts or connects to a platform); until the scheduler runs it answers 503 ``starting``.
+    posts or connects to a platform); until the scheduler runs the report answers 503 ``starting``.
     """
 
-    def __init__(self, report: Callable[[], Awaitable[dict[str, Any]]] | None, port: int) -> None:
+    def __init__(
+        self, report: Callable[[], Awaitable[dict[str, Any]]] | None, port: int, host: str = "127.0.0.1"
+    ) -> None:
         self._report = report or _starting
         self._port = port
+        self._host = host
         self._server: asyncio.Server | None = None
 
     def set_report(self, report: Callable[[], Awaitable[dict[str, Any]]]) -> None:
@@ -78,14 +89,14 @@ class HealthServer:
         return int(self._server.sockets[0].getsockname()[1])
 
     async def start(self) -> None:
-        """Listen on 127.0.0.1; HealthPortError (one clear line) when the port is taken."""
+        """Listen on the host and port; HealthPortError (one clear line) when the port is taken."""
         try:
-            self._server = await asyncio.start_server(self._handle, "127.0.0.1", self._port)
+            self._server = await asyncio.start_server(self._handle, self._host, self._port)
         except OSError as exc:
             raise HealthPortError(
-                f"the health port 127.0.0.1:{self._port} cannot be opened ({exc.strerror or exc}): another "
-                "`rankzero serve` on this host uses it? Give each one its own RANKZERO_HEALTH_PORT, or 0 for "
-                "no health endpoint"
+                f"the health port {self._host}:{self._port} cannot be opened ({exc.strerror or exc}): "
+                "another `rankzero serve` on this host uses it? Give each one its own RANKZERO_HEALTH_PORT, "
+                "or 0 for no health endpoint"
             ) from None
 
     async def stop(self) -> None:
@@ -100,8 +111,11 @@ class HealthServer:
             while (await asyncio.wait_for(reader.readline(), timeout=5)) not in (b"\r\n", b"\n", b""):
                 pass  # headers are not needed
             parts = request.decode(errors="replace").split()
-            if len(parts) < 2 or parts[0] != "GET" or parts[1].split("?")[0] != "/healthz":
-                status, body = "404 Not Found", {"error": "only GET /healthz is served"}
+            path = parts[1].split("?")[0] if len(parts) >= 2 else ""
+            if len(parts) < 2 or parts[0] != "GET" or (path not in REPORT_PATHS and path != "/livez"):
+                status, body = "404 Not Found", {"error": "only GET /healthz, /readyz and /livez are served"}
+            elif path == "/livez":
+                status, body = "200 OK", {"ok": True, "alive": True}
             else:
                 body = await self._report()
                 status = "200 OK" if body["ok"] else "503 Service Unavailable"
@@ -217,9 +231,11 @@ async def open_health(settings: Settings) -> HealthServer | None:
     """Bind /healthz (answering ``starting``) if a port is set: the first thing serve does."""
     if not settings.health_port:
         return None
-    health = HealthServer(None, settings.health_port)
+    health = HealthServer(None, settings.health_port, settings.health_host)
     await health.start()
-    log.info("health endpoint on http://127.0.0.1:%d/healthz", health.port)
+    log.info(
+        "health endpoint on http://%s:%d/healthz (and /readyz, /livez)", settings.health_host, health.port
+    )
     return health
 
 

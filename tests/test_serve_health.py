@@ -63,3 +63,37 @@ async def test_healthz_reports_jobs_and_database(db_url: str, clock: FrozenClock
         await down.stop()
         await unreachable.dispose()
         await engine.dispose()
+
+
+async def test_livez_answers_while_readiness_waits_and_any_address_can_be_probed() -> None:
+    # Bound as serve binds it first (no report yet: "starting") on every interface, as in a container.
+    server = HealthServer(None, 0, "0.0.0.0")
+    await server.start()
+    try:
+        status, body = await _get(server.port, "/livez")
+        assert (status, body) == (200, {"ok": True, "alive": True})  # liveness asks nothing of the database
+        for path in ("/readyz", "/healthz"):
+            status, body = await _get(server.port, path)
+            assert status == 503 and body["ok"] is False, path
+        server.set_report(_always_ok)
+        for path in ("/readyz", "/healthz", "/readyz?verbose=1"):
+            assert (await _get(server.port, path))[0] == 200, path
+        assert (await _get(server.port, "/live"))[0] == 404
+    finally:
+        await server.stop()
+
+
+async def _always_ok() -> dict[str, Any]:
+    return {"ok": True}
+
+
+def test_the_health_host_must_be_an_address(monkeypatch) -> None:
+    import pytest
+    from pydantic import ValidationError
+
+    from bot.config import Settings
+
+    assert Settings(_env_file=None).health_host == "127.0.0.1"
+    assert Settings(_env_file=None, health_host=" 0.0.0.0 ").health_host == "0.0.0.0"
+    with pytest.raises(ValidationError, match="RANKZERO_HEALTH_HOST='localhost' is not an IP address"):
+        Settings(_env_file=None, health_host="localhost")
