@@ -23,6 +23,7 @@ import pytest
 import slack_bolt.request.async_request as bolt_request
 from slack_bolt.request.async_request import AsyncBoltRequest
 
+from bot.adapters.slack import verify
 from bot.adapters.slack.verify import (
     MAX_BODY_BYTES,
     REPLAY_WINDOW_S,
@@ -253,3 +254,30 @@ def test_install_limiter_is_per_client_and_bounded() -> None:
     for n in range(1000):  # a flood from many addresses: memory stays bounded
         limiter.take(f"10.0.{n // 256}.{n % 256}")
     assert len(limiter._seen) <= 100
+
+
+async def test_a_body_that_never_arrives_is_refused_with_408(
+    slack: Harness, parsed: list[str], monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Well-formed headers, then a declared body that trickles in: the connection is not held for good."""
+    monkeypatch.setattr(verify, "BODY_READ_TIMEOUT_S", 0.5)
+    url = urllib.parse.urlsplit(slack.send.url)
+    holds = []
+    for _ in range(5):
+        reader, writer = await asyncio.open_connection(url.hostname, url.port)
+        writer.write(
+            (
+                f"POST {url.path} HTTP/1.1\r\nHost: {url.hostname}\r\n"
+                "Content-Type: application/x-www-form-urlencoded\r\nContent-Length: 200000\r\n"
+                f"X-Slack-Request-Timestamp: {fresh()}\r\nX-Slack-Signature: v0={'0' * 64}\r\n\r\n"
+                "payload=xx"
+            ).encode()
+        )
+        await writer.drain()
+        holds.append((reader, writer))
+    for reader, writer in holds:
+        # A hang guard, not a speed bound: without the read timeout the server never answers.
+        answer = await asyncio.wait_for(reader.read(), timeout=60)
+        assert answer.startswith(b"HTTP/1.1 408"), answer[:80]
+        writer.close()
+    await assert_nothing_happened(slack, parsed)

@@ -17,6 +17,7 @@ A refusal is one INFO log line (no traceback: forged requests are expected traff
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import hmac
 import logging
@@ -83,21 +84,35 @@ def check_signature(secret: bytes, signed: SignedHeaders, body: bytes) -> None:
         raise Refused(401, "the signature does not match the body")
 
 
+#: How long the whole body may take to arrive once the headers passed. Slack sends a few KiB at once; a
+#: sender that declares a body and then trickles it (or nothing) would otherwise hold a connection, and
+#: the memory of what it sent, for as long as it likes, without a valid signature.
+BODY_READ_TIMEOUT_S = 10.0
+
+
 async def read_capped(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:
-    """The request body, or :class:`Refused` (413) as soon as it is known to exceed ``limit`` bytes."""
+    """The request body, or :class:`Refused`: 413 as soon as it is known to exceed ``limit`` bytes, 408
+    when it has not all arrived within :data:`BODY_READ_TIMEOUT_S`.
+    """
     declared = request.content_length
     if declared is not None and declared > limit:
         raise Refused(413, f"a body of {declared} bytes (the limit is {limit})")
     chunks: list[bytes] = []
     size = 0
-    while True:
-        chunk = await request.content.read(limit + 1 - size)
-        if not chunk:
-            break
-        chunks.append(chunk)
-        size += len(chunk)
-        if size > limit:  # a chunked body, or one longer than it declared
-            raise Refused(413, f"a body over {limit} bytes")
+    try:
+        async with asyncio.timeout(BODY_READ_TIMEOUT_S):
+            while True:
+                chunk = await request.content.read(limit + 1 - size)
+                if not chunk:
+                    break
+                chunks.append(chunk)
+                size += len(chunk)
+                if size > limit:  # a chunked body, or one longer than it declared
+                    raise Refused(413, f"a body over {limit} bytes")
+    except TimeoutError:
+        raise Refused(
+            408, f"the body did not arrive within {BODY_READ_TIMEOUT_S:g} s ({size} bytes came)"
+        ) from None
     return b"".join(chunks)
 
 
