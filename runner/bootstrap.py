@@ -267,7 +267,7 @@ def _become_rank_user() -> None:
     os.setresgid(JOB_UID, JOB_UID, JOB_UID)
     os.setresuid(JOB_UID, JOB_UID, JOB_UID)  # from 0 to non-zero: every capability is gone
     # The uid switch (and the supervisor) left the rank non-dumpable; its siblings share its uid and may
-    # need its /proc entries (NCCL's pidfd_getfd between ranks), the supervisor stays out of their reach.
+    # need its /proc entries; the supervisor stays out of their reach (pidfd_getfd is denied by the filter).
     with contextlib.suppress(OSError, AttributeError):
         _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _die_with_parent()
