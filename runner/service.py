@@ -11,7 +11,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import hardware
-from runner.analysis import parse_snippet
+from runner.analysis import parse_snippet, source_line
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
 from runner.pool import WarmPool
@@ -601,8 +601,8 @@ def _explain(verdict: Verdict, raw: JobRaw, root: RankRaw | None, code: str, hw:
         )
     line = exception.get("line")
     if isinstance(line, int) and verdict.status == Status.ERROR and hw.gpus < max(verdict.nproc, 2):
-        lines = code.splitlines()
-        source = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+        # The traceback's line numbering, not str.splitlines (a form feed or U+2028 would shift it).
+        source = (source_line(code, line) or "").strip()[:200]
         if _GPU_CHECK.search(source):
             verdict.status = Status.UNSUPPORTED
             notes.append(f"line {line} checks for GPUs ({source}): this runner has {hw.gpus} GPUs")
