@@ -251,6 +251,11 @@ def _setup_identity(spec: dict[str, Any]) -> None:
     nproc_limit = int(spec.get("nproc_limit", 0))
     if nproc_limit > 0:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
+    nofile_limit = int(spec.get("nofile_limit", 0))
+    if nofile_limit > 0:
+        # Soft = hard, set before any rank exists: open files are a host-wide table (fs.file-max), and
+        # processes x this limit is the job's bound on it (runner/sandbox.py files_per_process).
+        _set_limit(resource.RLIMIT_NOFILE, nofile_limit)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if spec.get("seccomp_fd") is not None:
         _load_seccomp(int(spec["seccomp_fd"]))

@@ -377,6 +377,11 @@ class RunnerService:
             if rank.report_problem:
                 notes.append(f"rank {rank.rank}'s exception report was unreadable ({rank.report_problem})")
         _explain(verdict, raw, root, code, hw)
+        if any(_ran_out_of_files(r) for r in raw.ranks):
+            notes.append(
+                f"open files: each process of a job may hold {self.launcher.files_per_process} descriptors "
+                "(RLIMIT_NOFILE; the host's open-file table is shared by every job)"
+            )
         if any(r.truncated for r in verdict.ranks):
             notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
         if not verdict.sandbox.isolated:
@@ -458,6 +463,15 @@ def _status_of(rank: RankRaw, hw: Hardware) -> Status:
     if rank.signal is not None:
         return Status.TIMEOUT if rank.signal == _SIGXCPU else Status.CRASHED
     return Status.ERROR
+
+
+def _ran_out_of_files(rank: RankRaw) -> bool:
+    """Whether the rank failed on EMFILE (its descriptor limit), by its exception or its stderr's end."""
+    if not _failed(rank):
+        return False
+    text = f"{(rank.exception or {}).get('message', '')}"
+    tail = bytes(rank.stderr.data[-4000:]).decode(errors="replace")
+    return any(p in text or p in tail for p in ("Too many open files", "[Errno 24]"))
 
 
 def _needs_cuda(hw: Hardware, nproc: int) -> str:
