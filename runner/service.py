@@ -16,7 +16,7 @@ from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
 from runner.pool import WarmPool
 from runner.sandbox import SandboxLauncher, job_env
-from runner.stacks import returned_from_spawn_target, stuck_at
+from runner.stacks import SnippetCalls, returned_from_spawn_target, stuck_at
 from runner.verdict import (
     ChildStuckAt,
     ExceptionInfo,
@@ -234,14 +234,16 @@ class RunnerService:
                     self._running += 1
                 try:
                     raw, workdir, memory_rlimit = self._execute(nproc, job, timeout_s, hw)
+                    # Judging reads the job's dumps and parses its snippet: host CPU the job controls,
+                    # spent inside its slot so that it counts against the concurrency like the job.
+                    snippet_path = f"{workdir}/{SNIPPET_NAME}"
+                    self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit)
                 finally:
                     with self._lock:
                         self._running -= 1
         finally:
             with self._lock:
                 self._admitted -= 1
-        snippet_path = f"{workdir}/{SNIPPET_NAME}"
-        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit)
         if raw.memory_note:
             log.info("%s", raw.memory_note)
             if operator_notes is not None:
@@ -324,7 +326,8 @@ class RunnerService:
         memory_rlimit: str | None,
     ) -> None:
         verdict.elapsed_s = raw.elapsed_s
-        verdict.ranks = [_rank_result(r, code, path) for r in raw.ranks]
+        calls = SnippetCalls(code)  # one parse of the snippet for every dump of this verdict
+        verdict.ranks = [_rank_result(r, calls, path) for r in raw.ranks]
         failing = sorted(
             (r for r in raw.ranks if r.exited and not r.stopped_by_runner and _failed(r)),
             key=lambda r: r.exit_order if r.exit_order is not None else 1 << 30,
@@ -486,7 +489,7 @@ def _show(data: bytearray) -> str:
     return bytes(data).decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
 
 
-def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
+def _rank_result(raw: RankRaw, calls: SnippetCalls, path: str) -> RankResult:
     exception = None
     if raw.exception is not None:
         exception = ExceptionInfo(
@@ -502,7 +505,7 @@ def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
         stderr=_show(raw.stderr.data),
         truncated=raw.stdout.truncated or raw.stderr.truncated,
         exception=exception,
-        stuck_at=_stuck_at_with_children(dump, path, code) if dump else None,
+        stuck_at=_stuck_at_with_children(dump, path, calls) if dump else None,
     )
 
 
@@ -518,15 +521,15 @@ def _dump_parts(dump: str) -> list[tuple[str, int, str]]:
     return parts
 
 
-def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
+def _stuck_at_with_children(dump: str, path: str, calls: SnippetCalls) -> StuckAt | None:
     """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
     parts = _dump_parts(dump)
     own = [(pid, text) for role, pid, text in parts if role == "rank"]
     children = [(pid, text) for role, pid, text in parts if role != "rank"]
-    main = stuck_at("".join(text for _, text in own), path, code)
+    main = stuck_at("".join(text for _, text in own), path, calls)
     found = []
     for child_pid, text in children:
-        where = stuck_at(text, path, code)
+        where = stuck_at(text, path, calls)
         if where is not None:
             found.append(
                 ChildStuckAt(pid=child_pid, function=where.function, line=where.line, call=where.call)

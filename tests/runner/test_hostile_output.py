@@ -6,13 +6,16 @@ Every snippet here writes, from inside the real sandbox, on the pipes it holds: 
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from runner import stacks
 from runner.analysis import parse_snippet
 from runner.service import RunnerService
 from runner.stacks import parse_threads, stuck_at
@@ -321,3 +324,43 @@ def test_a_rank_cannot_take_a_siblings_pipes_and_forge_its_exception(service: Ru
     # Each route is refused, not merely unlucky: the filter denies pidfd_getfd, and reopening through
     # /proc/PID/fd checks the pipe's own permissions (the host's, mode 0600), which no rank passes.
     assert thief.stdout.splitlines() == ["pidfd_getfd EPERM", "proc EACCES", "proc EACCES"], thief.stdout
+
+
+def test_judging_many_stuck_processes_parses_the_snippet_once_inside_the_jobs_slot(
+    service: RunnerService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every process here is stuck in time.sleep, a C call: its dump names only the snippet line, so the
+    # call is read from the snippet's syntax tree.  Once per verdict, not once per process (a 64 KiB
+    # snippet took 5-25 s of host CPU that way), and while the job still holds its concurrency slot.
+    parses: list[int] = []
+    real_parse = stacks.parse_snippet
+
+    def counting_parse(source: str) -> ast.Module | None:
+        parses.append(len(source))
+        return real_parse(source)
+
+    running_while_judged: list[int] = []
+    real_judge = service._judge
+
+    def observed_judge(*args: Any, **kwargs: Any) -> None:
+        with service._lock:
+            running_while_judged.append(service._running)
+        real_judge(*args, **kwargs)
+
+    monkeypatch.setattr(stacks, "parse_snippet", counting_parse)
+    monkeypatch.setattr(service, "_judge", observed_judge)
+    code = """
+    import os, time
+    for _ in range(12):
+        if os.fork() == 0:
+            break
+    time.sleep(60)
+    """
+    verdict = run(service, code, "ddp", nproc=2, timeout_s=4)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    for rank in verdict.ranks:
+        assert rank.stuck_at is not None and (rank.stuck_at.line, rank.stuck_at.call) == (6, "sleep")
+        assert len(rank.stuck_at.children) == 12, verdict.to_dict()
+        assert {(c.line, c.call) for c in rank.stuck_at.children} == {(6, "sleep")}
+    assert len(parses) == 1, parses
+    assert running_while_judged == [1], running_while_judged
