@@ -34,6 +34,8 @@ from runner.cgroups import (
     MemoryOversubscribedError,
     MemoryPlan,
     host_memory_bytes,
+    host_tcp_pressure_bytes,
+    tcp_bytes_per_sandbox,
 )
 from runner.config import RunnerConfig
 from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
@@ -407,6 +409,9 @@ class SandboxLauncher:
                 "lower --max-concurrent"
             )
         self.cgroups = CgroupManager() if self.isolated and self.as_root else None
+        # TCP socket buffers (loopback ones included) come from a host-wide pool, net.ipv4.tcp_mem.
+        pressure = host_tcp_pressure_bytes()
+        self.tcp_bytes = tcp_bytes_per_sandbox(pressure, sandboxes) if pressure else 512 * 1024 * 1024
         self.memory: MemoryPlan | None = None
         if self.cgroups is not None and self.cgroups.available:
             try:
@@ -555,7 +560,9 @@ class SandboxLauncher:
             return None
         self._serial += 1
         budget, note, cpus = self._job_limits(nproc)
-        cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes, cpus)
+        cgroup = self.cgroups.create(
+            f"sandbox-{self._serial}", budget, self.config.max_processes, cpus, min(budget, self.tcp_bytes)
+        )
         if cgroup is None:
             return None
         cgroup.memory_note = note
