@@ -401,13 +401,6 @@ class SandboxLauncher:
             if file_max is None
             else files_per_process(file_max, sandboxes, config.max_processes)
         )
-        if self.files_per_process < MIN_FILES_PER_PROCESS:
-            raise SandboxUnavailableError(
-                f"refusing to start: fs.file-max ({file_max}) leaves {self.files_per_process} open files per "
-                f"process for {sandboxes} sandboxes of {config.max_processes} processes within "
-                f"{FILE_MAX_SHARE:.0%} of it (at least {MIN_FILES_PER_PROCESS} needed): raise fs.file-max or "
-                "lower --max-concurrent"
-            )
         self.cgroups = CgroupManager() if self.isolated and self.as_root else None
         # TCP socket buffers (loopback ones included) come from a host-wide pool, net.ipv4.tcp_mem.
         pressure = host_tcp_pressure_bytes()
@@ -428,6 +421,16 @@ class SandboxLauncher:
             _, widest = self.memory.job_limit(config.max_nproc, config.memory_mb, config.tmp_mb)
             if widest:
                 log.warning("%s (for a %d-rank job; smaller jobs may fit whole)", widest, config.max_nproc)
+        # After the memory plan, whose refusal names the concurrency that would fit.
+        if self.files_per_process < MIN_FILES_PER_PROCESS:
+            if self.cgroups is not None:
+                self.cgroups.close()
+            raise SandboxUnavailableError(
+                f"refusing to start: fs.file-max ({file_max}) leaves {self.files_per_process} open files per "
+                f"process for {sandboxes} sandboxes of {config.max_processes} processes within "
+                f"{FILE_MAX_SHARE:.0%} of it (at least {MIN_FILES_PER_PROCESS} needed): raise fs.file-max or "
+                "lower --max-concurrent"
+            )
         self._serial = 0
 
     def close(self) -> None:
