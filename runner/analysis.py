@@ -10,8 +10,14 @@ only loses an optional note, never the verdict.
 from __future__ import annotations
 
 import ast
+import re
 
 from runner.config import MAX_CODE_BYTES
+
+# Python's tokenizer, hence every traceback and frame line number, ends a line only at \n, \r\n or \r.
+# str.splitlines also splits at \f, \v, \x1c-\x1e, \x85, U+2028 and U+2029, which a snippet may hold in a
+# comment or a string: mapping a traceback's line number through it names another line.
+_SOURCE_LINE_END = re.compile(r"\r\n|\r|\n")
 
 
 def parse_snippet(source: str) -> ast.Module | None:
@@ -68,3 +74,12 @@ def _is_view(node: ast.expr) -> bool:
         and node.func.attr in _VIEWS
         and not node.args
     )
+
+
+def source_line(source: str, number: int) -> str | None:
+    """Line ``number`` (1-based) of the snippet as a traceback counts lines, or None when out of range."""
+    if number < 1:
+        return None
+    # Split at most `number` times: a line number past the end never costs more than the source's size.
+    lines = _SOURCE_LINE_END.split(source, maxsplit=number)
+    return lines[number - 1] if number <= len(lines) else None

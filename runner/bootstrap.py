@@ -251,6 +251,11 @@ def _setup_identity(spec: dict[str, Any]) -> None:
     nproc_limit = int(spec.get("nproc_limit", 0))
     if nproc_limit > 0:
         resource.setrlimit(resource.RLIMIT_NPROC, (nproc_limit, nproc_limit))
+    nofile_limit = int(spec.get("nofile_limit", 0))
+    if nofile_limit > 0:
+        # Soft = hard, set before any rank exists: open files are a host-wide table (fs.file-max), and
+        # processes x this limit is the job's bound on it (runner/sandbox.py files_per_process).
+        _set_limit(resource.RLIMIT_NOFILE, nofile_limit)
     resource.setrlimit(resource.RLIMIT_CORE, (0, 0))
     if spec.get("seccomp_fd") is not None:
         _load_seccomp(int(spec["seccomp_fd"]))
@@ -267,7 +272,7 @@ def _become_rank_user() -> None:
     os.setresgid(JOB_UID, JOB_UID, JOB_UID)
     os.setresuid(JOB_UID, JOB_UID, JOB_UID)  # from 0 to non-zero: every capability is gone
     # The uid switch (and the supervisor) left the rank non-dumpable; its siblings share its uid and may
-    # need its /proc entries (NCCL's pidfd_getfd between ranks), the supervisor stays out of their reach.
+    # need its /proc entries; the supervisor stays out of their reach (pidfd_getfd is denied by the filter).
     with contextlib.suppress(OSError, AttributeError):
         _libc().prctl(_PR_SET_DUMPABLE, 1, 0, 0, 0)
     _die_with_parent()

@@ -180,6 +180,7 @@ class CgroupManager:
         self.version = 0
         self.cpu = False
         self.bases: list[Path] = []
+        self.tcp_uncharged_logged = False
         try:
             table = Path("/proc/self/cgroup").read_text()
         except OSError:
@@ -242,10 +243,17 @@ class CgroupManager:
         self.cpu = any(b.relative_to(ROOT).parts[0] == "cpu" for b in bases)
         return True
 
-    def create(self, name: str, memory_bytes: int, max_pids: int, cpus: float = 0.0) -> JobCgroup | None:
+    def create(
+        self, name: str, memory_bytes: int, max_pids: int, cpus: float = 0.0, tcp_bytes: int = 0
+    ) -> JobCgroup | None:
         """A cgroup for one sandbox, or None if it cannot be made (the job then runs on rlimits only).
 
         ``cpus`` > 0 caps the sandbox at that many cores (CFS quota); every sandbox has the same weight.
+        ``tcp_bytes`` > 0 caps the socket buffers of the sandbox's TCP connections (loopback ones too).
+        cgroup v2 charges them to ``memory.current`` by itself; cgroup v1 charges them to no cgroup until
+        ``memory.kmem.tcp.limit_in_bytes`` is written, so it is written here, before any process joins
+        (only sockets created after that are charged).  A v1 kernel without that file (no kmem
+        accounting) leaves them uncharged: logged once.
         """
         if not self.available:
             return None
@@ -268,6 +276,8 @@ class CgroupManager:
                             (folder / "cpu.max").write_text(f"{int(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
                 elif controller == "memory":
                     (folder / "memory.limit_in_bytes").write_text(str(memory_bytes))
+                    if tcp_bytes > 0:
+                        self._limit_tcp_v1(folder, tcp_bytes)
                 elif controller == "pids":
                     (folder / "pids.max").write_text(str(max_pids))
                 elif controller == "cpu":
@@ -280,6 +290,24 @@ class CgroupManager:
             self.discard(JobCgroup(dirs, self.version))
             return None
         return JobCgroup(dirs, self.version)
+
+    def _limit_tcp_v1(self, folder: Path, tcp_bytes: int) -> None:
+        tcp = folder / "memory.kmem.tcp.limit_in_bytes"
+        if tcp.exists():
+            tcp.write_text(str(tcp_bytes))
+        elif not self.tcp_uncharged_logged:
+            self.tcp_uncharged_logged = True
+            log.warning(
+                "cgroup v1 without memory.kmem.tcp.limit_in_bytes: the jobs' TCP buffers are charged to "
+                "no cgroup (use cgroup v2, or a kernel with v1 kmem accounting)"
+            )
+
+    def tcp_limit(self, cgroup: JobCgroup) -> int | None:
+        """The TCP buffer limit of a v1 sandbox cgroup in bytes (None: v2, or not set)."""
+        for folder in cgroup.dirs:
+            with contextlib.suppress(OSError, ValueError):
+                return int((folder / "memory.kmem.tcp.limit_in_bytes").read_text().strip())
+        return None
 
     def discard(self, cgroup: JobCgroup) -> None:
         """Remove a sandbox's cgroup now, or later if the kernel still holds it."""
@@ -307,6 +335,26 @@ class CgroupManager:
         for base in self.bases:
             with contextlib.suppress(OSError):
                 base.rmdir()
+
+
+TCP_SHARE = 0.5
+"""Fraction of the host's TCP pressure threshold (``net.ipv4.tcp_mem``'s middle value) the sandboxes'
+TCP buffers may hold together: past the threshold the kernel shrinks every socket's buffers, the runner's
+API included, and at its last value every TCP allocation on the host waits."""
+
+
+def host_tcp_pressure_bytes(path: str = "/proc/sys/net/ipv4/tcp_mem") -> int | None:
+    """The host's TCP memory pressure threshold in bytes (``tcp_mem`` counts pages), or None."""
+    try:
+        return int(Path(path).read_text().split()[1]) * os.sysconf("SC_PAGE_SIZE")
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def tcp_bytes_per_sandbox(pressure_bytes: int, sandboxes: int) -> int:
+    """Each sandbox's share of TCP_SHARE of the host's pressure threshold, in whole pages (kernel's unit)."""
+    page = os.sysconf("SC_PAGE_SIZE")
+    return int(pressure_bytes * TCP_SHARE) // max(sandboxes, 1) // page * page
 
 
 MIB = 1024 * 1024

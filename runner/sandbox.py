@@ -24,7 +24,7 @@ import threading
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import IO, Any
+from typing import Any
 
 from runner import hardware
 from runner.bootstrap import HINT_LIGHT
@@ -34,6 +34,8 @@ from runner.cgroups import (
     MemoryOversubscribedError,
     MemoryPlan,
     host_memory_bytes,
+    host_tcp_pressure_bytes,
+    tcp_bytes_per_sandbox,
 )
 from runner.config import RunnerConfig
 from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
@@ -65,10 +67,95 @@ STATUS_LINE_MAX = 64 * 1024
 # killed).  The environment is the runner's own (job_env), so -I protected nothing -s does not.
 INTERPRETER_FLAGS = ("-s",)
 ETC_PREFIX = "rankzero-etc-"
+# Open files are a host-wide table (fs.file-max): at its end every process on the host fails to open one.
+# The jobs together (the concurrent ones and the warm sandboxes) may fill at most this share of it.
+FILE_MAX_SHARE = 0.5
+MAX_FILES_PER_PROCESS = 1024  # the usual soft default; torch, gloo and DataLoader workers live within it
+MIN_FILES_PER_PROCESS = 128  # below this an 8-rank gloo job's supervisor and ranks run short
 
 
 class SandboxUnavailableError(RuntimeError):
     """No real sandbox can be started here (bubblewrap missing or not permitted)."""
+
+
+def host_file_max(path: str = "/proc/sys/fs/file-max") -> int | None:
+    """The host's open-file table size (``fs.file-max``), or None where it cannot be read."""
+    try:
+        return int(Path(path).read_text().split()[0])
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def files_per_process(file_max: int, sandboxes: int, processes: int) -> int:
+    """``RLIMIT_NOFILE`` for every process of a sandbox, so that all sandboxes stay in their file-max share.
+
+    A job has at most ``processes`` processes of its uid (RLIMIT_NPROC, pids.max) plus its supervisor,
+    each holding at most this many descriptors, so it opens at most (processes + 1) x this many files;
+    ``sandboxes`` of them (the concurrent jobs and the warm sandboxes) together stay within
+    FILE_MAX_SHARE of ``file_max``.  Capped at MAX_FILES_PER_PROCESS.
+    """
+    share = int(file_max * FILE_MAX_SHARE) // (max(sandboxes, 1) * (processes + 1))
+    return min(MAX_FILES_PER_PROCESS, share)
+
+
+# What the host keeps of a sandbox's own stderr (bubblewrap's errors, the supervisor's and torch's agent
+# store's warnings).  The job can make the store log a warning per connection it resets: kept whole, that
+# grew an unlinked temporary file by ~1 GB in a 300 s job.
+SANDBOX_LOG_KEEP_BYTES = 64 * 1024
+
+
+class SandboxLog:
+    """A sandbox's stderr, read through a pipe by a host thread that keeps its start and counts the rest.
+
+    Only ``SANDBOX_LOG_KEEP_BYTES`` are ever stored (in memory); whatever follows is read and dropped, and
+    its size is reported with the kept text.  The thread ends when every process holding the write end
+    (bubblewrap, the supervisor) has exited.
+    """
+
+    def __init__(self, keep_bytes: int = SANDBOX_LOG_KEEP_BYTES) -> None:
+        self.keep_bytes = keep_bytes
+        self.kept = bytearray()
+        self.dropped = 0
+        self._lock = threading.Lock()
+        self._read_fd, self.write_fd = os.pipe()
+        self._thread = threading.Thread(target=self._drain, name="sandbox-log", daemon=True)
+
+    def started(self) -> None:
+        """The sandbox holds the write end now: close the host's copy (so EOF comes) and start draining."""
+        os.close(self.write_fd)
+        self._thread.start()
+
+    def _drain(self) -> None:
+        try:
+            while True:
+                try:
+                    chunk = os.read(self._read_fd, 65536)
+                except InterruptedError:
+                    continue
+                if not chunk:
+                    return
+                with self._lock:
+                    room = max(self.keep_bytes - len(self.kept), 0)
+                    self.kept += chunk[:room]
+                    self.dropped += max(len(chunk) - room, 0)
+        except OSError:
+            return
+        finally:
+            os.close(self._read_fd)
+
+    def text(self, limit: int = 4000) -> str:
+        """The start of what was kept (decoded, at most ``limit`` bytes), and how much was dropped."""
+        with self._lock:
+            head = bytes(self.kept[:limit]).decode(errors="replace").strip()
+            dropped = self.dropped
+        return f"{head} [{dropped} more bytes dropped]" if dropped else head
+
+    def close(self, wait_s: float = 1.0) -> None:
+        """Wait a little for the drain to see EOF (the sandbox is dead by now); never blocks longer."""
+        if self._thread.is_alive():
+            self._thread.join(wait_s)
+        if self.dropped:
+            log.info("sandbox stderr: kept %d bytes, dropped %d", len(self.kept), self.dropped)
 
 
 @dataclass
@@ -93,7 +180,7 @@ class Sandbox:
     isolated: bool
     uid: int | None
     workdir: str
-    log_file: IO[bytes]
+    log: SandboxLog
     host_workdir: str | None = None
     cgroup: JobCgroup | None = None
     cgroups: CgroupManager | None = None
@@ -167,11 +254,7 @@ class Sandbox:
 
     def diagnostics(self) -> str:
         """The sandbox's own stderr (bubblewrap errors, supervisor warnings), for logs."""
-        try:
-            self.log_file.seek(0)
-            return self.log_file.read(4000).decode(errors="replace").strip()
-        except (OSError, ValueError):
-            return ""
+        return self.log.text()
 
     def hint_light(self) -> None:
         """Tell a sandbox still warming that the job waiting for it needs no compiler stack.
@@ -213,7 +296,7 @@ class Sandbox:
         for fd in [self.control, self.status, *(f for r in self.ranks for f in (r.out, r.err, r.dump))]:
             with contextlib.suppress(OSError):
                 os.close(fd)
-        self.log_file.close()
+        self.log.close()
         if self.cgroup is not None and self.cgroups is not None:
             self.cgroups.discard(self.cgroup)
         if self.host_workdir:
@@ -310,7 +393,18 @@ class SandboxLauncher:
             except SeccompUnavailableError as exc:
                 raise SandboxUnavailableError(str(exc)) from exc
         self._hosts: Path | None = None
+        # The pool, the one being warmed and the concurrent jobs: as many sandboxes as the memory plan.
+        sandboxes = config.max_concurrent_jobs + sum(config.pool.values()) + 1
+        file_max = host_file_max()
+        self.files_per_process = (
+            MAX_FILES_PER_PROCESS
+            if file_max is None
+            else files_per_process(file_max, sandboxes, config.max_processes)
+        )
         self.cgroups = CgroupManager() if self.isolated and self.as_root else None
+        # TCP socket buffers (loopback ones included) come from a host-wide pool, net.ipv4.tcp_mem.
+        pressure = host_tcp_pressure_bytes()
+        self.tcp_bytes = tcp_bytes_per_sandbox(pressure, sandboxes) if pressure else 512 * 1024 * 1024
         self.memory: MemoryPlan | None = None
         if self.cgroups is not None and self.cgroups.available:
             try:
@@ -327,6 +421,16 @@ class SandboxLauncher:
             _, widest = self.memory.job_limit(config.max_nproc, config.memory_mb, config.tmp_mb)
             if widest:
                 log.warning("%s (for a %d-rank job; smaller jobs may fit whole)", widest, config.max_nproc)
+        # After the memory plan, whose refusal names the concurrency that would fit.
+        if self.files_per_process < MIN_FILES_PER_PROCESS:
+            if self.cgroups is not None:
+                self.cgroups.close()
+            raise SandboxUnavailableError(
+                f"refusing to start: fs.file-max ({file_max}) leaves {self.files_per_process} open files per "
+                f"process for {sandboxes} sandboxes of {config.max_processes} processes within "
+                f"{FILE_MAX_SHARE:.0%} of it (at least {MIN_FILES_PER_PROCESS} needed): raise fs.file-max or "
+                "lower --max-concurrent"
+            )
         self._serial = 0
 
     def close(self) -> None:
@@ -392,6 +496,8 @@ class SandboxLauncher:
             "status_fd": status_w,
             "ranks": rank_fds,
             "nproc_limit": self.config.max_processes if uid else 0,
+            # Every process of the job inherits it, soft = hard (see files_per_process).
+            "nofile_limit": self.files_per_process,
             "workdir": workdir,
             "preload": preload,
             # The host's GPU count, for the warm-up's CUDA queries (bootstrap.cuda_runtime_untouched):
@@ -421,13 +527,13 @@ class SandboxLauncher:
             ]
         else:
             argv = [sys.executable, *INTERPRETER_FLAGS, str(BOOTSTRAP), json.dumps(spec)]
-        log_file = tempfile.TemporaryFile(prefix="rankzero-sandbox-")  # noqa: SIM115 - owned by Sandbox
+        sandbox_log = SandboxLog()
         try:
             proc = subprocess.Popen(
                 argv,
                 stdin=subprocess.DEVNULL,
-                stdout=log_file,
-                stderr=log_file,
+                stdout=sandbox_log.write_fd,
+                stderr=sandbox_log.write_fd,
                 pass_fds=keep,
                 env=job_env() if not self.isolated else _host_env(),
                 cwd=host_workdir,
@@ -436,6 +542,8 @@ class SandboxLauncher:
         finally:
             for fd in keep:
                 os.close(fd)
+            # Also when Popen failed: the drain then sees EOF at once and closes the read end.
+            sandbox_log.started()
         return Sandbox(
             cgroup=self._confine(proc, nproc),
             cgroups=self.cgroups,
@@ -448,7 +556,7 @@ class SandboxLauncher:
             isolated=self.isolated,
             uid=uid,
             workdir=workdir,
-            log_file=log_file,
+            log=sandbox_log,
             host_workdir=host_workdir,
         )
 
@@ -458,7 +566,9 @@ class SandboxLauncher:
             return None
         self._serial += 1
         budget, note, cpus = self._job_limits(nproc)
-        cgroup = self.cgroups.create(f"sandbox-{self._serial}", budget, self.config.max_processes, cpus)
+        cgroup = self.cgroups.create(
+            f"sandbox-{self._serial}", budget, self.config.max_processes, cpus, min(budget, self.tcp_bytes)
+        )
         if cgroup is None:
             return None
         cgroup.memory_note = note

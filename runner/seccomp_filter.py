@@ -5,8 +5,10 @@ version-dependent set of ordinary syscalls that an allow-list would break):
 
 * ``base``: loaded by bubblewrap (``--seccomp FD``) right before the supervisor starts. It denies what no
   job needs and what widens the kernel surface: mounts, new namespaces other than a user namespace,
-  ``setns``, io_uring, perf events, BPF, ptrace, kexec, kernel modules, userfaultfd, personality changes,
-  and ``prlimit`` on another process.
+  ``setns``, io_uring and native AIO (``io_setup``...: both fill host-wide tables, ``fs.aio-max-nr``
+  for AIO), perf events, BPF, ptrace, ``pidfd_getfd`` (a rank copying a sibling's pipes to the host),
+  kexec, kernel modules, userfaultfd, personality changes, ``prlimit`` on another process, and
+  ``AF_VSOCK`` sockets (vsock is not network-namespaced: on a VM host it reaches the hypervisor side).
 * ``job``: loaded by the supervisor itself, once it has built the job's private user namespace and joined a
   fresh session keyring (which bubblewrap's filter would forbid, as it runs earlier): it denies new user
   namespaces and the kernel keyring (``keyctl``, ``add_key``, ``request_key``).
@@ -64,9 +66,20 @@ DENIED_ALWAYS = (
     "io_uring_setup",
     "io_uring_enter",
     "io_uring_register",
+    # Native AIO: every io_setup context is taken from the host-wide fs.aio-max-nr table, which no
+    # cgroup bounds (glibc's POSIX aio_* functions use threads, not these calls).
+    "io_setup",
+    "io_destroy",
+    "io_submit",
+    "io_cancel",
+    "io_getevents",
+    "io_pgetevents",
     "perf_event_open",
     "bpf",
     "ptrace",
+    # Copies another process's descriptor: a rank could take a sibling's dump or report pipe to the host
+    # and forge that sibling's stuck_at or exception.  (NCCL passes cuMem handles over unix sockets.)
+    "pidfd_getfd",
     "kexec_load",
     "kexec_file_load",
     "init_module",
@@ -89,6 +102,9 @@ DENIED_ALWAYS = (
     "vhangup",
 )
 DENIED_KEYRING = ("keyctl", "add_key", "request_key")
+# Socket families no job needs and that reach beyond the sandbox's network namespace (linux/socket.h).
+AF_VSOCK = 40
+DENIED_SOCKET_FAMILIES = (AF_VSOCK,)
 
 
 class SeccompUnavailableError(RuntimeError):
@@ -137,6 +153,11 @@ def base_filter() -> bytes:
     # Limits of other processes (the supervisor's, a sibling rank's) are not the job's to change;
     # setrlimit and prlimit(0, ...) on itself stay allowed.
     flt.add_rule(eperm, "prlimit64", sc.Arg(0, sc.NE, 0))
+    # The family is socket(2)'s first argument, a plain integer the filter can compare; socketpair too,
+    # so that no call of either creates one whatever the kernel supports.
+    for family in DENIED_SOCKET_FAMILIES:
+        for call in ("socket", "socketpair"):
+            flt.add_rule(eperm, call, sc.Arg(0, sc.EQ, family))
     return _export(flt)
 
 

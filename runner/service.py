@@ -12,7 +12,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from runner import hardware
-from runner.analysis import observes_string_hashes, parse_snippet
+from runner.analysis import observes_string_hashes, parse_snippet, source_line
 from runner.bootstrap import may_start_interpreters
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
@@ -28,7 +28,7 @@ from runner.gpus import (
 )
 from runner.pool import WarmPool
 from runner.sandbox import SandboxLauncher, job_env
-from runner.stacks import returned_from_spawn_target, stuck_at
+from runner.stacks import SnippetCalls, returned_from_spawn_target, stuck_at
 from runner.verdict import (
     ChildStuckAt,
     ExceptionInfo,
@@ -283,14 +283,16 @@ class RunnerService:
                     self._running += 1
                 try:
                     raw, workdir, memory_rlimit = self._execute(nproc, job, timeout_s, hw)
+                    # Judging reads the job's dumps and parses its snippet: host CPU the job controls,
+                    # spent inside its slot so that it counts against the concurrency like the job.
+                    snippet_path = f"{workdir}/{SNIPPET_NAME}"
+                    self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit, lease)
                 finally:
                     with self._lock:
                         self._running -= 1
         finally:
             with self._lock:
                 self._admitted -= 1
-        snippet_path = f"{workdir}/{SNIPPET_NAME}"
-        self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit, lease)
         if raw.memory_note:
             log.info("%s", raw.memory_note)
             if operator_notes is not None:
@@ -402,7 +404,8 @@ class RunnerService:
         lease: GpuLease | None = None,
     ) -> None:
         verdict.elapsed_s = raw.elapsed_s
-        verdict.ranks = [_rank_result(r, code, path) for r in raw.ranks]
+        calls = SnippetCalls(code)  # one parse of the snippet for every dump of this verdict
+        verdict.ranks = [_rank_result(r, calls, path) for r in raw.ranks]
         failing = sorted(
             (r for r in raw.ranks if r.exited and not r.stopped_by_runner and _failed(r)),
             key=lambda r: r.exit_order if r.exit_order is not None else 1 << 30,
@@ -465,6 +468,11 @@ class RunnerService:
             if rank.report_problem:
                 notes.append(f"rank {rank.rank}'s exception report was unreadable ({rank.report_problem})")
         _explain(verdict, raw, root, code, hw)
+        if any(_ran_out_of_files(r) for r in raw.ranks):
+            notes.append(
+                f"open files: each process of a job may hold {self.launcher.files_per_process} descriptors "
+                "(RLIMIT_NOFILE; the host's open-file table is shared by every job)"
+            )
         if any(r.truncated for r in verdict.ranks):
             notes.append(f"output over {self.config.output_cap_bytes} bytes per stream was dropped")
         if not verdict.sandbox.isolated:
@@ -551,6 +559,15 @@ def _status_of(rank: RankRaw, hw: Hardware) -> Status:
     return Status.ERROR
 
 
+def _ran_out_of_files(rank: RankRaw) -> bool:
+    """Whether the rank failed on EMFILE (its descriptor limit), by its exception or its stderr's end."""
+    if not _failed(rank):
+        return False
+    text = f"{(rank.exception or {}).get('message', '')}"
+    tail = bytes(rank.stderr.data[-4000:]).decode(errors="replace")
+    return any(p in text or p in tail for p in ("Too many open files", "[Errno 24]"))
+
+
 def _needs_cuda(hw: Hardware, nproc: int) -> str:
     if hw.gpus == 0:
         return "needs CUDA: this runner has 0 GPUs"
@@ -571,7 +588,7 @@ def _show(data: bytearray) -> str:
     return bytes(data).decode("utf-8", "backslashreplace").replace("\x00", "\\x00")
 
 
-def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
+def _rank_result(raw: RankRaw, calls: SnippetCalls, path: str) -> RankResult:
     exception = None
     if raw.exception is not None:
         exception = ExceptionInfo(
@@ -587,7 +604,7 @@ def _rank_result(raw: RankRaw, code: str, path: str) -> RankResult:
         stderr=_show(raw.stderr.data),
         truncated=raw.stdout.truncated or raw.stderr.truncated,
         exception=exception,
-        stuck_at=_stuck_at_with_children(dump, path, code) if dump else None,
+        stuck_at=_stuck_at_with_children(dump, path, calls) if dump else None,
     )
 
 
@@ -603,15 +620,15 @@ def _dump_parts(dump: str) -> list[tuple[str, int, str]]:
     return parts
 
 
-def _stuck_at_with_children(dump: str, path: str, code: str) -> StuckAt | None:
+def _stuck_at_with_children(dump: str, path: str, calls: SnippetCalls) -> StuckAt | None:
     """``stuck_at`` of the rank, with that of each process it started (the supervisor marks each dump)."""
     parts = _dump_parts(dump)
     own = [(pid, text) for role, pid, text in parts if role == "rank"]
     children = [(pid, text) for role, pid, text in parts if role != "rank"]
-    main = stuck_at("".join(text for _, text in own), path, code)
+    main = stuck_at("".join(text for _, text in own), path, calls)
     found = []
     for child_pid, text in children:
-        where = stuck_at(text, path, code)
+        where = stuck_at(text, path, calls)
         if where is not None:
             found.append(
                 ChildStuckAt(pid=child_pid, function=where.function, line=where.line, call=where.call)
@@ -700,8 +717,8 @@ def _explain(verdict: Verdict, raw: JobRaw, root: RankRaw | None, code: str, hw:
         )
     line = exception.get("line")
     if isinstance(line, int) and verdict.status == Status.ERROR and hw.gpus < max(verdict.nproc, 2):
-        lines = code.splitlines()
-        source = lines[line - 1].strip()[:200] if 0 < line <= len(lines) else ""
+        # The traceback's line numbering, not str.splitlines (a form feed or U+2028 would shift it).
+        source = (source_line(code, line) or "").strip()[:200]
         if _GPU_CHECK.search(source):
             verdict.status = Status.UNSUPPORTED
             notes.append(f"line {line} checks for GPUs ({source}): this runner has {hw.gpus} GPUs")

@@ -61,20 +61,43 @@ def returned_from_spawn_target(dump: str) -> bool:
     return False
 
 
-def _call_on_line(source: str, line: int) -> str | None:
-    """Name of the outermost call written on ``line`` of the snippet (for calls into C, e.g. sleep)."""
-    tree = parse_snippet(source)
-    if tree is None:
-        return None
-    best: ast.Call | None = None
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Call) and node.lineno <= line <= (node.end_lineno or node.lineno):
-            # ast.walk is breadth-first: the first match is the outermost call around that line.
-            best = node
-            break
-    if best is None:
-        return None
-    func = best.func
+class SnippetCalls:
+    """The outermost call written on each snippet line, for one verdict: the snippet is parsed once.
+
+    A timed-out job may have dozens of processes stuck in C calls (``sleep``, a lock), whose dumps name
+    only a snippet line; the call is then read from the snippet's syntax tree.  Parsing the (up to 64 KiB,
+    hostile) snippet once per process cost seconds of host CPU per verdict: here it is parsed at most once,
+    the calls are listed once, and each distinct line is looked up once (at most one lookup per dumped
+    process, each linear in the number of calls).
+    """
+
+    def __init__(self, source: str) -> None:
+        self.source = source
+        self._spans: list[tuple[int, int, str | None]] | None = None
+        self._by_line: dict[int, str | None] = {}
+
+    def _calls(self) -> list[tuple[int, int, str | None]]:
+        if self._spans is None:
+            tree = parse_snippet(self.source)
+            spans = []
+            # ast.walk is breadth-first: the first span around a line is the outermost call there.
+            for node in ast.walk(tree) if tree is not None else ():
+                if isinstance(node, ast.Call):
+                    spans.append((node.lineno, node.end_lineno or node.lineno, _call_name(node)))
+            self._spans = spans
+        return self._spans
+
+    def on_line(self, line: int) -> str | None:
+        """Name of the outermost call written on ``line`` (for calls into C, e.g. sleep), or None."""
+        if line not in self._by_line:
+            self._by_line[line] = next(
+                (name for first, last, name in self._calls() if first <= line <= last), None
+            )
+        return self._by_line[line]
+
+
+def _call_name(node: ast.Call) -> str | None:
+    func = node.func
     if isinstance(func, ast.Attribute):
         return func.attr
     if isinstance(func, ast.Name):
@@ -82,8 +105,11 @@ def _call_on_line(source: str, line: int) -> str | None:
     return None
 
 
-def stuck_at(dump: str, snippet_path: str, source: str) -> StuckAt | None:
-    """Diagnose one rank's dump: the innermost snippet frame and the library call below it."""
+def stuck_at(dump: str, snippet_path: str, source: str | SnippetCalls) -> StuckAt | None:
+    """Diagnose one rank's dump: the innermost snippet frame and the library call below it.
+
+    ``source`` is the snippet's text, or the verdict's :class:`SnippetCalls` (shared by all its dumps).
+    """
     candidates = []
     for frames in parse_threads(dump):
         user = [i for i, frame in enumerate(frames) if frame.file == snippet_path]
@@ -101,5 +127,6 @@ def stuck_at(dump: str, snippet_path: str, source: str) -> StuckAt | None:
             call = frame.function
             break
     if call is None:
-        call = _call_on_line(source, user_frame.line)
+        calls = source if isinstance(source, SnippetCalls) else SnippetCalls(source)
+        call = calls.on_line(user_frame.line)
     return StuckAt(function=user_frame.function, line=user_frame.line, call=call)

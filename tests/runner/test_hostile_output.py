@@ -6,13 +6,16 @@ Every snippet here writes, from inside the real sandbox, on the pipes it holds: 
 
 from __future__ import annotations
 
+import ast
 import os
 import subprocess
 import sys
 from pathlib import Path
+from typing import Any
 
 import pytest
 
+from runner import stacks
 from runner.analysis import parse_snippet
 from runner.service import RunnerService
 from runner.stacks import parse_threads, stuck_at
@@ -273,3 +276,91 @@ def test_a_rank_cannot_write_into_another_ranks_dump_pipe(service: RunnerService
         assert rank.stuck_at is not None, verdict.to_dict()
         assert (rank.stuck_at.line, rank.stuck_at.call) == (sleep_line, "sleep"), verdict.to_dict()
         assert rank.stuck_at.children == (), verdict.to_dict()
+
+
+# Rank 1 takes rank 0's exception report pipe (the only non-blocking descriptor rank 0 holds) by every
+# route a same-uid process has to another's descriptors, and writes a forged description into each copy
+# it gets; rank 0 then exits 1 without raising, so a forged line would become its exception.
+STEAL = """
+import ctypes, errno, os, time
+libc = ctypes.CDLL(None, use_errno=True)
+libc.syscall.restype = ctypes.c_long
+def err():
+    return errno.errorcode.get(ctypes.get_errno(), "?")
+if os.environ["RANK"] == "0":
+    with open("/tmp/victim.tmp", "w") as fh:
+        fh.write(f"{os.getpid()} {REPORT[0]}")
+    os.rename("/tmp/victim.tmp", "/tmp/victim")
+    while not os.path.exists("/tmp/forged"):
+        time.sleep(0.01)
+    os._exit(1)
+while not os.path.exists("/tmp/victim"):
+    time.sleep(0.01)
+pid, fd = map(int, open("/tmp/victim").read().split())
+forged = b'{"type": "ForgedError", "message": "written by rank 1", "line": 1}\\n'
+stolen = []
+pidfd = libc.syscall(434, pid, 0)
+copy = libc.syscall(438, pidfd, fd, 0) if pidfd >= 0 else -1
+print("pidfd_getfd", "ok" if copy >= 0 else err())
+if copy >= 0:
+    stolen.append(copy)
+for path in (f"/proc/{pid}/fd/{fd}", f"/proc/{pid}/task/{pid}/fd/{fd}"):
+    try:
+        stolen.append(os.open(path, os.O_WRONLY | os.O_NONBLOCK))
+        print("proc", "ok")
+    except OSError as exc:
+        print("proc", errno.errorcode.get(exc.errno, "?"))
+write_all(stolen, forged)
+open("/tmp/forged", "w").close()
+"""
+
+
+def test_a_rank_cannot_take_a_siblings_pipes_and_forge_its_exception(service: RunnerService) -> None:
+    verdict = run(service, _snippet(STEAL), "ddp", nproc=2, timeout_s=30)
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    victim, thief = verdict.ranks
+    assert victim.exit_code == 1 and victim.exception is None, verdict.to_dict()
+    assert verdict.root_cause_rank == 0, verdict.to_dict()
+    # Each route is refused, not merely unlucky: the filter denies pidfd_getfd, and reopening through
+    # /proc/PID/fd checks the pipe's own permissions (the host's, mode 0600), which no rank passes.
+    assert thief.stdout.splitlines() == ["pidfd_getfd EPERM", "proc EACCES", "proc EACCES"], thief.stdout
+
+
+def test_judging_many_stuck_processes_parses_the_snippet_once_inside_the_jobs_slot(
+    service: RunnerService, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    # Every process here is stuck in time.sleep, a C call: its dump names only the snippet line, so the
+    # call is read from the snippet's syntax tree.  Once per verdict, not once per process (a 64 KiB
+    # snippet took 5-25 s of host CPU that way), and while the job still holds its concurrency slot.
+    parses: list[int] = []
+    real_parse = stacks.parse_snippet
+
+    def counting_parse(source: str) -> ast.Module | None:
+        parses.append(len(source))
+        return real_parse(source)
+
+    running_while_judged: list[int] = []
+    real_judge = service._judge
+
+    def observed_judge(*args: Any, **kwargs: Any) -> None:
+        with service._lock:
+            running_while_judged.append(service._running)
+        real_judge(*args, **kwargs)
+
+    monkeypatch.setattr(stacks, "parse_snippet", counting_parse)
+    monkeypatch.setattr(service, "_judge", observed_judge)
+    code = """
+    import os, time
+    for _ in range(12):
+        if os.fork() == 0:
+            break
+    time.sleep(60)
+    """
+    verdict = run(service, code, "ddp", nproc=2, timeout_s=4)
+    assert verdict.status == Status.TIMEOUT, verdict.to_dict()
+    for rank in verdict.ranks:
+        assert rank.stuck_at is not None and (rank.stuck_at.line, rank.stuck_at.call) == (6, "sleep")
+        assert len(rank.stuck_at.children) == 12, verdict.to_dict()
+        assert {(c.line, c.call) for c in rank.stuck_at.children} == {(6, "sleep")}
+    assert len(parses) == 1, parses
+    assert running_while_judged == [1], running_while_judged

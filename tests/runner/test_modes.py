@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from runner.analysis import source_line
 from runner.service import memory_rlimit_for
 from runner.verdict import Status
 from tests.runner.conftest import TEST_MEMORY_MB, cpu_only, run
@@ -649,3 +650,40 @@ def test_a_group_destroyed_and_made_again_works_as_under_torchrun(service):
         verdict = run(service, REINIT, mode="ddp", nproc=2, timeout_s=40)
         assert verdict.status == Status.OK, (attempt, verdict.to_dict())
         assert [r.stdout for r in verdict.ranks] == ["round 0 3.0\nround 1 23.0\nround 2 43.0\n"] * 2
+
+
+# Characters str.splitlines takes for line ends and Python's tokenizer does not (in a comment here).
+NOT_LINE_ENDS = ["\f", "\v", "\x1c", "\x85", "\u2028", "\u2029"]
+
+
+@pytest.mark.parametrize("char", NOT_LINE_ENDS, ids=[f"U+{ord(c):04X}" for c in NOT_LINE_ENDS])
+def test_source_line_counts_lines_as_tracebacks_do(char: str) -> None:
+    code = f"x = 1  # one{char}two\r\ny = 2\rraise ValueError(x + y)\n"
+    try:
+        exec(compile(code, "<snippet>", "exec"), {})
+    except ValueError as exc:
+        tb = exc.__traceback__
+        while tb is not None and tb.tb_frame.f_code.co_filename != "<snippet>":
+            tb = tb.tb_next
+        assert tb is not None
+        number = tb.tb_lineno
+    assert number == 3
+    assert source_line(code, number) == "raise ValueError(x + y)"
+    assert source_line(code, 0) is None and source_line(code, 99) is None
+
+
+@cpu_only
+@pytest.mark.parametrize("char", ["\f", "\u2028"], ids=["form-feed", "U+2028"])
+def test_a_line_break_tracebacks_ignore_does_not_shift_the_explained_line(service, char):
+    # The comment of line 2 holds a GPU check after a character str.splitlines breaks at: the error on
+    # line 3 must stay an error, not become "line 3 checks for GPUs" (unsupported).
+    code = f"import torch\nx = 1  # see{char}torch.cuda.device_count() >= 2\nraise ValueError('plain')\n"
+    verdict = run(service, code)
+    assert verdict.status == Status.ERROR, verdict.to_dict()
+    assert verdict.ranks[0].exception is not None and verdict.ranks[0].exception.line == 3
+    assert not any("checks for GPUs" in n for n in verdict.notes), verdict.notes
+    # And a real GPU check after such a line is still found on the line the traceback names.
+    check = f"import torch\nx = 1  # see{char}done\nassert torch.cuda.device_count() >= 2\n"
+    verdict = run(service, check)
+    assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
+    assert any(n.startswith("line 3 checks for GPUs (assert") for n in verdict.notes), verdict.notes
