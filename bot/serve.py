@@ -55,6 +55,10 @@ async def _starting() -> dict[str, Any]:
     return {"ok": False, "state": "starting"}
 
 
+#: How long a client may take to send its request line and headers, and how many header lines it may send.
+HEAD_TIMEOUT_S = 5.0
+MAX_HEADER_LINES = 64
+
 #: Paths answered with the whole report (200 when ``ok``, else 503): ``/readyz`` for an orchestrator's
 #: readiness probe, ``/healthz`` as before.
 REPORT_PATHS = frozenset({"/healthz", "/readyz"})
@@ -107,9 +111,15 @@ class HealthServer:
 
     async def _handle(self, reader: asyncio.StreamReader, writer: asyncio.StreamWriter) -> None:
         try:
-            request = await asyncio.wait_for(reader.readline(), timeout=5)
-            while (await asyncio.wait_for(reader.readline(), timeout=5)) not in (b"\r\n", b"\n", b""):
-                pass  # headers are not needed
+            # One bound for the whole request head, and a cap on its lines: a prober sends a few, and a
+            # client trickling header lines must not hold the handler (the port may face a pod network).
+            async with asyncio.timeout(HEAD_TIMEOUT_S):
+                request = await reader.readline()
+                for _ in range(MAX_HEADER_LINES):
+                    if await reader.readline() in (b"\r\n", b"\n", b""):
+                        break  # headers are not needed
+                else:
+                    return
             parts = request.decode(errors="replace").split()
             path = parts[1].split("?")[0] if len(parts) >= 2 else ""
             if len(parts) < 2 or parts[0] != "GET" or (path not in REPORT_PATHS and path != "/livez"):
@@ -126,7 +136,7 @@ class HealthServer:
             )
             writer.write(head.encode() + payload)
             await writer.drain()
-        except (TimeoutError, ConnectionError):
+        except (TimeoutError, ConnectionError, ValueError):  # ValueError: a line over the reader's limit
             pass
         finally:
             writer.close()

@@ -97,3 +97,26 @@ def test_the_health_host_must_be_an_address(monkeypatch) -> None:
     assert Settings(_env_file=None, health_host=" 0.0.0.0 ").health_host == "0.0.0.0"
     with pytest.raises(ValidationError, match="RANKZERO_HEALTH_HOST='localhost' is not an IP address"):
         Settings(_env_file=None, health_host="localhost")
+
+
+async def test_a_request_head_is_bounded() -> None:
+    """A client that sends header lines without end, or one endless line, gets no answer and no hold."""
+    server = HealthServer(_always_ok, 0)
+    await server.start()
+    try:
+        for head in (
+            b"GET /healthz HTTP/1.1\r\n" + b"X-Pad: 1\r\n" * 100 + b"\r\n",
+            b"GET /healthz HTTP/1.1\r\nX-Long: " + b"x" * 100_000 + b"\r\n\r\n",
+        ):
+            reader, writer = await asyncio.open_connection("127.0.0.1", server.port)
+            writer.write(head)
+            await writer.drain()
+            try:  # closed unanswered: an end of stream, or a reset when bytes were left unread
+                answer = await asyncio.wait_for(reader.read(), timeout=30)
+            except ConnectionResetError:
+                answer = b""
+            assert answer == b""
+            writer.close()
+        assert (await _get(server.port, "/healthz"))[0] == 200  # and it still serves
+    finally:
+        await server.stop()
