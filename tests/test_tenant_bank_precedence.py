@@ -28,7 +28,7 @@ async def test_serve_starts_after_a_tenant_took_an_id_of_the_next_shipped_bank(
     shutil.copy(sqlite_template, db)
     settings = Settings(database_url=f"sqlite+aiosqlite:///{db}", health_port=0)
     squatter = Tenant("discord", "666")
-    future = make_spec("future-shipped-q", "easy", "DDP", correct=1)
+    future = make_spec("future-shipped-q", "beginner", "DDP", correct=1)
     theirs = make_spec("future-shipped-q", "expert", "NCCL", correct=3)
     app = await build_app(settings, migrate=False)
     try:
@@ -44,11 +44,11 @@ async def test_serve_starts_after_a_tenant_took_an_id_of_the_next_shipped_bank(
     app = await build_app(settings, migrate=False)
     try:
         shared = {q.id: q for q in await app.service.list_questions()}
-        assert shared["future-shipped-q"].difficulty == "easy", "the operator's version is the shared one"
+        assert shared["future-shipped-q"].difficulty == "beginner", "the operator's version is the shared one"
         assert "future-shipped-q-own" not in shared
         seen = {q.id: q for q in await app.service.list_questions(view=squatter)}
         assert seen["future-shipped-q-own"].difficulty == "expert", "the tenant keeps its question"
-        assert seen["future-shipped-q"].difficulty == "easy"
+        assert seen["future-shipped-q"].difficulty == "beginner"
         assert "future-shipped-q-own" not in {q.id for q in await app.service.list_questions(view=A.tenant)}
     finally:
         await app.close()
