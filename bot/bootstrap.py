@@ -29,6 +29,7 @@ from bot.core.practice import PracticeService
 from bot.core.quota import RunnerQuota
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
+from bot.core.tenancy import OutboundGate
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
 from bot.services import App, Services
@@ -81,11 +82,13 @@ async def build_app(
     migrate: bool = True,
     runner: RunnerClient | None = None,
     local_runner: bool = False,
+    outbound: OutboundGate | None = None,
 ) -> App:
     """Migrate the database (unless told not to) and wire the services.
 
     ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when set;
     otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
+    ``outbound``: the allow-list's gate for scheduled posts (default: one over RANKZERO_ALLOWED_TENANTS).
     """
     if migrate:
         await upgrade_async(settings.database_url)
@@ -122,6 +125,7 @@ async def build_app(
         platform,
         grace=dt.timedelta(minutes=settings.grace_minutes),
         default_timezone=settings.default_timezone,
+        outbound=outbound or OutboundGate(settings.tenant_allow_list),
     )
     return App(
         engine, service, practice=practice, disputes=disputes, schedules=schedules, clock=clock, runner=owned
@@ -159,12 +163,20 @@ async def open_runner(
 
 # ---------------------------------------------------------------------- rankzero serve
 class PlatformRouter:
-    """The ChatPlatform of the service: each call goes to the adapter serving the channel's platform."""
+    """The ChatPlatform of the service: each call goes to the adapter serving the channel's platform.
 
-    def __init__(self, platforms: dict[str, ChatPlatform]) -> None:
+    A post to a channel of a tenant the allow-list does not serve (``outbound``) is refused here, the one
+    door every post of the bot goes through: nothing is sent, the post reads as made without a message
+    (None), and the first refusal of each tenant is logged.
+    """
+
+    def __init__(self, platforms: dict[str, ChatPlatform], outbound: OutboundGate | None = None) -> None:
         self._platforms = platforms
+        self._outbound = outbound or OutboundGate()
 
-    def _for(self, channel: ChannelRef) -> ChatPlatform:
+    def _for(self, channel: ChannelRef) -> ChatPlatform | None:
+        if not self._outbound.permits(channel.tenant):
+            return None
         try:
             return self._platforms[channel.platform]
         except KeyError:
@@ -172,19 +184,23 @@ class PlatformRouter:
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
         """Post on the channel's platform."""
-        return await self._for(channel).post_challenge(channel, card)
+        platform = self._for(channel)
+        return await platform.post_challenge(channel, card) if platform is not None else None
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Post on the channel's platform."""
-        await self._for(channel).post_results(channel, card, message_ref)
+        if (platform := self._for(channel)) is not None:
+            await platform.post_results(channel, card, message_ref)
 
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         """Post on the channel's platform."""
-        await self._for(channel).post_reminder(channel, card, message_ref)
+        if (platform := self._for(channel)) is not None:
+            await platform.post_reminder(channel, card, message_ref)
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post on the channel's platform."""
-        await self._for(channel).post_weekly_summary(channel, card)
+        if (platform := self._for(channel)) is not None:
+            await platform.post_weekly_summary(channel, card)
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """DM the player on their platform (a player of a platform this process does not serve: error)."""
@@ -270,8 +286,10 @@ async def build_services(
     from bot.scheduling import RankZeroScheduler  # APScheduler: only a serving process needs it
 
     clock = clock or SystemClock()
-    router = PlatformRouter({a.name: a.platform for a in adapters})
-    app = await build_app(settings, platform=router, clock=clock, migrate=migrate)
+    # One gate for the router and the scheduler, so that a dropped tenant is logged once.
+    outbound = OutboundGate(settings.tenant_allow_list)
+    router = PlatformRouter({a.name: a.platform for a in adapters}, outbound)
+    app = await build_app(settings, platform=router, clock=clock, migrate=migrate, outbound=outbound)
     served = frozenset(a.name for a in adapters)
     scheduler = RankZeroScheduler(
         app.schedules,

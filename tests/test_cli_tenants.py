@@ -10,6 +10,7 @@ import datetime as dt
 from pathlib import Path
 
 import pytest
+import yaml
 from click.testing import CliRunner
 
 from bot.cli import main
@@ -70,3 +71,16 @@ def test_list_and_retire_per_tenant(db: str) -> None:
 def test_a_malformed_tenant_is_a_usage_error(db: str, junk: str) -> None:
     code, out = _run(db, "list", "--tenant", junk)
     assert code == 2 and "--tenant" in out and "discord:123456789012345678" in out
+
+
+def test_the_operators_import_renames_a_tenants_question_with_its_id(db: str, tmp_path: Path) -> None:
+    """Security review of issue 24: the operator's import is never refused because a tenant's own
+    question has one of its ids; the tenant's question is renamed within the tenant, and said so.
+    """
+    bank = tmp_path / "bank.yaml"
+    bank.write_text(yaml.safe_dump({"questions": [make_spec("a-own", "beginner", "DDP")]}))
+    code, out = _run(db, "import", str(bank))
+    assert code == 0, out
+    assert "renamed discord:111's own question a-own to a-own-own: the shared bank now uses its id" in out
+    assert _ids(_run(db, "list")[1]) == ["a-own", "shared-1"]
+    assert _ids(_run(db, "list", "--tenant", A.key)[1]) == ["a-own", "a-own-own", "shared-1"]

@@ -750,3 +750,21 @@ async def test_a_command_from_a_server_not_allowed_is_refused_and_not_run(
     ok = bot.act.command(bot.client, "rankzero post-now", permissions=MANAGE_GUILD)  # the allowed server
     await bot.fake.wait_for(lambda: bot.followups(ok))
     assert "is posted" in _content(bot, ok)
+
+
+async def test_a_button_from_a_dropped_server_is_refused(bot: Bot, caplog: pytest.LogCaptureFixture) -> None:
+    """Security review of issue 24: a post made before its server was dropped from
+    RANKZERO_ALLOWED_TENANTS keeps its buttons; a click is refused like a command (discord.py runs the
+    dynamic item's check, not the command tree's).
+    """
+    post_id = await bot.post()  # posted while the server was served
+    bot.client.rankzero_allowed = TenantAllowList([f"discord:{GUILD_ID + 1}"])  # then dropped
+    caplog.set_level("WARNING", logger="bot.adapters.discord.failures")
+
+    token = bot.act.click(bot.client, post_id, bot.buttons(post_id)["Start"])
+
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    assert bot.callbacks(token)[0]["data"]["content"] == NOT_ALLOWED
+    assert f"refused a button from Discord server {GUILD_ID}" in caplog.text
+    await asyncio.sleep(0.2)
+    assert not bot.followups(token) and not bot.edits(token), "the problem was never started"

@@ -388,6 +388,8 @@ def questions_import(settings: Settings, paths: tuple[str, ...]) -> None:
             f"imported: {len(report.added)} new, {len(report.updated)} updated (new version), "
             f"{len(report.unchanged)} unchanged"
         )
+        for tenant, old, new in report.moved_aside:
+            click.echo(f"renamed {tenant}'s own question {old} to {new}: the shared bank now uses its id")
 
     run_app(settings, body)
 

@@ -29,6 +29,7 @@ from bot.core.schedule import (
 )
 from bot.core.service import QuizService
 from bot.core.standings import PeriodKey, ScopeKey
+from bot.core.tenancy import OutboundGate
 from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
@@ -91,8 +92,11 @@ class ScheduleService:
         *,
         grace: dt.timedelta = DEFAULT_GRACE,
         default_timezone: str = "UTC",
+        outbound: OutboundGate | None = None,
     ) -> None:
         self._uow = uow_factory
+        #: RANKZERO_ALLOWED_TENANTS for scheduled posts (open when not given).
+        self._outbound = outbound or OutboundGate()
         self._clock = clock
         self._quiz = quiz
         self._platform = platform
@@ -314,6 +318,10 @@ class ScheduleService:
         schedule = await self._schedule(channel_pk)
         if schedule is None or schedule.config.paused:
             return PostOutcome("skipped", "no schedule" if schedule is None else "paused")
+        if not self._outbound.permits(schedule.channel.tenant):
+            # Dropped from the allow-list: no challenge is even opened there (the platform would refuse
+            # its post too); the schedule stays, so listing the tenant again resumes it.
+            return PostOutcome("skipped", "its tenant is not in RANKZERO_ALLOWED_TENANTS")
         cfg = schedule.config
         slot = previous_slot(cfg, now)
         if slot is None:

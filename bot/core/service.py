@@ -848,13 +848,25 @@ class QuizService:
 
     async def admin_import(self, actor: Actor, specs: Sequence[dict[str, Any]]) -> SyncReport:
         """Import validated question specs in one transaction (new versions for edited questions): a
-        tenant admin's into their tenant's own questions, the operator's into the shared bank. An id used
-        elsewhere refuses the whole import (QuestionBankError), nothing written.
+        tenant admin's into their tenant's own questions, the operator's into the shared bank. A tenant's
+        id used elsewhere refuses the whole import (QuestionBankError), nothing written; the operator's
+        import is never refused for a tenant: a tenant's own question with that id is renamed (logged).
         """
         self._require_admin(actor)
         owner = acting_tenant(actor)
         async with self._uow() as uow:
-            return await uow.questions.sync_questions(owner, specs, self._clock.now())
+            report = await uow.questions.sync_questions(owner, specs, self._clock.now())
+        for tenant, old, new in report.moved_aside:
+            # The operator's bank took an id a tenant's own question had: it now answers to a new id
+            # there (its attempts, flags and corrections kept); its admins find it under that id.
+            log.warning(
+                "the shared bank now uses question id %r: tenant %s's own question %r is renamed %r",
+                old,
+                tenant,
+                old,
+                new,
+            )
+        return report
 
     async def admin_retire(self, actor: Actor, question_id: str) -> None:
         """Retire a question so it is no longer picked (history keeps it): for the admin's tenant only,

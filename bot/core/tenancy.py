@@ -4,10 +4,16 @@ by id with it, so that no tenant's admin reaches another tenant's rows (issue 24
 
 from __future__ import annotations
 
+import logging
 from collections.abc import Iterable
 
 from bot.core.errors import ConfigurationError, NotAdminError
 from bot.core.models import Actor, Tenant
+
+log = logging.getLogger(__name__)
+
+#: Platforms whose "tenant" is the operator's own machine (the terminal, files): no allow-list applies.
+LOCAL_PLATFORMS = frozenset({"console", "file"})
 
 #: What a tenant admin is told when a command would change the operator's shared bank.
 SHARED_BANK_REFUSAL = (
@@ -71,3 +77,28 @@ class TenantAllowList:
 
     def __repr__(self) -> str:
         return f"TenantAllowList({sorted(self._keys)!r})"
+
+
+class OutboundGate:
+    """What the bot posts on its own (scheduled challenges, reminders, results, weekly summaries) goes
+    only to tenants the allow-list serves: a workspace or server dropped from it keeps its stored
+    schedules (and, on Slack, maybe a token), so refusing its requests alone would not silence the bot
+    there. A refused tenant is logged once per process, not at every post.
+    """
+
+    def __init__(self, allowed: TenantAllowList | None = None) -> None:
+        self._allowed = allowed or TenantAllowList()
+        self._told: set[str] = set()
+
+    def permits(self, tenant: Tenant) -> bool:
+        """Whether the bot may post to ``tenant`` (logs the first refusal of each tenant)."""
+        if tenant.platform in LOCAL_PLATFORMS or self._allowed.allows(tenant):
+            return True
+        if tenant.key not in self._told:
+            self._told.add(tenant.key)
+            log.warning(
+                "not posting to %s: it is not in RANKZERO_ALLOWED_TENANTS (its schedules stay stored; "
+                "nothing is posted there until it is listed again)",
+                tenant.key,
+            )
+        return False

@@ -12,7 +12,7 @@ from typing import Any, Protocol
 
 import discord
 
-from bot.adapters.discord.failures import tell_failure
+from bot.adapters.discord.failures import served_here, tell_failure
 from bot.adapters.discord.sanitize import BUTTON_LABEL, truncate
 from bot.commands.deadline import within
 from bot.core import ids
@@ -67,6 +67,12 @@ class RankZeroButton(
         assert decoded is not None  # the template only matches encoded ids
         label = getattr(item, "label", None) or decoded.action
         return cls(decoded.action, *decoded.args, label=label)
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        """Take clicks from allowed servers only (a post made before its server was dropped keeps its
+        buttons): discord.py runs dynamic items' checks, never the command tree's.
+        """
+        return await served_here(interaction, "button")
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's RankZero handler."""

@@ -21,7 +21,7 @@ from typing import TYPE_CHECKING, Any, Protocol
 import discord
 
 from bot.adapters.discord import dispute_render, render
-from bot.adapters.discord.failures import SafeModal, tell_failure
+from bot.adapters.discord.failures import SafeModal, served_here, tell_failure
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import no_mentions, safe_text
@@ -76,6 +76,12 @@ class DraftButton(
         """Rebuild the button from a clicked custom id (any message, any process)."""
         label = getattr(item, "label", None) or match["verb"]
         return cls(match["verb"], match["key"], label=label, style=discord.ButtonStyle.secondary)
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        """Take clicks from allowed servers only (a post made before its server was dropped keeps its
+        buttons): discord.py runs dynamic items' checks, never the command tree's.
+        """
+        return await served_here(interaction, "button")
 
     async def callback(self, interaction: discord.Interaction[Any]) -> None:
         """Hand the click to the client's draft handler."""

@@ -88,22 +88,26 @@ async def tell_failure(interaction: discord.Interaction[Any], exc: BaseException
 NOT_ALLOWED = "RankZero is not enabled in this server."
 
 
+async def served_here(interaction: discord.Interaction[Any], what: str) -> bool:
+    """Serve only the servers the operator allowed: an interaction (``what``: a command, a button, a form)
+    from another one (the bot has not left it yet, or could not; a button on a post made before it was
+    dropped) is answered with :data:`NOT_ALLOWED`, logged, and not run. DMs belong to no server.
+    """
+    allowed = getattr(interaction.client, "rankzero_allowed", None)
+    guild_id = interaction.guild_id
+    if allowed is None or guild_id is None or allowed.allows(Tenant("discord", str(guild_id))):
+        return True
+    log.warning("refused a %s from Discord server %s: it is not in RANKZERO_ALLOWED_TENANTS", what, guild_id)
+    await interaction.response.send_message(NOT_ALLOWED, ephemeral=True)
+    return False
+
+
 class RankZeroTree(app_commands.CommandTree[Any]):
     """The command tree; a command that raises still answers (``on_error``)."""
 
     async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
-        """Serve only the servers the operator allowed: a command from another one (the bot has not
-        left it yet, or could not) is answered with :data:`NOT_ALLOWED`, logged, and not run.
-        """
-        allowed = getattr(self.client, "rankzero_allowed", None)
-        guild_id = interaction.guild_id
-        if allowed is None or guild_id is None or allowed.allows(Tenant("discord", str(guild_id))):
-            return True
-        log.warning(
-            "refused a command from Discord server %s: it is not in RANKZERO_ALLOWED_TENANTS", guild_id
-        )
-        await interaction.response.send_message(NOT_ALLOWED, ephemeral=True)
-        return False
+        """Run commands of allowed servers only (:func:`served_here`)."""
+        return await served_here(interaction, "command")
 
     async def on_error(
         self, interaction: discord.Interaction[Any], error: app_commands.AppCommandError
@@ -115,6 +119,12 @@ class RankZeroTree(app_commands.CommandTree[Any]):
 
 class SafeModal(discord.ui.Modal):
     """A modal whose submit handler, if it raises, still answers the user."""
+
+    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
+        """Take forms of allowed servers only (:func:`served_here`): one opened before the server was
+        dropped is refused on submit.
+        """
+        return await served_here(interaction, "form")
 
     # discord.py's Modal narrows BaseView.on_error the same way (no item): mypy flags that override.
     async def on_error(self, interaction: discord.Interaction[Any], error: Exception, /) -> None:  # type: ignore[override]

@@ -11,6 +11,7 @@ import time
 from contextvars import ContextVar
 from typing import TYPE_CHECKING, Any
 
+from slack_bolt.request.internals import extract_enterprise_id, extract_is_enterprise_install, extract_team_id
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -112,8 +113,14 @@ class SlackContext:
         current = _REQUEST.get()
         if current is not None:
             return current[2].key
-        team = body.get("team_id") or (body.get("team") or {}).get("id") or ""
-        return Workspace(body.get("enterprise_id") or None, str(team) or None).key
+        # Bolt's own extractors, as its request context (and so the allow-list check) uses them: a slash
+        # command carries ``enterprise_id``, a click ``enterprise.id``, a modal ``team.enterprise_id``; read
+        # from one field only, a Grid team would be two tenants.
+        return Workspace(
+            extract_enterprise_id(body) or None,
+            extract_team_id(body) or None,
+            bool(extract_is_enterprise_install(body)),
+        ).key
 
     @property
     def clock(self) -> Clock:

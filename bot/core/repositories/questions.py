@@ -17,6 +17,9 @@ class SyncReport:
     added: tuple[str, ...]
     updated: tuple[str, ...]
     unchanged: tuple[str, ...]
+    #: The operator's import took an id a tenant's own question had: ``(tenant key, old id, new id)``
+    #: for each such question, renamed within its tenant (the shared bank is never refused for it).
+    moved_aside: tuple[tuple[str, str, str], ...] = ()
 
 
 @dataclass(frozen=True)

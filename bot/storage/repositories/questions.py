@@ -9,19 +9,35 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, exists, func, or_, select, update
+from sqlalchemy import and_, delete, exists, func, or_, select, update
 
 from bot.core.errors import QuestionBankError
 from bot.core.models import Question, QuestionCandidate, Tenant
 from bot.core.repositories import QuestionRow, SyncReport
 from bot.storage.mapping import content_hash, question_from_version
-from bot.storage.models import ChallengeRow, ProblemRow, QuestionRetirementRow, QuestionVersionRow
+from bot.storage.models import (
+    AnswerCorrectionRow,
+    ChallengeRow,
+    ProblemRow,
+    QuestionFlagRow,
+    QuestionRetirementRow,
+    QuestionVersionRow,
+    ReviewCardModel,
+)
 from bot.storage.models import QuestionRow as QuestionModel
 from bot.storage.sql import SqlRepository, latest_versions, visible_versions
+
+#: The longest question id the ``questions.id`` column holds.
+ID_LENGTH = 64
 
 
 def _key(view: Tenant | None) -> str | None:
     return view.key if view is not None else None
+
+
+def _correction_hash(spec: dict[str, Any], version: int) -> str:
+    """A correction's content hash, salted with its version number (see add_corrected_version)."""
+    return hashlib.sha256(f"{content_hash(spec)}:correction:v{version}".encode()).hexdigest()
 
 
 def _retired_for(view: str | None) -> Any:
@@ -70,6 +86,16 @@ class SqlQuestionRepository(SqlRepository):
             .all()
         )
         taken = sorted(qid for qid, who in owners.items() if who != view)
+        moved: list[tuple[str, str, str]] = []
+        if taken and view is None:
+            # The operator's bank always wins: a tenant's own question never blocks it (shipped ids are
+            # public, so a tenant admin could otherwise take an id of the next release and stop every
+            # start of the bot). The tenant's question keeps everything under a new id of its own.
+            for qid in taken:
+                tenant_key = owners[qid]
+                assert tenant_key is not None  # taken by someone else than the operator
+                moved.append((tenant_key, qid, await self._move_aside(qid, set(ids))))
+            taken = []
         if taken:
             where = "the shared bank or another server/workspace" if view is not None else "a tenant"
             raise QuestionBankError(
@@ -119,7 +145,54 @@ class SqlQuestionRepository(SqlRepository):
                 )
             )
             await self.s.flush()
-        return SyncReport(tuple(added), tuple(updated), tuple(unchanged))
+        return SyncReport(tuple(added), tuple(updated), tuple(unchanged), tuple(moved))
+
+    async def _move_aside(self, question_id: str, reserved: set[str]) -> str:
+        """Give a tenant's own question a free id (``<id>-own``, ``<id>-own-2``...; never one of
+        ``reserved``), moving its versions, retirements, flags, corrections and flashcards with it.
+        Returns the new id.
+        """
+        new_id = ""
+        for n in range(1, 1000):
+            suffix = "-own" if n == 1 else f"-own-{n}"
+            candidate = question_id[: ID_LENGTH - len(suffix)] + suffix
+            if candidate not in reserved and await self.s.get(QuestionModel, candidate) is None:
+                new_id = candidate
+                break
+        if not new_id:  # a thousand taken names: an id crafted to block, refused with the owner unnamed
+            raise QuestionBankError(f"no free id to move a server/workspace's question {question_id!r} to")
+        old = await self.s.get(QuestionModel, question_id)
+        assert old is not None
+        self.s.add(
+            QuestionModel(
+                id=new_id, created_at=old.created_at, retired_at=old.retired_at, owner_tenant=old.owner_tenant
+            )
+        )
+        await self.s.flush()  # the new row first: the children's foreign keys point at it from now on
+        for child in (
+            QuestionVersionRow,
+            QuestionRetirementRow,
+            QuestionFlagRow,
+            AnswerCorrectionRow,
+            ReviewCardModel,
+        ):
+            await self.s.execute(
+                update(child).where(child.question_id == question_id).values(question_id=new_id)
+            )
+        versions = await self.s.scalars(
+            select(QuestionVersionRow).where(QuestionVersionRow.question_id == new_id)
+        )
+        for row in versions:
+            # The id is part of the stored spec and of its content hash: an export round-trips under the
+            # new id, and re-importing it matches these versions instead of adding new ones.
+            spec = {**row.spec, "id": new_id}
+            row.spec = spec
+            row.content_hash = (
+                content_hash(spec) if row.tenant is None else _correction_hash(spec, row.version)
+            )
+        await self.s.flush()
+        await self.s.execute(delete(QuestionModel).where(QuestionModel.id == question_id))
+        return new_id
 
     async def _next_version(self, question_id: str) -> int:
         latest = await self.s.scalar(
@@ -273,7 +346,7 @@ class SqlQuestionRepository(SqlRepository):
         changes nothing (see sync_questions).
         """
         version = await self._next_version(question_id)
-        digest = hashlib.sha256(f"{content_hash(spec)}:correction:v{version}".encode()).hexdigest()
+        digest = _correction_hash(spec, version)
         row = QuestionVersionRow(
             question_id=question_id,
             version=version,
