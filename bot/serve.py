@@ -122,6 +122,7 @@ class HealthServer:
                     return
             parts = request.decode(errors="replace").split()
             path = parts[1].split("?")[0] if len(parts) >= 2 else ""
+            body: dict[str, Any]
             if len(parts) < 2 or parts[0] != "GET" or (path not in REPORT_PATHS and path != "/livez"):
                 status, body = "404 Not Found", {"error": "only GET /healthz, /readyz and /livez are served"}
             elif path == "/livez":
