@@ -81,7 +81,7 @@ def test_platform_names_are_bounded_and_cleaned_the_same_way(raw: str, shown: st
     assert SlackContext.player("U123", raw).display_name == shown
     # Discord: the member behind an interaction.
     user = SimpleNamespace(id=123, display_name=raw, roles=())
-    interaction = SimpleNamespace(user=user, permissions=discord.Permissions.none())
+    interaction = SimpleNamespace(user=user, permissions=discord.Permissions.none(), guild_id=42)
     fallback = bounded_display_name(raw, "123")
     assert actor_of(interaction).player.display_name == fallback  # type: ignore[arg-type]
     assert len(fallback) <= MAX_PLAYER_NAME

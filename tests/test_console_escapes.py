@@ -62,7 +62,8 @@ async def test_a_console_game_with_hostile_text_prints_no_control_characters(
     disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, runner, platform)
     out = io.StringIO()
     console = Console(file=out, width=120, force_terminal=False, color_system=None)
-    player = Actor(PlayerRef("console", "mallory", f"Mallory{HOSTILE}"))
+    # In the channel's tenant: for a player of another tenant the problem does not exist.
+    player = Actor(PlayerRef(CHANNEL.platform, "mallory", f"Mallory{HOSTILE}"), tenant=CHANNEL.tenant)
     keys = KeyReader(io.StringIO("h\na\nd\n"))  # hint, answer A, dispute
     game = ConsoleGame(quiz, clock, player, CHANNEL, console, keys, disputes)
     try:
