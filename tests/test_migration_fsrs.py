@@ -9,18 +9,15 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
 from bot.core.srs import CardState, schedule
-from bot.storage.db import alembic_config, make_engine, upgrade
-from tests.conftest import PG_URL, _pg_admin, _pg_available
+from bot.storage.db import alembic_config, upgrade
+from tests.migration_data import BACKENDS, fetch_rows, fresh_database, run_sql
 
 T0 = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
 DUE = T0 + dt.timedelta(days=10)
@@ -36,36 +33,9 @@ SM2_CARDS = [
 ]
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=BACKENDS)
 def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'fsrs.db'}"
-        return
-    problem = _pg_available()
-    if problem is not None:
-        pytest.skip(f"no PostgreSQL: {problem}")
-    name = f"rz_fsrs_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-async def _sql(url: str, *statements: tuple[str, list[dict[str, object]] | dict[str, object]]) -> None:
-    engine = make_engine(url)
-    async with engine.begin() as conn:
-        for sql, params in statements:
-            await conn.execute(text(sql), params)
-    await engine.dispose()
-
-
-async def _rows(url: str, sql: str) -> list[dict[str, object]]:
-    engine = make_engine(url)
-    async with engine.connect() as conn:
-        rows = [dict(r._mapping) for r in await conn.execute(text(sql))]
-    await engine.dispose()
-    return rows
+    yield from fresh_database(request.param, tmp_path, "fsrs")
 
 
 def _aware(value: object) -> dt.datetime:
@@ -82,7 +52,7 @@ def _seed_sm2(url: str) -> None:
         for q, p, st, e, i, d, r, la, last in SM2_CARDS
     ]
     asyncio.run(
-        _sql(
+        run_sql(
             url,
             (
                 "INSERT INTO players (id, platform, user_id, display_name, created_at) "
@@ -116,7 +86,7 @@ def test_sm2_states_map_to_fsrs_and_back(fresh_url: str) -> None:
     cards = {
         r["question_id"]: r
         for r in asyncio.run(
-            _rows(
+            fetch_rows(
                 fresh_url,
                 "SELECT question_id, phase, step, stability, difficulty, interval_days, due_at, reps, "
                 "lapses, last_reviewed_at FROM review_cards",
@@ -133,7 +103,7 @@ def test_sm2_states_map_to_fsrs_and_back(fresh_url: str) -> None:
             lapses,
         ), q
         assert _aware(row["due_at"]) == due, f"{q}: the due date is kept"
-    logs = asyncio.run(_rows(fresh_url, "SELECT grade, ease, stability FROM card_reviews"))
+    logs = asyncio.run(fetch_rows(fresh_url, "SELECT grade, ease, stability FROM card_reviews"))
     assert logs == [{"grade": "good", "ease": 2500, "stability": None}], "the SM-2 review log is kept"
     assert cards["q-new"]["stability"] is None and cards["q-new"]["difficulty"] is None
     assert cards["q-learning"]["stability"] is None, (
@@ -168,7 +138,7 @@ def test_sm2_states_map_to_fsrs_and_back(fresh_url: str) -> None:
     back = {
         r["question_id"]: r
         for r in asyncio.run(
-            _rows(fresh_url, "SELECT question_id, phase, ease, interval_days, due_at FROM review_cards")
+            fetch_rows(fresh_url, "SELECT question_id, phase, ease, interval_days, due_at FROM review_cards")
         )
     }
     for q, phase, _step, ease, interval, due, *_ in SM2_CARDS:
@@ -178,7 +148,7 @@ def test_sm2_states_map_to_fsrs_and_back(fresh_url: str) -> None:
         if expected is not None:
             assert back[q]["ease"] == pytest.approx(expected, abs=2), q
     assert back["q-new"]["ease"] == 2500
-    logs = asyncio.run(_rows(fresh_url, "SELECT ease FROM card_reviews"))
+    logs = asyncio.run(fetch_rows(fresh_url, "SELECT ease FROM card_reviews"))
     assert [r["ease"] for r in logs] == [2500]
     upgrade(fresh_url)  # and up again
     command.check(alembic_config(fresh_url))

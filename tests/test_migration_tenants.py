@@ -9,52 +9,22 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
-import uuid
 from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
 from alembic import command
-from sqlalchemy import text
-from sqlalchemy.engine import make_url
 
-from bot.storage.db import alembic_config, make_engine, upgrade
-from tests.conftest import PG_URL, _pg_admin, _pg_available
+from bot.storage.db import alembic_config, upgrade
+from tests.migration_data import BACKENDS, fetch_rows, fresh_database, run_sql
 
 T0 = dt.datetime(2026, 11, 1, 9, 0, tzinfo=dt.UTC)
 SPEC = {"id": "q1", "kind": "mcq", "topic": "ddp", "difficulty": "easy", "prompt": "?", "choices": []}
 
 
-@pytest.fixture(params=["sqlite", pytest.param("postgres", marks=pytest.mark.postgres)])
+@pytest.fixture(params=BACKENDS)
 def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
-    if request.param == "sqlite":
-        yield f"sqlite+aiosqlite:///{tmp_path / 'tenants.db'}"
-        return
-    problem = _pg_available()
-    if problem is not None:
-        pytest.skip(f"no PostgreSQL: {problem}")
-    name = f"rz_ten_{uuid.uuid4().hex[:8]}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        yield make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-async def _sql(url: str, *statements: tuple[str, list[dict[str, object]] | dict[str, object]]) -> None:
-    engine = make_engine(url)
-    async with engine.begin() as conn:
-        for sql, params in statements:
-            await conn.execute(text(sql), params)
-    await engine.dispose()
-
-
-async def _rows(url: str, sql: str) -> list[dict[str, object]]:
-    engine = make_engine(url)
-    async with engine.connect() as conn:
-        rows = [dict(r._mapping) for r in await conn.execute(text(sql))]
-    await engine.dispose()
-    return rows
+    yield from fresh_database(request.param, tmp_path, "ten")
 
 
 DISPUTE = (
@@ -67,7 +37,7 @@ DISPUTE = (
 def _seed(url: str) -> None:
     upgrade(url, "0009")
     asyncio.run(
-        _sql(
+        run_sql(
             url,
             (
                 "INSERT INTO channels (id, platform, workspace_id, channel_id, name, timezone, created_at) "
@@ -120,7 +90,7 @@ def _seed(url: str) -> None:
     # Disputes 3 and 4 lose their problem (ON DELETE SET NULL) as when a challenge is removed; player 2
     # played in Slack E1/T2 before, player 3 never played anywhere.
     asyncio.run(
-        _sql(
+        run_sql(
             url,
             ("UPDATE disputes SET problem_id = NULL WHERE id IN (3, 4)", {}),
         )
@@ -131,23 +101,23 @@ def test_existing_rows_get_their_tenant_and_come_back_down(fresh_url: str) -> No
     _seed(fresh_url)
     upgrade(fresh_url)
     command.check(alembic_config(fresh_url))
-    disputes = asyncio.run(_rows(fresh_url, "SELECT id, tenant FROM disputes ORDER BY id"))
+    disputes = asyncio.run(fetch_rows(fresh_url, "SELECT id, tenant FROM disputes ORDER BY id"))
     assert [(r["id"], r["tenant"]) for r in disputes] == [
         (1, "discord:111"),
         (2, "slack:E1/T2"),
         (3, "slack:E1/T2"),  # where its player last played
         (4, "slack:unassigned"),  # nowhere to assign it: a tenant nobody acts from
     ]
-    flags = asyncio.run(_rows(fresh_url, "SELECT id, tenant, dispute_id FROM question_flags"))
+    flags = asyncio.run(fetch_rows(fresh_url, "SELECT id, tenant, dispute_id FROM question_flags"))
     assert flags == [{"id": 1, "tenant": "slack:E1/T2", "dispute_id": 2}], "the flag keeps its dispute"
-    bank = asyncio.run(_rows(fresh_url, "SELECT id, owner_tenant FROM questions"))
+    bank = asyncio.run(fetch_rows(fresh_url, "SELECT id, owner_tenant FROM questions"))
     assert bank == [{"id": "q1", "owner_tenant": None}], "existing questions stay in the shared bank"
-    versions = asyncio.run(_rows(fresh_url, "SELECT tenant FROM question_versions"))
+    versions = asyncio.run(fetch_rows(fresh_url, "SELECT tenant FROM question_versions"))
     assert versions == [{"tenant": None}]
 
     # Two tenants may now flag the same version; an empty tenant is refused by the database.
     asyncio.run(
-        _sql(
+        run_sql(
             fresh_url,
             (
                 "INSERT INTO question_flags (id, question_id, question_version_id, dispute_id, explanation, "
@@ -159,7 +129,7 @@ def test_existing_rows_get_their_tenant_and_come_back_down(fresh_url: str) -> No
     )
     with pytest.raises(Exception, match=r"(?i)unique"):
         asyncio.run(
-            _sql(
+            run_sql(
                 fresh_url,
                 (
                     "INSERT INTO question_flags (id, question_id, question_version_id, explanation, status, "
@@ -170,7 +140,7 @@ def test_existing_rows_get_their_tenant_and_come_back_down(fresh_url: str) -> No
         )
     with pytest.raises(Exception, match=r"(?i)check"):
         asyncio.run(
-            _sql(
+            run_sql(
                 fresh_url,
                 (
                     DISPUTE.replace("created_at)", "created_at, tenant)").replace(":t)", ":t, '')"),
@@ -180,9 +150,9 @@ def test_existing_rows_get_their_tenant_and_come_back_down(fresh_url: str) -> No
         )
 
     command.downgrade(alembic_config(fresh_url), "0009")
-    flags = asyncio.run(_rows(fresh_url, "SELECT id, dispute_id FROM question_flags ORDER BY id"))
+    flags = asyncio.run(fetch_rows(fresh_url, "SELECT id, dispute_id FROM question_flags ORDER BY id"))
     assert flags == [{"id": 1, "dispute_id": 2}], "one flag per version again: the older is kept"
-    assert len(asyncio.run(_rows(fresh_url, "SELECT id FROM disputes"))) == 4
-    assert len(asyncio.run(_rows(fresh_url, "SELECT id FROM question_versions"))) == 1
+    assert len(asyncio.run(fetch_rows(fresh_url, "SELECT id FROM disputes"))) == 4
+    assert len(asyncio.run(fetch_rows(fresh_url, "SELECT id FROM question_versions"))) == 1
     upgrade(fresh_url)  # and up again
     command.check(alembic_config(fresh_url))
