@@ -8,10 +8,11 @@ from __future__ import annotations
 import ipaddress
 import os
 import re
+import socket
 from pathlib import Path
 from typing import Any
 
-from pydantic import Field, SecretStr, field_validator
+from pydantic import Field, SecretStr, ValidationInfo, field_validator
 from pydantic_settings import (
     BaseSettings,
     PydanticBaseSettingsSource,
@@ -22,7 +23,7 @@ from sqlalchemy.engine import make_url
 from sqlalchemy.exc import ArgumentError
 
 from bot.core.errors import ConfigurationError
-from bot.core.sharding import ShardSet, parse_shards
+from bot.core.sharding import MAX_SHARDS, ShardSet, parse_shards, shard_of_pod
 from bot.core.tenancy import TenantAllowList
 
 #: The TOML file read when RANKZERO_CONFIG names none (relative to the working directory).
@@ -107,8 +108,14 @@ class Settings(BaseSettings):
     #: Run an AutoShardedClient (large bots: many guilds).
     discord_sharded: bool = False
     #: The Discord shards this process connects and schedules for, "IDS/COUNT" ("0,1/4": shards 0 and 1 of
-    #: 4). Unset: one process for every guild. Slack, console and file channels belong to shard 0's process.
+    #: 4). Unset: one process for every guild. Slack, console and file channels are served by every process.
     discord_shards: str | None = None
+    #: One shard per StatefulSet pod (deploy/bot.yaml): this pod's shard id, e.g. from the downward API's
+    #: ``apps.kubernetes.io/pod-index`` label; unset: the ordinal at the end of the hostname (the pod name).
+    discord_shard_index: int | None = Field(default=None, ge=0, lt=MAX_SHARDS)
+    #: One shard per StatefulSet pod: the shard count, equal to the StatefulSet's replicas. Set, the process
+    #: runs shard (index or ordinal) of this count; RANKZERO_DISCORD_SHARDS must then be unset.
+    discord_shard_count: int | None = Field(default=None, ge=1, le=MAX_SHARDS)
     #: Discord's REST base URL (default discord.py's, https://discord.com/api/v10); for a proxy or a fake.
     discord_api_url: str | None = None
     #: Discord's gateway URL (default discord.py's, wss://gateway.discord.gg/); for a proxy or a fake.
@@ -210,6 +217,20 @@ class Settings(BaseSettings):
             parse_shards(value)  # ValueError: pydantic reports it with the field's name
         return value
 
+    @field_validator("discord_shard_count")
+    @classmethod
+    def _shard_of_this_pod(cls, value: int | None, info: ValidationInfo) -> int | None:
+        # Resolved here, so that a pod without an ordinal or past the count stops at start in one line.
+        if value is None:
+            return None
+        if info.data.get("discord_shards"):
+            raise ValueError(
+                "RANKZERO_DISCORD_SHARDS and RANKZERO_DISCORD_SHARD_COUNT are both set: give the shards as "
+                "IDS/COUNT, or the count alone (one shard per StatefulSet pod), not both"
+            )
+        shard_of_pod(socket.gethostname(), value, info.data.get("discord_shard_index"))
+        return value
+
     @field_validator("database_url")
     @classmethod
     def _valid_database_url(cls, value: str) -> str:
@@ -239,8 +260,14 @@ class Settings(BaseSettings):
 
     @property
     def discord_shard_set(self) -> ShardSet | None:
-        """The parsed RANKZERO_DISCORD_SHARDS, or None (one process for every guild)."""
-        return parse_shards(self.discord_shards) if self.discord_shards else None
+        """The parsed RANKZERO_DISCORD_SHARDS; else, with RANKZERO_DISCORD_SHARD_COUNT, this pod's one shard
+        (RANKZERO_DISCORD_SHARD_INDEX, or the ordinal of its hostname); else None (one process, every guild).
+        """
+        if self.discord_shards:
+            return parse_shards(self.discord_shards)
+        if self.discord_shard_count is not None:
+            return shard_of_pod(socket.gethostname(), self.discord_shard_count, self.discord_shard_index)
+        return None
 
     @classmethod
     def settings_customise_sources(

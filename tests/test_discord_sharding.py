@@ -28,7 +28,7 @@ from bot.adapters.discord.app import DiscordAdapter
 from bot.config import Settings
 from bot.core.models import ChannelRef, OpenWindow
 from bot.core.schedule import Schedule, ScheduleConfig
-from bot.core.sharding import MAX_SHARDS, ShardSet, parse_shards, shard_of
+from bot.core.sharding import MAX_SHARDS, ShardSet, ordinal_of, parse_shards, shard_of, shard_of_pod
 from bot.scheduling import RankZeroScheduler
 from tests.discord_fake import (
     CLOSE_AUTHENTICATION_FAILED,
@@ -116,6 +116,33 @@ def test_without_the_setting_one_process_serves_every_guild() -> None:
     assert settings.discord_shard_set == ShardSet((1,), 2)
 
 
+def test_a_statefulset_pod_runs_the_shard_of_its_ordinal(monkeypatch: pytest.MonkeyPatch) -> None:
+    # deploy/bot.yaml: one shard per pod, the id from the pod's ordinal, the count = the replicas.
+    assert ordinal_of("rankzero-bot-0") == 0 and ordinal_of("rankzero-bot-12") == 12
+    assert shard_of_pod("rankzero-bot-2", 3) == ShardSet((2,), 3)
+    assert shard_of_pod("whatever", 3, index=1) == ShardSet((1,), 3)  # the downward API's pod-index wins
+    for bad in ("rankzero-bot", "laptop", "rankzero-bot-01", "rankzero-bot--1", "x" * 500):
+        with pytest.raises(ValueError, match="does not end in -<ordinal>") as raised:
+            ordinal_of(bad)
+        assert len(str(raised.value)) < 300  # a pasted blob is cut
+    too_many = r"shard 3 .* outside 0\.\.2: RANKZERO_DISCORD_SHARD_COUNT=3 must equal"
+    with pytest.raises(ValueError, match=too_many):
+        shard_of_pod("rankzero-bot-3", 3)  # scaled to 4 replicas without changing the count
+
+    monkeypatch.setattr("socket.gethostname", lambda: "rankzero-bot-1")
+    memory = "sqlite+aiosqlite:///:memory:"
+    assert Settings(discord_shard_count=2, database_url=memory).discord_shard_set == ShardSet((1,), 2)
+    pinned = Settings(discord_shard_count=2, discord_shard_index=0, database_url=memory)
+    assert pinned.discord_shard_set == ShardSet((0,), 2)
+    with pytest.raises(ValidationError, match=r"outside 0\.\.0"):
+        Settings(discord_shard_count=1, database_url=memory)
+    with pytest.raises(ValidationError, match="both set"):
+        Settings(discord_shard_count=2, discord_shards="0/2", database_url=memory)
+    monkeypatch.setattr("socket.gethostname", lambda: "laptop")
+    with pytest.raises(ValidationError, match="RANKZERO_DISCORD_SHARD_INDEX"):
+        Settings(discord_shard_count=2, database_url=memory)
+
+
 def test_ownership_follows_discords_formula() -> None:
     # Discord's own example (docs: Gateway, "Sharding Formula"): this guild is on shard 1 of 2... computed
     # here by the fake's independent copy of the formula, so the two cannot drift apart unnoticed.
@@ -126,13 +153,13 @@ def test_ownership_follows_discords_formula() -> None:
     zero, one = ShardSet((0,), 2), ShardSet((1,), 2)
     on_one = ChannelRef("discord", str(guild_on(1, 2)), "5")
     assert one.owns(on_one) and not zero.owns(on_one)
-    # Not sharded: Slack, the console and Discord DMs (Discord sends DMs to shard 0 only) -> shard 0.
-    for unsharded in (
-        ChannelRef("slack", "T1", "C1"),
-        ChannelRef("console", "local", "x"),
-        ChannelRef("discord", "dm", "9"),
-    ):
-        assert zero.owns(unsharded) and not one.owns(unsharded)
+    # Discord DMs: Discord sends them to shard 0 only.
+    dm = ChannelRef("discord", "dm", "9")
+    assert zero.owns(dm) and not one.owns(dm)
+    # Not sharded: Slack, the console and the file platform are served by every process (issue 26: any
+    # replica answers Slack; the database's claims make each scheduled post once).
+    for unsharded in (ChannelRef("slack", "T1", "C1"), ChannelRef("console", "local", "x")):
+        assert zero.owns(unsharded) and one.owns(unsharded)
 
 
 # ---------------------------------------------------------------------- the scheduler's filter
@@ -179,7 +206,8 @@ async def test_the_scheduler_makes_jobs_only_for_its_shards_channels() -> None:
         )
         await scheduler.rebuild()
         jobs[str(shards)] = {j.id for j in scheduler.jobs.jobs()}
-    assert jobs == {"0/2": {"post:1", "post:3"}, "1/2": {"post:2"}}
+    # The Slack channel (pk 3) is scheduled by both processes: its claims in the database post it once.
+    assert jobs == {"0/2": {"post:1", "post:3"}, "1/2": {"post:2", "post:3"}}
 
 
 # ---------------------------------------------------------------------- the fake gateway

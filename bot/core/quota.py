@@ -1,9 +1,9 @@
 """Fair use of the runner between tenants (issue 24): a tenant's disputes and question previews share one
 quota, jobs started per hour and jobs running at once, so that one large tenant cannot starve the others.
 
-The count is kept by the process that runs the jobs (one per Discord shard; Slack and the console run on
-shard 0's), on the services' clock; a player's own hourly limit (``RANKZERO_DISPUTES_PER_HOUR``) is kept
-in the database as before.
+The count is kept by the process that runs the jobs (one per Discord shard; Slack requests reach any
+replica, so with N replicas a Slack workspace can start up to N times the quota), on the services'
+clock; a player's own hourly limit (``RANKZERO_DISPUTES_PER_HOUR``) is kept in the database as before.
 """
 
 from __future__ import annotations
