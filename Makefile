@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-stamp
 # 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
 LOCK   := requirements/lock.txt
 
-.PHONY: play test setup sandbox runner lint bench lock gpu-wheels gpu-check
+.PHONY: play test setup sandbox runner lint bench lock gpu-wheels gpu-check deploy-check
 
 play: setup
 	$(BIN)/rankzero play
@@ -72,3 +72,16 @@ gpu-wheels:
 
 gpu-check:
 	benchmarks/gpu_check.sh --wheels $(GPU_WHEELS) $(GPU_CHECK_ARGS)
+
+# Issue 26: the Kubernetes manifests (deploy/) rendered with `kubectl kustomize`, validated strictly against
+# two Kubernetes versions (kubernetes-validate) and linted by checkov; findings are fixed or explained in
+# deploy/README.md. checkov has many dependencies of its own: it gets a virtual environment of its own.
+DEPLOY_CHECK_VENV ?= build/deploy-check-venv
+
+$(DEPLOY_CHECK_VENV)/.installed:
+	$(PYTHON) -m venv $(DEPLOY_CHECK_VENV)
+	$(DEPLOY_CHECK_VENV)/bin/python -m pip install --quiet 'kubernetes-validate>=1.30' 'checkov>=3.2,<4'
+	touch $@
+
+deploy-check: $(DEPLOY_CHECK_VENV)/.installed
+	VALIDATE=$(DEPLOY_CHECK_VENV)/bin/kubernetes-validate CHECKOV=$(DEPLOY_CHECK_VENV)/bin/checkov deploy/check.sh
