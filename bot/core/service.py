@@ -76,6 +76,9 @@ log = logging.getLogger(__name__)
 _ATTEMPT_RETRIES = 5
 #: Closing a challenge again after the database aborted it to break a deadlock.
 _CLOSE_RETRIES = 3
+#: How long the process that created a challenge has for its post (its job's deadline is 120 s): before
+#: that, another caller that finds the challenge unposted leaves the post to the creator.
+CREATOR_POST_GRACE = dt.timedelta(minutes=5)
 #: Streak lengths announced as milestones in the results post (7 and 30 are also badges).
 STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
 #: At most this many streak lines in a results post (longest first).
@@ -140,11 +143,14 @@ class QuizService:
         problems: int | None = None,
         time_limit_s: int | None = None,
         attempts: int | None = None,
+        posting: bool = False,
     ) -> tuple[Challenge, bool]:
         """Get or create a channel's challenge for ``day`` (default: today in the channel's timezone).
 
         Returns (challenge, created). Unique per (channel, day): concurrent callers get the same one.
-        A schedule passes its window end, problem count and time limit / attempts overrides.
+        A schedule passes its window end, problem count and time limit / attempts overrides. ``posting``:
+        the caller posts the challenge it creates; the creation then also claims that post, in the same
+        transaction (:meth:`_claim_post`).
         """
         now = self._clock.now()
         day = day or local_day(now, channel.timezone)
@@ -184,6 +190,10 @@ class QuizService:
                     time_limit_s=time_limit_s,
                     attempts=attempts,
                 )
+                if posting:
+                    # With the row, not after it: a replica that finds the challenge a moment later sees
+                    # the creator's claim and leaves the post to it (see _claim_post).
+                    await uow.schedules.claim("post", f"{challenge.id}:creator", now)
             except AlreadyExistsError:
                 challenge = None
         if challenge is None:
@@ -215,6 +225,7 @@ class QuizService:
             problems=problems,
             time_limit_s=time_limit_s,
             attempts=attempts,
+            posting=self._platform is not None,
         )
         card = self.challenge_card(challenge)
         if self._platform is not None and await self._claim_post(challenge, created):
@@ -227,6 +238,9 @@ class QuizService:
                 # already played stays and is posted again through the claim above.
                 async with self._uow() as uow:
                     removed = await uow.challenges.delete_unposted_challenge(challenge.id)
+                    if not removed:
+                        # Kept (played already): the next post may go at once, the creator is done.
+                        await uow.schedules.release("post", f"{challenge.id}:creator")
                 log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
                 raise
             if ref is not None:
@@ -236,17 +250,26 @@ class QuizService:
 
     async def _claim_post(self, challenge: Challenge, created: bool) -> bool:
         """Whether this call posts ``challenge``: the call that created it, or a later one when it was
-        never posted (the platform refused it) and is still open. One caller per challenge and minute
-        (a database claim), so a retry racing the first post or another retry cannot post twice.
+        never posted (the platform refused it, or it was opened without a post: ``rankzero play``) and is
+        still open. One caller per challenge and minute (a database claim), so a retry racing the first
+        post or another retry cannot post twice.
+
+        The creator claimed its post with the challenge (``<id>:creator``, one transaction): a caller that
+        finds the challenge unposted while the creator may still be posting (within
+        :data:`CREATOR_POST_GRACE` of its opening) posts nothing. Without that, a second replica whose
+        scheduled job read "no challenge yet" just before the creator committed would post it too.
         """
-        if not created and (challenge.message_ref is not None or challenge.status != "open"):
+        if created:
+            return True
+        if challenge.message_ref is not None or challenge.status != "open":
             return False
         now = self._clock.now()
         async with self._uow() as uow:
-            claimed = await uow.schedules.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
-        # The creator always posts: its claim only keeps re-posters off during its first minute. A claim it
-        # finds taken belongs to a refused challenge removed this minute whose id SQLite gave out again.
-        return claimed or created
+            creator_posting = not await uow.schedules.claim("post", f"{challenge.id}:creator", now)
+            if creator_posting and now - challenge.opened_at < CREATOR_POST_GRACE:
+                # The claim found the creator's and wrote nothing.
+                return False
+            return await uow.schedules.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
 
     @staticmethod
     def challenge_card(challenge: Challenge) -> ChallengeCard:
