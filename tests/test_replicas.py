@@ -164,7 +164,7 @@ async def _unposted(db_url: str) -> list[tuple[int, int]]:
     """(challenge id, channel pk) of the challenges claimed but never posted (no message reference)."""
     engine = make_engine(db_url)
     try:
-        async with session_factory(engine)() as session:
+        async with session_factory(engine)() as session, session.begin():
             rows = await session.execute(
                 select(ChallengeRow.id, ChallengeRow.channel_pk).where(ChallengeRow.message_ref.is_(None))
             )
