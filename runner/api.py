@@ -21,13 +21,15 @@ import h11
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from runner.config import MAX_CODE_BYTES
+from runner.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from runner.metrics import RunnerMetrics
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode
 
@@ -233,7 +235,7 @@ class _TokenFirst:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not (scope.get("method") == "GET" and scope.get("path") in PROBES):
+        if scope["type"] == "http" and not (scope.get("method") == "GET" and scope.get("path") in OPEN_PATHS):
             header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
             if not _token_ok(header, self.token):
                 response = JSONResponse(
@@ -246,6 +248,10 @@ class _TokenFirst:
 
 # The kubelet's probes carry no token; these two answer with nothing about the host or its jobs.
 PROBES = frozenset({"/livez", "/readyz"})
+# /metrics needs no token either: the bearer token lets its holder run code here, and a scraper must not
+# need that. The page holds counts and latencies under bounded labels (runner/metrics.py), nothing a job
+# printed, and the NetworkPolicy lets only the bot and the monitoring namespace reach the port.
+OPEN_PATHS = PROBES | {"/metrics"}
 
 BEARER = HTTPBearer(auto_error=False, description="The runner's token (RANKZERO_RUNNER_TOKEN).")
 
@@ -292,8 +298,14 @@ def _field_errors(exc: RequestValidationError) -> JSONResponse:
     return JSONResponse({"detail": fields}, status_code=422)
 
 
-def create_app(service: RunnerService, token: str | None, manage_service: bool = True) -> FastAPI:
+def create_app(
+    service: RunnerService,
+    token: str | None,
+    manage_service: bool = True,
+    metrics: RunnerMetrics | None = None,
+) -> FastAPI:
     """Build the app. With ``manage_service`` the app starts and stops the service with its lifespan.
+    ``metrics``: what ``GET /metrics`` serves (default: a registry of this app's own).
 
     The interactive docs (/docs, /redoc) are off; the schema is served at ``/openapi.json`` to token
     holders only.
@@ -322,6 +334,7 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
         strict_content_type=False,
     )
     app.add_middleware(_TokenFirst, token=token)
+    metrics = metrics or RunnerMetrics(service)
     auth = [Depends(RequireToken(token))]
     refused: dict[int | str, dict[str, Any]] = {401: {"model": ErrorModel, "description": UNAUTHORIZED}}
 
@@ -346,6 +359,11 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
         return JSONResponse(
             {"status": "ready" if ready else "not ready", "reason": reason}, status_code=200 if ready else 503
         )
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus() -> Response:
+        """Prometheus metrics, without a token (see OPEN_PATHS)."""
+        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/v1/health", response_model=HealthModel, dependencies=auth, responses=refused)
     async def health() -> Any:
@@ -379,17 +397,20 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
             timeout_s=body.timeout_s,
             init_process_group=body.init_process_group,
         )
+        started = time.monotonic()
         try:
             verdict = await service.run_async(request)
         except (OSError, RuntimeError) as exc:
             # No sandbox could be started (descriptors or memory exhausted, bwrap failing): nothing ran,
             # so this is no verdict; the client may retry later.
+            metrics.refused.inc()
             log.error("run refused, no sandbox: %s", exc)
             return JSONResponse(
                 {"detail": f"the runner cannot start a sandbox now ({type(exc).__name__}: {str(exc)[:300]})"},
                 status_code=503,
                 headers={"Retry-After": "5"},
             )
+        metrics.verdict(verdict, time.monotonic() - started)
         log.info("run mode=%s nproc=%d -> %s", body.mode, body.nproc, verdict.status.value)
         return verdict.to_dict()
 
