@@ -18,7 +18,6 @@ from collections.abc import Awaitable, Callable
 from typing import TYPE_CHECKING, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 
 from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
 from bot.core.disputes import AdminNotice
@@ -30,8 +29,9 @@ if TYPE_CHECKING:
 
 T = TypeVar("T")
 
-#: The Content-Type of :meth:`BotMetrics.render` (Prometheus' text format 0.0.4).
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+#: The Content-Type of :meth:`BotMetrics.render`: Prometheus' classic text format (0.0.4), which is what
+#: ``generate_latest`` writes and what every Prometheus version reads.
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 
 #: Discord and Slack give an interaction 3 s to be acknowledged: the buckets are fine around it.
 ACK_BUCKETS = (0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 0.75, 1.0, 1.5, 2.0, 2.5, 3.0, 5.0, 10.0)
@@ -55,14 +55,19 @@ def bounded_label(value: str) -> str:
 def route_template(method: str, path: str) -> str:
     """An API call as a bounded label: ``POST /channels/:id/messages`` for ``POST /channels/123/messages``.
 
-    Every path segment that is not a lowercase word (ids, snowflakes, interaction and webhook tokens) is
-    replaced by ``:id``: the label set stays that of the API's routes, whatever the ids, and a token in
-    the URL never reaches the metrics page.
+    Every path segment that is not a lowercase word (ids, snowflakes) is replaced by ``:id``, and the
+    interaction and webhook tokens by ``:token``: the label set stays that of the API's routes, whatever
+    the ids, and a token in the URL never reaches the metrics page.
     """
-    parts = [p if _WORD.fullmatch(p) else ":id" for p in path.split("?")[0].split("/") if p]
+    raw = [p for p in path.split("?")[0].split("/") if p]
     # Discord's REST paths start with /api/v10: the version adds nothing to the route.
-    while parts and (parts[0] == "api" or re.fullmatch(r"v\d{1,3}", parts[0])):
-        parts.pop(0)
+    while raw and (raw[0] == "api" or re.fullmatch(r"v\d{1,3}", raw[0])):
+        raw.pop(0)
+    parts = [p if _WORD.fullmatch(p) else ":id" for p in raw]
+    for i in range(2, len(parts)):
+        # /interactions/<id>/<token>/..., /webhooks/<application id>/<token>/...: a token, however short.
+        if parts[i - 2] in ("interactions", "webhooks") and parts[i - 1] == ":id":
+            parts[i] = ":token"
     return bounded_label(f"{method.upper()[:10]} /{'/'.join(parts[:8])}")
 
 

@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING
 
 from prometheus_client import CollectorRegistry, Counter, Histogram, generate_latest
 from prometheus_client.core import GaugeMetricFamily
-from prometheus_client.exposition import CONTENT_TYPE_LATEST
 from prometheus_client.registry import Collector
 
 if TYPE_CHECKING:
@@ -25,7 +24,7 @@ if TYPE_CHECKING:
     from runner.verdict import Verdict
 
 #: The Content-Type of :meth:`RunnerMetrics.render`.
-CONTENT_TYPE = CONTENT_TYPE_LATEST
+CONTENT_TYPE = "text/plain; version=0.0.4; charset=utf-8"
 #: A warm single-rank job answers in a fraction of a second, a cold DDP job in seconds, a hung one at its
 #: timeout (30 s by default, at most an hour).
 VERDICT_BUCKETS = (0.1, 0.25, 0.5, 1.0, 2.0, 5.0, 10.0, 20.0, 30.0, 60.0, 120.0, 300.0, 900.0, 3600.0)
