@@ -13,6 +13,7 @@ import hmac
 import logging
 import resource
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
@@ -25,9 +26,11 @@ from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from runner.config import MAX_CODE_BYTES
+from runner.logs import REQUEST_ID
 from runner.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
 from runner.metrics import RunnerMetrics
 from runner.service import RunnerService, RunRequest
@@ -398,6 +401,8 @@ def create_app(
             init_process_group=body.init_process_group,
         )
         started = time.monotonic()
+        # This request's log lines (and its job thread's: to_thread copies the context) carry its id.
+        REQUEST_ID.set(f"run:{uuid.uuid4().hex[:12]}")
         try:
             verdict = await service.run_async(request)
         except (OSError, RuntimeError) as exc:
@@ -506,12 +511,14 @@ def server_config(
     request_timeout_s: float,
     reserved_fds: int,
     log_level: str = "info",
+    own_log_config: bool = True,
 ) -> uvicorn.Config:
     """A uvicorn configuration that bounds what clients can hold: connections, time, header sizes.
 
     Raises the soft descriptor limit to the hard one, and clamps ``max_connections`` (with a warning) so
     that connections can never take the descriptors the jobs need; refuses (ValueError) when even 16
-    connections would not fit.
+    connections would not fit. ``own_log_config``: uvicorn's own log handlers (else its loggers go
+    through the root logger's, e.g. the JSON lines of runner/logs.py).
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
@@ -539,6 +546,7 @@ def server_config(
         port=port,
         http=protocol,
         log_level=log_level,
+        log_config=LOGGING_CONFIG if own_log_config else None,
         timeout_keep_alive=5,
         # Every request is one JSON body under 512 KiB: headers beyond 16 KiB are refused with 400.
         h11_max_incomplete_event_size=16 * 1024,
