@@ -7,6 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
+from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
 
@@ -230,3 +231,35 @@ async def test_discord_acknowledgements_and_rate_limits_are_measured(
         await health.stop()
         await adapter.stop()
         await engine.dispose()
+
+
+async def test_slack_acknowledgements_and_rate_limits_are_measured(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    from tests.test_slack_adapter import _harness
+
+    async for h in _harness(tmp_path, sqlite_template, test_bank()):
+        metrics = h.services.metrics
+        assert metrics is not None
+        health = HealthServer(None, 0, metrics=metrics)
+        await health.start()
+        try:
+            challenge_id = await h.post_challenge()  # a signed slash command, acknowledged
+            # views.update: a burst of one, then one a second: three players' problems cannot all go at once.
+            h.api.limits["views.update"] = (1, 1.0)
+            players = ["UMETRIC1", "UMETRIC2", "UMETRIC3"]
+            clicks = await asyncio.gather(*(h.send.click(p, f"rz:start:{challenge_id}") for p in players))
+            assert all(r.status_code == 200 for r in clicks)
+            await h.api.wait_for("views.update", len(players), timeout=60)
+            _, samples = await scrape(health.port)
+            assert value(samples, "rankzero_interaction_ack_seconds_count", platform="slack") == 4
+            assert (
+                value(samples, "rankzero_rate_limit_retries_total", platform="slack", method="views.update")
+                >= 1
+            )
+            assert value(
+                samples, "rankzero_rate_limit_retries_total", platform="slack", method="views.update"
+            ) == (sum(1 for m, e in h.api.refused if (m, e) == ("views.update", "ratelimited")))
+            assert value(samples, "rankzero_posts_total", platform="slack", kind="challenge") == 1
+        finally:
+            await health.stop()
