@@ -253,7 +253,7 @@ class _TokenFirst:
 PROBES = frozenset({"/livez", "/readyz"})
 # /metrics needs no token either: the bearer token lets its holder run code here, and a scraper must not
 # need that. The page holds counts and latencies under bounded labels (runner/metrics.py), nothing a job
-# printed, and the NetworkPolicy lets only the bot and the monitoring namespace reach the port.
+# printed; deploy/'s NetworkPolicy should let only the bot and the monitoring system reach the port.
 OPEN_PATHS = PROBES | {"/metrics"}
 
 BEARER = HTTPBearer(auto_error=False, description="The runner's token (RANKZERO_RUNNER_TOKEN).")
