@@ -263,3 +263,50 @@ async def test_slack_acknowledgements_and_rate_limits_are_measured(
             assert value(samples, "rankzero_posts_total", platform="slack", kind="challenge") == 1
         finally:
             await health.stop()
+
+
+@pytest.mark.slow
+def test_a_serve_process_counts_its_post_and_logs_json_lines(db: str, tmp_path: Path) -> None:
+    import json
+    import os
+    import signal
+    import subprocess
+    import time
+    import urllib.request
+
+    from tests.test_serve_process import RANKZERO, ROOT, _free_port, _schedule_now, _wait_for
+
+    _schedule_now(db)
+    record, log, port = tmp_path / "posts.jsonl", tmp_path / "serve.log", _free_port()
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env |= {
+        "RANKZERO_DATABASE_URL": db,
+        "RANKZERO_RECORD_FILE": str(record),
+        "RANKZERO_HEALTH_PORT": str(port),
+        "RANKZERO_LOG_FORMAT": "json",
+    }
+    with log.open("wb") as out:
+        proc = subprocess.Popen([*RANKZERO, "serve"], cwd=ROOT, env=env, stdout=out, stderr=subprocess.STDOUT)
+        try:
+            _wait_for(record, "post", 1)
+            posts = 0.0
+            for _ in range(300):  # polls: the counter moves right after the post is written
+                with urllib.request.urlopen(f"http://127.0.0.1:{port}/metrics", timeout=5) as resp:
+                    page = resp.read().decode()
+                samples = {
+                    (sample.name, frozenset(sample.labels.items())): sample.value
+                    for family in text_string_to_metric_families(page)
+                    for sample in family.samples
+                }
+                posts = value(samples, "rankzero_posts_total", platform="file", kind="challenge")
+                if posts:
+                    break
+                time.sleep(0.1)
+            assert posts == 1
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            assert proc.wait(timeout=60) == 0
+    lines = [json.loads(line) for line in log.read_text().splitlines() if line.strip()]
+    assert lines and all({"time", "level", "logger", "message"} <= set(line) for line in lines)
+    posted = [line for line in lines if line["message"].startswith("post for channel")]
+    assert posted and posted[0]["request_id"] == "job:post:1", posted
