@@ -24,7 +24,7 @@ if TYPE_CHECKING:
 
 PLATFORM = "slack"
 _METHOD = re.compile(r"/api/([A-Za-z][A-Za-z0-9_.]{0,60})$")
-_ID = re.compile(r"[A-Za-z0-9_.:-]{1,100}")
+_ID = re.compile(r"[A-Za-z0-9_.:/-]{1,100}")  # "/": a Grid team's key, E.../T...
 
 
 def web_api_method(url: str) -> str:
