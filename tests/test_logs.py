@@ -101,3 +101,20 @@ def test_an_unknown_log_format_stops_at_start_with_what_to_write(tmp_path: Path)
     assert result.returncode == 2
     assert "RANKZERO_LOG_FORMAT" in result.stderr and "text" in result.stderr and "json" in result.stderr
     assert "Traceback" not in result.stderr
+
+
+async def test_a_slack_request_names_its_workspace_channel_and_trigger_and_drops_odd_ids() -> None:
+    from bot.adapters.slack.observe import enter_request
+
+    async def handle(body: dict[str, object], tenant: str) -> dict[str, str]:
+        enter_request(body, tenant)
+        return current_context()
+
+    click = {"type": "block_actions", "channel": {"id": "C123"}, "trigger_id": "111.222.abc"}
+    assert await asyncio.create_task(handle(click, "E1/T1")) == {
+        "tenant": "slack:E1/T1",
+        "channel": "C123",
+        "request_id": "slack:111.222.abc",
+    }
+    hostile = {"channel_id": 'C1\n{"level": "CRITICAL"}', "trigger_id": "x" * 500}
+    assert await asyncio.create_task(handle(hostile, "T1")) == {"tenant": "slack:T1"}
