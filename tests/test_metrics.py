@@ -20,6 +20,7 @@ from bot.config import Settings
 from bot.core.models import ChannelRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
+from bot.logs import current_context
 from bot.metrics import BotMetrics, MeteredPlatform, route_template
 from bot.serve import HealthServer
 from bot.storage.db import make_engine
@@ -199,6 +200,16 @@ async def test_discord_acknowledgements_and_rate_limits_are_measured(
         adapter.attach(services)  # type: ignore[arg-type]
         act = Interactions(fake)
         act.join_guild(adapter.client)
+        # What the button handler's log lines would carry (bot/logs.py), seen from inside the handler.
+        contexts: list[dict[str, str]] = []
+        assert adapter.play is not None
+        real = adapter.play.on_button
+
+        async def spy(interaction: Any, action: str, args: Any) -> Any:
+            contexts.append(current_context())
+            return await real(interaction, action, args)
+
+        adapter.play.on_button = spy  # type: ignore[method-assign]
         channel = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
         # The daily post is answered 429 once: discord.py waits and retries it.
         fake.rate_limit_next("POST", rf"/channels/{CHANNEL_ID}/messages", retry_after=0.05)
@@ -227,6 +238,11 @@ async def test_discord_acknowledgements_and_rate_limits_are_measured(
         assert value(samples, "rankzero_interaction_ack_seconds_bucket", platform="discord", le="+Inf") == 2
         assert value(samples, "rankzero_answers_total", platform="discord", result="correct") == 1
         assert not any(token in name or any(token in v for _, v in labels) for name, labels in samples)
+        assert len(contexts) == 2
+        for context in contexts:
+            assert context["tenant"] == f"discord:{GUILD_ID}" and context["channel"] == str(CHANNEL_ID)
+            assert context["request_id"].startswith("discord:")
+        assert contexts[0]["request_id"] != contexts[1]["request_id"]
     finally:
         await health.stop()
         await adapter.stop()
