@@ -30,10 +30,11 @@ from bot.core.quota import RunnerQuota
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.core.tenancy import OutboundGate
+from bot.metrics import BotMetrics, MeteredGate, MeteredPlatform
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
 from bot.services import App, Services
-from bot.storage.db import EngineTimeouts, make_engine, upgrade_async
+from bot.storage.db import EngineTimeouts, is_sqlite, make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.repositories.deliveries import SqlDeliveryLog
 from bot.storage.repositories.drafts import SqlDraftRepository
@@ -83,8 +84,11 @@ async def build_app(
     runner: RunnerClient | None = None,
     local_runner: bool = False,
     outbound: OutboundGate | None = None,
+    metrics: BotMetrics | None = None,
 ) -> App:
     """Migrate the database (unless told not to) and wire the services.
+
+    ``metrics``: the process's metrics (default: a registry of this app's own, see bot/metrics.py).
 
     ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when set;
     otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
@@ -92,7 +96,17 @@ async def build_app(
     """
     if migrate:
         await upgrade_async(settings.database_url)
-    engine = make_engine(settings.database_url, timeouts=engine_timeouts(settings))
+    engine = make_engine(
+        settings.database_url,
+        pool_size=settings.db_pool_size,
+        max_overflow=settings.db_pool_overflow,
+        timeouts=engine_timeouts(settings),
+    )
+    metrics = metrics or BotMetrics()
+    pool = engine.sync_engine.pool
+    # SQLite's pool is one connection whatever the settings (bot/storage/db.py says why).
+    limit = 1 if is_sqlite(settings.database_url) else settings.db_pool_size + settings.db_pool_overflow
+    metrics.watch_pool(lambda: int(getattr(pool, "checkedout", lambda: 0)()), limit)
     uow = _units_of_work(engine)
     clock = clock or SystemClock()
     service = QuizService(
@@ -102,6 +116,7 @@ async def build_app(
         problems_per_challenge=settings.problems_per_challenge,
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),
+        telemetry=metrics,
     )
     practice = PracticeService(uow, clock)
     owned: OwnedRunner | None = None
@@ -128,7 +143,14 @@ async def build_app(
         outbound=outbound or OutboundGate(settings.tenant_allow_list),
     )
     return App(
-        engine, service, practice=practice, disputes=disputes, schedules=schedules, clock=clock, runner=owned
+        engine,
+        service,
+        practice=practice,
+        disputes=disputes,
+        schedules=schedules,
+        clock=clock,
+        runner=owned,
+        metrics=metrics,
     )
 
 
@@ -280,16 +302,30 @@ def _optimizer_job(app: App, served: frozenset[str]) -> Callable[[], Awaitable[o
 
 
 async def build_services(
-    settings: Settings, adapters: Sequence[Adapter], *, clock: Clock | None = None, migrate: bool = True
+    settings: Settings,
+    adapters: Sequence[Adapter],
+    *,
+    clock: Clock | None = None,
+    migrate: bool = True,
+    metrics: BotMetrics | None = None,
 ) -> Services:
-    """Wire the services for ``adapters`` (migrating the database first unless told not to)."""
+    """Wire the services for ``adapters`` (migrating the database first unless told not to).
+
+    ``metrics``: the process's metrics, which ``serve`` also serves at /metrics (default: new ones).
+    """
     from bot.scheduling import RankZeroScheduler  # APScheduler: only a serving process needs it
 
     clock = clock or SystemClock()
-    # One gate for the router and the scheduler, so that a dropped tenant is logged once.
-    outbound = OutboundGate(settings.tenant_allow_list)
-    router = PlatformRouter({a.name: a.platform for a in adapters}, outbound)
-    app = await build_app(settings, platform=router, clock=clock, migrate=migrate, outbound=outbound)
+    metrics = metrics or BotMetrics()
+    # One gate for the router and the scheduler, so that a dropped tenant is logged (and counted) once.
+    outbound = MeteredGate(settings.tenant_allow_list, metrics)
+    metered: dict[str, ChatPlatform] = {
+        a.name: MeteredPlatform(a.platform, a.name, metrics) for a in adapters
+    }
+    router = PlatformRouter(metered, outbound)
+    app = await build_app(
+        settings, platform=router, clock=clock, migrate=migrate, outbound=outbound, metrics=metrics
+    )
     served = frozenset(a.name for a in adapters)
     scheduler = RankZeroScheduler(
         app.schedules,
@@ -300,6 +336,7 @@ async def build_services(
         job_deadline_s=settings.job_deadline_s,
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),
+        on_job_start=metrics.job_started,
     )
     installations, states = (None, None)
     if settings.slack_oauth:
@@ -318,4 +355,5 @@ async def build_services(
         drafts=SqlDraftRepository(app.engine),
         slack_installations=installations,
         slack_oauth_states=states,
+        metrics=metrics,
     )

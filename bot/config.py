@@ -173,6 +173,12 @@ class Settings(BaseSettings):
     db_statement_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     #: Seconds a call waits for a free pooled connection before it fails.
     db_pool_timeout_s: float = Field(default=30.0, gt=0, le=3600)
+    #: PostgreSQL connections each process keeps open in its pool, and how many more it may open in a
+    #: burst (closed again when returned): at most size + overflow at once. Size the database's
+    #: max_connections for every process (bot replicas, migrations, the CLI) at its most. SQLite always
+    #: uses one connection (every transaction takes the file's write lock anyway).
+    db_pool_size: int = Field(default=10, ge=1, le=1000)
+    db_pool_overflow: int = Field(default=10, ge=0, le=1000)
     #: Seconds a SQLite statement waits for another process's lock on the file (SQLite's busy timeout).
     sqlite_busy_timeout_s: float = Field(default=30.0, gt=0, le=3600)
     #: Seconds one scheduler job (a post, close, reminder, summary, the schedule sync...) may run; past it
@@ -181,6 +187,9 @@ class Settings(BaseSettings):
     #: Seconds one chat interaction (a command, a button, a form) may take before the user is told that
     #: the bot could not finish it.
     handler_deadline_s: float = Field(default=60.0, gt=0, le=900)
+    #: How log lines are written to stderr: ``text`` (one readable line, the default for a terminal) or
+    #: ``json`` (one JSON object per line, for a log collector; bot/logs.py lists the keys).
+    log_format: str = "text"
     #: Seconds serve takes to stop after SIGTERM/SIGINT, whatever the database does; work still running
     #: then is abandoned (and named in the log).
     shutdown_timeout_s: float = Field(default=15.0, gt=0, le=600)
@@ -198,6 +207,17 @@ class Settings(BaseSettings):
     def tenant_allow_list(self) -> TenantAllowList:
         """``allowed_tenants`` as the adapters check it."""
         return TenantAllowList(self.allowed_tenants)
+
+    @field_validator("log_format")
+    @classmethod
+    def _known_log_format(cls, value: str) -> str:
+        chosen = value.strip().lower()
+        if chosen not in ("text", "json"):
+            raise ValueError(
+                f"RANKZERO_LOG_FORMAT={value[:40]!r} is not a log format: give text (readable lines, the "
+                "default) or json (one JSON object per line)"
+            )
+        return chosen
 
     @field_validator("health_host")
     @classmethod

@@ -43,6 +43,7 @@ from bot.core.models import ChannelRef
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
 from bot.core.schedule_service import ScheduleService
+from bot.logs import log_context
 
 log = logging.getLogger(__name__)
 
@@ -78,8 +79,10 @@ class JobTable:
     whose previous run is still going skips this run (logged).
     """
 
-    def __init__(self, clock: Clock) -> None:
+    def __init__(self, clock: Clock, on_start: Callable[[str, float], None] | None = None) -> None:
+        """``on_start(job id, lag)``: told of each run it starts, ``lag`` seconds after it was due."""
         self._clock = clock
+        self._on_start = on_start
         self._jobs: dict[str, ScheduledJob] = {}
         #: The running instance of each job id (at most one).
         self._instances: dict[str, asyncio.Task[None]] = {}
@@ -133,6 +136,8 @@ class JobTable:
             if current is not None and not current.done():
                 log.warning("job %s still running: this run is skipped", job.id)
             else:
+                if self._on_start is not None:
+                    self._on_start(job.id, (now - job.next_run_time).total_seconds())
                 self._launch(job)
             # Coalesce: every fire time up to now is covered by this one run.
             following: dt.datetime | None = job.next_run_time
@@ -205,6 +210,7 @@ class RankZeroScheduler:
         optimize: Callable[[], Awaitable[object]] | None = None,
         optimize_interval_s: float = 86400.0,
         job_deadline_s: float | None = 120.0,
+        on_job_start: Callable[[str, float], None] | None = None,
     ) -> None:
         """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
         process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
@@ -217,7 +223,8 @@ class RankZeroScheduler:
 
         A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
         ``retry_max_s`` between tries. ``job_deadline_s``: how long one run of a job may take (None: no
-        bound); past it the run is cancelled and counts as a failure.
+        bound); past it the run is cancelled and counts as a failure. ``on_job_start(job id, lag)``: told
+        of every run the job table starts, ``lag`` seconds after its due time (the scheduler-lag metric).
         """
         self._schedules = schedules
         self._retry_base_s = retry_base_s
@@ -244,7 +251,7 @@ class RankZeroScheduler:
         self._idle.set()
         # Our jobs decide for themselves what "too late" means (the grace period), so the table never
         # drops a run; a job that fell behind runs once.
-        self.jobs = JobTable(clock)
+        self.jobs = JobTable(clock, on_job_start)
 
     # ------------------------------------------------------------------ lifecycle
     async def start(self) -> None:
@@ -409,6 +416,8 @@ class RankZeroScheduler:
         after ``deadline_s`` (default: the scheduler's ``job_deadline_s``), which counts as a failure.
         """
         limit = self._job_deadline_s if deadline_s is None else deadline_s
+        # The job's log lines carry its id as their request id (a job runs in a task of its own).
+        log_context(request_id=f"job:{what}")
         task = asyncio.current_task()
         if task is not None:
             self._running.add(task)

@@ -25,6 +25,8 @@ from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.errors import RankZeroError
 from bot.core.ports import Clock
+from bot.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from bot.metrics import BotMetrics
 from bot.scheduling import CANCEL_GRACE_S, RankZeroScheduler
 from bot.services import Services
 
@@ -66,18 +68,26 @@ REPORT_PATHS = frozenset({"/healthz", "/readyz"})
 
 class HealthServer:
     """Health over HTTP: ``GET /healthz`` and ``GET /readyz`` (scheduler state, next runs, database
-    reachability, adapters: 200 or 503) and ``GET /livez`` (200 whenever the event loop answers).
+    reachability, adapters: 200 or 503), ``GET /livez`` (200 whenever the event loop answers) and, given
+    ``metrics``, ``GET /metrics`` (Prometheus' text format; bot/metrics.py).
 
     ``/livez`` is the liveness probe: it asks nothing of the database or the platforms, so an outage of
     either never restarts the process (a restart would not fix them); a stuck event loop fails it.
+    ``/metrics`` needs no credentials, like the probes: its labels name platforms, post and job kinds and
+    API routes, never a tenant, a user or a token, and its size does not grow with them.
     ``serve`` binds it before anything else (so a second process on the host stops before it migrates,
     posts or connects to a platform); until the scheduler runs the report answers 503 ``starting``.
     """
 
     def __init__(
-        self, report: Callable[[], Awaitable[dict[str, Any]]] | None, port: int, host: str = "127.0.0.1"
+        self,
+        report: Callable[[], Awaitable[dict[str, Any]]] | None,
+        port: int,
+        host: str = "127.0.0.1",
+        metrics: BotMetrics | None = None,
     ) -> None:
         self._report = report or _starting
+        self._metrics = metrics
         self._port = port
         self._host = host
         self._server: asyncio.Server | None = None
@@ -123,26 +133,33 @@ class HealthServer:
             parts = request.decode(errors="replace").split()
             path = parts[1].split("?")[0] if len(parts) >= 2 else ""
             body: dict[str, Any]
-            if len(parts) < 2 or parts[0] != "GET" or (path not in REPORT_PATHS and path != "/livez"):
-                status, body = "404 Not Found", {"error": "only GET /healthz, /readyz and /livez are served"}
+            served = {*REPORT_PATHS, "/livez", *(("/metrics",) if self._metrics is not None else ())}
+            if len(parts) >= 2 and parts[0] == "GET" and path == "/metrics" and self._metrics is not None:
+                await self._send(writer, "200 OK", self._metrics.render(), METRICS_CONTENT_TYPE)
+                return
+            if len(parts) < 2 or parts[0] != "GET" or path not in served:
+                status, body = "404 Not Found", {"error": f"only GET {', '.join(sorted(served))} are served"}
             elif path == "/livez":
                 status, body = "200 OK", {"ok": True, "alive": True}
             else:
                 body = await self._report()
                 status = "200 OK" if body["ok"] else "503 Service Unavailable"
-            payload = json.dumps(body).encode()
-            head = (
-                f"HTTP/1.1 {status}\r\nContent-Type: application/json\r\n"
-                f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
-            )
-            writer.write(head.encode() + payload)
-            await writer.drain()
+            await self._send(writer, status, json.dumps(body).encode(), "application/json")
         except (TimeoutError, ConnectionError, ValueError):  # ValueError: a line over the reader's limit
             pass
         finally:
             writer.close()
             with contextlib.suppress(ConnectionError):
                 await writer.wait_closed()
+
+    @staticmethod
+    async def _send(writer: asyncio.StreamWriter, status: str, payload: bytes, content_type: str) -> None:
+        head = (
+            f"HTTP/1.1 {status}\r\nContent-Type: {content_type}\r\n"
+            f"Content-Length: {len(payload)}\r\nConnection: close\r\n\r\n"
+        )
+        writer.write(head.encode() + payload)
+        await writer.drain()
 
 
 async def health_report(
@@ -238,14 +255,16 @@ async def _start_adapter(adapter: Adapter, services: Services) -> None:
         ) from None
 
 
-async def open_health(settings: Settings) -> HealthServer | None:
-    """Bind /healthz (answering ``starting``) if a port is set: the first thing serve does."""
+async def open_health(settings: Settings, metrics: BotMetrics | None = None) -> HealthServer | None:
+    """Bind /healthz (answering ``starting``) and /metrics if a port is set: the first thing serve does."""
     if not settings.health_port:
         return None
-    health = HealthServer(None, settings.health_port, settings.health_host)
+    health = HealthServer(None, settings.health_port, settings.health_host, metrics)
     await health.start()
     log.info(
-        "health endpoint on http://%s:%d/healthz (and /readyz, /livez)", settings.health_host, health.port
+        "health endpoint on http://%s:%d/healthz (and /readyz, /livez, /metrics)",
+        settings.health_host,
+        health.port,
     )
     return health
 
@@ -257,14 +276,17 @@ async def serve(
     clock: Clock | None = None,
     migrate: bool = True,
     health: HealthServer | None = None,
+    metrics: BotMetrics | None = None,
 ) -> None:
     """Run until SIGINT/SIGTERM: adapters, scheduler and /healthz in one event loop.
 
     ``health``: the endpoint the caller bound already (else it is bound here, before anything else).
+    ``metrics``: the process's metrics, the ones ``health`` serves (default: new ones, served here).
     """
-    health = health or await open_health(settings)
+    metrics = metrics or BotMetrics()
+    health = health or await open_health(settings, metrics)
     try:
-        services = await build_services(settings, adapters, clock=clock, migrate=migrate)
+        services = await build_services(settings, adapters, clock=clock, migrate=migrate, metrics=metrics)
     except BaseException:
         if health is not None:
             await health.stop()

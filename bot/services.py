@@ -25,6 +25,7 @@ if TYPE_CHECKING:
     from bot.core.practice import PracticeService
     from bot.core.schedule_service import ScheduleService
     from bot.core.service import QuizService
+    from bot.metrics import BotMetrics
     from bot.runner_fleet import OwnedRunner
     from bot.scheduling import RankZeroScheduler
 
@@ -45,6 +46,8 @@ class App:
     clock: Clock = field(kw_only=True)
     #: The runner client build_app opened (closed with the app), if any.
     runner: OwnedRunner | None = field(default=None, kw_only=True)
+    #: The process's metrics (bot/metrics.py): what the services count; ``serve`` serves them.
+    metrics: BotMetrics | None = field(default=None, kw_only=True)
 
     @property
     def runner_is_local(self) -> bool:
@@ -75,3 +78,5 @@ class Services:
     #: Slack OAuth mode: each workspace's install and bot token, and the OAuth states (in our database).
     slack_installations: AsyncInstallationStore | None = None
     slack_oauth_states: AsyncOAuthStateStore | None = None
+    #: The process's metrics: adapters report acknowledgements and rate-limit retries here.
+    metrics: BotMetrics | None = None

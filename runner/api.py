@@ -13,6 +13,7 @@ import hmac
 import logging
 import resource
 import time
+import uuid
 from collections.abc import AsyncIterator
 from contextlib import asynccontextmanager
 from typing import Annotated, Any, Literal
@@ -21,13 +22,17 @@ import h11
 import uvicorn
 from fastapi import Depends, FastAPI, HTTPException, Request
 from fastapi.exceptions import RequestValidationError
-from fastapi.responses import JSONResponse
+from fastapi.responses import JSONResponse, Response
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.types import ASGIApp, Receive, Scope, Send
+from uvicorn.config import LOGGING_CONFIG
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 from runner.config import MAX_CODE_BYTES
+from runner.logs import REQUEST_ID
+from runner.metrics import CONTENT_TYPE as METRICS_CONTENT_TYPE
+from runner.metrics import RunnerMetrics
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode
 
@@ -233,7 +238,7 @@ class _TokenFirst:
         self.token = token
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        if scope["type"] == "http" and not (scope.get("method") == "GET" and scope.get("path") in PROBES):
+        if scope["type"] == "http" and not (scope.get("method") == "GET" and scope.get("path") in OPEN_PATHS):
             header = next((v.decode("latin-1") for k, v in scope["headers"] if k == b"authorization"), None)
             if not _token_ok(header, self.token):
                 response = JSONResponse(
@@ -246,6 +251,10 @@ class _TokenFirst:
 
 # The kubelet's probes carry no token; these two answer with nothing about the host or its jobs.
 PROBES = frozenset({"/livez", "/readyz"})
+# /metrics needs no token either: the bearer token lets its holder run code here, and a scraper must not
+# need that. The page holds counts and latencies under bounded labels (runner/metrics.py), nothing a job
+# printed; deploy/'s NetworkPolicy should let only the bot and the monitoring system reach the port.
+OPEN_PATHS = PROBES | {"/metrics"}
 
 BEARER = HTTPBearer(auto_error=False, description="The runner's token (RANKZERO_RUNNER_TOKEN).")
 
@@ -292,8 +301,14 @@ def _field_errors(exc: RequestValidationError) -> JSONResponse:
     return JSONResponse({"detail": fields}, status_code=422)
 
 
-def create_app(service: RunnerService, token: str | None, manage_service: bool = True) -> FastAPI:
+def create_app(
+    service: RunnerService,
+    token: str | None,
+    manage_service: bool = True,
+    metrics: RunnerMetrics | None = None,
+) -> FastAPI:
     """Build the app. With ``manage_service`` the app starts and stops the service with its lifespan.
+    ``metrics``: what ``GET /metrics`` serves (default: a registry of this app's own).
 
     The interactive docs (/docs, /redoc) are off; the schema is served at ``/openapi.json`` to token
     holders only.
@@ -322,6 +337,7 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
         strict_content_type=False,
     )
     app.add_middleware(_TokenFirst, token=token)
+    metrics = metrics or RunnerMetrics(service)
     auth = [Depends(RequireToken(token))]
     refused: dict[int | str, dict[str, Any]] = {401: {"model": ErrorModel, "description": UNAUTHORIZED}}
 
@@ -346,6 +362,11 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
         return JSONResponse(
             {"status": "ready" if ready else "not ready", "reason": reason}, status_code=200 if ready else 503
         )
+
+    @app.get("/metrics", include_in_schema=False)
+    async def prometheus() -> Response:
+        """Prometheus metrics, without a token (see OPEN_PATHS)."""
+        return Response(metrics.render(), media_type=METRICS_CONTENT_TYPE)
 
     @app.get("/v1/health", response_model=HealthModel, dependencies=auth, responses=refused)
     async def health() -> Any:
@@ -379,17 +400,22 @@ def create_app(service: RunnerService, token: str | None, manage_service: bool =
             timeout_s=body.timeout_s,
             init_process_group=body.init_process_group,
         )
+        started = time.monotonic()
+        # This request's log lines (and its job thread's: to_thread copies the context) carry its id.
+        REQUEST_ID.set(f"run:{uuid.uuid4().hex[:12]}")
         try:
             verdict = await service.run_async(request)
         except (OSError, RuntimeError) as exc:
             # No sandbox could be started (descriptors or memory exhausted, bwrap failing): nothing ran,
             # so this is no verdict; the client may retry later.
+            metrics.refused.inc()
             log.error("run refused, no sandbox: %s", exc)
             return JSONResponse(
                 {"detail": f"the runner cannot start a sandbox now ({type(exc).__name__}: {str(exc)[:300]})"},
                 status_code=503,
                 headers={"Retry-After": "5"},
             )
+        metrics.verdict(verdict, time.monotonic() - started)
         log.info("run mode=%s nproc=%d -> %s", body.mode, body.nproc, verdict.status.value)
         return verdict.to_dict()
 
@@ -485,12 +511,14 @@ def server_config(
     request_timeout_s: float,
     reserved_fds: int,
     log_level: str = "info",
+    own_log_config: bool = True,
 ) -> uvicorn.Config:
     """A uvicorn configuration that bounds what clients can hold: connections, time, header sizes.
 
     Raises the soft descriptor limit to the hard one, and clamps ``max_connections`` (with a warning) so
     that connections can never take the descriptors the jobs need; refuses (ValueError) when even 16
-    connections would not fit.
+    connections would not fit. ``own_log_config``: uvicorn's own log handlers (else its loggers go
+    through the root logger's, e.g. the JSON lines of runner/logs.py).
     """
     soft, hard = resource.getrlimit(resource.RLIMIT_NOFILE)
     if soft != hard:
@@ -518,6 +546,7 @@ def server_config(
         port=port,
         http=protocol,
         log_level=log_level,
+        log_config=LOGGING_CONFIG if own_log_config else None,
         timeout_keep_alive=5,
         # Every request is one JSON body under 512 KiB: headers beyond 16 KiB are refused with 400.
         h11_max_incomplete_event_size=16 * 1024,

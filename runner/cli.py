@@ -13,6 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from runner.config import DEFAULT_MAX_NPROC, MAX_CODE_BYTES, WARM_SPAWN_MODES, RunnerConfig
+from runner.logs import configure as configure_logs
 from runner.sandbox import SandboxUnavailableError
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Mode, Status, Verdict
@@ -20,6 +21,7 @@ from runner.verdict import Mode, Status, Verdict
 log = logging.getLogger(__name__)
 
 TOKEN_ENV = "RANKZERO_RUNNER_TOKEN"  # noqa: S105 - the variable name, not a secret
+LOG_FORMAT_ENV = "RANKZERO_LOG_FORMAT"
 
 
 def _parse_pool(text: str) -> dict[int, int]:
@@ -48,6 +50,11 @@ def _add_common(parser: argparse.ArgumentParser) -> None:
         ),
     )
     parser.add_argument("--log-level", default="INFO")
+    parser.add_argument(
+        "--log-format",
+        default=os.environ.get(LOG_FORMAT_ENV, "text").strip().lower() or "text",
+        help=f"text (default) or json: one JSON object per line on stderr (also ${LOG_FORMAT_ENV})",
+    )
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -175,6 +182,8 @@ def serve(args: argparse.Namespace) -> int:
                 config.max_concurrent_jobs, config.max_nproc, sum(config.pool.values())
             ),
             log_level=args.log_level.lower(),
+            # JSON lines: uvicorn's loggers go through the root handler instead of uvicorn's own.
+            own_log_config=args.log_format == "text",
         )
     except ValueError as exc:
         service.close()
@@ -305,11 +314,11 @@ def render(verdict: Verdict) -> str:
 def main(argv: list[str] | None = None) -> int:
     """Console entry point."""
     args = build_parser().parse_args(argv)
-    logging.basicConfig(
-        level=getattr(logging, str(args.log_level).upper(), logging.INFO),
-        format="%(asctime)s %(levelname)s %(name)s: %(message)s",
-        stream=sys.stderr,
-    )
+    try:
+        configure_logs(args.log_format, getattr(logging, str(args.log_level).upper(), logging.INFO))
+    except ValueError as exc:
+        print(f"rankzero-runner: {exc}", file=sys.stderr)
+        return 2
     if args.command == "serve":
         return serve(args)
     return run_file(args)

@@ -206,6 +206,11 @@ class RunnerService:
             "running_jobs": running,
         }
 
+    def load(self) -> tuple[int, int]:
+        """Jobs running now, and jobs admitted that wait for a slot or GPUs (the metrics' gauges)."""
+        with self._lock:
+            return self._running, max(0, self._admitted - self._running)
+
     async def run_async(self, request: RunRequest) -> Verdict:
         """``run`` off the event loop."""
         return await asyncio.to_thread(self.run, request)

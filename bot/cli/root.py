@@ -179,6 +179,10 @@ def main(ctx: click.Context, database_url: str | None, verbose: bool) -> None:
         what = _settings_errors(exc) if isinstance(exc, ValidationError) else str(exc)
         click.echo(f"error: bad RankZero settings: {where}{what}", err=True)
         raise SystemExit(2) from None
+    if ctx.obj.log_format != "text":
+        from bot.logs import configure
+
+        configure(ctx.obj.log_format)  # RANKZERO_LOG_FORMAT=json: one JSON object per line on stderr
 
 
 @main.command()

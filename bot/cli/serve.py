@@ -23,6 +23,7 @@ from bot.core.errors import RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.core.schedule import DAY_NAMES, days_text
 from bot.core.schedule_service import ScheduleService, ScheduleView
+from bot.metrics import BotMetrics
 from bot.serve import open_health
 from bot.serve import serve as serve_forever
 from bot.services import App
@@ -51,15 +52,17 @@ def serve(settings: Settings, use_console: bool) -> None:
         raise SystemExit(2)
 
     async def main() -> None:
+        # One registry for the process: the health server serves what the services count.
+        metrics = BotMetrics()
         # The health port first: a second serve on this host stops here, before it migrates or posts.
-        health = await open_health(settings)
+        health = await open_health(settings, metrics)
         try:
             await _seed_bank(settings)  # migrates the database too
         except BaseException:
             if health is not None:
                 await health.stop()
             raise
-        await serve_forever(settings, adapters, migrate=False, health=health)
+        await serve_forever(settings, adapters, migrate=False, health=health, metrics=metrics)
 
     try:
         asyncio.run(main())

@@ -58,6 +58,21 @@ class SystemClock:
             await asyncio.sleep(left)
 
 
+class Telemetry(Protocol):
+    """What the use cases report to the process's metrics (bot/metrics.py's BotMetrics implements it)."""
+
+    def answer_recorded(self, platform: str, correct: bool) -> None:
+        """An answer was stored (a redelivered one is not reported)."""
+        ...
+
+
+class NoTelemetry:
+    """Reports nowhere: the default of a service built without metrics (tests, one-shot commands)."""
+
+    def answer_recorded(self, platform: str, correct: bool) -> None:
+        """Do nothing."""
+
+
 class ChatPlatform(Protocol):
     """Outbound calls a platform implements (console, Discord, Slack)."""
 

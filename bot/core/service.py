@@ -61,6 +61,8 @@ from bot.core.ports import (
     AttemptConflictError,
     ChatPlatform,
     Clock,
+    NoTelemetry,
+    Telemetry,
     TransientConflictError,
     UnitOfWork,
 )
@@ -120,9 +122,11 @@ class QuizService:
         problems_per_challenge: int = 5,
         seed: int | None = None,
         transactions: Transactions | None = None,
+        telemetry: Telemetry | None = None,
     ) -> None:
         """``transactions`` runs the start and answer paths (default: a transaction each; the app passes
-        a ``GroupCommit`` so that players clicking together share transactions).
+        a ``GroupCommit`` so that players clicking together share transactions). ``telemetry``: where
+        recorded answers are counted (the process's metrics; default nowhere).
         """
         if problems_per_challenge < 1:
             raise ConfigurationError("problems per challenge must be at least 1")
@@ -132,6 +136,7 @@ class QuizService:
         self._platform = platform
         self._n = problems_per_challenge
         self._seed = seed
+        self._telemetry: Telemetry = telemetry or NoTelemetry()
 
     # ------------------------------------------------------------------ challenges
     async def open_challenge(
@@ -583,6 +588,9 @@ class QuizService:
         feedback = await self._tx.run(job, _player_key(actor))
         if feedback is None:
             raise TimeUpError("time is up for this problem: your answer was not counted")
+        if not feedback.duplicate:
+            # Counted once committed: a redelivery (same key) is answered from the stored state.
+            self._telemetry.answer_recorded(actor.player.platform, feedback.correct)
         return feedback
 
     def _feedback(self, problem: Problem, session: PlaySession, *, duplicate: bool = False) -> Feedback:

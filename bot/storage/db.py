@@ -88,8 +88,13 @@ class EngineTimeouts:
     sqlite_busy_s: float = 30.0
 
 
-def make_engine(url: str, *, pool_size: int = 10, timeouts: EngineTimeouts | None = None) -> AsyncEngine:
+def make_engine(
+    url: str, *, pool_size: int = 10, max_overflow: int | None = None, timeouts: EngineTimeouts | None = None
+) -> AsyncEngine:
     """Create an async engine with the settings each backend needs for concurrent players.
+
+    PostgreSQL: a pool of ``pool_size`` connections kept open, plus up to ``max_overflow`` more in a burst
+    (default: as many again; RANKZERO_DB_POOL_SIZE and RANKZERO_DB_POOL_OVERFLOW in ``rankzero serve``).
 
     SQLite: WAL (readers never block the writer), a busy timeout, foreign keys on, and every transaction
     opened with BEGIN IMMEDIATE, so two writers queue on the lock instead of failing with "database is
@@ -147,7 +152,7 @@ def make_engine(url: str, *, pool_size: int = 10, timeouts: EngineTimeouts | Non
     return create_async_engine(
         url,
         pool_size=pool_size,
-        max_overflow=pool_size,
+        max_overflow=pool_size if max_overflow is None else max_overflow,
         pool_timeout=120 if timeouts.pool_s is None else timeouts.pool_s,
         pool_pre_ping=True,
         connect_args=connect_args,

@@ -23,6 +23,7 @@ from bot.adapters.discord.commands import CommandHandler, register_commands
 from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.disputes import DisputeHandler, DraftButton
 from bot.adapters.discord.failures import RankZeroTree
+from bot.adapters.discord.observe import InteractionClock
 from bot.adapters.discord.platform import DiscordPlatform
 from bot.adapters.discord.play import PLATFORM, PlayHandler, admin_policy
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
@@ -74,6 +75,20 @@ class _PermissionEvents:
             await self.rankzero_reposter.on_permissions_changed(after.guild.id)
 
 
+class _ObservedEvents:
+    """Note each interaction's arrival for the acknowledgement metric (observe.py). Mixed into both
+    clients; ``dispatch`` runs synchronously as the gateway event is parsed, before any handler runs.
+    """
+
+    rankzero_acks: InteractionClock
+
+    def dispatch(self, event: str, /, *args: Any, **kwargs: Any) -> None:
+        """Record an interaction's arrival, then dispatch as discord.py does."""
+        if event == "interaction" and args:
+            self.rankzero_acks.received(args[0].id)
+        super().dispatch(event, *args, **kwargs)  # type: ignore[misc]
+
+
 class _TenantEvents:
     """Leave every server the operator did not allow (``RANKZERO_ALLOWED_TENANTS``): the ones the bot is
     in when it connects, and any it is added to later. Mixed into both clients.
@@ -108,11 +123,15 @@ def _can_post(permissions: discord.Permissions) -> bool:
     return permissions.view_channel and permissions.send_messages and permissions.embed_links
 
 
-class RankZeroClient(_TenantEvents, _PermissionEvents, discord.Client):
+class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.Client):
     """A client with a command tree and a ``rankzero`` button handler (set when the adapter starts)."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(intents=intents(), allowed_mentions=no_mentions(), **kwargs)
+        acks = InteractionClock()
+        super().__init__(
+            intents=intents(), allowed_mentions=no_mentions(), http_trace=acks.trace_config(), **kwargs
+        )
+        self.rankzero_acks = acks
         self.rankzero_allowed: TenantAllowList | None = None
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
@@ -123,11 +142,15 @@ class RankZeroClient(_TenantEvents, _PermissionEvents, discord.Client):
         self.tree = _equip(self)
 
 
-class RankZeroShardedClient(_TenantEvents, _PermissionEvents, discord.AutoShardedClient):
+class RankZeroShardedClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.AutoShardedClient):
     """The same, sharded (RANKZERO_DISCORD_SHARDED=true), for bots in many servers."""
 
     def __init__(self, **kwargs: Any) -> None:
-        super().__init__(intents=intents(), allowed_mentions=no_mentions(), **kwargs)
+        acks = InteractionClock()
+        super().__init__(
+            intents=intents(), allowed_mentions=no_mentions(), http_trace=acks.trace_config(), **kwargs
+        )
+        self.rankzero_acks = acks
         self.rankzero_allowed: TenantAllowList | None = None
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
@@ -186,6 +209,8 @@ class DiscordAdapter:
     def attach(self, services: Services) -> None:
         """Register the handlers on the client (no network): buttons, slash commands, modals."""
         admins = admin_policy(self.admin_roles)
+        # Acknowledgements and rate limits are reported from now on (tests may attach without metrics).
+        self.client.rankzero_acks.metrics = getattr(services, "metrics", None)
         self.play = PlayHandler(services.quiz, self.clock, admins=admins, timezone=self.timezone)
         self.client.rankzero = self.play
         self.commands = CommandHandler(

@@ -20,6 +20,7 @@ from bot.commands.deadline import HandlerDeadlineError
 from bot.core.errors import RankZeroError
 from bot.core.models import Tenant
 from bot.core.ports import TransientConflictError
+from bot.logs import log_context
 
 log = logging.getLogger(__name__)
 
@@ -95,6 +96,13 @@ async def served_here(interaction: discord.Interaction[Any], what: str) -> bool:
     """
     allowed = getattr(interaction.client, "rankzero_allowed", None)
     guild_id = interaction.guild_id
+    # Every command, button and form passes here first, in the task that handles it: its log lines
+    # carry the server, the channel and the interaction from now on (bot/logs.py).
+    log_context(
+        tenant=Tenant("discord", str(guild_id)).key if guild_id is not None else None,
+        channel=str(interaction.channel_id) if interaction.channel_id is not None else None,
+        request_id=f"discord:{interaction.id}",
+    )
     if allowed is None or guild_id is None or allowed.allows(Tenant("discord", str(guild_id))):
         return True
     log.warning("refused a %s from Discord server %s: it is not in RANKZERO_ALLOWED_TENANTS", what, guild_id)

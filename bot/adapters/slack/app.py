@@ -19,6 +19,7 @@ schedules, so nothing is posted there until it installs again.
 from __future__ import annotations
 
 import logging
+import time
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
@@ -34,7 +35,7 @@ from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
-from bot.adapters.slack import failures
+from bot.adapters.slack import failures, observe
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
@@ -58,6 +59,7 @@ from bot.secret_box import SecretBox
 if TYPE_CHECKING:
     from collections.abc import Awaitable, Callable
 
+    from bot.metrics import BotMetrics
     from bot.services import Services
 
 log = logging.getLogger(__name__)
@@ -126,6 +128,14 @@ def build_bolt_app(
             return await next()
 
         register_uninstall(app, ctx, oauth_settings)
+
+    @app.middleware
+    async def log_request(
+        req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+    ) -> BoltResponse | None:
+        # The log lines of this request's handling (listeners included) name its workspace and channel.
+        observe.enter_request(req.body, workspace_of(req.context).key)
+        return await next()
 
     @app.middleware
     async def allowed_tenants(
@@ -297,9 +307,12 @@ class SlackHttpServer:
         self._port = port
         self._runner: web.AppRunner | None = None
         self._site: web.TCPSite | None = None
+        #: Where acknowledgement times go (set when the adapter starts).
+        self.metrics: BotMetrics | None = None
 
     async def _handle_event(self, request: web.Request) -> web.Response:
         assert self.app is not None
+        arrived = time.monotonic()
         try:
             raw = await self.verifier.verified_body(request)
             text = raw.decode("utf-8")
@@ -314,7 +327,10 @@ class SlackHttpServer:
             headers=dict(request.headers),
             context={VERIFIED: True},
         )
-        return await to_aiohttp_response(await self.app.async_dispatch(bolt_req))
+        answered = await self.app.async_dispatch(bolt_req)  # returns once the listener acknowledged
+        if self.metrics is not None:
+            self.metrics.acknowledged(PLATFORM, time.monotonic() - arrived)
+        return await to_aiohttp_response(answered)
 
     async def _handle_oauth(self, request: web.Request) -> web.Response:
         # The install pages are the OAuth flow's: unsigned browser GETs with no body.
@@ -431,6 +447,10 @@ class SlackAdapter:
             self._start_oauth(services)
         self.ctx.bind(services)
         self.ctx.deliveries.log = services.deliveries
+        metrics = getattr(services, "metrics", None)
+        observe.count_rate_limits(self.ctx.base_client, metrics)
+        if self.http is not None:
+            self.http.metrics = metrics
         loaded = await disputes.drafts(self.ctx).load()  # admins' drafts from before a restart
         log.info("Slack: %d question drafts loaded", loaded)
         if self.http is not None:

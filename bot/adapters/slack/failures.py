@@ -36,6 +36,7 @@ from slack_sdk.webhook import WebhookResponse
 from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack.observe import CountingRateLimitHandler
 from bot.adapters.slack.verify import VERIFIED
 from bot.core.errors import RankZeroError
 from bot.core.ports import TransientConflictError
@@ -65,9 +66,14 @@ def add_retries(client: AsyncWebClient) -> AsyncWebClient:
     """Give ``client`` slack_sdk's public retry handlers (429 after Retry-After, 500/503, connection
     errors), once; returns the client.
     """
-    kinds = {type(h) for h in client.retry_handlers}
+    # A client that has slack_sdk's own 429 handler keeps it (its retries are then not counted).
+    kinds = {
+        CountingRateLimitHandler if type(h) is AsyncRateLimitErrorRetryHandler else type(h)
+        for h in client.retry_handlers
+    }
     wanted = [
-        AsyncRateLimitErrorRetryHandler(max_retry_count=RATE_LIMIT_RETRIES),
+        # slack_sdk's 429 handler, counting its retries (observe.py; the metrics are given at start).
+        CountingRateLimitHandler(max_retry_count=RATE_LIMIT_RETRIES),
         AsyncServerErrorRetryHandler(max_retry_count=SERVER_ERROR_RETRIES),
         AsyncConnectionErrorRetryHandler(max_retry_count=CONNECTION_RETRIES),
     ]
