@@ -28,6 +28,7 @@ from runner.sandbox import remove_stale_etc_folders
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Status
 from tests.runner.conftest import RUNNER_GPUS
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -149,6 +150,14 @@ def _free_port() -> int:
         return int(probe.getsockname()[1])
 
 
+def _ready(http: httpx.Client, ranks: str) -> int:
+    """How many warm sandboxes of ``ranks`` ranks the server's pool holds (-1 while it does not answer)."""
+    try:
+        return int(http.get("/v1/health").json()["pool"]["ready"][ranks])
+    except httpx.HTTPError:
+        return -1
+
+
 @pytest.fixture
 def live_server(service) -> Iterator[int]:
     port = _free_port()
@@ -156,10 +165,7 @@ def live_server(service) -> Iterator[int]:
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
+    wait_until(lambda: server.started, "uvicorn did not start", polls=600, every_s=0.05)
     yield port
     server.should_exit = True
     thread.join(timeout=10)
@@ -360,15 +366,7 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
     idle: list[socket.socket] = []
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if http.get("/v1/health").json()["pool"]["ready"]["2"] == 1:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+            wait_until(lambda: _ready(http, "2") == 1, "the server did not start", polls=600, every_s=0.2)
             for _ in range(900):
                 sock = socket.create_connection(("127.0.0.1", port), timeout=5)
                 sock.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: runner\r\nContent-Type: applic")
@@ -396,10 +394,12 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
             assert cut == len(idle)
             health = http.get("/v1/health").json()
             assert health["status"] == "ok" and health["pool"]["refill"]["ok"] is True, health
-            deadline = time.monotonic() + 60
-            while http.get("/v1/health").json()["pool"]["ready"]["2"] < 1:
-                assert time.monotonic() < deadline, "the pool did not refill after the flood"
-                time.sleep(0.2)
+            wait_until(
+                lambda: _ready(http, "2") >= 1,
+                "the pool did not refill after the flood",
+                polls=300,
+                every_s=0.2,
+            )
     finally:
         for sock in idle:
             sock.close()
@@ -416,10 +416,11 @@ def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health():
     svc.launcher.bwrap = "/bin/false"
     svc.pool.start()
     try:
-        deadline = time.monotonic() + 30
-        while svc.health()["pool"]["refill"]["consecutive_failures"] < 2:
-            assert time.monotonic() < deadline, svc.health()["pool"]
-            time.sleep(0.1)
+        wait_until(
+            lambda: svc.health()["pool"]["refill"]["consecutive_failures"] >= 2,
+            "the refill did not record two failures",
+            polls=300,
+        )
         health = svc.health()
         assert health["status"] == "degraded"
         refill = health["pool"]["refill"]
@@ -467,17 +468,13 @@ def test_the_default_configuration_serves_on_this_host():
     )
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
-            deadline = time.monotonic() + 180
-            while True:
+
+            def warm() -> bool:
                 assert server.poll() is None, server.communicate()[1]
-                try:
-                    health = http.get("/v1/health").json()
-                    if health["pool"]["ready"]["8"] >= 1:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the default pool did not warm"
-                time.sleep(0.2)
+                return _ready(http, "8") >= 1
+
+            wait_until(warm, "the default pool did not warm", polls=900, every_s=0.2)
+            health = http.get("/v1/health").json()
             assert health["status"] == "ok" and health["pool"]["targets"] == {"8": 2}, health
             verdict = http.post(
                 "/v1/runs",
