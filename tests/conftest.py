@@ -2,12 +2,20 @@
 
 PostgreSQL comes from RANKZERO_TEST_PG_URL (default: the local server). Its tests are skipped only when
 no server answers, and never under CI (CI=true): there a missing server is a failure.
+
+Every test is marked here by what it needs (``pytest --markers``; ``--strict-markers`` refuses any other):
+``sandbox`` (real bubblewrap sandboxes: everything under tests/runner/ and the modules that start a runner),
+``process`` (the module starts processes: the CLI, ``serve``, a runner server), ``postgres`` (the
+PostgreSQL side of a two-backend test), and ``slow`` where a module says so. ``make test`` runs them all;
+``make test-fast`` only the in-process tier (``-m "not slow and not sandbox and not process"``).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import datetime as dt
+import functools
 import os
 import shutil
 import uuid
@@ -32,6 +40,45 @@ from tests.fakes import FakePlatform, FrozenClock
 PG_URL = os.environ.get("RANKZERO_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
 START = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
 CHANNEL = ChannelRef("test", "ws1", "general", "general")
+
+TESTS = Path(__file__).resolve().parent
+# Imports that make a module's tests start processes (``process``) or real sandboxes (``sandbox``).
+PROCESS_IMPORTS = {"subprocess", "multiprocessing", "tests.runner_server"}
+SANDBOX_IMPORTS = {"tests.runner_server", "runner.service", "runner.pool", "runner.sandbox"}
+
+
+def module_kinds(source: str, folder: tuple[str, ...] = ()) -> frozenset[str]:
+    """The markers a test module's tests get from its folder (relative to tests/) and its imports."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.add(node.module)
+    kinds = set()
+    if folder[:1] == ("runner",) or imported & SANDBOX_IMPORTS:
+        kinds.add("sandbox")
+    if imported & PROCESS_IMPORTS:
+        kinds.add("process")
+    return frozenset(kinds)
+
+
+@functools.cache
+def _kinds_of(path: Path) -> frozenset[str]:
+    try:
+        folder = path.resolve().relative_to(TESTS).parts[:-1]
+    except ValueError:
+        return frozenset()
+    return module_kinds(path.read_text(encoding="utf-8"), folder)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by the tier it belongs to (see the module docstring)."""
+    for item in items:
+        for kind in sorted(_kinds_of(Path(item.path))):
+            item.add_marker(kind)
+        if "pg_database" in getattr(item, "fixturenames", ()) and item.get_closest_marker("postgres") is None:
+            item.add_marker("postgres")
 
 
 async def _pg_admin(sql: str) -> None:
