@@ -36,15 +36,19 @@ from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
+from tests.runner_server import RunnerServer, runner_server
 
 PG_URL = os.environ.get("RANKZERO_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
 START = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
 CHANNEL = ChannelRef("test", "ws1", "general", "general")
 
 TESTS = Path(__file__).resolve().parent
-# Imports that make a module's tests start processes (``process``) or real sandboxes (``sandbox``).
-PROCESS_IMPORTS = {"subprocess", "multiprocessing", "tests.runner_server"}
-SANDBOX_IMPORTS = {"tests.runner_server", "runner.service", "runner.pool", "runner.sandbox"}
+# Imports that make a module's tests start processes (``process``) or real sandboxes (``sandbox``); a
+# module that only names the RunnerServer type is neither (the ``runner`` fixture marks its users).
+PROCESS_IMPORTS = {"subprocess", "multiprocessing", "tests.runner_server.runner_server"}
+SANDBOX_IMPORTS = {"tests.runner_server.runner_server", "runner.service", "runner.pool", "runner.sandbox"}
+# Fixtures that make a test start a runner server with its sandboxes.
+RUNNER_FIXTURES = {"runner"}
 
 
 def module_kinds(source: str, folder: tuple[str, ...] = ()) -> frozenset[str]:
@@ -55,6 +59,7 @@ def module_kinds(source: str, folder: tuple[str, ...] = ()) -> frozenset[str]:
             imported |= {alias.name for alias in node.names}
         elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
             imported.add(node.module)
+            imported |= {f"{node.module}.{alias.name}" for alias in node.names}
     kinds = set()
     if folder[:1] == ("runner",) or imported & SANDBOX_IMPORTS:
         kinds.add("sandbox")
@@ -75,10 +80,14 @@ def _kinds_of(path: Path) -> frozenset[str]:
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Mark each test by the tier it belongs to (see the module docstring)."""
     for item in items:
-        for kind in sorted(_kinds_of(Path(item.path))):
+        kinds = set(_kinds_of(Path(item.path)))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & RUNNER_FIXTURES:
+            kinds |= {"sandbox", "process"}
+        if "pg_database" in fixtures and item.get_closest_marker("postgres") is None:
+            kinds.add("postgres")
+        for kind in sorted(kinds):
             item.add_marker(kind)
-        if "pg_database" in getattr(item, "fixturenames", ()) and item.get_closest_marker("postgres") is None:
-            item.add_marker("postgres")
 
 
 async def _pg_admin(sql: str) -> None:
@@ -158,6 +167,18 @@ def db(tmp_path: Path, sqlite_template: Path) -> str:
     target = tmp_path / "rz.db"
     shutil.copy(sqlite_template, target)
     return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture(scope="session")
+def runner() -> Iterator[RunnerServer]:
+    """One real ``rankzero-runner serve`` for the whole session, for every test that only sends it jobs.
+
+    Every job gets a fresh bubblewrap sandbox anyway, so sharing the server shares only its warm pool
+    (one 1-rank and one 2-rank sandbox) and saves a start-up and a pool warm-up per module. A test that
+    needs a runner configured otherwise (tests/test_runner_fleet.py) starts its own with runner_server().
+    """
+    with runner_server(pool="1:1,2:1") as server:
+        yield server
 
 
 @pytest.fixture

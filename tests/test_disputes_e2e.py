@@ -8,7 +8,7 @@ that needs 2 GPUs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor
 from tests.fakes import FakePlatform, FrozenClock
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 
 HANG_CODE = """\
 import os
@@ -80,12 +80,6 @@ def seed_spec() -> dict[str, Any]:
     return next(dict(s) for s in shipped_bank_specs() if s["id"] == "s000-dp-output-shape")
 
 
-@pytest.fixture(scope="module")
-def runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:1") as server:
-        yield server
-
-
 @dataclass
 class Env:
     quiz: QuizService
@@ -110,7 +104,7 @@ async def env(
     await engine.dispose()
 
 
-async def test_dispute_flow_against_a_real_runner(env: Env) -> None:
+async def test_dispute_flow_against_a_runner(env: Env) -> None:
     challenge, _ = await env.quiz.open_challenge(CHANNEL)
     problem = {p.question.id: p.id for p in challenge.problems}
     assert set(problem) == {"s000-dp-output-shape", HANG_SPEC["id"], GPU_SPEC["id"]}

@@ -14,6 +14,7 @@ from tests.conftest import module_kinds
         ("import asyncio\nfrom bot.core import service\n", (), set()),
         ("import subprocess\n", (), {"process"}),
         ("from tests.runner_server import runner_server\n", (), {"process", "sandbox"}),
+        ("from tests.runner_server import RunnerServer\n", (), set()),
         ("from runner.service import RunnerService\n", (), {"sandbox"}),
         ("from runner.verdict import Status\n", ("runner",), {"sandbox"}),
         ("def f():\n    import subprocess\n", (), {"process"}),

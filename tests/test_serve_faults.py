@@ -17,7 +17,8 @@ from sqlalchemy.engine import make_url
 
 from bot.adapters.file.platform import read_records
 from tests.conftest import PG_URL
-from tests.test_serve_process import RANKZERO, ROOT, _free_port, _schedule_now
+from tests.net import free_port
+from tests.test_serve_process import RANKZERO, ROOT, _schedule_now
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -98,7 +99,7 @@ def test_the_readme_demo_after_make_play_prints_the_post_and_its_window(tmp_path
     """`make play` first (today's challenge opened, no window), then the README's `serve --console` try."""
     env = _env(
         RANKZERO_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
-        RANKZERO_HEALTH_PORT=str(_free_port()),
+        RANKZERO_HEALTH_PORT=str(free_port()),
         COLUMNS="120",
     )
 

@@ -14,7 +14,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,7 @@ from bot.storage.db import make_engine
 from bot.storage.models import ChallengeRow
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
+from tests.net import free_port
 from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
@@ -43,12 +43,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 RANKZERO = [sys.executable, "-m", "bot.cli"]
 FILE_CHANNEL = ChannelRef("file", "local", "daily", "daily")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _db(db_url: str, body: Callable[[Any], Any]) -> Any:
@@ -97,7 +91,7 @@ class Serve:
     """One ``rankzero serve`` process with its own health port."""
 
     def __init__(self, db_url: str, record: Path, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
         env |= {
             "RANKZERO_DATABASE_URL": db_url,
@@ -236,7 +230,7 @@ def test_serve_console_prints_the_post_of_a_due_schedule(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
     env |= {
         "RANKZERO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
-        "RANKZERO_HEALTH_PORT": str(_free_port()),
+        "RANKZERO_HEALTH_PORT": str(free_port()),
         "COLUMNS": "120",
     }
 

@@ -18,8 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from tests.net import free_port
 from tests.slack_fake import SECRET, FakeSlackApi, running_in_thread, sign
-from tests.test_serve_process import RANKZERO, ROOT, _free_port
+from tests.test_serve_process import RANKZERO, ROOT
 
 pytestmark = pytest.mark.slow
 
@@ -41,7 +42,7 @@ def _post(url: str, body: str, headers: dict[str, str]) -> int:
 
 
 def test_serve_http_mode_refuses_unsigned_requests(tmp_path: Path, api_in_thread: FakeSlackApi) -> None:
-    port = _free_port()
+    port = free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
     env.update(
         RANKZERO_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'rz.db'}",
@@ -85,7 +86,7 @@ def test_serve_exits_1_with_one_line_when_slack_refuses_the_token(
         RANKZERO_SLACK_BOT_TOKEN="xoxb-revoked-secret",
         RANKZERO_SLACK_SIGNING_SECRET=SECRET,
         RANKZERO_SLACK_API_URL=api_in_thread.base_url,
-        RANKZERO_SLACK_PORT=str(_free_port()),
+        RANKZERO_SLACK_PORT=str(free_port()),
         RANKZERO_HEALTH_PORT="0",
     )
     done = subprocess.run(

@@ -27,6 +27,7 @@ from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.sandbox import remove_stale_etc_folders
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Status
+from tests.net import free_port
 from tests.runner.conftest import RUNNER_GPUS
 from tests.waiting import wait_until
 
@@ -144,12 +145,6 @@ async def test_malformed_fields_are_422_with_a_clear_message(client, body, field
     assert all(e["msg"] for e in errors)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
 def _ready(http: httpx.Client, ranks: str) -> int:
     """How many warm sandboxes of ``ranks`` ranks the server's pool holds (-1 while it does not answer)."""
     try:
@@ -160,7 +155,7 @@ def _ready(http: httpx.Client, ranks: str) -> int:
 
 @pytest.fixture
 def live_server(service) -> Iterator[int]:
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(create_app(service, TOKEN, manage_service=False), host="127.0.0.1", port=port)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
@@ -337,7 +332,7 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
     # The finding: ~1,000 connections that never finish their headers took every descriptor; runs got
     # 500 and the pool refill died. Reproduced at a smaller scale: the server may hold 700 descriptors
     # and 900 idle connections arrive (raw sockets to 127.0.0.1 only).
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
     server = subprocess.Popen(
         [
@@ -458,7 +453,7 @@ def test_the_default_configuration_serves_on_this_host():
     # Defaults only (pool 8:2, 4 concurrent jobs, 4096 MiB per rank): the memory plan must accept them on
     # the development and CI machines (24 GiB), the capacity-8 sandboxes must warm under the syscall
     # filters and the per-job identity, and a job served by one of them gets the limits of its own size.
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
     server = subprocess.Popen(
         [sys.executable, "-m", "runner.cli", "serve", "--port", str(port), "--log-level", "ERROR"],
