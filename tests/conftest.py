@@ -182,6 +182,16 @@ def runner() -> Iterator[RunnerServer]:
 
 
 @pytest.fixture
+async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Any]:
+    """The Slack adapter (HTTP mode) over the test bank: tests/test_slack_adapter.py's harness. A module
+    that needs other settings or another bank defines its own ``slack``."""
+    from tests.test_slack_adapter import _harness  # here, not at the top: only Slack tests import Bolt
+
+    async for h in _harness(tmp_path, sqlite_template, test_bank()):
+        yield h
+
+
+@pytest.fixture
 async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
     """The local fake of the Discord REST API, with discord.py's HTTP routes pointed at it."""
     server = FakeDiscord()
