@@ -593,7 +593,7 @@ def test_a_verdict_of_eight_noisy_ranks_stays_within_discord_limits() -> None:
 
 # ---------------------------------------------------------------------- with the real sandboxed runner
 @pytest.mark.slow
-async def test_preview_shows_what_the_runner_printed_per_rank(
+async def test_preview_shows_what_the_real_runner_printed_per_rank(
     fake: FakeDiscord, db: str, clock: FrozenClock, runner: RunnerServer
 ) -> None:
     """The whole path once: the form's runner line -> HttpRunnerClient -> a sandboxed 2-rank gloo run."""

@@ -104,7 +104,7 @@ async def env(
     await engine.dispose()
 
 
-async def test_dispute_flow_against_a_runner(env: Env) -> None:
+async def test_dispute_flow_against_a_real_runner(env: Env) -> None:
     challenge, _ = await env.quiz.open_challenge(CHANNEL)
     problem = {p.question.id: p.id for p in challenge.problems}
     assert set(problem) == {"s000-dp-output-shape", HANG_SPEC["id"], GPU_SPEC["id"]}
