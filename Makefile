@@ -1,6 +1,7 @@
 # The two commands a newcomer needs (see README.md):
 #   make play   - set up everything, then play today's challenge in the terminal (SQLite, no tokens)
 #   make test   - set up everything, then run the whole test suite
+#   make test-fast - the in-process tests only (a few minutes), for the inner loop
 # Everything else here is what those two call.
 
 VENV   ?= .venv
@@ -11,13 +12,20 @@ STAMP  := $(VENV)/.installed-stamp
 # 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
 LOCK   := requirements/lock.txt
 
-.PHONY: play test setup sandbox runner lint bench lock gpu-wheels gpu-check deploy-check
+.PHONY: play test test-fast setup sandbox runner lint bench lock gpu-wheels gpu-check deploy-check
 
 play: setup
 	$(BIN)/rankzero play
 
 test: setup
 	$(BIN)/python -m pytest
+
+# The inner loop: the in-process tier only (no sandboxes, no processes, nothing marked slow; PostgreSQL
+# included). tests/conftest.py marks each test; `make test` (CI's command) still runs everything.
+FAST := not slow and not sandbox and not process
+
+test-fast: setup
+	$(BIN)/python -m pytest -m "$(FAST)"
 
 setup: $(STAMP) sandbox
 

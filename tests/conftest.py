@@ -2,12 +2,20 @@
 
 PostgreSQL comes from RANKZERO_TEST_PG_URL (default: the local server). Its tests are skipped only when
 no server answers, and never under CI (CI=true): there a missing server is a failure.
+
+Every test is marked here by what it needs (``pytest --markers``; ``--strict-markers`` refuses any other):
+``sandbox`` (real bubblewrap sandboxes: everything under tests/runner/ and the modules that start a runner),
+``process`` (the module starts processes: the CLI, ``serve``, a runner server), ``postgres`` (the
+PostgreSQL side of a two-backend test), and ``slow`` where a module says so. ``make test`` runs them all;
+``make test-fast`` only the in-process tier (``-m "not slow and not sandbox and not process"``).
 """
 
 from __future__ import annotations
 
+import ast
 import asyncio
 import datetime as dt
+import functools
 import os
 import shutil
 import uuid
@@ -28,10 +36,58 @@ from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
+from tests.runner_server import RunnerServer, runner_server
 
 PG_URL = os.environ.get("RANKZERO_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
 START = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
 CHANNEL = ChannelRef("test", "ws1", "general", "general")
+
+TESTS = Path(__file__).resolve().parent
+# Imports that make a module's tests start processes (``process``) or real sandboxes (``sandbox``); a
+# module that only names the RunnerServer type is neither (the ``runner`` fixture marks its users).
+PROCESS_IMPORTS = {"subprocess", "multiprocessing", "tests.runner_server.runner_server"}
+SANDBOX_IMPORTS = {"tests.runner_server.runner_server", "runner.service", "runner.pool", "runner.sandbox"}
+# Fixtures that make a test start a runner server with its sandboxes.
+RUNNER_FIXTURES = {"runner"}
+
+
+def module_kinds(source: str, folder: tuple[str, ...] = ()) -> frozenset[str]:
+    """The markers a test module's tests get from its folder (relative to tests/) and its imports."""
+    imported: set[str] = set()
+    for node in ast.walk(ast.parse(source)):
+        if isinstance(node, ast.Import):
+            imported |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            imported.add(node.module)
+            imported |= {f"{node.module}.{alias.name}" for alias in node.names}
+    kinds = set()
+    if folder[:1] == ("runner",) or imported & SANDBOX_IMPORTS:
+        kinds.add("sandbox")
+    if imported & PROCESS_IMPORTS:
+        kinds.add("process")
+    return frozenset(kinds)
+
+
+@functools.cache
+def _kinds_of(path: Path) -> frozenset[str]:
+    try:
+        folder = path.resolve().relative_to(TESTS).parts[:-1]
+    except ValueError:
+        return frozenset()
+    return module_kinds(path.read_text(encoding="utf-8"), folder)
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Mark each test by the tier it belongs to (see the module docstring)."""
+    for item in items:
+        kinds = set(_kinds_of(Path(item.path)))
+        fixtures = set(getattr(item, "fixturenames", ()))
+        if fixtures & RUNNER_FIXTURES:
+            kinds |= {"sandbox", "process"}
+        if "pg_database" in fixtures and item.get_closest_marker("postgres") is None:
+            kinds.add("postgres")
+        for kind in sorted(kinds):
+            item.add_marker(kind)
 
 
 async def _pg_admin(sql: str) -> None:
@@ -111,6 +167,28 @@ def db(tmp_path: Path, sqlite_template: Path) -> str:
     target = tmp_path / "rz.db"
     shutil.copy(sqlite_template, target)
     return f"sqlite+aiosqlite:///{target}"
+
+
+@pytest.fixture(scope="session")
+def runner() -> Iterator[RunnerServer]:
+    """One real ``rankzero-runner serve`` for the whole session, for every test that only sends it jobs.
+
+    Every job gets a fresh bubblewrap sandbox anyway, so sharing the server shares only its warm pool
+    (one 1-rank and one 2-rank sandbox) and saves a start-up and a pool warm-up per module. A test that
+    needs a runner configured otherwise (tests/test_runner_fleet.py) starts its own with runner_server().
+    """
+    with runner_server(pool="1:1,2:1") as server:
+        yield server
+
+
+@pytest.fixture
+async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Any]:
+    """The Slack adapter (HTTP mode) over the test bank: tests/test_slack_adapter.py's harness. A module
+    that needs other settings or another bank defines its own ``slack``."""
+    from tests.test_slack_adapter import _harness  # here, not at the top: only Slack tests import Bolt
+
+    async for h in _harness(tmp_path, sqlite_template, test_bank()):
+        yield h
 
 
 @pytest.fixture

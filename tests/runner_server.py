@@ -1,14 +1,14 @@
 """A real ``rankzero-runner serve`` subprocess on a free loopback port, for the bot's dispute tests.
 
-One per test module (the fixture's scope is the caller's): every job gets a fresh bubblewrap sandbox
-anyway, so sharing the server only shares its warm pool and saves the start-up.
+tests/conftest.py's session fixture ``runner`` is the one most tests share (every job gets a fresh bubblewrap
+sandbox anyway, so sharing the server only shares its warm pool and saves the start-ups); a test that needs
+other ``serve`` options starts its own with :func:`runner_server`.
 """
 
 from __future__ import annotations
 
 import os
 import secrets
-import socket
 import subprocess
 import sys
 import time
@@ -19,6 +19,8 @@ from pathlib import Path
 
 import httpx
 import pytest
+
+from tests.net import free_port
 
 
 @dataclass(frozen=True)
@@ -31,19 +33,13 @@ class RunnerServer:
     """The ``serve`` process (for a test that stops this runner itself)."""
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
-
-
 @contextmanager
 def runner_server(pool: str = "1:1", args: Sequence[str] = ()) -> Iterator[RunnerServer]:
     """Start the runner (``args``: more ``serve`` options), wait for /v1/health, yield it, stop it."""
     exe = Path(sys.executable).parent / "rankzero-runner"
     if not exe.exists():
         pytest.fail("rankzero-runner is not installed next to this Python: pip install -e '.[runner]'")
-    port, token = _free_port(), secrets.token_urlsafe(16)
+    port, token = free_port(), secrets.token_urlsafe(16)
     proc = subprocess.Popen(
         [str(exe), "serve", "--port", str(port), "--pool", pool, "--log-level", "WARNING", *args],
         env={**os.environ, "RANKZERO_RUNNER_TOKEN": token},

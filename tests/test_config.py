@@ -11,7 +11,6 @@ import os
 import signal
 import subprocess
 import sys
-import time
 from collections.abc import Mapping
 from pathlib import Path
 
@@ -21,6 +20,7 @@ from sqlalchemy.engine import make_url
 
 from bot.config import Settings, mask_url
 from tests.slack_fake import FakeSlackApi, running_in_thread
+from tests.waiting import wait_until
 
 ROOT = Path(__file__).resolve().parents[1]
 RANKZERO = [sys.executable, "-m", "bot.cli"]
@@ -190,11 +190,12 @@ def test_serve_logs_no_secret_while_running_and_stopping(pg_database: str, workd
             [*RANKZERO, "-v", "serve"], cwd=workdir, env=_env(workdir), stdout=out, stderr=subprocess.STDOUT
         )
         try:
-            end = time.monotonic() + 90
-            while "rankzero serve: running" not in log.read_text():
+
+            def running() -> bool:
                 assert proc.poll() is None, log.read_text()[-3000:]
-                assert time.monotonic() < end, log.read_text()[-3000:]
-                time.sleep(0.2)
+                return "rankzero serve: running" in log.read_text()
+
+            wait_until(running, "rankzero serve did not say it runs", polls=450, every_s=0.2)
             proc.send_signal(signal.SIGTERM)
             assert proc.wait(timeout=30) == 0
         finally:

@@ -54,7 +54,7 @@ from tests.discord_fake import (
     no_unexpected_rejections,
 )
 from tests.fakes import FrozenClock
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 
 
 @pytest.fixture(autouse=True)
@@ -592,20 +592,14 @@ def test_a_verdict_of_eight_noisy_ranks_stays_within_discord_limits() -> None:
 
 
 # ---------------------------------------------------------------------- with the real sandboxed runner
-@pytest.fixture(scope="module")
-def real_runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:1") as server:
-        yield server
-
-
 @pytest.mark.slow
 async def test_preview_shows_what_the_real_runner_printed_per_rank(
-    fake: FakeDiscord, db: str, clock: FrozenClock, real_runner: RunnerServer
+    fake: FakeDiscord, db: str, clock: FrozenClock, runner: RunnerServer
 ) -> None:
     """The whole path once: the form's runner line -> HttpRunnerClient -> a sandboxed 2-rank gloo run."""
     bot = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
     try:
-        async with HttpRunnerClient(real_runner.url, real_runner.token) as client:
+        async with HttpRunnerClient(runner.url, runner.token) as client:
             assert bot.adapter.commands is not None
             bot.adapter.commands.disputes = DisputeService(
                 lambda: SqlUnitOfWork(session_factory(bot.engine)), clock, client, bot.adapter.platform

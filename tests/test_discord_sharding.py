@@ -75,13 +75,11 @@ def test_bad_shards_are_refused_with_one_line(text: str, says: str) -> None:
     assert "discord_shards" in str(settings_error.value) and says in str(settings_error.value)
 
 
-def test_a_huge_shard_list_is_parsed_quickly_and_echoed_short() -> None:
-    """Every id of the largest count parses in well under a second (the duplicate check was quadratic:
-    about 75 s for 100,000 ids), and a pasted blob is echoed cut, not whole."""
+def test_a_huge_shard_list_is_parsed_and_echoed_short() -> None:
+    """Every id of the largest count parses (the duplicate check was quadratic, about 75 s for 100,000
+    ids: benchmarks/runner_bounds.py times it), and a pasted blob is echoed cut, not whole."""
     text = ",".join(map(str, range(MAX_SHARDS))) + f"/{MAX_SHARDS}"
-    started = time.perf_counter()
     assert parse_shards(text).count == MAX_SHARDS
-    assert time.perf_counter() - started < 5  # a bound on a hang, not a speed target
     with pytest.raises(ValueError, match="whole numbers") as caught:
         parse_shards("9" * 5000 + "/x")
     assert len(str(caught.value)) < 300

@@ -5,17 +5,15 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
 
 from bot.bootstrap import build_app
 from bot.cli import CONSOLE_CHANNEL
 from bot.config import Settings
 from tests.conftest import ADMIN
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 
 RANKZERO = str(Path(sys.executable).parent / "rankzero")
 SPEC = {
@@ -28,12 +26,6 @@ SPEC = {
     "runner": {"mode": "python", "nproc": 1, "gpus": 0},
     "choices": [{"text": "10", "correct": True}, {"text": "9"}],
 }
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:0") as server:
-        yield server
 
 
 def rankzero(db: str, runner: RunnerServer, cwd: Path, *args: str) -> subprocess.CompletedProcess[str]:

@@ -8,7 +8,7 @@ that needs 2 GPUs.
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from dataclasses import dataclass
 from typing import Any
 
@@ -23,7 +23,7 @@ from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor
 from tests.fakes import FakePlatform, FrozenClock
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 
 HANG_CODE = """\
 import os
@@ -78,12 +78,6 @@ GPU_SPEC: dict[str, Any] = {
 def seed_spec() -> dict[str, Any]:
     """The bank's seed 000 #1 (DataParallel output shape), whose official answer is right."""
     return next(dict(s) for s in shipped_bank_specs() if s["id"] == "s000-dp-output-shape")
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:1") as server:
-        yield server
 
 
 @dataclass

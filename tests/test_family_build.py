@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import AsyncIterator
 from pathlib import Path
 
 import pytest
@@ -11,7 +11,7 @@ import yaml
 from bot.runner_client import HttpRunnerClient
 from questions.build import build, read_records
 from questions.loader import load_paths
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 
 FAMILIES = """
 families:
@@ -71,12 +71,6 @@ families:
       - text: "2"
       - text: "3"
 """
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:0,2:1") as server:
-        yield server
 
 
 @pytest.fixture

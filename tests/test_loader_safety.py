@@ -9,7 +9,6 @@ import resource
 import subprocess
 import sys
 import threading
-import time
 from pathlib import Path
 
 import pytest
@@ -68,7 +67,6 @@ def test_an_alias_bomb_is_refused_at_its_first_anchor_in_bounded_memory(tmp_path
         "import sys\nfrom questions.loader import BankValidationError, load_paths\n"
         "try:\n    load_paths([sys.argv[1]])\nexcept BankValidationError as e:\n    print(e)\n"
     )
-    started = time.monotonic()
     done = subprocess.run(
         [sys.executable, "-c", script, str(bomb)],
         cwd=ROOT,
@@ -79,7 +77,6 @@ def test_an_alias_bomb_is_refused_at_its_first_anchor_in_bounded_memory(tmp_path
     )
     assert done.returncode == 0, done.stderr[-2000:]
     assert f"{bomb}:2: (yaml): YAML anchors and aliases (&a0) are not allowed" in done.stdout
-    assert time.monotonic() - started < 60
 
 
 def test_an_alias_is_refused_where_it_is_written() -> None:

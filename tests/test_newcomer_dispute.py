@@ -7,7 +7,6 @@ the game half plays a console game and checks that each problem's end names what
 from __future__ import annotations
 
 import io
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -22,16 +21,10 @@ from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec
 from tests.fakes import FakePlatform, FrozenClock
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 from tests.test_dispute_cli import SPEC, rankzero
 
 pytestmark = pytest.mark.slow
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:0") as server:
-        yield server
 
 
 async def test_dispute_accepts_today_n_and_the_question_id_and_shows_progress(

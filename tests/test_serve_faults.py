@@ -10,7 +10,6 @@ import os
 import signal
 import socket
 import subprocess
-import time
 from pathlib import Path
 
 import pytest
@@ -18,7 +17,9 @@ from sqlalchemy.engine import make_url
 
 from bot.adapters.file.platform import read_records
 from tests.conftest import PG_URL
-from tests.test_serve_process import RANKZERO, ROOT, _free_port, _schedule_now
+from tests.net import free_port
+from tests.test_serve_process import RANKZERO, ROOT, _schedule_now
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -98,7 +99,7 @@ def test_the_readme_demo_after_make_play_prints_the_post_and_its_window(tmp_path
     """`make play` first (today's challenge opened, no window), then the README's `serve --console` try."""
     env = _env(
         RANKZERO_DATABASE_URL=f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
-        RANKZERO_HEALTH_PORT=str(_free_port()),
+        RANKZERO_HEALTH_PORT=str(free_port()),
         COLUMNS="120",
     )
 
@@ -116,11 +117,12 @@ def test_the_readme_demo_after_make_play_prints_the_post_and_its_window(tmp_path
         serve = [*RANKZERO, "serve", "--console"]
         proc = subprocess.Popen(serve, env=env, cwd=ROOT, stdout=sink, stderr=sink)
         try:
-            end = time.monotonic() + 60
-            while "problems" not in out.read_text(errors="replace"):
+
+            def posted() -> bool:
                 assert proc.poll() is None, out.read_text(errors="replace")
-                assert time.monotonic() < end, "serve --console printed no post: " + out.read_text()
-                time.sleep(0.2)
+                return "problems" in out.read_text(errors="replace")
+
+            wait_until(posted, "serve --console printed no post", polls=300, every_s=0.2)
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=30)

@@ -20,7 +20,8 @@ from typing import Any
 import pytest
 
 from tests.frozen_proxy import frozen_proxy
-from tests.test_serve_process import RANKZERO, ROOT, _free_port, _schedule_now
+from tests.net import free_port
+from tests.test_serve_process import RANKZERO, ROOT, _schedule_now
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -55,7 +56,7 @@ def test_sigterm_ends_serve_on_a_frozen_database_naming_the_abandoned_work(
 ) -> None:
     _schedule_now(pg_database)
     log = tmp_path / "serve.log"
-    port = _free_port()
+    port = free_port()
     with frozen_proxy(pg_database) as proxy:
         env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
         env |= {

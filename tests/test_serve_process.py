@@ -14,7 +14,6 @@ import http.client
 import json
 import os
 import signal
-import socket
 import subprocess
 import sys
 import time
@@ -35,6 +34,8 @@ from bot.storage.db import make_engine
 from bot.storage.models import ChallengeRow
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
+from tests.net import free_port
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -42,12 +43,6 @@ pytestmark = pytest.mark.slow
 ROOT = Path(__file__).resolve().parents[1]
 RANKZERO = [sys.executable, "-m", "bot.cli"]
 FILE_CHANNEL = ChannelRef("file", "local", "daily", "daily")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def _db(db_url: str, body: Callable[[Any], Any]) -> Any:
@@ -96,7 +91,7 @@ class Serve:
     """One ``rankzero serve`` process with its own health port."""
 
     def __init__(self, db_url: str, record: Path, log: Path) -> None:
-        self.port = _free_port()
+        self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
         env |= {
             "RANKZERO_DATABASE_URL": db_url,
@@ -116,9 +111,9 @@ class Serve:
         except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
             return None
 
-    def wait_healthy(self, timeout: float = 60) -> dict[str, Any]:
-        end = time.monotonic() + timeout
-        while time.monotonic() < end:
+    def wait_healthy(self, polls: int = 900) -> dict[str, Any]:
+        """Poll /healthz until it says ok (a hang guard of ``polls`` tries 0.2 s apart, no speed bound)."""
+        for _ in range(polls):
             assert self.proc.poll() is None, f"serve exited with {self.proc.returncode}"
             if (report := self.health()) is not None and report["ok"]:
                 return report
@@ -142,9 +137,9 @@ def procs() -> Iterator[list[Serve]]:
             p.stop(signal.SIGKILL)
 
 
-def _wait_for(record: Path, kind: str, count: int, timeout: float = 60) -> list[dict[str, Any]]:
-    end = time.monotonic() + timeout
-    while time.monotonic() < end:
+def _wait_for(record: Path, kind: str, count: int, polls: int = 900) -> list[dict[str, Any]]:
+    """Poll the record for ``count`` records of ``kind`` (a hang guard of ``polls`` tries, no speed bound)."""
+    for _ in range(polls):
         found = [r for r in read_records(record) if r["kind"] == kind]
         if len(found) >= count:
             return found
@@ -235,7 +230,7 @@ def test_serve_console_prints_the_post_of_a_due_schedule(tmp_path: Path) -> None
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
     env |= {
         "RANKZERO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'console.db'}",
-        "RANKZERO_HEALTH_PORT": str(_free_port()),
+        "RANKZERO_HEALTH_PORT": str(free_port()),
         "COLUMNS": "120",
     }
 
@@ -253,11 +248,12 @@ def test_serve_console_prints_the_post_of_a_due_schedule(tmp_path: Path) -> None
         serve = [*RANKZERO, "serve", "--console"]
         proc = subprocess.Popen(serve, env=env, cwd=ROOT, stdout=sink, stderr=sink)
         try:
-            end = time.monotonic() + 60
-            while "Multi-GPU challenge" not in out.read_text(errors="replace"):
+
+            def posted() -> bool:
                 assert proc.poll() is None, out.read_text(errors="replace")
-                assert time.monotonic() < end, out.read_text(errors="replace")
-                time.sleep(0.2)
+                return "Multi-GPU challenge" in out.read_text(errors="replace")
+
+            wait_until(posted, "serve --console printed no challenge", polls=300, every_s=0.2)
         finally:
             proc.send_signal(signal.SIGTERM)
             code = proc.wait(timeout=30)

@@ -17,7 +17,6 @@ import json
 import os
 import re
 import signal
-import socket
 import subprocess
 import sys
 import urllib.error
@@ -37,6 +36,7 @@ from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
 from tests.discord_fake import MANAGE_GUILD, FakeDiscord, Interactions, guild_shard
+from tests.net import free_port
 
 pytestmark = [pytest.mark.slow, pytest.mark.postgres]
 
@@ -45,12 +45,6 @@ RANKZERO = [sys.executable, "-m", "bot.cli"]
 SHARDS = 2
 #: "post for channel 3: posted (on time)" -- not "(already posted)", which another process's claim gives.
 POSTED = re.compile(r"post for channel (\d+): posted \((?!already)")
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 def guild_on(shard: int, n: int) -> int:
@@ -68,7 +62,7 @@ class Shard:
 
     def __init__(self, shard: int, db_url: str, fake: FakeDiscord, tmp: Path) -> None:
         self.shard = shard
-        self.port = _free_port()
+        self.port = free_port()
         self.log = tmp / f"serve-{shard}.log"
         env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
         env |= {

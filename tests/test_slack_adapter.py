@@ -140,13 +140,6 @@ async def _harness(
             await api.stop()
 
 
-@pytest.fixture
-async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]:
-    """The adapter over the test bank (correct answer A, 2 attempts, 120 s, hint on every question)."""
-    async for h in _harness(tmp_path, sqlite_template, test_bank()):
-        yield h
-
-
 # ---------------------------------------------------------------------- transport
 async def test_forged_signature_is_refused_with_401(slack: Harness) -> None:
     r = await slack.send.command(OWNER, "post-now", signer=lambda body: sign(body, secret="not-the-secret"))

@@ -7,7 +7,6 @@ from __future__ import annotations
 import asyncio
 import json
 import time
-from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
 
@@ -23,12 +22,6 @@ from bot.core.ports import TransientConflictError
 from tests.conftest import make_spec, test_bank
 from tests.test_slack_adapter import OWNER, PLAYER, SLACK_TENANT, Harness, _harness, buttons, text_of
 from tests.test_slack_practice import _command_modal
-
-
-@pytest.fixture
-async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]:
-    async for h in _harness(tmp_path, sqlite_template, test_bank()):
-        yield h
 
 
 def broken(error: BaseException) -> Any:

@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-import socket
 import time
 from collections.abc import AsyncIterator
 from pathlib import Path
@@ -37,17 +36,12 @@ from bot.secret_box import PREFIX, new_key
 from bot.storage.models import SEALED_TOKEN_LENGTH, Base
 from tests.conftest import ADMIN, START, test_bank
 from tests.fakes import FrozenClock
+from tests.net import free_port
 from tests.slack_fake import SECRET, Channel, FakeSlackApi, Grant, SlackSender, Team
 
 OWNER = "UOWNER"
 PLAYER = "UPLAYER"
 ALPHA, BETA, GRID_TEAM, GRID = "T0001", "T0002", "T0003", "E0009"
-
-
-def _free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return int(s.getsockname()[1])
 
 
 class Harness:
@@ -114,7 +108,7 @@ async def oauth(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]
     )
     await api.start()
     api.tokens.clear()  # OAuth mode: no token until a workspace installs the app
-    port = _free_port()
+    port = free_port()
     base = f"http://127.0.0.1:{port}"
     api.redirect_uris = [f"{base}{REDIRECT_PATH}"]
     settings = Settings(
@@ -517,11 +511,13 @@ async def _gone(h: Harness, team: str) -> bool:
     return await h.bot(Workspace(None, team)) is None
 
 
-async def _until(check: Any, timeout: float = 10.0) -> None:
-    deadline = time.monotonic() + timeout
-    while not await check():
-        assert time.monotonic() < deadline, "timed out"
+async def _until(check: Any, polls: int = 500) -> None:
+    """Poll ``check`` (a hang guard of ``polls`` tries 0.02 s apart, no speed bound)."""
+    for _ in range(polls):
+        if await check():
+            return
         await asyncio.sleep(0.02)
+    assert await check(), "the condition never held"
 
 
 # ---------------------------------------------------------------------- the stores on both backends

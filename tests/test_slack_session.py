@@ -5,22 +5,10 @@ connections instead of opening one per call. The strict fake records the TCP con
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator
-from pathlib import Path
-
-import pytest
-
-from tests.conftest import test_bank
-from tests.test_slack_adapter import OWNER, PLAYER, Harness, _harness
+from tests.test_slack_adapter import OWNER, PLAYER, Harness
 from tests.test_slack_oauth import ALPHA, BETA
 from tests.test_slack_oauth import Harness as OAuthHarness
 from tests.test_slack_oauth import oauth as oauth
-
-
-@pytest.fixture
-async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]:
-    async for h in _harness(tmp_path, sqlite_template, test_bank()):
-        yield h
 
 
 async def test_web_api_calls_share_one_session(slack: Harness) -> None:

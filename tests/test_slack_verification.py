@@ -16,7 +16,6 @@ import logging
 import time
 import urllib.parse
 from collections.abc import AsyncIterator, Callable, Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -31,16 +30,8 @@ from bot.adapters.slack.verify import (
     Refused,
     check_headers,
 )
-from tests.conftest import test_bank
 from tests.slack_fake import SECRET, TEAM, sign
-from tests.test_slack_adapter import OWNER, Harness, _harness
-
-
-@pytest.fixture
-async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]:
-    """The HTTP-mode adapter over the test bank (tests/test_slack_adapter.py's harness)."""
-    async for h in _harness(tmp_path, sqlite_template, test_bank()):
-        yield h
+from tests.test_slack_adapter import OWNER, Harness
 
 
 @pytest.fixture

@@ -5,13 +5,11 @@ from __future__ import annotations
 import os
 import subprocess
 import sys
-from collections.abc import Iterator
 from pathlib import Path
 
-import pytest
 import yaml
 
-from tests.runner_server import RunnerServer, runner_server
+from tests.runner_server import RunnerServer
 
 RANKZERO = str(Path(sys.executable).parent / "rankzero")
 
@@ -33,12 +31,6 @@ def write_bank(folder: Path, questions: list[dict[str, object]]) -> Path:
     folder.mkdir()
     (folder / "bank.yaml").write_text(yaml.safe_dump({"questions": questions}, sort_keys=False))
     return folder
-
-
-@pytest.fixture(scope="module")
-def runner() -> Iterator[RunnerServer]:
-    with runner_server(pool="1:0") as server:
-        yield server
 
 
 def verify(path: Path, cwd: Path, **env: str) -> subprocess.CompletedProcess[str]:

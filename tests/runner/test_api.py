@@ -27,7 +27,9 @@ from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.sandbox import remove_stale_etc_folders
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Status
+from tests.net import free_port
 from tests.runner.conftest import RUNNER_GPUS
+from tests.waiting import wait_until
 
 pytestmark = pytest.mark.slow
 
@@ -143,23 +145,22 @@ async def test_malformed_fields_are_422_with_a_clear_message(client, body, field
     assert all(e["msg"] for e in errors)
 
 
-def _free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
+def _ready(http: httpx.Client, ranks: str) -> int:
+    """How many warm sandboxes of ``ranks`` ranks the server's pool holds (-1 while it does not answer)."""
+    try:
+        return int(http.get("/v1/health").json()["pool"]["ready"][ranks])
+    except httpx.HTTPError:
+        return -1
 
 
 @pytest.fixture
 def live_server(service) -> Iterator[int]:
-    port = _free_port()
+    port = free_port()
     config = uvicorn.Config(create_app(service, TOKEN, manage_service=False), host="127.0.0.1", port=port)
     server = uvicorn.Server(config)
     thread = threading.Thread(target=server.run, daemon=True)
     thread.start()
-    deadline = time.monotonic() + 30
-    while not server.started:
-        assert time.monotonic() < deadline, "uvicorn did not start"
-        time.sleep(0.05)
+    wait_until(lambda: server.started, "uvicorn did not start", polls=600, every_s=0.05)
     yield port
     server.should_exit = True
     thread.join(timeout=10)
@@ -331,7 +332,7 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
     # The finding: ~1,000 connections that never finish their headers took every descriptor; runs got
     # 500 and the pool refill died. Reproduced at a smaller scale: the server may hold 700 descriptors
     # and 900 idle connections arrive (raw sockets to 127.0.0.1 only).
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
     server = subprocess.Popen(
         [
@@ -360,15 +361,7 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
     idle: list[socket.socket] = []
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
-            deadline = time.monotonic() + 120
-            while True:
-                try:
-                    if http.get("/v1/health").json()["pool"]["ready"]["2"] == 1:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the server did not start"
-                time.sleep(0.2)
+            wait_until(lambda: _ready(http, "2") == 1, "the server did not start", polls=600, every_s=0.2)
             for _ in range(900):
                 sock = socket.create_connection(("127.0.0.1", port), timeout=5)
                 sock.sendall(b"POST /v1/runs HTTP/1.1\r\nHost: runner\r\nContent-Type: applic")
@@ -396,10 +389,12 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
             assert cut == len(idle)
             health = http.get("/v1/health").json()
             assert health["status"] == "ok" and health["pool"]["refill"]["ok"] is True, health
-            deadline = time.monotonic() + 60
-            while http.get("/v1/health").json()["pool"]["ready"]["2"] < 1:
-                assert time.monotonic() < deadline, "the pool did not refill after the flood"
-                time.sleep(0.2)
+            wait_until(
+                lambda: _ready(http, "2") >= 1,
+                "the pool did not refill after the flood",
+                polls=300,
+                every_s=0.2,
+            )
     finally:
         for sock in idle:
             sock.close()
@@ -416,10 +411,11 @@ def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health():
     svc.launcher.bwrap = "/bin/false"
     svc.pool.start()
     try:
-        deadline = time.monotonic() + 30
-        while svc.health()["pool"]["refill"]["consecutive_failures"] < 2:
-            assert time.monotonic() < deadline, svc.health()["pool"]
-            time.sleep(0.1)
+        wait_until(
+            lambda: svc.health()["pool"]["refill"]["consecutive_failures"] >= 2,
+            "the refill did not record two failures",
+            polls=300,
+        )
         health = svc.health()
         assert health["status"] == "degraded"
         refill = health["pool"]["refill"]
@@ -457,7 +453,7 @@ def test_the_default_configuration_serves_on_this_host():
     # Defaults only (pool 8:2, 4 concurrent jobs, 4096 MiB per rank): the memory plan must accept them on
     # the development and CI machines (24 GiB), the capacity-8 sandboxes must warm under the syscall
     # filters and the per-job identity, and a job served by one of them gets the limits of its own size.
-    port = _free_port()
+    port = free_port()
     env = {**os.environ, "RANKZERO_RUNNER_TOKEN": TOKEN}
     server = subprocess.Popen(
         [sys.executable, "-m", "runner.cli", "serve", "--port", str(port), "--log-level", "ERROR"],
@@ -467,17 +463,13 @@ def test_the_default_configuration_serves_on_this_host():
     )
     try:
         with httpx.Client(base_url=f"http://127.0.0.1:{port}", headers=AUTH, timeout=120) as http:
-            deadline = time.monotonic() + 180
-            while True:
+
+            def warm() -> bool:
                 assert server.poll() is None, server.communicate()[1]
-                try:
-                    health = http.get("/v1/health").json()
-                    if health["pool"]["ready"]["8"] >= 1:
-                        break
-                except httpx.HTTPError:
-                    pass
-                assert time.monotonic() < deadline, "the default pool did not warm"
-                time.sleep(0.2)
+                return _ready(http, "8") >= 1
+
+            wait_until(warm, "the default pool did not warm", polls=900, every_s=0.2)
+            health = http.get("/v1/health").json()
             assert health["status"] == "ok" and health["pool"]["targets"] == {"8": 2}, health
             verdict = http.post(
                 "/v1/runs",

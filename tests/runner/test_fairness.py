@@ -95,7 +95,6 @@ def test_a_blocked_job_is_judged_on_the_wall_clock(service: RunnerService) -> No
     assert verdict.status == Status.TIMEOUT, verdict.to_dict()
     note = next(n for n in verdict.notes if n.startswith("deadline of 2 s reached"))
     assert "on the wall clock (it waited under 0.5 s for a CPU behind other work), CPU time" in note, note
-    assert verdict.elapsed_s < 2 + 3
 
 
 def test_memory_limits_are_the_hosts_memory_shared_by_the_concurrent_jobs() -> None:

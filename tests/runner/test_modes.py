@@ -213,8 +213,8 @@ def test_failing_rank_is_root_cause_and_others_stop_fast(service):
     assert verdict.ranks[1].exception is not None
     assert verdict.ranks[1].exception.type == "ValueError"
     assert verdict.ranks[1].exception.line == 5
-    # Rank 0 was not waited for: it was dumped, then killed, long before its sleep or the deadline ended.
-    assert verdict.elapsed_s < 60
+    # Rank 0 was not waited for: it was dumped, then killed by the runner, not by its deadline.
+    assert not any(n.startswith("deadline of") for n in verdict.notes), verdict.notes
     assert verdict.ranks[0].signal == 9
     assert verdict.ranks[0].stuck_at is not None
     assert (verdict.ranks[0].stuck_at.line, verdict.ranks[0].stuck_at.call) == (6, "sleep")
@@ -236,8 +236,8 @@ def test_deadline_dumps_where_each_rank_is_stuck(service):
     stuck = [r.stuck_at for r in verdict.ranks]
     assert stuck[0] is not None and (stuck[0].call, stuck[0].line) == ("all_reduce", 7)
     assert stuck[1] is not None and (stuck[1].call, stuck[1].line) == ("sleep", 6)
-    # The runner answers within timeout + 3 s (typically + 0.4 s); the margin here is for a loaded CI host.
-    assert verdict.elapsed_s < 4 + 10
+    # How soon after the deadline the verdict comes is measured by benchmarks/runner_bounds.py.
+    assert any(n.startswith("deadline of 4 s reached on the ") for n in verdict.notes), verdict.notes
 
 
 @cpu_only
