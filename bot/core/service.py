@@ -408,6 +408,43 @@ class QuizService:
 
         return await self._tx.run(job, _player_key(actor))
 
+    async def preview_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
+        """The problem as :meth:`start_problem` would show it now, storing nothing: an adapter shows it
+        first and starts the clock only once the player can see it (a started problem: its real card).
+        """
+        now = self._clock.now()
+        async with self._uow() as uow:
+            ctx = await uow.plays.play_context(problem_id, actor.player)
+        if ctx is None:
+            raise NotFoundError(f"no problem with id {problem_id}")
+        challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
+        if session is not None:
+            return self._problem_card(challenge, problem, session)
+        if _ended(challenge, now):
+            raise ChallengeClosedError(f"{_ended_text(challenge)}: wait for the next one or try `quiz`")
+        q = problem.question
+        deadline = now + dt.timedelta(seconds=q.time_limit_s)
+        if challenge.closes_at is not None:
+            deadline = min(deadline, challenge.closes_at)
+        return ProblemCard(
+            challenge_id=challenge.id,
+            problem_id=problem.id,
+            position=problem.position,
+            total=challenge.problem_count,
+            kind=q.kind,
+            topic=q.topic,
+            difficulty=q.difficulty,
+            prompt=q.prompt,
+            code=q.code,
+            choices=tuple((c.letter, c.text) for c in q.choices),
+            attempts_left=q.attempts,
+            attempts_total=q.attempts,
+            started_at=now,
+            deadline=deadline,
+            has_hint=bool(q.hint),
+            hint=None,
+        )
+
     async def view_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
         """The player's current view of a started problem."""
         async with self._uow() as uow:

@@ -163,10 +163,9 @@ async def open_form_early(ctx: SlackContext, sub: str, args: list[str], body: di
     and the trigger_id expires 3 s after the command was sent); the form or the refusal replaces it.
     """
     if sub == "question" and args[:1] == ["add"]:
-        opened = await ctx.client.views_open(
-            trigger_id=body["trigger_id"], view=bk.message_view("Loading the question form…")
+        body[failures.OPENED_VIEW] = await ctx.open_view(
+            body["trigger_id"], bk.message_view("Loading the question form…")
         )
-        body[failures.OPENED_VIEW] = str(opened["view"]["id"])
 
 
 def register(app: AsyncApp, ctx: SlackContext) -> None:
