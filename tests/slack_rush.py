@@ -139,11 +139,14 @@ async def _outcomes(api: FakeSlackApi, users: list[str], wait_s: float) -> dict[
     or that something went wrong; waits until every user has one outcome or ``wait_s`` passed.
     """
     deadline = time.monotonic() + wait_s
+    shown: dict[str, tuple[float, str]] = {}
+    press_again: set[str] = set()
+    errors: set[str] = set()
+    seen = 0
     while True:
-        shown: dict[str, tuple[float, str]] = {}
-        press_again: set[str] = set()
-        errors: set[str] = set()
-        for call in list(api.calls):
+        calls = api.calls[seen:]
+        seen += len(calls)
+        for call in calls:
             user = call.args.get("_user")
             if call.method not in ("views.update", "response") or user is None:
                 continue

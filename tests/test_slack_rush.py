@@ -10,7 +10,10 @@ from pathlib import Path
 
 import pytest
 
+from bot.core.models import Actor, PlayerRef
+from tests.conftest import test_bank
 from tests.slack_rush import run_rush
+from tests.test_slack_adapter import PLAYER, _harness, buttons, text_of
 
 RUSH = 200
 
@@ -41,3 +44,32 @@ async def test_a_budget_of_one_sends_the_second_player_to_a_private_message(
     figures = await run_rush(3, db, per_minute=1, burst=2)
     assert figures.shown == 3 and figures.in_modals <= 1 and figures.in_messages >= 2, figures
     assert figures.clocks_started_before_shown == 0 and figures.rate_limited == 0, figures
+
+
+async def test_a_player_in_a_private_message_answers_there_and_is_told_when_time_is_up(
+    tmp_path: Path, sqlite_template: Path
+) -> None:
+    # A budget of one call at once never keeps one spare: every Start plays in a private message.
+    async for h in _harness(tmp_path, sqlite_template, test_bank(), slack_tier4_burst=1):
+        challenge_id = await h.post_challenge()
+        await h.send.click(PLAYER, f"rz:start:{challenge_id}")
+        shown = (await h.api.wait_for("response", 2))[-1]
+        assert shown.args["_user"] == PLAYER and "Problem 1 of" in shown.dump()
+        assert not h.api.of("views.open")  # no modal, no trigger needed
+        (message,) = h.api.ephemeral[PLAYER]
+        await h.clock_started(PLAYER, {"blocks": message.blocks})
+        pid = int(buttons({"blocks": message.blocks})[0].split(":")[2])
+
+        await h.send.click(PLAYER, f"rz:answer:{pid}:B", message_ts=message.ts)
+        await h.api.wait_for("response", 3)
+        (message,) = h.api.ephemeral[PLAYER]  # replaced, not a second message
+        assert "1 attempt" in text_of({"blocks": message.blocks}) or "left" in text_of(
+            {"blocks": message.blocks}
+        )
+
+        h.clock.advance(121)  # the timer tells the player through the latest click's response_url
+        await h.api.wait_for("response", 4)
+        (message,) = h.api.ephemeral[PLAYER]
+        assert "Time is up" in text_of({"blocks": message.blocks})
+        card = await h.services.quiz.view_problem(Actor(PlayerRef("slack", PLAYER, "Pat")), pid)
+        assert card.over

@@ -95,17 +95,16 @@ class ProblemFlow(Generic[S]):
         so the stored one (counted from when it was shown) is never earlier than what the player reads.
         When ``show`` returns False nothing is started: the next Start shows the problem afresh.
         """
-        problem = await self.quiz.next_problem(actor, challenge_id)
+        preview = await self.quiz.preview_next(actor, challenge_id)
         sid = surface_id or _flow_id(actor, challenge_id)
-        if problem is None:
+        if preview is None:
             self._showing.pop(sid, None)
             shown = Shown(summary=await self.quiz.summary(actor, challenge_id))
             await show(shown)
             return shown
-        preview = await self.quiz.preview_problem(actor, problem.id)
         if not await show(Shown(card=preview)):
             return Shown(card=preview)
-        card = await self.quiz.start_problem(actor, problem.id)  # a resumed problem keeps its deadline
+        card = await self.quiz.start_problem(actor, preview.problem_id)  # a resumed one keeps its deadline
         self._show(actor, card, surface, sid)
         return Shown(card=card)
 

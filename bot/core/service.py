@@ -408,20 +408,38 @@ class QuizService:
 
         return await self._tx.run(job, _player_key(actor))
 
-    async def preview_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
-        """The problem as :meth:`start_problem` would show it now, storing nothing: an adapter shows it
-        first and starts the clock only once the player can see it (a started problem: its real card).
+    async def preview_next(self, actor: Actor, challenge_id: int) -> ProblemCard | None:
+        """The player's next problem (see :meth:`next_problem`) as :meth:`start_problem` would show it now,
+        storing nothing but overdue time-outs: an adapter shows it first and starts the clock only once
+        the player can see it. A problem already running: its real card. None when every one is over.
+        One transaction (a rush of Starts costs this and the grouped start, nothing more).
         """
         now = self._clock.now()
         async with self._uow() as uow:
-            ctx = await uow.plays.play_context(problem_id, actor.player)
-        if ctx is None:
-            raise NotFoundError(f"no problem with id {problem_id}")
-        challenge, problem, session = ctx.challenge, ctx.problem, ctx.session
-        if session is not None:
-            return self._problem_card(challenge, problem, session)
-        if _ended(challenge, now):
-            raise ChallengeClosedError(f"{_ended_text(challenge)}: wait for the next one or try `quiz`")
+            player_pk = await uow.players.ensure_player(actor.player)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
+            if challenge is None:
+                raise NotFoundError(f"no challenge with id {challenge_id}")
+            sessions = {
+                s.problem_id: s for s in await uow.plays.sessions_in_challenge(challenge_id, player_pk)
+            }
+            for running in sessions.values():
+                if not running.finished and now >= running.deadline:
+                    await self._finish_timeout(uow, challenge, running)
+        for problem in challenge.problems:
+            s = sessions.get(problem.id)
+            if s is not None and not s.finished and now < s.deadline:
+                return self._problem_card(challenge, problem, s)
+            if s is None:
+                if _ended(challenge, now):
+                    raise ChallengeClosedError(
+                        f"{_ended_text(challenge)}: wait for the next one or try `quiz`"
+                    )
+                return self._unstarted_card(challenge, problem, now)
+        return None
+
+    def _unstarted_card(self, challenge: Challenge, problem: Problem, now: dt.datetime) -> ProblemCard:
+        """A problem as it will look when started at ``now`` (nothing stored)."""
         q = problem.question
         deadline = now + dt.timedelta(seconds=q.time_limit_s)
         if challenge.closes_at is not None:

@@ -352,8 +352,9 @@ class SlackContext:
                     return False
                 if error != "hash_conflict":
                     raise
+                # The stale hash stays: until a click or our re-read shows the new one, an update
+                # computed from what we knew is refused again rather than sent blind.
                 log.info("views.update of %s refused as stale (hash_conflict)", view_id)
-                self._hashes.pop(view_id, None)
                 if rerender is None:
                     return False
                 fresh = await rerender()
