@@ -415,7 +415,8 @@ class QuizService:
         One transaction (a rush of Starts costs this and the grouped start, nothing more).
         """
         now = self._clock.now()
-        async with self._uow() as uow:
+
+        async def job(uow: UnitOfWork) -> tuple[Challenge, dict[int, PlaySession]]:
             player_pk = await uow.players.ensure_player(actor.player)
             challenge = await uow.challenges.get_challenge_by_id(challenge_id)
             if challenge is None:
@@ -426,6 +427,10 @@ class QuizService:
             for running in sessions.values():
                 if not running.finished and now >= running.deadline:
                     await self._finish_timeout(uow, challenge, running)
+            return challenge, sessions
+
+        # Through the start path's transactions: in a rush, players pressing Start together share them.
+        challenge, sessions = await self._tx.run(job, _player_key(actor))
         for problem in challenge.problems:
             s = sessions.get(problem.id)
             if s is not None and not s.finished and now < s.deadline:
