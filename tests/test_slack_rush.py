@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from bot.adapters.slack.budget import RequestBudget
 from bot.core.models import Actor, PlayerRef
 from tests.conftest import test_bank
 from tests.slack_rush import run_rush
@@ -63,9 +64,7 @@ async def test_a_player_in_a_private_message_answers_there_and_is_told_when_time
         await h.send.click(PLAYER, f"rz:answer:{pid}:B", message_ts=message.ts)
         await h.api.wait_for("response", 3)
         (message,) = h.api.ephemeral[PLAYER]  # replaced, not a second message
-        assert "1 attempt" in text_of({"blocks": message.blocks}) or "left" in text_of(
-            {"blocks": message.blocks}
-        )
+        assert "Not quite: 1 attempt left" in text_of({"blocks": message.blocks})
 
         h.clock.advance(121)  # the timer tells the player through the latest click's response_url
         await h.api.wait_for("response", 4)
@@ -73,3 +72,17 @@ async def test_a_player_in_a_private_message_answers_there_and_is_told_when_time
         assert "Time is up" in text_of({"blocks": message.blocks})
         card = await h.services.quiz.view_problem(Actor(PlayerRef("slack", PLAYER, "Pat")), pid)
         assert card.over
+
+
+async def test_the_request_budget_spends_a_burst_then_queues_in_order() -> None:
+    now = [0.0]
+    budget = RequestBudget(per_minute=60, burst=2, clock=lambda: now[0])
+    assert budget.try_take("T1", "views.open") and budget.try_take("T1", "views.open")
+    assert not budget.try_take("T1", "views.open")  # the burst is spent
+    assert budget.try_take("T2", "views.open")  # another workspace has its own budget
+    assert budget.try_take("T1", "views.update", keep=1)  # and each method its own
+    assert not budget.try_take("T1", "views.update", keep=1)  # keeping one back for others
+    now[0] += 1.0  # one call a second comes back
+    assert budget.try_take("T1", "views.open") and not budget.try_take("T1", "views.open")
+    with pytest.raises(ValueError, match="RANKZERO_SLACK_TIER4_PER_MINUTE"):
+        RequestBudget(per_minute=0)
