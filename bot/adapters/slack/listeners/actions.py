@@ -31,7 +31,7 @@ log = logging.getLogger(__name__)
 
 #: A Start click older than this (seconds since ``action_ts``) does not try a modal: views.open must use
 #: the trigger_id within 3 s of the click (https://api.slack.com/docs/triggers), and the call takes time.
-TRIGGER_MARGIN_S = 1.5
+TRIGGER_MARGIN_S = 2.5
 #: What views.open answers for a trigger that is too old or used.
 TRIGGER_ERRORS = ("expired_trigger_id", "exchanged_trigger_id")
 
