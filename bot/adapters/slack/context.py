@@ -286,9 +286,11 @@ class SlackContext:
         )
 
     # ------------------------------------------------------------------ views
-    def workspace_key(self, body: dict[str, Any]) -> str:
-        """The budget's key for the request's workspace."""
-        return self._request_workspace() or self.workspace_id(body)
+    def workspace_key(self) -> str:
+        """The budget's key for the request's workspace: the one whose token answers (OAuth mode: the
+        request's; single-workspace mode has one token, so one key), the same key every update uses.
+        """
+        return self._request_workspace()
 
     def remember_hash(self, view: dict[str, Any] | None) -> None:
         """Keep the hash of a view Slack answered or sent (views.open/update answers, click payloads)."""
@@ -406,7 +408,7 @@ class SlackContext:
         key = (self._request_workspace(), uid)
         cached = self._user_cache.get(key)
         fresh = cached is not None and time.monotonic() - cached[0] < ADMIN_CACHE_S
-        if fresh or self.budget.try_take(self.workspace_key(body), "users.info"):
+        if fresh or self.budget.try_take(self.workspace_key(), "users.info"):
             return await self.actor(user, body=body)
         task: asyncio.Task[object] = asyncio.create_task(self._lookup_later(body))
         self._lookups.add(task)
@@ -419,7 +421,7 @@ class SlackContext:
         )
 
     async def _lookup_later(self, body: dict[str, Any]) -> object:
-        await self.budget.take(self.workspace_key(body), "users.info")
+        await self.budget.take(self.workspace_key(), "users.info")
         return await self._user(str(body["user"].get("id")))
 
     # ------------------------------------------------------------------ time-up

@@ -81,7 +81,6 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def show_next(
         actor: Actor,
         challenge_id: int,
-        body: dict[str, Any],
         surface: Surface,
         sid: str | None,
         *,
@@ -103,7 +102,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
     async def start(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
         _, args = _action(body)
-        ws = ctx.workspace_key(body)
+        ws = ctx.workspace_key()
         # A modal costs a views.open within the trigger's 3 s and views.update calls after it, from the
         # workspace's Tier 4 budget (budget.py). When the budget has both to spare now (keeping half a
         # burst for the answers of players already in modals) the problem opens in a modal; in a rush it
@@ -132,7 +131,7 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
                     "Start: views.open refused (%s); the problem goes to a message", exc.response["error"]
                 )
         actor = await ctx.player_actor(body)
-        await show_next(actor, int(args[0]), body, surface, sid, replace=False)
+        await show_next(actor, int(args[0]), surface, sid, replace=False)
 
     @app.action(re.compile(r"^rz:answer:"))
     async def answer(ack: AsyncAck, body: dict[str, Any]) -> None:
@@ -183,4 +182,4 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         _, args = _action(body)
         surface, sid = _surface(body)
         actor = await ctx.player_actor(body)
-        await show_next(actor, int(args[0]), body, surface, sid, replace=True)
+        await show_next(actor, int(args[0]), surface, sid, replace=True)
