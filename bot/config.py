@@ -130,6 +130,12 @@ class Settings(BaseSettings):
     #: Slack HTTP mode (no app token): where /slack/events listens (put a TLS proxy in front).
     slack_host: str = "127.0.0.1"
     slack_port: int = Field(default=3000, ge=0, le=65535)
+    #: Our own per-workspace budget of Slack's Tier 4 methods (views.open/update/push, users.info), calls a
+    #: minute per method, and how many may go at once (bot/adapters/slack/budget.py). Slack documents Tier 4
+    #: as "100+ per minute" with bursts (https://api.slack.com/docs/rate-limits); a rush past the budget
+    #: plays in private messages instead of modals, and later calls wait their turn here instead of 429s.
+    slack_tier4_per_minute: float = Field(default=100, gt=0, le=10_000)
+    slack_tier4_burst: int = Field(default=20, ge=1, le=1_000)
     # --- Slack OAuth mode (one RankZero, many workspaces): chosen when RANKZERO_SLACK_CLIENT_ID,
     # RANKZERO_SLACK_CLIENT_SECRET and RANKZERO_SLACK_SIGNING_SECRET are set (Basic Information > App
     # Credentials). Workspaces install at https://<host>/slack/install; Slack sends the installer back to

@@ -36,10 +36,16 @@ object, chat.postMessage, views.open/update/push, rate limits):
   authenticates the app (HTTP Basic or form: ``invalid_client_id``, ``bad_client_secret``), takes the code
   once (``invalid_code``) with the same redirect URL as the authorization (``bad_redirect_uri``), and answers
   a new bot token for that workspace (Enterprise Grid: its enterprise; org-wide: ``is_enterprise_install``).
-- Rate limits: HTTP 429 with ``Retry-After`` (whole seconds) and ``error: ratelimited``. chat.postMessage
-  about one message a second per channel (a short burst allowed); other methods a budget per method and
-  workspace (Tier 4, 100+ a minute: views.*, users.info; Tier 3, 50+ a minute: chat.update,
-  conversations.info). All views.update calls of the workspace share one budget.
+- Rate limits (https://api.slack.com/docs/rate-limits): HTTP 429 with ``Retry-After`` (whole seconds) and
+  ``error: ratelimited``. chat.postMessage about one message a second per channel (a short burst
+  allowed); other methods a budget per method and workspace by tier (:data:`METHOD_TIERS`: Tier 4, 100+ a
+  minute: views.*, users.info, chat.postEphemeral; Tier 3, 50+ a minute: chat.update,
+  conversations.info), a burst of half a minute's calls (Slack gives no figure). All views.update calls
+  of the workspace share one budget.
+- response_url (https://api.slack.com/interactivity/handling#message_responses): "up to 5 times within 30
+  minutes", then ``used_url`` / ``expired_url`` (404). A post with ``response_type: ephemeral`` is a
+  private message to the clicking user (:attr:`FakeSlackApi.ephemeral`); ``replace_original`` from a click
+  on such a message replaces it.
 """
 
 from __future__ import annotations
@@ -110,16 +116,36 @@ class Bucket:
         return (1 - self.tokens) / self.per_s
 
 
+#: Slack's Web API tiers, calls a minute per method per app per workspace, as documented at
+#: https://api.slack.com/docs/rate-limits (https://docs.slack.dev/apis/web-api/rate-limits): Tier 1 "1+",
+#: Tier 2 "20+", Tier 3 "50+", Tier 4 "100+ per minute ... generous burst behavior". Slack publishes no
+#: burst size: the fake lets a Tier's bucket hold half a minute's calls (Tier 4: 50 at once), then refills
+#: at the documented rate. chat.postMessage is the Special tier: "one message per second per channel"
+#: (short bursts allowed: 3 here). response_url posts are not Web API methods and have no documented tier;
+#: they are limited by their own rule (5 uses within 30 minutes, :data:`RESPONSE_URL_USES`).
+TIER_PER_MINUTE = {1: 1, 2: 20, 3: 50, 4: 100}
+#: Each rate-limited method's tier (Slack's method reference).
+METHOD_TIERS = {
+    "chat.update": 3,
+    "conversations.info": 3,
+    "chat.postEphemeral": 4,
+    "views.open": 4,
+    "views.update": 4,
+    "views.push": 4,
+    "views.publish": 4,
+    "users.info": 4,
+}
+
+
+def _tier_bucket(tier: int) -> tuple[float, float]:
+    per_minute = TIER_PER_MINUTE[tier]
+    return (max(1.0, per_minute / 2), per_minute / 60)
+
+
 #: Budgets per method and workspace (burst, calls a second); chat.postMessage's is per channel.
 RATE_LIMITS: dict[str, tuple[float, float]] = {
     "chat.postMessage": (3, 1.0),
-    "chat.update": (20, 50 / 60),
-    "conversations.info": (20, 50 / 60),
-    "views.open": (50, 100 / 60),
-    "views.update": (50, 100 / 60),
-    "views.push": (50, 100 / 60),
-    "views.publish": (50, 100 / 60),
-    "users.info": (50, 100 / 60),
+    **{method: _tier_bucket(tier) for method, tier in METHOD_TIERS.items()},
 }
 
 
@@ -304,6 +330,8 @@ class Call:
 
     method: str
     args: dict[str, Any]
+    #: When Slack accepted it (epoch seconds): what a player sees appears then.
+    at: float = field(default_factory=time.time)
 
     def dump(self) -> str:
         """The arguments as JSON text (to search for rendered strings)."""
@@ -338,8 +366,29 @@ class SlackRefusal(Exception):
         self.retry_after = retry_after
 
 
-#: How many times a response_url may be used (Slack: 5 times within 30 minutes).
+#: How many times a response_url may be used, and for how long (Slack: "up to 5 times within 30 minutes",
+#: https://api.slack.com/interactivity/handling#message_responses); later ``used_url`` / ``expired_url``.
 RESPONSE_URL_USES = 5
+RESPONSE_URL_TTL_S = 30 * 60
+
+
+@dataclass
+class Ephemeral:
+    """A private message Slack shows one user in a channel (posted through a response_url)."""
+
+    ts: str
+    text: str
+    blocks: list[dict[str, Any]]
+    at: float
+
+
+@dataclass
+class ResponseUrl:
+    """Who a response_url answers (its user, and the private message it came from, if any), since when."""
+
+    user: str | None
+    issued: float
+    message_ts: str | None = None
 
 
 @dataclass
@@ -363,6 +412,7 @@ class FakeSlackApi:
     refused: list[tuple[str, str]] = field(default_factory=list)
     views: dict[str, ShownView] = field(default_factory=dict)
     triggers: dict[str, float | None] = field(default_factory=dict)
+    _trigger_user: dict[str, str] = field(default_factory=dict)
     bot_token: str = "xoxb-test"
     #: The bot token's scopes (auth.test sends them in X-OAuth-Scopes), as the README's manifest asks.
     scopes: set[str] = field(
@@ -404,6 +454,12 @@ class FakeSlackApi:
     _external: dict[str, str] = field(default_factory=dict)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
+    #: response_url name -> whose it is and when it was issued (see :meth:`response_url`).
+    response_urls: dict[str, ResponseUrl] = field(default_factory=dict)
+    #: user id -> the private (ephemeral) messages Slack shows them, oldest first.
+    ephemeral: dict[str, list[Ephemeral]] = field(default_factory=dict)
+    #: view id -> the user whose trigger opened it.
+    view_owner: dict[str, str] = field(default_factory=dict)
     _ts: itertools.count[int] = field(default_factory=lambda: itertools.count(1))
     _runner: web.AppRunner | None = None
     port: int = 0
@@ -426,8 +482,11 @@ class FakeSlackApi:
         """What to give AsyncWebClient(base_url=...)."""
         return f"http://127.0.0.1:{self.port}/api/"
 
-    def response_url(self, name: str) -> str:
-        """A response_url that records posts under method ``response``."""
+    def response_url(self, name: str, user: str | None = None, message_ts: str | None = None) -> str:
+        """A response_url that records posts under method ``response``: ``user``'s, from a click on their
+        private message ``message_ts`` (replace_original replaces that one) or elsewhere (a new one).
+        """
+        self.response_urls[name] = ResponseUrl(user, self.now(), message_ts)
         return f"http://127.0.0.1:{self.port}/response/{name}"
 
     @property
@@ -481,9 +540,13 @@ class FakeSlackApi:
             await self._runner.cleanup()
 
     # ------------------------------------------------------------------ what Slack's side does
-    def issue_trigger(self, trigger_id: str) -> None:
-        """A trigger_id Slack sent with an interaction, valid from now for 3 s and once."""
+    def issue_trigger(self, trigger_id: str, user: str | None = None) -> None:
+        """A trigger_id Slack sent with an interaction (by ``user``), valid from now for 3 s and once
+        (https://api.slack.com/docs/triggers: "Triggers expire in three seconds", "used only once").
+        """
         self.triggers[trigger_id] = time.monotonic()
+        if user is not None:
+            self._trigger_user[trigger_id] = user
 
     def show(self, view_id: str, view: dict[str, Any], parent: str | None = None) -> ShownView:
         """Slack shows ``view`` as ``view_id`` (opened, updated, pushed): a new hash each time."""
@@ -620,6 +683,9 @@ class FakeSlackApi:
             self._use_trigger(args.get("trigger_id"))
             vid = f"V{next(self._ts):04d}"
             shown = self.show(vid, view)
+            owner = self._trigger_user.get(str(args.get("trigger_id")))
+            if owner is not None:
+                self.view_owner[vid] = owner
             return {"view": {"id": vid, "hash": shown.hash, **view}}
         if method == "views.update":
             view = self._view_arg(args)
@@ -656,15 +722,42 @@ class FakeSlackApi:
         args = await self._args(request)
         name = request.match_info["name"]
         self._responses[name] = self._responses.get(name, 0) + 1
+        issued = self.response_urls.get(name)
+        if issued is not None and self.now() - issued.issued > RESPONSE_URL_TTL_S:
+            self.refused.append(("response", "expired_url"))
+            return web.Response(status=404, text="expired_url")
         if self._responses[name] > RESPONSE_URL_USES:
             self.refused.append(("response", "used_url"))
             return web.Response(status=404, text="used_url")
+        if isinstance(args.get("blocks"), str):
+            args["blocks"] = json.loads(args["blocks"])
         if block_problems(args.get("blocks", []), MAX_MESSAGE_BLOCKS):
             self.refused.append(("response", "invalid_blocks"))
             return web.Response(status=400, text="invalid_blocks")
         args["_name"] = name
-        self.calls.append(Call("response", args))
+        call = Call("response", args)
+        if issued is not None and issued.user is not None:
+            args["_user"] = issued.user
+            self._ephemeral(issued, args, call.at)
+        self.calls.append(call)
         return web.Response(text="ok")
+
+    def _ephemeral(self, url: ResponseUrl, args: dict[str, Any], at: float) -> None:
+        """A private message posted through ``url``: it replaces the message the click came from
+        (``replace_original`` on a click in a private message), or is a new one.
+        """
+        assert url.user is not None
+        if args.get("response_type") == "in_channel" or args.get("delete_original"):
+            return
+        mine = self.ephemeral.setdefault(url.user, [])
+        text, blocks = str(args.get("text") or ""), list(args.get("blocks") or [])
+        replace = args.get("replace_original") in (True, "true")
+        if replace and url.message_ts is not None:
+            for msg in mine:
+                if msg.ts == url.message_ts:
+                    msg.text, msg.blocks, msg.at = text, blocks, at
+                    return
+        mine.append(Ephemeral(f"1700000500.{next(self._ts):06d}", text, blocks, at))
 
     # ------------------------------------------------------------------ OAuth v2
     async def _authorize(self, request: web.Request) -> web.Response:
@@ -781,6 +874,7 @@ class FakeSlackApi:
         if method != "auth.test":
             if method in ("views.open", "views.update", "views.push"):
                 args["_view_id"] = body["view"]["id"]  # recorded, so a test knows which modal it is
+                args["_user"] = self.view_owner.get(str(body["view"]["id"]))
             self.calls.append(Call(method, args))
         headers = {"X-OAuth-Scopes": ",".join(sorted(scopes))} if method == "auth.test" else None
         return web.json_response({"ok": True, **body}, headers=headers)
@@ -877,7 +971,7 @@ class SlackSender:
         n = next(self._n)
         self._user(user)
         trigger = f"trigger-cmd-{n}"
-        self.api.issue_trigger(trigger)
+        self.api.issue_trigger(trigger, user)
         form = {
             "token": "unused",
             "team_id": self.team,
@@ -890,7 +984,7 @@ class SlackSender:
             "user_name": user.lower(),
             "command": "/rankzero",
             "text": text,
-            "response_url": self.api.response_url(f"cmd{n}"),
+            "response_url": self.api.response_url(f"cmd{n}", user),
             "trigger_id": trigger,
         }
         return await self.post(urllib.parse.urlencode(form), "application/x-www-form-urlencoded", **kw)
@@ -938,13 +1032,16 @@ class SlackSender:
         view_id: str | None = None,
         action_ts: str | None = None,
         channel: str = "C1",
+        message_ts: str | None = None,
         **kw: Any,
     ) -> httpx.Response:
-        """A button click: on the channel post (no view) or inside a modal (``view_id``)."""
+        """A button click: on the channel post (no view), on the user's private message ``message_ts``
+        (see :attr:`FakeSlackApi.ephemeral`), or inside a modal (``view_id``).
+        """
         n = next(self._n)
         self._user(user)
         trigger = f"trigger-{n}"
-        self.api.issue_trigger(trigger)
+        self.api.issue_trigger(trigger, user)
         payload: dict[str, Any] = {
             "type": "block_actions",
             "team": {"id": self.team, "domain": "test", **self._enterprise()},
@@ -960,7 +1057,8 @@ class SlackSender:
                     "action_id": action_id,
                     "block_id": "b",
                     "text": {"type": "plain_text", "text": "x"},
-                    "action_ts": action_ts or f"1700000100.{n:06d}",
+                    # When the user clicked (Slack sends the click's epoch time).
+                    "action_ts": action_ts or f"{time.time():.6f}",
                 }
             ],
         }
@@ -968,10 +1066,11 @@ class SlackSender:
             payload["container"] = {
                 "type": "message",
                 "channel_id": channel,
-                "message_ts": "1700000000.000001",
+                "message_ts": message_ts or "1700000000.000001",
+                "is_ephemeral": message_ts is not None,
             }
             payload["channel"] = {"id": channel, "name": "general"}
-            payload["response_url"] = self.api.response_url(f"act{n}")
+            payload["response_url"] = self.api.response_url(f"act{n}", user, message_ts)
         else:
             shown = self.api.views.get(view_id)
             payload["container"] = {"type": "view", "view_id": view_id}

@@ -78,7 +78,22 @@ class Harness:
         view_id = str(opened.args["_view_id"])
         filled = (await self.api.wait_for("views.update", u + 1))[-1].args
         assert filled["view_id"] == view_id
+        await self.clock_started(user, filled["view"])
         return view_id, filled["view"]
+
+    async def clock_started(self, user: str, shown: dict[str, Any]) -> None:
+        """Wait until the player's clock runs for the problem ``shown`` (it starts once Slack accepted the
+        view, just after it), so a test that moves the clock moves it from there.
+        """
+        answers = [b for b in buttons(shown) if b.startswith("rz:answer:")]
+        if not answers:
+            return
+        key = (user, int(answers[0].split(":")[2]))
+        for _ in range(1000):
+            if key in self.adapter.ctx.flow.timers.armed_keys():
+                return
+            await asyncio.sleep(0.01)
+        raise AssertionError(f"the clock of {key} never started")
 
     async def click_in_view(self, user: str, action_id: str, view_id: str, **kw: Any) -> dict[str, Any]:
         """Click inside the modal and return the next views.update."""

@@ -81,6 +81,33 @@ class ProblemFlow(Generic[S]):
         self._show(actor, card, surface, sid)
         return Shown(card=card)
 
+    async def next_shown(
+        self,
+        actor: Actor,
+        challenge_id: int,
+        surface: S,
+        show: Callable[[Shown], Awaitable[bool]],
+        surface_id: str | None = None,
+    ) -> Shown:
+        """Like :meth:`next`, but the player's clock starts only once ``show`` put the problem on their
+        screen (it returns True when the platform accepted it): a problem waiting for a slow or busy
+        platform costs the player none of its time. The deadline shown is computed just before showing,
+        so the stored one (counted from when it was shown) is never earlier than what the player reads.
+        When ``show`` returns False nothing is started: the next Start shows the problem afresh.
+        """
+        preview = await self.quiz.preview_next(actor, challenge_id)
+        sid = surface_id or _flow_id(actor, challenge_id)
+        if preview is None:
+            self._showing.pop(sid, None)
+            shown = Shown(summary=await self.quiz.summary(actor, challenge_id))
+            await show(shown)
+            return shown
+        if not await show(Shown(card=preview)):
+            return Shown(card=preview)
+        card = await self.quiz.start_problem(actor, preview.problem_id)  # a resumed one keeps its deadline
+        self._show(actor, card, surface, sid)
+        return Shown(card=card)
+
     async def answer(
         self,
         actor: Actor,

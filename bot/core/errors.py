@@ -71,3 +71,9 @@ class RateLimitedError(RankZeroError):
 
 class TooEarlyError(RankZeroError):
     """An action allowed only later (e.g. disputing a problem that is not over for the player yet)."""
+
+
+class ScheduleConflictError(RankZeroError):
+    """Another admin saved the schedule between this command's read and its write (the service reads it
+    again and applies the change on top; the admin is told what changed meanwhile).
+    """

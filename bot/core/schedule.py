@@ -94,6 +94,11 @@ class Schedule:
     channel: ChannelRef
     config: ScheduleConfig
     updated_at: dt.datetime
+    #: Bumped by every save (optimistic concurrency: a save names the version it read).
+    version: int = 1
+    #: After a save: what another admin changed between this command's read and its write (applied
+    #: first; this command's own change went on top), e.g. ``("paused", "time 09:00 -> 10:00")``.
+    changed_meanwhile: tuple[str, ...] = ()
 
 
 # ---------------------------------------------------------------------- parsing admin input

@@ -15,11 +15,12 @@ from dataclasses import dataclass, replace
 from typing import Literal
 
 from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
-from bot.core.errors import NotAdminError, NotFoundError
+from bot.core.errors import NotAdminError, NotFoundError, ScheduleConflictError
 from bot.core.models import Actor, Challenge, ChannelRef, OpenWindow
 from bot.core.ports import ChatPlatform, Clock, UnitOfWork
 from bot.core.schedule import (
     Schedule,
+    ScheduleConfig,
     local_date,
     merge,
     next_slot,
@@ -27,12 +28,44 @@ from bot.core.schedule import (
     slot_on,
     window_end,
 )
+from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
 from bot.core.standings import PeriodKey, ScopeKey
 from bot.core.tenancy import OutboundGate
 from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
+
+#: How often a schedule save reads again after another admin's save got in first.
+SAVE_ATTEMPTS = 5
+
+
+def config_changes(before: ScheduleConfig | None, after: ScheduleConfig | None) -> tuple[str, ...]:
+    """What differs from ``before`` to ``after``, in words (``"paused"``, ``"time 09:00 -> 10:00"``)."""
+    if before == after or after is None:
+        return ()
+    if before is None:
+        return ("created: " + describe_schedule(after),)
+    out: list[str] = []
+    if (before.hour, before.minute) != (after.hour, after.minute):
+        out.append(f"time {before.hour:02d}:{before.minute:02d} -> {after.hour:02d}:{after.minute:02d}")
+    if before.paused != after.paused:
+        out.append("paused" if after.paused else "resumed")
+    for name in (
+        "timezone",
+        "days",
+        "problems",
+        "time_limit_s",
+        "attempts",
+        "window_minutes",
+        "reminder_minutes",
+        "summary_day",
+    ):
+        old, new = getattr(before, name), getattr(after, name)
+        if old != new:
+            out.append(f"{name.replace('_', ' ')} {old} -> {new}")
+    return tuple(out)
+
 
 #: Default grace period for a post missed while no process was running.
 DEFAULT_GRACE = dt.timedelta(hours=1)
@@ -140,11 +173,11 @@ class ScheduleService:
         post); ``reminder`` / ``weekly_summary``: ``off`` to remove; 0 time limit/attempts: the question's.
         """
         _require_admin(actor)
-        async with self._uow() as uow:
-            channel_pk = await uow.players.ensure_channel(channel)
-            current = await uow.schedules.get_schedule(channel_pk)
-            config = merge(
-                current.config if current else None,
+        fallback_tz = channel.timezone if channel.timezone != "UTC" else self._default_tz
+
+        def change(current: ScheduleConfig | None) -> ScheduleConfig:
+            return merge(
+                current,
                 post_time=post_time,
                 timezone=timezone,
                 days=days,
@@ -154,27 +187,67 @@ class ScheduleService:
                 window=window,
                 reminder=reminder,
                 weekly_summary=weekly_summary,
-                default_timezone=channel.timezone if channel.timezone != "UTC" else self._default_tz,
+                default_timezone=fallback_tz,
             )
-            saved = await uow.schedules.save_schedule(channel_pk, config, self._clock.now())
+
+        saved = await self._save(channel, change, require_existing=False)
         log.info("schedule of %s set: %s", channel.channel_id, saved.config)
         await self._changed()
         return saved
 
+    async def _save(
+        self,
+        channel: ChannelRef,
+        change: Callable[[ScheduleConfig | None], ScheduleConfig],
+        *,
+        require_existing: bool,
+        release_suspension: bool = False,
+    ) -> Schedule:
+        """Read the channel's schedule, apply ``change`` and save it if nobody saved in between (its
+        version); else read again, apply ``change`` to what the other admin saved, and report what they
+        changed in ``changed_meanwhile``: two admins saving at once both keep their change, and a pause
+        is never silently undone.
+        """
+        seen: ScheduleConfig | None = None
+        first = True
+        for _ in range(SAVE_ATTEMPTS):
+            try:
+                async with self._uow() as uow:
+                    channel_pk = await uow.players.ensure_channel(channel)
+                    current = await uow.schedules.get_schedule(channel_pk)
+                    if current is None and require_existing:
+                        raise NotFoundError(
+                            "this channel has no schedule: set one first (schedule set --time 09:00)"
+                        )
+                    if first:
+                        seen, first = (current.config if current else None), False
+                    if release_suspension:
+                        # An admin's pause or resume is the decision from now on: a removal's mark, if
+                        # one was left, no longer applies (a reinstall must not resume what they paused).
+                        await uow.schedules.release(SUSPENDED, str(channel_pk))
+                    config = change(current.config if current else None)
+                    saved = await uow.schedules.save_schedule(
+                        channel_pk, config, self._clock.now(), current.version if current else 0
+                    )
+            except ScheduleConflictError as exc:
+                log.info("schedule of %s: %s; reading it again", channel.channel_id, exc)
+                continue
+            meanwhile = config_changes(seen, current.config if current else None)
+            return replace(saved, changed_meanwhile=meanwhile)
+        raise ScheduleConflictError(
+            "other admins kept saving this channel's schedule at the same time: look at it "
+            "(schedule show) and try again"
+        )
+
     async def pause_schedule(self, actor: Actor, channel: ChannelRef, paused: bool = True) -> Schedule:
         """Pause (or resume) a channel's schedule (admin); open challenges still close on time."""
         _require_admin(actor)
-        async with self._uow() as uow:
-            channel_pk = await uow.players.ensure_channel(channel)
-            current = await uow.schedules.get_schedule(channel_pk)
-            if current is None:
-                raise NotFoundError("this channel has no schedule: set one first (schedule set --time 09:00)")
-            # An admin's pause or resume is the decision from now on: a removal's mark, if one was left,
-            # no longer applies (a later reinstall must not resume what the admin paused).
-            await uow.schedules.release(SUSPENDED, str(channel_pk))
-            saved = await uow.schedules.save_schedule(
-                channel_pk, replace(current.config, paused=paused), self._clock.now()
-            )
+
+        def change(current: ScheduleConfig | None) -> ScheduleConfig:
+            assert current is not None
+            return replace(current, paused=paused)
+
+        saved = await self._save(channel, change, require_existing=True, release_suspension=True)
         await self._changed()
         return saved
 

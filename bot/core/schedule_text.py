@@ -72,3 +72,14 @@ def describe_schedule(schedule: Schedule | ScheduleConfig) -> str:
         parts.append(f"weekly summary on {_FULL[c.summary_day]}s")
     text = ", ".join(parts)
     return f"{text} (paused)" if c.paused else text
+
+
+def meanwhile_text(schedule: Schedule) -> str:
+    """What another admin changed while this command saved (empty when nobody did), as one sentence."""
+    if not schedule.changed_meanwhile:
+        return ""
+    return (
+        "Another admin changed this schedule at the same time ("
+        + "; ".join(schedule.changed_meanwhile)
+        + "): your change was applied on top of theirs."
+    )

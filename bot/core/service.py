@@ -436,6 +436,66 @@ class QuizService:
 
         return await self._tx.run(job, _player_key(actor))
 
+    async def preview_next(self, actor: Actor, challenge_id: int) -> ProblemCard | None:
+        """The player's next problem (see :meth:`next_problem`) as :meth:`start_problem` would show it now,
+        storing nothing but overdue time-outs: an adapter shows it first and starts the clock only once
+        the player can see it. A problem already running: its real card. None when every one is over.
+        One transaction (a rush of Starts costs this and the grouped start, nothing more).
+        """
+        now = self._clock.now()
+
+        async def job(uow: UnitOfWork) -> tuple[Challenge, dict[int, PlaySession]]:
+            player_pk = await uow.players.ensure_player(actor.player)
+            challenge = await uow.challenges.get_challenge_by_id(challenge_id)
+            if challenge is None:
+                raise NotFoundError(f"no challenge with id {challenge_id}")
+            sessions = {
+                s.problem_id: s for s in await uow.plays.sessions_in_challenge(challenge_id, player_pk)
+            }
+            for running in sessions.values():
+                if not running.finished and now >= running.deadline:
+                    await self._finish_timeout(uow, challenge, running)
+            return challenge, sessions
+
+        # Through the start path's transactions: in a rush, players pressing Start together share them.
+        challenge, sessions = await self._tx.run(job, _player_key(actor))
+        for problem in challenge.problems:
+            s = sessions.get(problem.id)
+            if s is not None and not s.finished and now < s.deadline:
+                return self._problem_card(challenge, problem, s)
+            if s is None:
+                if _ended(challenge, now):
+                    raise ChallengeClosedError(
+                        f"{_ended_text(challenge)}: wait for the next one or try `quiz`"
+                    )
+                return self._unstarted_card(challenge, problem, now)
+        return None
+
+    def _unstarted_card(self, challenge: Challenge, problem: Problem, now: dt.datetime) -> ProblemCard:
+        """A problem as it will look when started at ``now`` (nothing stored)."""
+        q = problem.question
+        deadline = now + dt.timedelta(seconds=q.time_limit_s)
+        if challenge.closes_at is not None:
+            deadline = min(deadline, challenge.closes_at)
+        return ProblemCard(
+            challenge_id=challenge.id,
+            problem_id=problem.id,
+            position=problem.position,
+            total=challenge.problem_count,
+            kind=q.kind,
+            topic=q.topic,
+            difficulty=q.difficulty,
+            prompt=q.prompt,
+            code=q.code,
+            choices=tuple((c.letter, c.text) for c in q.choices),
+            attempts_left=q.attempts,
+            attempts_total=q.attempts,
+            started_at=now,
+            deadline=deadline,
+            has_hint=bool(q.hint),
+            hint=None,
+        )
+
     async def view_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
         """The player's current view of a started problem."""
         async with self._uow() as uow:

@@ -302,6 +302,7 @@ class ScheduleRow(Base):
         CheckConstraint("days <> ''", name="days_not_empty"),
         CheckConstraint("window_minutes IS NULL OR window_minutes > 0", name="window_positive"),
         CheckConstraint("reminder_minutes IS NULL OR reminder_minutes > 0", name="reminder_positive"),
+        CheckConstraint("version > 0", name="version_positive"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -321,6 +322,8 @@ class ScheduleRow(Base):
     summary_day: Mapped[int | None] = mapped_column(Integer)
     paused: Mapped[bool] = mapped_column(Boolean, default=False)
     updated_at: Mapped[dt.datetime]
+    #: Bumped by every save; a save names the version it read (optimistic concurrency, migration 0011).
+    version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
 
 
 class SchedulerClaimRow(Base):

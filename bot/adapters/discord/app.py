@@ -31,8 +31,9 @@ from bot.adapters.discord.practice_components import PracticeButton
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
-from bot.core.models import Tenant
+from bot.core.models import Actor, PlayerRef, Tenant
 from bot.core.ports import Clock, SystemClock
+from bot.core.schedule_service import ScheduleService
 from bot.core.sharding import ShardSet
 from bot.core.tenancy import TenantAllowList
 
@@ -89,12 +90,20 @@ class _ObservedEvents:
         super().dispatch(event, *args, **kwargs)  # type: ignore[misc]
 
 
+#: Who pauses a server's schedules when the bot is removed from it (the service wants an admin actor).
+REMOVAL_ACTOR = Actor(PlayerRef(PLATFORM, "guild_remove", "Discord (bot removed)"), is_admin=True)
+
+
 class _TenantEvents:
     """Leave every server the operator did not allow (``RANKZERO_ALLOWED_TENANTS``): the ones the bot is
-    in when it connects, and any it is added to later. Mixed into both clients.
+    in when it connects, and any it is added to later. A server that removes the bot (kick, ban, server
+    deleted) gets its running schedules paused, marked as paused by the removal, so no post is tried
+    there every day; adding the bot again resumes those (not the ones an admin paused), as a Slack
+    uninstall and reinstall do. Mixed into both clients.
     """
 
     rankzero_allowed: TenantAllowList | None
+    rankzero_schedules: ScheduleService | None
     guilds: Sequence[discord.Guild]
 
     async def on_ready(self) -> None:
@@ -103,13 +112,32 @@ class _TenantEvents:
             await self._rankzero_admit(guild)
 
     async def on_guild_join(self, guild: discord.Guild) -> None:
-        """Added to a server (possible while the app is public): leave it unless it is allowed."""
-        await self._rankzero_admit(guild)
+        """Added to a server (possible while the app is public): leave it unless it is allowed; an allowed
+        one gets back the schedules its removal paused.
+        """
+        if await self._rankzero_admit(guild) and self.rankzero_schedules is not None:
+            try:
+                await self.rankzero_schedules.resume_workspace(REMOVAL_ACTOR, PLATFORM, str(guild.id))
+            except Exception:  # a database error must not break the gateway's event loop
+                log.exception(
+                    "Discord server %s added the bot again, but its schedules were not resumed", guild.id
+                )
 
-    async def _rankzero_admit(self, guild: discord.Guild) -> None:
+    async def on_guild_remove(self, guild: discord.Guild) -> None:
+        """Removed from a server (kicked, banned, the server deleted): pause its running schedules."""
+        if self.rankzero_schedules is None:
+            return
+        log.warning("Discord server %s removed the bot: pausing its schedules", guild.id)
+        try:
+            await self.rankzero_schedules.suspend_workspace(REMOVAL_ACTOR, PLATFORM, str(guild.id))
+        except Exception:  # a database error must not break the gateway's event loop
+            log.exception("could not pause the schedules of Discord server %s", guild.id)
+
+    async def _rankzero_admit(self, guild: discord.Guild) -> bool:
+        """True when the server is allowed; else leave it (False)."""
         allowed = self.rankzero_allowed
         if allowed is None or allowed.allows(Tenant(PLATFORM, str(guild.id))):
-            return
+            return True
         log.warning(
             "leaving Discord server %s (%r): it is not in RANKZERO_ALLOWED_TENANTS", guild.id, guild.name
         )
@@ -117,6 +145,7 @@ class _TenantEvents:
             await guild.leave()
         except discord.HTTPException as exc:  # its commands are refused anyway (see CommandHandler)
             log.error("could not leave Discord server %s: %s %s", guild.id, exc.status, exc.text)
+        return False
 
 
 def _can_post(permissions: discord.Permissions) -> bool:
@@ -137,6 +166,7 @@ class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_reposter: Reposter | None = None
+        self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
         self.rankzero_deadline_s: float | None = None
         self.tree = _equip(self)
@@ -156,6 +186,7 @@ class RankZeroShardedClient(_ObservedEvents, _TenantEvents, _PermissionEvents, d
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_reposter: Reposter | None = None
+        self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
         self.rankzero_deadline_s: float | None = None
         self.tree = _equip(self)
@@ -223,6 +254,7 @@ class DiscordAdapter:
         )
         register_commands(self.client.tree, self.commands)
         self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)
+        self.client.rankzero_schedules = services.schedules
         self.client.rankzero_drafts = self.commands.disputes_ui
         if self.commands.practice is not None:
             self.practice = PracticeHandler(self.commands.practice, admins=admins)

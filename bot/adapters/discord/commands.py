@@ -39,7 +39,7 @@ from bot.core.errors import PostRefusedError, RankZeroError
 from bot.core.models import Actor, PlayerRef, bounded_display_name
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
-from bot.core.schedule_text import describe_schedule
+from bot.core.schedule_text import describe_schedule, meanwhile_text
 from bot.core.service import QuizService
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, Period, Scope
 from questions.loader import BankValidationError, validate_text_async
@@ -340,7 +340,10 @@ class CommandHandler:
             options,
             self._can_post_here(interaction),
         )
-        await self._send(interaction, f"Schedule saved: {plain(describe_schedule(saved))}.")
+        # Another admin's save in between is named, not hidden behind "saved" (issue 25 §5).
+        meanwhile = meanwhile_text(saved)
+        said = f"Schedule saved: {plain(describe_schedule(saved))}."
+        await self._send(interaction, f"{plain(meanwhile)}\n{said}" if meanwhile else said)
 
     async def schedule_show(self, interaction: discord.Interaction[Any]) -> None:
         """Show the channel's schedule and next posts."""
@@ -356,7 +359,9 @@ class CommandHandler:
         saved = await self.commands.schedule_pause(
             self.actor(interaction), channel_of(interaction, self.timezone), paused=not resume
         )
-        await self._send(interaction, "Schedule resumed." if not saved.config.paused else "Schedule paused.")
+        said = "Schedule resumed." if not saved.config.paused else "Schedule paused."
+        meanwhile = meanwhile_text(saved)
+        await self._send(interaction, f"{plain(meanwhile)}\n{said}" if meanwhile else said)
 
     async def post_now(self, interaction: discord.Interaction[Any]) -> None:
         """Post today's challenge in this channel now (once per day and channel), with the channel's

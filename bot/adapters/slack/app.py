@@ -36,6 +36,7 @@ from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures, observe
+from bot.adapters.slack.budget import RequestBudget
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
@@ -165,6 +166,15 @@ def build_bolt_app(
             if not first:
                 log.info("dropped a redelivery (%s, retry %s)", key, req.headers.get("x-slack-retry-num"))
                 return BoltResponse(status=200, body="")
+        return await next()
+
+    @app.middleware
+    async def view_hashes(
+        req: AsyncBoltRequest, resp: BoltResponse, next: Callable[[], Awaitable[BoltResponse]]
+    ) -> BoltResponse | None:
+        # A click inside a modal carries the hash of the view the player sees: our next views.update of
+        # it sends that hash, so Slack refuses it if the view changed meanwhile (hash_conflict).
+        ctx.saw_view(req.body)
         return await next()
 
     failures.install(app, lambda: ctx.client)
@@ -598,6 +608,7 @@ def build_adapter(
     failures.add_retries(client)
     ctx = SlackContext(client, admins=frozenset(settings.admins), timezone=settings.default_timezone)
     ctx.allowed = settings.tenant_allow_list
+    ctx.budget = RequestBudget(settings.slack_tier4_per_minute, settings.slack_tier4_burst)
     secret = settings.slack_signing_secret.get_secret_value() if settings.slack_signing_secret else None
     app_token = settings.slack_app_token.get_secret_value() if settings.slack_app_token else None
     adapter = SlackAdapter(

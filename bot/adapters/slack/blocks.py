@@ -439,6 +439,20 @@ def message_view(text: str) -> Block:
     return _modal("RankZero", [section(esc(text))])
 
 
+def as_message(view: Block) -> Block:
+    """A problem-flow modal as a private message (a rush plays in the channel, not in modals): the same
+    blocks and buttons, with a text fallback for notifications (check :func:`fits_message` first).
+    """
+    blocks = list(view.get("blocks") or [])
+    first = blocks[0].get("text", {}).get("text", "RankZero") if blocks else "RankZero"
+    return {"text": clip(str(first), 150), "blocks": blocks}
+
+
+def fits_message(view: Block) -> bool:
+    """Whether a modal's blocks fit one message (50 blocks)."""
+    return len(view.get("blocks") or []) <= MAX_MESSAGE_BLOCKS
+
+
 # ---------------------------------------------------------------------- admin: question add
 #: block_id of each input of the question modal (= the QuestionSpec field it fills).
 QUESTION_FIELDS = (

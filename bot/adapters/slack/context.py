@@ -6,16 +6,22 @@ one service call and render the result with ``blocks``.
 
 from __future__ import annotations
 
+import asyncio
 import logging
 import time
+from collections import OrderedDict
+from collections.abc import Awaitable, Callable
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from slack_bolt.request.internals import extract_enterprise_id, extract_is_enterprise_install, extract_team_id
 from slack_sdk.errors import SlackApiError
 from slack_sdk.web.async_client import AsyncWebClient
+from slack_sdk.webhook.async_client import AsyncWebhookClient
 
 from bot.adapters.slack import blocks as bk
+from bot.adapters.slack.budget import RequestBudget
 from bot.adapters.slack.platform import PLATFORM
 from bot.adapters.slack.workspaces import Workspace
 from bot.commands.admin import AdminPolicy, PlatformRights
@@ -38,6 +44,21 @@ REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANK
 ADMIN_CACHE_S = 300.0
 #: Cached users.info answers kept before expired ones are dropped (the cache must not grow forever).
 ADMIN_CACHE_MAX = 10_000
+
+#: How many views' latest hashes (and update locks) are remembered; the oldest are forgotten first.
+VIEW_HASHES_MAX = 10_000
+
+
+@dataclass(frozen=True)
+class Surface:
+    """Where a player's problem is shown: a modal (``view_id``, changed with views.update and its hash), or
+    a private (ephemeral) message in the channel, changed through the latest click's ``response_url``
+    (Slack: 5 uses within 30 minutes each; every click brings a fresh one).
+    """
+
+    view_id: str | None = None
+    response_url: str | None = None
+
 
 #: In OAuth mode, the request being handled: its Web API client (with its workspace's bot token, made by
 #: Bolt's authorization), its bot scopes and its workspace. Set by the app's middleware; asyncio copies
@@ -71,7 +92,7 @@ class SlackContext:
         self._clock: Clock = clock or SystemClock()
         #: The shared problem flow (bot.commands.flow), built when the services are attached; its
         #: surface is the modal's view id.
-        self._flow: ProblemFlow[str] | None = None
+        self._flow: ProblemFlow[Surface] | None = None
         self._services: Services | None = None
         #: users.info answers by (workspace key, user id): whether someone is an admin is a fact about one
         #: workspace (a Grid user administers some of the org's workspaces and not others), told by that
@@ -83,6 +104,15 @@ class SlackContext:
         self.token_scopes: frozenset[str] = frozenset()
         #: The workspaces this bot serves (RANKZERO_ALLOWED_TENANTS; open: every one).
         self.allowed = TenantAllowList()
+        #: Our side of Slack's Tier 4 limits, per workspace (RANKZERO_SLACK_TIER4_*; budget.py).
+        self.budget = RequestBudget()
+        #: view id -> the hash Slack gave with the view we last showed (views.update sends it, so an update
+        #: computed from older state is refused as ``hash_conflict`` instead of overwriting newer state).
+        self._hashes: OrderedDict[str, str] = OrderedDict()
+        #: view id -> a lock that puts one view's updates in order (each waits for the previous hash).
+        self._view_locks: OrderedDict[str, asyncio.Lock] = OrderedDict()
+        #: users.info lookups queued behind the budget (kept referenced until they end).
+        self._lookups: set[asyncio.Task[object]] = set()
 
     # ------------------------------------------------------------------ the request's workspace
     @property
@@ -135,7 +165,7 @@ class SlackContext:
             self._flow.clock = clock
 
     @property
-    def flow(self) -> ProblemFlow[str]:
+    def flow(self) -> ProblemFlow[Surface]:
         """The problem flow over the services given at start."""
         if self._flow is None:
             raise RuntimeError("the Slack adapter has not been started")
@@ -256,25 +286,154 @@ class SlackContext:
         )
 
     # ------------------------------------------------------------------ views
-    async def update_view(self, view_id: str, view: dict[str, Any]) -> bool:
-        """views.update; False when the modal is gone (closed by the player). Any other refusal is raised
-        (after the client's retries), so the error handler tells the player and logs it.
+    def workspace_key(self) -> str:
+        """The budget's key for the request's workspace: the one whose token answers (OAuth mode: the
+        request's; single-workspace mode has one token, so one key), the same key every update uses.
         """
+        return self._request_workspace()
+
+    def remember_hash(self, view: dict[str, Any] | None) -> None:
+        """Keep the hash of a view Slack answered or sent (views.open/update answers, click payloads)."""
+        if not view or not view.get("id") or not view.get("hash"):
+            return
+        vid = str(view["id"])
+        self._hashes[vid] = str(view["hash"])
+        self._hashes.move_to_end(vid)
+        while len(self._hashes) > VIEW_HASHES_MAX:
+            self._hashes.popitem(last=False)
+
+    def saw_view(self, body: dict[str, Any]) -> None:
+        """A click inside a modal: its hash is what the player saw when clicking (an update of ours that
+        ends after this keeps its own, newer one: updates of a view run one at a time).
+        """
+        if body.get("type") == "block_actions":
+            self.remember_hash(body.get("view"))
+
+    def _lock(self, view_id: str) -> asyncio.Lock:
+        lock = self._view_locks.get(view_id)
+        if lock is None:
+            lock = self._view_locks[view_id] = asyncio.Lock()
+            while len(self._view_locks) > VIEW_HASHES_MAX:
+                self._view_locks.popitem(last=False)
+        return lock
+
+    async def open_view(self, trigger_id: str, view: dict[str, Any]) -> str:
+        """views.open with a trigger; returns the view id (its hash is kept for later updates)."""
+        opened = await self.client.views_open(trigger_id=trigger_id, view=view)
+        self.remember_hash(opened.get("view"))
+        return str((opened.get("view") or {})["id"])
+
+    async def update_view(
+        self,
+        view_id: str,
+        view: dict[str, Any],
+        *,
+        rerender: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+        workspace: str = "",
+    ) -> bool:
+        """views.update with the view's hash; False when the modal is gone (closed by the player) or the
+        update was stale and there is nothing fresher to show.
+
+        A ``hash_conflict`` means the modal changed since the state ``view`` was computed from (another
+        process, or a click that raced this one): Slack refused to overwrite the newer view. With
+        ``rerender`` the state is read again and shown (it includes everything stored so far, so it is at
+        least as new as what replaced ours; we do not know that view's hash, so this second write goes
+        without one); without it the stale update is dropped. Any other refusal is raised (after the
+        client's retries), so the error handler tells the player and logs it.
+        """
+        async with self._lock(view_id):
+            await self.budget.take(workspace or self._request_workspace(), "views.update")
+            try:
+                known = self._hashes.get(view_id)
+                kwargs: dict[str, Any] = {"hash": known} if known else {}
+                resp = await self.client.views_update(view_id=view_id, view=view, **kwargs)
+            except SlackApiError as exc:
+                error = exc.response.get("error")
+                if error == "not_found":
+                    log.info("views.update of %s: the modal is closed", view_id)
+                    return False
+                if error != "hash_conflict":
+                    raise
+                # The stale hash stays: until a click or our re-read shows the new one, an update
+                # computed from what we knew is refused again rather than sent blind.
+                log.info("views.update of %s refused as stale (hash_conflict)", view_id)
+                if rerender is None:
+                    return False
+                fresh = await rerender()
+                await self.budget.take(workspace or self._request_workspace(), "views.update")
+                resp = await self.client.views_update(view_id=view_id, view=fresh)
+            self.remember_hash(resp.get("view"))
+        return True
+
+    async def respond(self, url: str, message: dict[str, Any], *, replace: bool) -> bool:
+        """Show ``message`` privately through a response_url (``replace``: instead of the message the click
+        came from); False when Slack did not accept it (the URL used 5 times, expired, or refused).
+        """
+        webhook = AsyncWebhookClient(url, session=self.client.session)  # the shared connection pool
         try:
-            await self.client.views_update(view_id=view_id, view=view)
-        except SlackApiError as exc:
-            if exc.response.get("error") != "not_found":
-                raise
-            log.info("views.update of %s: the modal is closed", view_id)
+            resp = await webhook.send(response_type="ephemeral", replace_original=replace, **message)
+        except OSError as exc:
+            log.warning("a response_url post failed: %s", exc)
+            return False
+        if resp.status_code != 200:
+            log.warning("a response_url post was refused: %s %s", resp.status_code, resp.body[:80])
             return False
         return True
 
+    async def show(
+        self,
+        surface: Surface,
+        view: dict[str, Any],
+        *,
+        replace: bool = True,
+        rerender: Callable[[], Awaitable[dict[str, Any]]] | None = None,
+    ) -> bool:
+        """Show a problem-flow view on ``surface``: the modal (``rerender``: see :meth:`update_view`), or
+        the private message (its blocks; ``replace``: instead of the clicked message, else a new one).
+        """
+        if surface.view_id is not None:
+            return await self.update_view(surface.view_id, view, rerender=rerender)
+        assert surface.response_url is not None
+        return await self.respond(surface.response_url, bk.as_message(view), replace=replace)
+
+    # ------------------------------------------------------------------ players
+    async def player_actor(self, body: dict[str, Any]) -> Actor:
+        """The Actor for a player's click, never waiting on Slack's users.info budget: the cached answer,
+        else users.info when the workspace's budget allows it now, else the payload's user name (a lookup
+        is queued behind the budget, so the next click shows the display name). Admin rights are not
+        needed to play.
+        """
+        user = body["user"]
+        uid = str(user.get("id"))
+        key = (self._request_workspace(), uid)
+        cached = self._user_cache.get(key)
+        fresh = cached is not None and time.monotonic() - cached[0] < ADMIN_CACHE_S
+        if fresh or self.budget.try_take(self.workspace_key(), "users.info"):
+            return await self.actor(user, body=body)
+        task: asyncio.Task[object] = asyncio.create_task(self._lookup_later(body))
+        self._lookups.add(task)
+        task.add_done_callback(self._lookups.discard)
+        tenant_key = self.workspace_id(body)
+        return self.admin_policy.actor(
+            self.player(user),
+            PlatformRights(manages_workspace=False),
+            Tenant(PLATFORM, tenant_key) if tenant_key else None,
+        )
+
+    async def _lookup_later(self, body: dict[str, Any]) -> object:
+        await self.budget.take(self.workspace_key(), "users.info")
+        return await self._user(str(body["user"].get("id")))
+
     # ------------------------------------------------------------------ time-up
-    async def _time_up(self, view_id: str, card: ProblemCard, feedback: Feedback) -> None:
-        """A problem's time ran out while its modal shows it: say so in the modal."""
-        await self.update_view(view_id, bk.problem_view(card, feedback, note="Time is up for this problem."))
+    async def _time_up(self, surface: Surface, card: ProblemCard, feedback: Feedback) -> None:
+        """A problem's time ran out while it is still shown: say so on its modal or message."""
+        await self.show(surface, bk.problem_view(card, feedback, note="Time is up for this problem."))
 
     async def stop_timers(self) -> None:
-        """Cancel pending timers (the next Start or answer records a time-out from the DB anyway)."""
+        """Cancel pending timers (the next Start or answer records a time-out from the DB anyway) and
+        queued users.info lookups.
+        """
+        for task in list(self._lookups):
+            task.cancel()
         if self._flow is not None:
             await self._flow.close()

@@ -19,8 +19,18 @@ class ScheduleRepository(Protocol):
         """Every stored schedule (paused ones included)."""
         ...
 
-    async def save_schedule(self, channel_pk: int, config: ScheduleConfig, now: dt.datetime) -> Schedule:
-        """Insert or replace a channel's schedule; the channel takes the schedule's timezone."""
+    async def save_schedule(
+        self,
+        channel_pk: int,
+        config: ScheduleConfig,
+        now: dt.datetime,
+        expected_version: int | None = None,
+    ) -> Schedule:
+        """Insert or replace a channel's schedule; the channel takes the schedule's timezone.
+
+        ``expected_version``: the version the caller read (0: none); another stored version raises
+        ScheduleConflictError and writes nothing. None: save over whatever is stored.
+        """
         ...
 
     async def claim(self, kind: str, key: str, now: dt.datetime) -> bool:

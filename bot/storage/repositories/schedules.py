@@ -7,6 +7,7 @@ from typing import Any
 
 from sqlalchemy import delete, literal, select, update
 
+from bot.core.errors import ScheduleConflictError
 from bot.core.schedule import Schedule, ScheduleConfig
 from bot.storage.mapping import to_channel_ref
 from bot.storage.models import ChannelRow, SchedulerClaimRow, ScheduleRow
@@ -43,6 +44,7 @@ class SqlScheduleRepository(SqlRepository):
                     paused=r.paused,
                 ),
                 updated_at=r.updated_at,
+                version=r.version,
             )
             for r, c in rows
         ]
@@ -56,8 +58,19 @@ class SqlScheduleRepository(SqlRepository):
         """Every stored schedule."""
         return await self._schedules(literal(True))
 
-    async def save_schedule(self, channel_pk: int, config: ScheduleConfig, now: dt.datetime) -> Schedule:
-        """Insert or replace the channel's schedule (one row per channel) and adopt its timezone."""
+    async def save_schedule(
+        self,
+        channel_pk: int,
+        config: ScheduleConfig,
+        now: dt.datetime,
+        expected_version: int | None = None,
+    ) -> Schedule:
+        """Insert or replace the channel's schedule (one row per channel) and adopt its timezone.
+
+        ``expected_version``: the version the caller read (0: it read no schedule); when the stored one is
+        another (someone saved in between), nothing is written and :class:`ScheduleConflictError` is
+        raised. None: save whatever is stored (system changes). Every save bumps the version.
+        """
         values = {
             "post_hour": config.hour,
             "post_minute": config.minute,
@@ -72,8 +85,24 @@ class SqlScheduleRepository(SqlRepository):
             "paused": config.paused,
             "updated_at": now,
         }
-        stmt = self._db.insert(ScheduleRow).values(channel_pk=channel_pk, **values)
-        await self.s.execute(stmt.on_conflict_do_update(index_elements=["channel_pk"], set_=values))
+        insert = self._db.insert(ScheduleRow).values(channel_pk=channel_pk, version=1, **values)
+        if expected_version is None:
+            bump = {**values, "version": ScheduleRow.version + 1}
+            await self.s.execute(insert.on_conflict_do_update(index_elements=["channel_pk"], set_=bump))
+        elif expected_version == 0:
+            created = await self.s.execute(insert.on_conflict_do_nothing())
+            if not created.rowcount:  # type: ignore[attr-defined]
+                raise ScheduleConflictError("another admin created this schedule meanwhile")
+        else:
+            # On PostgreSQL a concurrent saver's UPDATE waits for ours to commit, then finds the version
+            # changed and updates nothing: the lost update becomes a conflict the service resolves.
+            changed = await self.s.execute(
+                update(ScheduleRow)
+                .where(ScheduleRow.channel_pk == channel_pk, ScheduleRow.version == expected_version)
+                .values(**values, version=ScheduleRow.version + 1)
+            )
+            if not changed.rowcount:  # type: ignore[attr-defined]
+                raise ScheduleConflictError("another admin saved this schedule meanwhile")
         # Days, streaks and leaderboards of the channel follow the schedule's timezone.
         await self.s.execute(
             update(ChannelRow).where(ChannelRow.id == channel_pk).values(timezone=config.timezone)

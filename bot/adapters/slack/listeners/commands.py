@@ -27,7 +27,7 @@ from bot.commands.parsing import (
 )
 from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef
-from bot.core.schedule_text import describe_schedule
+from bot.core.schedule_text import describe_schedule, meanwhile_text
 
 COMMAND = "/rankzero"
 
@@ -81,19 +81,22 @@ async def _schedule(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     sub = args[0] if args else "show"
+    meanwhile = ""
     if sub == "set":
         ctx.admin_policy.require(actor)
         options = parse_schedule_options(args[1:])
-        await ctx.commands.schedule_set(actor, ch, options, _can_post(ctx, ch))
+        meanwhile = meanwhile_text(await ctx.commands.schedule_set(actor, ch, options, _can_post(ctx, ch)))
     elif sub in ("pause", "resume"):
-        await ctx.commands.schedule_pause(actor, ch, paused=sub == "pause")
+        meanwhile = meanwhile_text(await ctx.commands.schedule_pause(actor, ch, paused=sub == "pause"))
     elif sub != "show":
         raise ConfigurationError("usage: /rankzero schedule show|set --time 09:00 ...|pause|resume")
     view = await ctx.commands.schedule_show(ch)
     if view is None:
         return [bk.section("This channel has no schedule: `/rankzero schedule set --time 09:00`")]
     nxt = ", ".join(bk.date_token(t) for t in view.next_posts) or "none (paused)"
-    return [bk.section(f"*Schedule* · {bk.esc(describe_schedule(view.schedule))}\nNext posts: {nxt}")]
+    said = [bk.section(f"*Schedule* · {bk.esc(describe_schedule(view.schedule))}\nNext posts: {nxt}")]
+    # Another admin's save in between is named, not hidden (issue 25 §5).
+    return [bk.section(f":warning: {bk.esc(meanwhile)}"), *said] if meanwhile else said
 
 
 def _can_post(ctx: SlackContext, ch: ChannelRef) -> PostCheck:
@@ -163,10 +166,9 @@ async def open_form_early(ctx: SlackContext, sub: str, args: list[str], body: di
     and the trigger_id expires 3 s after the command was sent); the form or the refusal replaces it.
     """
     if sub == "question" and args[:1] == ["add"]:
-        opened = await ctx.client.views_open(
-            trigger_id=body["trigger_id"], view=bk.message_view("Loading the question form…")
+        body[failures.OPENED_VIEW] = await ctx.open_view(
+            body["trigger_id"], bk.message_view("Loading the question form…")
         )
-        body[failures.OPENED_VIEW] = str(opened["view"]["id"])
 
 
 def register(app: AsyncApp, ctx: SlackContext) -> None:

@@ -39,8 +39,7 @@ _OPENED = failures.OPENED_VIEW
 async def _open_loading(ctx: SlackContext, body: dict[str, Any], title: str) -> str:
     if _OPENED in body:
         return str(body[_OPENED])
-    resp = await ctx.client.views_open(trigger_id=body["trigger_id"], view=pb.loading_view(title))
-    body[_OPENED] = str(resp["view"]["id"])
+    body[_OPENED] = await ctx.open_view(body["trigger_id"], pb.loading_view(title))
     return str(body[_OPENED])
 
 
