@@ -31,12 +31,32 @@ $(STAMP): pyproject.toml $(LOCK)
 
 # Re-resolve the lock after a change to pyproject.toml's dependencies, keeping every pin that still fits;
 # `make lock UPGRADE=1` moves every package to the newest release its range allows. Run it on Linux with
-# Python 3.11, where pip finds the torch 2.13.0 CPU wheel. Review the diff, run `make test`, commit both.
+# Python 3.11, where pip finds the torch 2.13.0 CPU wheel. Review the diff, run `make test`, commit all four.
+# The images' locks (deploy/README.md, "Images") are cut from it, constrained to its versions, so every
+# image installs what CI tested:
+#   lock-bot.txt     the bot image: RankZero's own dependencies, no extras (no torch, no dev tools)
+#   lock-runner.txt  the CPU runner image: the runner extra, torch 2.13.0+cpu
+#   lock-cuda.txt    the CUDA runner image: the runner extra with torch's CUDA build (PyPI's Linux wheel,
+#                    with its nvidia-* libraries), resolved without the local find-links that offer +cpu
+LOCK_BOT    := requirements/lock-bot.txt
+LOCK_RUNNER := requirements/lock-runner.txt
+LOCK_CUDA   := requirements/lock-cuda.txt
+LOCK_PINS   := build/lock-pins.txt
+COMPILE     := CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
+  --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host
+
 lock: setup
-	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet $(if $(UPGRADE),--upgrade) \
-	  --extra runner --extra dev --extra optimizer \
-	  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
-	  --no-emit-trusted-host -o $(LOCK) pyproject.toml
+	$(COMPILE) $(if $(UPGRADE),--upgrade) --extra runner --extra dev --extra optimizer -o $(LOCK) pyproject.toml
+	mkdir -p $(dir $(LOCK_PINS))
+	sed -n 's/^\([A-Za-z0-9][^ ]*==[^ ]*\).*/\1/p' $(LOCK) > $(LOCK_PINS)
+	$(COMPILE) -c $(LOCK_PINS) -o $(LOCK_BOT) pyproject.toml
+	$(COMPILE) -c $(LOCK_PINS) --extra runner -o $(LOCK_RUNNER) pyproject.toml
+	grep -v '^torch==' $(LOCK_PINS) > $(LOCK_PINS).cuda
+	env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(COMPILE) -c $(LOCK_PINS).cuda --extra runner \
+	  -o $(LOCK_CUDA) pyproject.toml
+	@! grep -q '^torch==' $(LOCK_BOT) || { echo "$(LOCK_BOT) pulls torch"; exit 1; }
+	@grep -q '^torch==.*+cpu' $(LOCK_RUNNER) || { echo "$(LOCK_RUNNER) lacks the CPU torch"; exit 1; }
+	@! grep -q '^torch==.*+cpu' $(LOCK_CUDA) || { echo "$(LOCK_CUDA) has the CPU torch"; exit 1; }
 
 # The runner's sandbox is bubblewrap, its syscall filter is compiled with libseccomp (Debian packages;
 # the Python bindings, pyseccomp, come with the runner extra). Installed with apt when missing.
