@@ -11,7 +11,7 @@ STAMP  := $(VENV)/.installed-stamp
 # 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
 LOCK   := requirements/lock.txt
 
-.PHONY: play test setup sandbox runner lint bench lock gpu-wheels gpu-check
+.PHONY: play test setup sandbox runner lint bench lock gpu-wheels gpu-check images images-smoke deploy-env
 
 play: setup
 	$(BIN)/rankzero play
@@ -92,3 +92,18 @@ gpu-wheels:
 
 gpu-check:
 	benchmarks/gpu_check.sh --wheels $(GPU_WHEELS) $(GPU_CHECK_ARGS)
+
+# Deploying (README.md, "Deploying"; deploy/README.md, "Images"). `make images` builds the bot, CPU runner
+# and CUDA runner images with podman (`make images SKIP_CUDA=1` leaves the several-GB CUDA one out;
+# BASE_IMAGE=docker.io/library/python:3.11-slim where a registry can be reached, else a Debian bookworm
+# base is built here with mmdebstrap). `make images-smoke` starts each one from its mounted root and
+# checks it answers (as root: podman image mount). `make deploy-env` writes .env for compose.yaml with
+# fresh random secrets, and never overwrites one.
+images:
+	deploy/images.sh
+
+images-smoke:
+	deploy/smoke.sh
+
+deploy-env:
+	python3 deploy/make_env.py .env
