@@ -37,7 +37,8 @@ $(STAMP): pyproject.toml $(LOCK)
 #   lock-bot.txt     the bot image: RankZero's own dependencies, no extras (no torch, no dev tools)
 #   lock-runner.txt  the CPU runner image: the runner extra, torch 2.13.0+cpu
 #   lock-cuda.txt    the CUDA runner image: the runner extra with torch's CUDA build (PyPI's Linux wheel,
-#                    with its nvidia-* libraries), resolved without the local find-links that offer +cpu
+#                    with its nvidia-* libraries), resolved without the local find-links that offer +cpu;
+#                    by pip's resolver, for the image's platform only (deploy/lock_from_report.py says why)
 LOCK_BOT    := requirements/lock-bot.txt
 LOCK_RUNNER := requirements/lock-runner.txt
 LOCK_CUDA   := requirements/lock-cuda.txt
@@ -52,8 +53,9 @@ lock: setup
 	$(COMPILE) -c $(LOCK_PINS) -o $(LOCK_BOT) pyproject.toml
 	$(COMPILE) -c $(LOCK_PINS) --extra runner -o $(LOCK_RUNNER) pyproject.toml
 	grep -v '^torch==' $(LOCK_PINS) > $(LOCK_PINS).cuda
-	env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(COMPILE) -c $(LOCK_PINS).cuda --extra runner \
-	  -o $(LOCK_CUDA) pyproject.toml
+	env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(BIN)/pip install --quiet --dry-run --ignore-installed \
+	  --report $(LOCK_PINS).cuda.json -c $(LOCK_PINS).cuda '.[runner]'
+	$(BIN)/python deploy/lock_from_report.py $(LOCK_PINS).cuda.json > $(LOCK_CUDA)
 	@! grep -q '^torch==' $(LOCK_BOT) || { echo "$(LOCK_BOT) pulls torch"; exit 1; }
 	@grep -q '^torch==.*+cpu' $(LOCK_RUNNER) || { echo "$(LOCK_RUNNER) lacks the CPU torch"; exit 1; }
 	@! grep -q '^torch==.*+cpu' $(LOCK_CUDA) || { echo "$(LOCK_CUDA) has the CPU torch"; exit 1; }
