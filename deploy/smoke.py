@@ -44,7 +44,7 @@ IMAGES = {
     "runner-cpu": "localhost/rankzero-runner:cpu",
     "runner-cuda": "localhost/rankzero-runner:cuda",
 }
-SITE = "opt/rankzero/lib/python3.11/site-packages"
+SITE = "opt/venv/lib/python3.11/site-packages"
 
 # What a bank dispute runs: a model wrapped in DDP and one training step, two ranks over gloo.
 DDP_TRAINING_STEP = """
@@ -148,6 +148,8 @@ def http(
             status, text = response.status, response.read().decode()
     except urllib.error.HTTPError as exc:
         status, text = exc.code, exc.read().decode()
+    except (urllib.error.URLError, OSError) as exc:  # refused, reset, timed out: no answer
+        return 0, f"no answer: {exc}"
     try:
         return status, json.loads(text)
     except ValueError:
