@@ -290,3 +290,50 @@ def test_settings_ignore_the_deploy_env_in_the_working_directory(tmp_path: Path,
             monkeypatch.delenv(name)
     settings = Settings()
     assert settings.discord_token is None and settings.secret_key is None and settings.runner_token is None
+
+
+# --- the CUDA lock's writer (deploy/lock_from_report.py) ---
+
+
+def _report_item(name: str, version: str, sha: str | None) -> dict[str, Any]:
+    archive = {"hashes": {"sha256": sha}} if sha else {}
+    return {
+        "metadata": {"name": name, "version": version},
+        "download_info": {"url": f"https://files.example/{name}-{version}.whl", "archive_info": archive},
+    }
+
+
+def _lock_from_report(tmp_path: Path, items: list[dict[str, Any]]) -> subprocess.CompletedProcess[str]:
+    report = tmp_path / "report.json"
+    report.write_text(json.dumps({"install": items}))
+    return subprocess.run(
+        [sys.executable, str(DEPLOY / "lock_from_report.py"), str(report)],
+        capture_output=True,
+        text=True,
+        check=False,
+    )
+
+
+def test_lock_from_report_pins_each_file_by_hash_in_pip_compile_names(tmp_path: Path) -> None:
+    done = _lock_from_report(
+        tmp_path,
+        [
+            _report_item("torch", "2.13.0", "a" * 64),
+            _report_item("discord.py", "2.7.1", "b" * 64),
+            _report_item("rankzero", "0.1.0", None),  # the project itself: installed from source
+        ],
+    )
+    assert done.returncode == 0, done.stderr
+    body = [line for line in done.stdout.splitlines() if not line.startswith("#")]
+    assert body == [
+        "discord-py==2.7.1 \\",
+        f"    --hash=sha256:{'b' * 64}",
+        "torch==2.13.0 \\",
+        f"    --hash=sha256:{'a' * 64}",
+    ]
+
+
+def test_lock_from_report_refuses_a_file_without_a_hash(tmp_path: Path) -> None:
+    done = _lock_from_report(tmp_path, [_report_item("numpy", "2.4.6", None)])
+    assert done.returncode == 1
+    assert "numpy 2.4.6 has no sha256" in done.stderr
