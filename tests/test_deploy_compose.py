@@ -100,9 +100,11 @@ def test_the_stack_is_postgres_migrations_once_bot_and_a_cpu_runner() -> None:
     for name in ("postgres", "bot", "runner"):
         assert services[name]["healthcheck"]["test"], name
         assert services[name]["restart"] == "unless-stopped", name
-    # The database's files are in a named volume, declared at the top level.
-    [volume] = services["postgres"]["volumes"]
-    assert volume.split(":")[0] in _compose()["volumes"]
+    # The database's files, and the bot's data folder (its HOME), are in named volumes.
+    for name, mount in (("postgres", "/var/lib/postgresql/data"), ("bot", "/var/lib/rankzero")):
+        [volume] = services[name]["volumes"]
+        source, target = volume.split(":")
+        assert source in _compose()["volumes"] and target == mount, name
     # The runner is reached over the project's network only.
     assert "ports" not in services["runner"]
     assert services["bot"]["environment"]["RANKZERO_RUNNER_URL"] == "http://runner:8765"
