@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed-stamp
 # 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
 LOCK   := requirements/lock.txt
 
-.PHONY: play test test-fast setup sandbox runner lint bench lock gpu-wheels gpu-check deploy-check
+.PHONY: play test test-fast setup sandbox runner lint bench lock gpu-wheels gpu-check deploy-check images images-smoke deploy-env
 
 play: setup
 	$(BIN)/rankzero play
@@ -39,12 +39,34 @@ $(STAMP): pyproject.toml $(LOCK)
 
 # Re-resolve the lock after a change to pyproject.toml's dependencies, keeping every pin that still fits;
 # `make lock UPGRADE=1` moves every package to the newest release its range allows. Run it on Linux with
-# Python 3.11, where pip finds the torch 2.13.0 CPU wheel. Review the diff, run `make test`, commit both.
+# Python 3.11, where pip finds the torch 2.13.0 CPU wheel. Review the diff, run `make test`, commit all four.
+# The images' locks (deploy/README.md, "Images") are cut from it, constrained to its versions, so every
+# image installs what CI tested:
+#   lock-bot.txt     the bot image: RankZero's own dependencies, no extras (no torch, no dev tools)
+#   lock-runner.txt  the CPU runner image: the runner extra, torch 2.13.0+cpu
+#   lock-cuda.txt    the CUDA runner image: the runner extra with torch's CUDA build (PyPI's Linux wheel,
+#                    with its nvidia-* libraries), resolved without the local find-links that offer +cpu;
+#                    by pip's resolver, for the image's platform only (deploy/lock_from_report.py says why)
+LOCK_BOT    := requirements/lock-bot.txt
+LOCK_RUNNER := requirements/lock-runner.txt
+LOCK_CUDA   := requirements/lock-cuda.txt
+LOCK_PINS   := build/lock-pins.txt
+COMPILE     := CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet --generate-hashes --allow-unsafe \
+  --strip-extras --no-emit-index-url --no-emit-find-links --no-emit-trusted-host
+
 lock: setup
-	CUSTOM_COMPILE_COMMAND="make lock" $(BIN)/pip-compile --quiet $(if $(UPGRADE),--upgrade) \
-	  --extra runner --extra dev --extra optimizer \
-	  --generate-hashes --allow-unsafe --strip-extras --no-emit-index-url --no-emit-find-links \
-	  --no-emit-trusted-host -o $(LOCK) pyproject.toml
+	$(COMPILE) $(if $(UPGRADE),--upgrade) --extra runner --extra dev --extra optimizer -o $(LOCK) pyproject.toml
+	mkdir -p $(dir $(LOCK_PINS))
+	sed -n 's/^\([A-Za-z0-9][^ ]*==[^ ]*\).*/\1/p' $(LOCK) > $(LOCK_PINS)
+	$(COMPILE) -c $(LOCK_PINS) -o $(LOCK_BOT) pyproject.toml
+	$(COMPILE) -c $(LOCK_PINS) --extra runner -o $(LOCK_RUNNER) pyproject.toml
+	grep -v '^torch==' $(LOCK_PINS) > $(LOCK_PINS).cuda
+	env -u PIP_FIND_LINKS PIP_CONFIG_FILE=/dev/null $(BIN)/pip install --quiet --dry-run --ignore-installed \
+	  --report $(LOCK_PINS).cuda.json -c $(LOCK_PINS).cuda '.[runner]'
+	$(BIN)/python deploy/lock_from_report.py $(LOCK_PINS).cuda.json > $(LOCK_CUDA)
+	@! grep -q '^torch==' $(LOCK_BOT) || { echo "$(LOCK_BOT) pulls torch"; exit 1; }
+	@grep -q '^torch==.*+cpu' $(LOCK_RUNNER) || { echo "$(LOCK_RUNNER) lacks the CPU torch"; exit 1; }
+	@! grep -q '^torch==.*+cpu' $(LOCK_CUDA) || { echo "$(LOCK_CUDA) has the CPU torch"; exit 1; }
 
 # The runner's sandbox is bubblewrap, its syscall filter is compiled with libseccomp (Debian packages;
 # the Python bindings, pyseccomp, come with the runner extra). Installed with apt when missing.
@@ -93,3 +115,18 @@ $(DEPLOY_CHECK_VENV)/.installed:
 
 deploy-check: $(DEPLOY_CHECK_VENV)/.installed
 	VALIDATE=$(DEPLOY_CHECK_VENV)/bin/kubernetes-validate CHECKOV=$(DEPLOY_CHECK_VENV)/bin/checkov deploy/check.sh
+
+# Deploying (README.md, "Deploying"; deploy/README.md, "Images"). `make images` builds the bot, CPU runner
+# and CUDA runner images with podman (`make images SKIP_CUDA=1` leaves the several-GB CUDA one out;
+# BASE_IMAGE=docker.io/library/python:3.11-slim where a registry can be reached, else a Debian bookworm
+# base is built here with mmdebstrap). `make images-smoke` starts each one from its mounted root and
+# checks it answers (as root: podman image mount). `make deploy-env` writes .env for compose.yaml with
+# fresh random secrets, and never overwrites one.
+images:
+	deploy/images.sh
+
+images-smoke:
+	deploy/smoke.sh
+
+deploy-env:
+	python3 deploy/make_env.py .env
