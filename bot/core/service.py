@@ -56,6 +56,7 @@ from bot.core.models import (
     StandingRow,
     Tenant,
 )
+from bot.core.outbox import Delivery, Outbox, OutboxTiming, cause_of
 from bot.core.ports import (
     AlreadyExistsError,
     AttemptConflictError,
@@ -100,6 +101,19 @@ def _player_key(actor: Actor) -> tuple[str, str]:
     return (actor.player.platform, actor.player.user_id)
 
 
+def _not_posted(delivery: Delivery) -> str | None:
+    """Why results are not in the channel after their first delivery (None: they are, or being posted)."""
+    if delivery.status == "retrying":
+        when = f" at {delivery.retry_at.astimezone(dt.UTC):%H:%M} UTC" if delivery.retry_at else ""
+        return (
+            f"{delivery.cause}. They are queued: RankZero tries again{when} and keeps trying (the admin "
+            "channel is told, and told if it gives up)"
+        )
+    if delivery.status == "gave_up":
+        return f"{delivery.cause}. RankZero gave up posting them (the admin channel is told)"
+    return None
+
+
 def _award(code: str) -> BadgeAward:
     info = scoring.BADGES[code]
     return BadgeAward(info.code, info.name, info.emoji, info.description)
@@ -117,9 +131,11 @@ class QuizService:
         problems_per_challenge: int = 5,
         seed: int | None = None,
         transactions: Transactions | None = None,
+        outbox: OutboxTiming | None = None,
     ) -> None:
         """``transactions`` runs the start and answer paths (default: a transaction each; the app passes
-        a ``GroupCommit`` so that players clicking together share transactions).
+        a ``GroupCommit`` so that players clicking together share transactions). ``outbox``: the lease,
+        backoff and give-up times of the posts' outbox (bot/core/outbox.py).
         """
         if problems_per_challenge < 1:
             raise ConfigurationError("problems per challenge must be at least 1")
@@ -129,6 +145,15 @@ class QuizService:
         self._platform = platform
         self._n = problems_per_challenge
         self._seed = seed
+        #: Every post to the platform goes through it (queued with its cause, marked sent when accepted).
+        self.outbox = Outbox(
+            uow_factory,
+            clock,
+            platform,
+            results=self._results,
+            challenge_card=self.challenge_card,
+            timing=outbox or OutboxTiming(),
+        )
 
     # ------------------------------------------------------------------ challenges
     async def open_challenge(
@@ -140,11 +165,14 @@ class QuizService:
         problems: int | None = None,
         time_limit_s: int | None = None,
         attempts: int | None = None,
+        queue_post: bool = False,
     ) -> tuple[Challenge, bool]:
         """Get or create a channel's challenge for ``day`` (default: today in the channel's timezone).
 
         Returns (challenge, created). Unique per (channel, day): concurrent callers get the same one.
         A schedule passes its window end, problem count and time limit / attempts overrides.
+        ``queue_post``: a created challenge's post is queued in the outbox in the same transaction, so a
+        crash right after leaves it to be posted, never lost.
         """
         now = self._clock.now()
         day = day or local_day(now, channel.timezone)
@@ -186,6 +214,8 @@ class QuizService:
                 )
             except AlreadyExistsError:
                 challenge = None
+            if challenge is not None and queue_post:
+                await self.outbox.queue(uow, challenge, "challenge")
         if challenge is None:
             # Another process created it between our read and insert: read theirs.
             async with self._uow() as uow:
@@ -207,7 +237,15 @@ class QuizService:
         time_limit_s: int | None = None,
         attempts: int | None = None,
     ) -> ChallengeCard:
-        """Create the day's challenge (once) and post it on the platform if this call created it."""
+        """Create the day's challenge (once) and post it: created and queued in the outbox in one
+        transaction, then delivered. A challenge that exists unposted (refused before, but played, so not
+        removed; created before the outbox) is delivered now too; the outbox row is the claim, so two
+        callers at once post it once.
+
+        A refusal propagates (the admins were told by the platform) after the challenge is removed when
+        nobody saw nor played it, so the next post (a retried job, the admin's post-now once the bot may
+        post) creates and posts it again; a challenge that stays is retried by the outbox.
+        """
         challenge, created = await self.open_challenge(
             channel,
             day,
@@ -215,38 +253,23 @@ class QuizService:
             problems=problems,
             time_limit_s=time_limit_s,
             attempts=attempts,
+            queue_post=self._platform is not None,
         )
         card = self.challenge_card(challenge)
-        if self._platform is not None and await self._claim_post(challenge, created):
+        unposted = challenge.message_ref is None and challenge.status == "open"
+        if self._platform is not None and (created or unposted):
+            async with self._uow() as uow:
+                item_id = await self.outbox.queue(uow, challenge, "challenge")
+            if item_id is None:  # pragma: no cover - queue answers an id whenever there is a platform
+                return card
             try:
-                ref = await self._platform.post_challenge(channel, card)
+                await self.outbox.deliver(item_id, now_due=not created, reraise=True)
             except Exception:
-                # The platform refused (or the post failed): nobody can see this challenge. Remove it when it
-                # was never posted nor played, so the next post (a retried job, the admin's post-now once
-                # the bot may post, a Discord permission fix) creates and posts it again; a challenge
-                # already played stays and is posted again through the claim above.
                 async with self._uow() as uow:
                     removed = await uow.challenges.delete_unposted_challenge(challenge.id)
                 log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
                 raise
-            if ref is not None:
-                async with self._uow() as uow:
-                    await uow.challenges.set_message_ref(challenge.id, ref)
         return card
-
-    async def _claim_post(self, challenge: Challenge, created: bool) -> bool:
-        """Whether this call posts ``challenge``: the call that created it, or a later one when it was
-        never posted (the platform refused it) and is still open. One caller per challenge and minute
-        (a database claim), so a retry racing the first post or another retry cannot post twice.
-        """
-        if not created and (challenge.message_ref is not None or challenge.status != "open"):
-            return False
-        now = self._clock.now()
-        async with self._uow() as uow:
-            claimed = await uow.schedules.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
-        # The creator always posts: its claim only keeps re-posters off during its first minute. A claim it
-        # finds taken belongs to a refused challenge removed this minute whose id SQLite gave out again.
-        return claimed or created
 
     @staticmethod
     def challenge_card(challenge: Challenge) -> ChallengeCard:
@@ -709,9 +732,17 @@ class QuizService:
             card = await self._results(uow, challenge)
             notes = await uow.corrections.take_correction_notes(challenge.channel_pk, now)
             card = dataclasses.replace(card, notes=tuple(notes))
-        if self._platform is not None:
-            await self._platform.post_results(challenge.channel, card, challenge.message_ref)
-        return card
+            # Queued with the close, in its transaction: if the post fails (or this process dies), the
+            # outbox still has it, where a retried close would only find the challenge "already closed".
+            item_id = await self.outbox.queue(uow, challenge, "results", {"notes": list(notes)})
+        if item_id is None:
+            return card
+        try:
+            delivery = await self.outbox.deliver(item_id)
+        except Exception as exc:  # the database failed after the close: the outbox job retries it
+            log.exception("delivering the results of challenge %s failed; the outbox retries", challenge_id)
+            delivery = Delivery("retrying", cause_of(exc))
+        return dataclasses.replace(card, not_posted=_not_posted(delivery))
 
     async def results(self, challenge_id: int) -> ResultsCard:
         """The results of a challenge as they stand (closed or not)."""
