@@ -72,7 +72,7 @@ def test_sigkill_between_claim_and_send_then_restart_posts_once(
     record.unlink()  # the platform works again
     second = Serve(db_url, record, log, **FAST)
     procs.append(second)
-    [post] = _wait_for(record, "post", 1)
+    [post] = _wait_for(record, "post", 1, timeout=300)
     assert post["pid"] == second.proc.pid
     time.sleep(2.0)  # its outbox job has run several more times
     after = _claimed_post(db_url)
@@ -84,7 +84,7 @@ def test_sigkill_between_claim_and_send_then_restart_posts_once(
 
     third = Serve(db_url, record, log, **FAST)  # a later restart: nothing left to send
     procs.append(third)
-    third.wait_healthy()
+    third.wait_healthy(timeout=300)
     time.sleep(1.5)
     assert third.stop() == 0
     assert _kinds(record) == ["post"], log.read_text()[-3000:]
