@@ -21,9 +21,17 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.adapters import registry
 from bot.adapters.registry import Adapter
 from bot.config import Settings
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DeliveryNotice,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.dispute_service import DisputeService
 from bot.core.models import ChannelRef, PlayerRef
+from bot.core.outbox import OutboxTiming
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
 from bot.core.practice import PracticeService
 from bot.core.quota import RunnerQuota
@@ -117,6 +125,12 @@ async def build_app(
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),
         telemetry=metrics,
+        outbox=OutboxTiming(
+            lease_s=settings.outbox_lease_s,
+            retry_base_s=settings.outbox_retry_base_s,
+            retry_max_s=settings.outbox_retry_max_s,
+            give_up_s=settings.outbox_give_up_s,
+        ),
     )
     practice = PracticeService(uow, clock)
     owned: OwnedRunner | None = None
@@ -223,6 +237,11 @@ class PlatformRouter:
         """Post on the channel's platform."""
         if (platform := self._for(channel)) is not None:
             await platform.post_weekly_summary(channel, card)
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        """Tell the admins on the channel's platform (only there: another platform's admins are not its)."""
+        if (platform := self._for(channel)) is not None:
+            await platform.post_delivery_notice(channel, notice)
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """DM the player on their platform (a player of a platform this process does not serve: error)."""
@@ -334,6 +353,7 @@ async def build_services(
         owns=shards.owns if (shards := settings.discord_shard_set) is not None else None,
         sync_interval_s=settings.schedule_sync_s,
         job_deadline_s=settings.job_deadline_s,
+        outbox_interval_s=settings.outbox_interval_s,
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),
         on_job_start=metrics.job_started,

@@ -199,6 +199,17 @@ class Settings(BaseSettings):
     #: Seconds serve takes to stop after SIGTERM/SIGINT, whatever the database does; work still running
     #: then is abandoned (and named in the log).
     shutdown_timeout_s: float = Field(default=15.0, gt=0, le=600)
+    # --- the outbox (bot/core/outbox.py): posts queued with their cause until the platform accepts them.
+    #: Seconds a sender holds a queued post: a process killed mid-send leaves it to another (or to the
+    #: restart) after this long. Longer than one post can take.
+    outbox_lease_s: float = Field(default=120.0, gt=0, le=3600)
+    #: Seconds before the first retry of a refused post; doubled per try up to ``outbox_retry_max_s``.
+    outbox_retry_base_s: float = Field(default=30.0, gt=0, le=3600)
+    outbox_retry_max_s: float = Field(default=1800.0, gt=0, le=86400)
+    #: Seconds after it was queued that a post still refused is given up (the admins are told).
+    outbox_give_up_s: float = Field(default=86400.0, gt=0, le=7 * 86400)
+    #: How often the scheduler delivers the queued posts that are due, seconds.
+    outbox_interval_s: float = Field(default=15.0, gt=0, le=3600)
 
     @field_validator("allowed_tenants")
     @classmethod

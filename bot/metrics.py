@@ -19,7 +19,14 @@ from typing import TYPE_CHECKING, TypeVar
 
 from prometheus_client import CollectorRegistry, Counter, Gauge, Histogram, generate_latest
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DeliveryNotice,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef, Tenant
 from bot.core.tenancy import OutboundGate, TenantAllowList
@@ -204,6 +211,10 @@ class MeteredPlatform:
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Post through the inner platform, counted."""
         await self._count("admin_notice", lambda: self._inner.post_admin_notice(notice))
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        """Post through the inner platform, counted (the outbox telling admins a post failed)."""
+        await self._count("delivery_notice", lambda: self._inner.post_delivery_notice(channel, notice))
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """Send through the inner platform, counted."""

@@ -8,6 +8,8 @@ rebuilt or duplicated job can never act on stale data. Job ids are deterministic
 - ``close:<challenge id>`` date job at the stored ``closes_at``
 - ``remind:<challenge id>`` date job ``reminder_minutes`` before ``closes_at``
 - ``sync``                 interval job: rebuild when a schedule changed in another process
+- ``outbox``               interval job: deliver the queued posts that are due (bot/core/outbox.py): a
+                           failed results post, reminder or daily post, one a dead process claimed
 - ``retry:<job id>``       date job: a failed job tried again (exponential backoff)
 
 A failed job (the database or the platform did not answer) is retried with exponential backoff until it
@@ -211,6 +213,7 @@ class RankZeroScheduler:
         optimize_interval_s: float = 86400.0,
         job_deadline_s: float | None = 120.0,
         on_job_start: Callable[[str, float], None] | None = None,
+        outbox_interval_s: float = 15.0,
     ) -> None:
         """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
         process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
@@ -225,7 +228,10 @@ class RankZeroScheduler:
         ``retry_max_s`` between tries. ``job_deadline_s``: how long one run of a job may take (None: no
         bound); past it the run is cancelled and counts as a failure. ``on_job_start(job id, lag)``: told
         of every run the job table starts, ``lag`` seconds after its due time (the scheduler-lag metric).
+        ``outbox_interval_s``: how often the outbox's due posts are delivered (each post's own backoff
+        decides when it is due).
         """
+        self._outbox_interval_s = outbox_interval_s
         self._schedules = schedules
         self._retry_base_s = retry_base_s
         self._retry_max_s = retry_max_s
@@ -262,6 +268,8 @@ class RankZeroScheduler:
         self._schedules.subscribe(self.rebuild)
         await self._close_overdue()
         await self.rebuild()
+        # Posts queued before a crash or a restart (a claimed daily post never sent, failed results).
+        await self._own_task(self._deliver_outbox())
         for schedule in await self._served():
             if not schedule.config.paused:
                 # Missed while down: the post, and the weekly summary, are made now within grace.
@@ -274,6 +282,12 @@ class RankZeroScheduler:
             seconds=self._sync_interval_s, start_date=self._clock.now() + every, timezone=dt.UTC
         )
         self._add("sync", self._sync, sync, None)
+        outbox = IntervalTrigger(
+            seconds=self._outbox_interval_s,
+            start_date=self._clock.now() + dt.timedelta(seconds=self._outbox_interval_s),
+            timezone=dt.UTC,
+        )
+        self._add("outbox", self._deliver_outbox, outbox, None)
         if self._nudge is not None:
             await self._own_task(self._send_nudges())
             hourly = IntervalTrigger(
@@ -495,6 +509,14 @@ class RankZeroScheduler:
             await self._schedules.weekly_summary(channel_pk)
 
         await self._guard(f"summary:{channel_pk}", body)
+
+    async def _deliver_outbox(self) -> None:
+        async def body() -> None:
+            sent = await self._schedules.deliver_outbox(self._serves)
+            if sent:
+                log.info("outbox: %d queued post(s) delivered", sent)
+
+        await self._guard("outbox", body)
 
     async def _send_nudges(self) -> None:
         nudge = self._nudge

@@ -17,6 +17,7 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   404 ``10062 Unknown interaction`` for a callback later than 3 s (and so after 15 minutes);
   401 ``50027 Invalid Webhook Token`` for a follow-up or @original edit after the token's 15 minutes
   (what the API answers then: discord/discord-api-docs#6851).
+- 404 ``10003 Unknown Channel`` for every call on a deleted channel (:attr:`FakeDiscord.deleted_channels`).
 - 403 ``50001 Missing Access`` (no View Channel) / ``50013 Missing Permissions`` (no Send Messages, or
   embeds without Embed Links) / ``160002`` (a reply without Read Message History, or a thread without
   Create Public Threads: 50013) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
@@ -475,6 +476,8 @@ class FakeDiscord:
         self.dms_closed: set[int] = set()
         #: channel id -> the bot's permission bits there (absent: every permission)
         self.permissions: dict[int, int] = {}
+        #: Channels an admin deleted: every call on them is 404 ``10003 Unknown Channel``.
+        self.deleted_channels: set[int] = set()
         #: interaction token -> (interaction id, when it was created on :meth:`now`'s clock)
         self.interactions: dict[str, tuple[int, float]] = {}
         #: Autocomplete answers by interaction token: the choices the bot offered.
@@ -684,6 +687,8 @@ class FakeDiscord:
             if method == m and re.fullmatch(pattern, path):
                 del self._failures[i]
                 return _json(error, status=status)
+        if (hit := re.match(r"/channels/(\d+)(/|$)", path)) and int(hit[1]) in self.deleted_channels:
+            return _json({"message": "Unknown Channel", "code": 10003}, status=404)
         if path in self.files:
             return web.Response(body=self.files[path])
         if m == "GET" and path == "/gateway/bot":

@@ -6,7 +6,14 @@ import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DeliveryNotice,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
 
@@ -71,6 +78,7 @@ class FakePlatform:
     reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
     summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
     admin_notices: list[AdminNotice] = field(default_factory=list)
+    delivery_notices: list[tuple[ChannelRef, DeliveryNotice]] = field(default_factory=list)
     nudges: list[tuple[PlayerRef, PracticeNudgeCard]] = field(default_factory=list)
     #: User ids whose DMs are closed: a nudge to them fails as on the real platforms.
     unreachable: set[str] = field(default_factory=set)
@@ -90,6 +98,9 @@ class FakePlatform:
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         self.admin_notices.append(notice)
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        self.delivery_notices.append((channel, notice))
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         if player.user_id in self.unreachable:

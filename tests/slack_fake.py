@@ -19,7 +19,9 @@ object, chat.postMessage, views.open/update/push, rate limits):
   ``exchanged_trigger_id``. views.update/push/open name a view that exists (``not_found``); a ``hash``
   that is not the view's current one is a ``hash_conflict``.
 - Channels: an unknown channel (or a private one the bot is not in) is ``channel_not_found``; a channel
-  the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``).
+  the bot has not joined is ``not_in_channel`` (a public one is fine with ``chat:write.public``); an
+  archived one takes no post or edit (``is_archived``). chat.update of a deleted message is
+  ``message_not_found``.
   chat.postMessage to a known user's id is a DM from the app (``chat:write``); an unknown user id is
   ``channel_not_found``.
   users.info of an unknown user is ``user_not_found``; a workspace listed in ``members`` answers from
@@ -157,6 +159,8 @@ class Channel:
     member: bool = True
     private: bool = False
     team: str = TEAM
+    #: An archived channel takes no posts or edits (``is_archived``).
+    archived: bool = False
 
 
 @dataclass
@@ -451,6 +455,8 @@ class FakeSlackApi:
     clock_offset_s: float = 0.0
     #: Live refresh tokens -> the workspace token they renew (its team, scopes, org-wide...).
     refresh_tokens: dict[str, Token] = field(default_factory=dict)
+    #: Messages deleted in Slack (channel, ts): chat.update of one is ``message_not_found``.
+    deleted: set[tuple[str, str]] = field(default_factory=set)
     _external: dict[str, str] = field(default_factory=dict)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
@@ -504,6 +510,10 @@ class FakeSlackApi:
         for t in gone:
             self.tokens[t].revoked = True
         return gone
+
+    def delete_message(self, channel: str, ts: str) -> None:
+        """Someone deletes a message in Slack (chat.update of it is then ``message_not_found``)."""
+        self.deleted.add((channel, ts))
 
     def token_of(self, team: str) -> str:
         """The live bot token of a workspace (AssertionError when it has none)."""
@@ -612,6 +622,8 @@ class FakeSlackApi:
         scopes = self._scopes(args)
         if post and not channel.member and (channel.private or "chat:write.public" not in scopes):
             raise SlackRefusal("not_in_channel")
+        if post and channel.archived:
+            raise SlackRefusal("is_archived")
         return channel
 
     def _view_arg(self, args: dict[str, Any]) -> dict[str, Any]:
@@ -662,6 +674,8 @@ class FakeSlackApi:
         if method in ("chat.postMessage", "chat.update"):
             self._need("chat:write", args)
             self._channel(args, post=True)
+            if method == "chat.update" and (str(args.get("channel")), str(args.get("ts"))) in self.deleted:
+                raise SlackRefusal("message_not_found")
             self._blocks_arg(args)
             return {
                 "channel": args.get("channel"),

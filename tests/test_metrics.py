@@ -290,10 +290,11 @@ def test_a_serve_process_counts_its_post_and_logs_json_lines(db: str, tmp_path: 
     import time
     import urllib.request
 
-    from tests.test_serve_process import RANKZERO, ROOT, _free_port, _schedule_now, _wait_for
+    from tests.net import free_port
+    from tests.test_serve_process import RANKZERO, ROOT, _schedule_now, _wait_for
 
     _schedule_now(db)
-    record, log, port = tmp_path / "posts.jsonl", tmp_path / "serve.log", _free_port()
+    record, log, port = tmp_path / "posts.jsonl", tmp_path / "serve.log", free_port()
     env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
     env |= {
         "RANKZERO_DATABASE_URL": db,

@@ -90,7 +90,8 @@ class _Clock:
 class Serve:
     """One ``rankzero serve`` process with its own health port."""
 
-    def __init__(self, db_url: str, record: Path, log: Path) -> None:
+    def __init__(self, db_url: str, record: Path, log: Path, **extra_env: str) -> None:
+        """``extra_env``: more settings (``RANKZERO_...`` names) for this process."""
         self.port = free_port()
         env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
         env |= {
@@ -99,6 +100,7 @@ class Serve:
             "RANKZERO_HEALTH_PORT": str(self.port),
             "RANKZERO_SCHEDULE_SYNC_S": "0.5",
         }
+        env |= extra_env
         self._log = log.open("ab")
         self.proc = subprocess.Popen(
             [*RANKZERO, "serve"], cwd=ROOT, env=env, stdout=self._log, stderr=subprocess.STDOUT

@@ -154,6 +154,44 @@ class ResultsCard:
     notes: tuple[str, ...] = ()
     #: The day's finishers on a streak of 2+ days, longest first (milestones included, at most 10).
     streaks: tuple[StreakLine, ...] = ()
+    #: Why the results are not in the channel yet (the outbox retries them; the admins are told); None:
+    #: posted (or no platform to post on).
+    not_posted: str | None = None
+
+
+@dataclass(frozen=True)
+class DeliveryNotice:
+    """For the admins: a post the platform keeps refusing (told once per cause), or one given up on."""
+
+    #: ``challenge``, ``reminder`` or ``results`` (bot/core/outbox.py).
+    kind: str
+    challenge_id: int
+    title: str
+    day: dt.date
+    #: What the platform answered, in words (escaped where it is shown).
+    cause: str
+    #: When it is tried next; None: given up (nobody will try again).
+    retry_at: dt.datetime | None
+    tries: int
+
+    @property
+    def what(self) -> str:
+        """The post in words: "the results of Multi-GPU challenge · 2026-11-25"."""
+        noun = {"challenge": "the post", "reminder": "the closing reminder", "results": "the results"}
+        return f"{noun.get(self.kind, self.kind)} of {self.title} (challenge #{self.challenge_id})"
+
+    def text(self) -> str:
+        """The notice as plain sentences (each platform escapes and decorates it)."""
+        head = f"RankZero could not post {self.what}: {self.cause}."
+        if self.retry_at is None:
+            return (
+                f"{head} It gave up after {self.tries} tries: nobody will try again, so fix the cause and "
+                "tell the channel yourself."
+            )
+        return (
+            f"{head} It tries again at {self.retry_at.astimezone(dt.UTC):%H:%M} UTC and keeps trying "
+            "(you are told again only if the cause changes, or when it gives up)."
+        )
 
 
 @dataclass(frozen=True)

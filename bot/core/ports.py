@@ -11,13 +11,21 @@ import datetime as dt
 from types import TracebackType
 from typing import Protocol
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DeliveryNotice,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
 from bot.core.repositories import (
     ChallengeRepository,
     CorrectionRepository,
     DisputeRepository,
+    OutboxRepository,
     PlayerRepository,
     PlayRepository,
     PracticeRepository,
@@ -94,6 +102,12 @@ class ChatPlatform(Protocol):
 
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Tell the configured admin channel something needs a human (e.g. a contradicted answer)."""
+        ...
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        """Tell the admins of ``channel``'s tenant that a post of it keeps failing or was given up on
+        (the admin channel; the log when there is none). Never raises for a refusal of its own.
+        """
         ...
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
@@ -202,4 +216,9 @@ class UnitOfWork(Protocol):
     @property
     def practice_settings(self) -> PracticeSettingsRepository:
         """Each player's FSRS parameters and daily-nudge setting."""
+        ...
+
+    @property
+    def outbox(self) -> OutboxRepository:
+        """Outgoing posts queued until the platform accepts them."""
         ...

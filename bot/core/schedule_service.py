@@ -14,7 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard
 from bot.core.errors import NotAdminError, NotFoundError, ScheduleConflictError
 from bot.core.models import Actor, Challenge, ChannelRef, OpenWindow
 from bot.core.ports import ChatPlatform, Clock, UnitOfWork
@@ -403,12 +403,12 @@ class ScheduleService:
         async with self._uow() as uow:
             existing = await uow.challenges.get_challenge(channel_pk, day)
         if existing is not None and existing.closes_at is not None:
-            # Posted already (another process, this job before a restart, an admin's post-now): nothing
-            # was missed, whatever the time is now.
+            # Posted already (another process, this job before a restart, an admin's post-now), or queued
+            # in the outbox (a crash between creating it and posting it): nothing was missed, whatever the
+            # time is now; the outbox delivers what is queued.
             closes = existing.closes_at
-            return PostOutcome(
-                "posted", "already posted", existing.id, closes, self.reminder_at(schedule, closes)
-            )
+            said = "already posted" if existing.message_ref else "queued: the outbox posts it"
+            return PostOutcome("posted", said, existing.id, closes, self.reminder_at(schedule, closes))
         late = now - slot
         closes_at = window_end(cfg, slot)
         # The window counts from the slot, not from now: a late post whose window is (nearly) over would
@@ -531,10 +531,18 @@ class ScheduleService:
                 "reminder", str(challenge_id), now
             ):
                 return False
-        card = ReminderCard(challenge.id, challenge.title, challenge.day, challenge.closes_at)
-        if self._platform is not None:
-            await self._platform.post_reminder(challenge.channel, card, challenge.message_ref)
+            # Queued with its claim: a failed post (or a crash) leaves it to the outbox, not lost.
+            item_id = await self._quiz.outbox.queue(uow, challenge, "reminder")
+        if item_id is not None:
+            await self._quiz.outbox.deliver(item_id)
         return True
+
+    async def deliver_outbox(self, serves: Callable[[ChannelRef], bool] | None = None) -> int:
+        """Deliver the queued posts that are due (the channels this process ``serves``); how many went
+        out now. A post another process holds is left to it.
+        """
+        done = await self._quiz.outbox.drain(serves)
+        return sum(1 for d in done if d.status == "sent")
 
     async def weekly_summary(self, channel_pk: int) -> LeaderboardCard | None:
         """Post the channel's leaderboard of the week before the summary day (local), once per week.

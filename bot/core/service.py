@@ -56,6 +56,7 @@ from bot.core.models import (
     StandingRow,
     Tenant,
 )
+from bot.core.outbox import Delivery, Outbox, OutboxTiming, cause_of
 from bot.core.ports import (
     AlreadyExistsError,
     AttemptConflictError,
@@ -78,9 +79,6 @@ log = logging.getLogger(__name__)
 _ATTEMPT_RETRIES = 5
 #: Closing a challenge again after the database aborted it to break a deadlock.
 _CLOSE_RETRIES = 3
-#: How long the process that created a challenge has for its post (its job's deadline is 120 s): before
-#: that, another caller that finds the challenge unposted leaves the post to the creator.
-CREATOR_POST_GRACE = dt.timedelta(minutes=5)
 #: Streak lengths announced as milestones in the results post (7 and 30 are also badges).
 STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
 #: At most this many streak lines in a results post (longest first).
@@ -105,6 +103,19 @@ def _player_key(actor: Actor) -> tuple[str, str]:
     return (actor.player.platform, actor.player.user_id)
 
 
+def _not_posted(delivery: Delivery) -> str | None:
+    """Why results are not in the channel after their first delivery (None: they are, or being posted)."""
+    if delivery.status == "retrying":
+        when = f" at {delivery.retry_at.astimezone(dt.UTC):%H:%M} UTC" if delivery.retry_at else ""
+        return (
+            f"{delivery.cause}. They are queued: RankZero tries again{when} and keeps trying (the admin "
+            "channel is told, and told if it gives up)"
+        )
+    if delivery.status == "gave_up":
+        return f"{delivery.cause}. RankZero gave up posting them (the admin channel is told)"
+    return None
+
+
 def _award(code: str) -> BadgeAward:
     info = scoring.BADGES[code]
     return BadgeAward(info.code, info.name, info.emoji, info.description)
@@ -123,10 +134,12 @@ class QuizService:
         seed: int | None = None,
         transactions: Transactions | None = None,
         telemetry: Telemetry | None = None,
+        outbox: OutboxTiming | None = None,
     ) -> None:
         """``transactions`` runs the start and answer paths (default: a transaction each; the app passes
         a ``GroupCommit`` so that players clicking together share transactions). ``telemetry``: where
-        recorded answers are counted (the process's metrics; default nowhere).
+        recorded answers are counted (the process's metrics; default nowhere). ``outbox``: the lease,
+        backoff and give-up times of the posts' outbox (bot/core/outbox.py).
         """
         if problems_per_challenge < 1:
             raise ConfigurationError("problems per challenge must be at least 1")
@@ -137,6 +150,15 @@ class QuizService:
         self._n = problems_per_challenge
         self._seed = seed
         self._telemetry: Telemetry = telemetry or NoTelemetry()
+        #: Every post to the platform goes through it (queued with its cause, marked sent when accepted).
+        self.outbox = Outbox(
+            uow_factory,
+            clock,
+            platform,
+            results=self._results,
+            challenge_card=self.challenge_card,
+            timing=outbox or OutboxTiming(),
+        )
 
     # ------------------------------------------------------------------ challenges
     async def open_challenge(
@@ -148,14 +170,14 @@ class QuizService:
         problems: int | None = None,
         time_limit_s: int | None = None,
         attempts: int | None = None,
-        posting: bool = False,
+        queue_post: bool = False,
     ) -> tuple[Challenge, bool]:
         """Get or create a channel's challenge for ``day`` (default: today in the channel's timezone).
 
         Returns (challenge, created). Unique per (channel, day): concurrent callers get the same one.
-        A schedule passes its window end, problem count and time limit / attempts overrides. ``posting``:
-        the caller posts the challenge it creates; the creation then also claims that post, in the same
-        transaction (:meth:`_claim_post`).
+        A schedule passes its window end, problem count and time limit / attempts overrides.
+        ``queue_post``: a created challenge's post is queued in the outbox in the same transaction, so a
+        crash right after leaves it to be posted, never lost.
         """
         now = self._clock.now()
         day = day or local_day(now, channel.timezone)
@@ -195,12 +217,10 @@ class QuizService:
                     time_limit_s=time_limit_s,
                     attempts=attempts,
                 )
-                if posting:
-                    # With the row, not after it: a replica that finds the challenge a moment later sees
-                    # the creator's claim and leaves the post to it (see _claim_post).
-                    await uow.schedules.claim("post", f"{challenge.id}:creator", now)
             except AlreadyExistsError:
                 challenge = None
+            if challenge is not None and queue_post:
+                await self.outbox.queue(uow, challenge, "challenge")
         if challenge is None:
             # Another process created it between our read and insert: read theirs.
             async with self._uow() as uow:
@@ -222,7 +242,15 @@ class QuizService:
         time_limit_s: int | None = None,
         attempts: int | None = None,
     ) -> ChallengeCard:
-        """Create the day's challenge (once) and post it on the platform if this call created it."""
+        """Create the day's challenge (once) and post it: created and queued in the outbox in one
+        transaction, then delivered. A challenge that exists unposted (refused before, but played, so not
+        removed; created before the outbox) is delivered now too; the outbox row is the claim, so two
+        callers at once post it once.
+
+        A refusal propagates (the admins were told by the platform) after the challenge is removed when
+        nobody saw nor played it, so the next post (a retried job, the admin's post-now once the bot may
+        post) creates and posts it again; a challenge that stays is retried by the outbox.
+        """
         challenge, created = await self.open_challenge(
             channel,
             day,
@@ -230,51 +258,23 @@ class QuizService:
             problems=problems,
             time_limit_s=time_limit_s,
             attempts=attempts,
-            posting=self._platform is not None,
+            queue_post=self._platform is not None,
         )
         card = self.challenge_card(challenge)
-        if self._platform is not None and await self._claim_post(challenge, created):
+        unposted = challenge.message_ref is None and challenge.status == "open"
+        if self._platform is not None and (created or unposted):
+            async with self._uow() as uow:
+                item_id = await self.outbox.queue(uow, challenge, "challenge")
+            if item_id is None:  # pragma: no cover - queue answers an id whenever there is a platform
+                return card
             try:
-                ref = await self._platform.post_challenge(channel, card)
+                await self.outbox.deliver(item_id, now_due=not created, reraise=True)
             except Exception:
-                # The platform refused (or the post failed): nobody can see this challenge. Remove it when it
-                # was never posted nor played, so the next post (a retried job, the admin's post-now once
-                # the bot may post, a Discord permission fix) creates and posts it again; a challenge
-                # already played stays and is posted again through the claim above.
                 async with self._uow() as uow:
                     removed = await uow.challenges.delete_unposted_challenge(challenge.id)
-                    if not removed:
-                        # Kept (played already): the next post may go at once, the creator is done.
-                        await uow.schedules.release("post", f"{challenge.id}:creator")
                 log.warning("posting challenge %s failed; removed unposted: %s", challenge.id, removed)
                 raise
-            if ref is not None:
-                async with self._uow() as uow:
-                    await uow.challenges.set_message_ref(challenge.id, ref)
         return card
-
-    async def _claim_post(self, challenge: Challenge, created: bool) -> bool:
-        """Whether this call posts ``challenge``: the call that created it, or a later one when it was
-        never posted (the platform refused it, or it was opened without a post: ``rankzero play``) and is
-        still open. One caller per challenge and minute (a database claim), so a retry racing the first
-        post or another retry cannot post twice.
-
-        The creator claimed its post with the challenge (``<id>:creator``, one transaction): a caller that
-        finds the challenge unposted while the creator may still be posting (within
-        :data:`CREATOR_POST_GRACE` of its opening) posts nothing. Without that, a second replica whose
-        scheduled job read "no challenge yet" just before the creator committed would post it too.
-        """
-        if created:
-            return True
-        if challenge.message_ref is not None or challenge.status != "open":
-            return False
-        now = self._clock.now()
-        async with self._uow() as uow:
-            creator_posting = not await uow.schedules.claim("post", f"{challenge.id}:creator", now)
-            if creator_posting and now - challenge.opened_at < CREATOR_POST_GRACE:
-                # The claim found the creator's and wrote nothing.
-                return False
-            return await uow.schedules.claim("post", f"{challenge.id}:{now:%Y%m%dT%H%M}", now)
 
     @staticmethod
     def challenge_card(challenge: Challenge) -> ChallengeCard:
@@ -800,9 +800,17 @@ class QuizService:
             card = await self._results(uow, challenge)
             notes = await uow.corrections.take_correction_notes(challenge.channel_pk, now)
             card = dataclasses.replace(card, notes=tuple(notes))
-        if self._platform is not None:
-            await self._platform.post_results(challenge.channel, card, challenge.message_ref)
-        return card
+            # Queued with the close, in its transaction: if the post fails (or this process dies), the
+            # outbox still has it, where a retried close would only find the challenge "already closed".
+            item_id = await self.outbox.queue(uow, challenge, "results", {"notes": list(notes)})
+        if item_id is None:
+            return card
+        try:
+            delivery = await self.outbox.deliver(item_id)
+        except Exception as exc:  # the database failed after the close: the outbox job retries it
+            log.exception("delivering the results of challenge %s failed; the outbox retries", challenge_id)
+            delivery = Delivery("retrying", cause_of(exc))
+        return dataclasses.replace(card, not_posted=_not_posted(delivery))
 
     async def results(self, challenge_id: int) -> ResultsCard:
         """The results of a challenge as they stand (closed or not)."""

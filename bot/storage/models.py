@@ -612,6 +612,54 @@ class DeliveredEventRow(Base):
     seen_at: Mapped[dt.datetime] = mapped_column(index=True)
 
 
+# ---------------------------------------------------------------- the outbox (issue 25)
+#: What the outbox delivers (bot/core/outbox.py).
+OUTBOX_KINDS = ("challenge", "reminder", "results")
+#: pending: to deliver; sent: the platform accepted it; failed: given up (the admins were told).
+OUTBOX_STATES = ("pending", "sent", "failed")
+
+
+class OutboxRow(Base):
+    """An outgoing post, written in the transaction of the state change that causes it (a challenge
+    created, a reminder claimed, a challenge closed) and marked sent only once the platform accepted it.
+
+    The row is the claim: a sender takes it with ``UPDATE ... WHERE claimed_until < now`` (one winner on
+    PostgreSQL and SQLite alike) for a lease; a sender that dies mid-send leaves it pending, and the next
+    one takes it when the lease ends. One row per (kind, key): a post is queued once.
+    """
+
+    __tablename__ = "outbox"
+    __table_args__ = (
+        UniqueConstraint("kind", "key"),
+        CheckConstraint("kind IN ('challenge', 'reminder', 'results')", name="kind_valid"),
+        CheckConstraint("status IN ('pending', 'sent', 'failed')", name="status_valid"),
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
+        CheckConstraint("attempts >= 0", name="attempts_not_negative"),
+        Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
+    )
+
+    id: Mapped[int] = mapped_column(Integer, primary_key=True)
+    #: The tenant of the channel it goes to (``<platform>:<workspace id>``).
+    tenant: Mapped[str] = mapped_column(TENANT_KEY, index=True)
+    channel_pk: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
+    challenge_id: Mapped[int] = mapped_column(ForeignKey("challenges.id", ondelete="CASCADE"), index=True)
+    kind: Mapped[str] = mapped_column(String(16))
+    key: Mapped[str] = mapped_column(String(120))
+    #: What the post needs beyond the stored challenge (the results' correction notes).
+    payload: Mapped[dict[str, Any]]
+    status: Mapped[str] = mapped_column(String(8), default="pending")
+    attempts: Mapped[int] = mapped_column(Integer, default=0)
+    next_attempt_at: Mapped[dt.datetime]
+    #: A sender holds it until then (NULL: nobody).
+    claimed_until: Mapped[dt.datetime | None]
+    last_error: Mapped[str | None] = mapped_column(String(500))
+    #: The cause the admins were last told of (each cause is told once).
+    told: Mapped[str | None] = mapped_column(String(200))
+    message_ref: Mapped[str | None] = mapped_column(String(200))
+    created_at: Mapped[dt.datetime]
+    sent_at: Mapped[dt.datetime | None]
+
+
 # ---------------------------------------------------------------- Slack OAuth installs (issue 17)
 # slack_sdk's AsyncSQLAlchemyInstallationStore and AsyncSQLAlchemyOAuthStateStore read and write these three
 # tables through their own Table objects (built by their public build_*_table class methods); the tables

@@ -17,6 +17,7 @@ from bot.core.ports import TransientConflictError, UnitOfWork
 from bot.storage.repositories.challenges import SqlChallengeRepository
 from bot.storage.repositories.corrections import SqlCorrectionRepository
 from bot.storage.repositories.disputes import SqlDisputeRepository
+from bot.storage.repositories.outbox import SqlOutboxRepository
 from bot.storage.repositories.players import SqlPlayerRepository
 from bot.storage.repositories.plays import SqlPlayRepository
 from bot.storage.repositories.practice import SqlPracticeRepository, SqlPracticeSettingsRepository
@@ -45,6 +46,7 @@ class SqlUnitOfWork:
         self.corrections = SqlCorrectionRepository(db, self.challenges, self.plays)
         self.practice = SqlPracticeRepository(db)
         self.practice_settings = SqlPracticeSettingsRepository(db)
+        self.outbox = SqlOutboxRepository(db)
 
     @property
     def s(self) -> AsyncSession:

@@ -20,6 +20,7 @@ from bot.adapters.console import dispute_render, render
 from bot.adapters.console.safe import visible
 from bot.core.cards import (
     ChallengeCard,
+    DeliveryNotice,
     LeaderboardCard,
     PracticeNudgeCard,
     ProblemCard,
@@ -93,6 +94,10 @@ class ConsolePlatform:
     async def post_admin_notice(self, notice: AdminNotice) -> None:
         """Print the notice (the terminal is its own admin channel)."""
         self._console.print(dispute_render.admin_notice(notice))
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        """Print that a post keeps failing (the terminal is its own admin channel)."""
+        self._console.print(f"[bold red]⚠️ {escape(visible(notice.text()))}[/]")
 
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
         """Print the closing reminder."""

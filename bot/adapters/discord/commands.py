@@ -404,9 +404,13 @@ class CommandHandler:
     async def close_now(self, interaction: discord.Interaction[Any], challenge: int) -> None:
         """Close a challenge now; its results are posted by the service."""
         results = await self.commands.close_challenge(self.actor(interaction), challenge)
-        await self._send(
-            interaction, "Closed; results posted." if results else "That challenge was already closed."
-        )
+        if results is None:
+            text = "That challenge was already closed."
+        elif results.not_posted is not None:
+            text = f"Closed. The results are **not posted yet**: {safe_text(results.not_posted)}."
+        else:
+            text = "Closed; results posted."
+        await self._send(interaction, text)
 
     async def add_question(self, interaction: discord.Interaction[Any], spec: dict[str, Any]) -> None:
         """Validate a modal's question with the YAML schema, then import it (or list the errors)."""

@@ -9,7 +9,14 @@ import discord
 from bot.adapters.discord import dispute_render, practice_render, render
 from bot.adapters.discord.sanitize import no_mentions, safe_text, split_text
 from bot.adapters.notices import NoticeThrottle
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DeliveryNotice,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
 
@@ -74,13 +81,28 @@ class DiscordPlatform:
         # A refused post is retried until it works; the admins hear of each cause once per period.
         if not self.notices.first(f"{channel.channel_id}:{card.day}:{exc.status}:{exc.code}"):
             return
+        await self._tell_admins(channel, text)
+
+    async def _tell_admins(self, channel: ChannelRef, text: str) -> None:
+        """A message in the admin channel; the log is the report when there is none (or it is the very
+        channel that fails), or when it refuses too.
+        """
         if self.admin_channel_id is None or str(self.admin_channel_id) == channel.channel_id:
             return  # the log is the report (set RANKZERO_DISCORD_ADMIN_CHANNEL_ID to be told in Discord)
         try:
             target = self.client.get_partial_messageable(self.admin_channel_id)
-            await target.send(text, allowed_mentions=no_mentions())
+            for chunk in split_text(text):
+                await target.send(chunk, allowed_mentions=no_mentions())
         except discord.HTTPException as failed:
             log.error("the admin channel %s refused the report too: %s", self.admin_channel_id, failed)
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        """Tell the admin channel that a post of ``channel`` keeps failing, or was given up on (the outbox
+        tells each cause once; bot/core/outbox.py).
+        """
+        text = f"⚠️ {safe_text(notice.text())} (channel <#{channel.channel_id}>)"
+        log.error("%s", text)
+        await self._tell_admins(channel, text)
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Post the results and disable the original post's Start button (best effort)."""

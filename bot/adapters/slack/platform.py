@@ -29,7 +29,14 @@ from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import permissions
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.workspaces import Workspace
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DeliveryNotice,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+)
 from bot.core.disputes import AdminNotice
 from bot.core.errors import PostRefusedError
 from bot.core.models import ChannelRef, PlayerRef
@@ -38,6 +45,8 @@ log = logging.getLogger(__name__)
 
 #: The ChannelRef.platform of Slack channels.
 PLATFORM = "slack"
+#: chat.update's answer when the daily post was deleted: the results go to the channel, not its thread.
+GONE = frozenset({"message_not_found"})
 #: A rotating token is renewed when it expires within this many minutes (Bolt's default, for requests).
 ROTATE_BEFORE_MIN = 120
 
@@ -191,29 +200,62 @@ class SlackPlatform:
             log.error("could not post to the admin channel (%s): %s", exc.response.get("error"), text)
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
-        """Mark the daily post closed and post the results (in its thread when known)."""
+        """Post the results (in the daily post's thread when there is one) and mark the daily post closed.
+
+        The results come first and do not depend on the edit: a daily post someone deleted
+        (``message_not_found``) or cannot be edited any more only costs the "closed" mark, and the results
+        are then posted to the channel itself rather than into the thread of a message that is gone. A
+        refusal of the results post itself is raised as a PostRefusedError saying what to do (the outbox
+        retries it and tells the admins).
+        """
         ref = split_ref(message_ref)
         client = await self.client_for(channel)
-        if ref is not None:
+        thread = ref[1] if ref is not None else None
+        if ref is not None and not await self._mark_closed(client, ref, card):
+            thread = None  # the daily post is gone: its thread with it
+        try:
+            await self._post(
+                channel.channel_id,
+                bk.results_blocks(card),
+                f"Results · {bk.esc(card.title)}",
+                thread_ts=thread,
+                client=client,
+            )
+        except SlackApiError as exc:
+            raise permissions.refusal(exc, channel.channel_id) from exc
+
+    async def _mark_closed(self, client: AsyncWebClient, ref: tuple[str, str], card: ResultsCard) -> bool:
+        """Edit the daily post to its closed form; False when the post no longer exists. Any other
+        refusal (an archived channel, the bot removed) is logged and left to the results post, which
+        meets the same cause and reports it.
+        """
+        try:
             await client.chat_update(
                 channel=ref[0], ts=ref[1], blocks=bk.closed_blocks(card), text=bk.esc(card.title)
             )
-        await self._post(
-            channel.channel_id,
-            bk.results_blocks(card),
-            f"Results · {bk.esc(card.title)}",
-            thread_ts=ref[1] if ref else None,
-            client=client,
-        )
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            log.warning("could not mark the daily post %s:%s closed: %s", ref[0], ref[1], error)
+            return error not in GONE
+        return True
 
     async def post_reminder(self, channel: ChannelRef, card: ReminderCard, message_ref: str | None) -> None:
-        """Remind the channel before the window closes."""
-        await self._post(
-            channel.channel_id,
-            bk.reminder_blocks(card),
-            f"{bk.esc(card.title)} closes soon",
-            client=await self.client_for(channel),
-        )
+        """Remind the channel before the window closes (a refusal: a PostRefusedError saying what to do)."""
+        try:
+            await self._post(
+                channel.channel_id,
+                bk.reminder_blocks(card),
+                f"{bk.esc(card.title)} closes soon",
+                client=await self.client_for(channel),
+            )
+        except SlackApiError as exc:
+            raise permissions.refusal(exc, channel.channel_id) from exc
+
+    async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
+        """Tell the admin channel that a post of ``channel`` keeps failing or was given up (the outbox tells
+        each cause once; bot/core/outbox.py).
+        """
+        await self._tell_admins(f":warning: {bk.esc(notice.text())} (channel <#{channel.channel_id}>)")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""

@@ -14,6 +14,7 @@ One module per port here, mirrored by its implementation in bot/storage/reposito
 ``corrections``    answer corrections: re-judging stored plays and moving their points
 ``practice``       quizzes, flashcard reviews and explain answers (never in standings)
 ``practice_settings`` each player's fitted FSRS parameters and daily-nudge opt-in and claims
+``outbox``         outgoing posts queued with the state change that causes them, until sent
 =================  ==========================================================================
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from bot.core.repositories.challenges import ChallengeRepository
 from bot.core.repositories.corrections import CorrectionRepository, QuestionPlay
 from bot.core.repositories.disputes import DisputeRecord, DisputeRepository, QuestionFlag
+from bot.core.repositories.outbox import OutboxItem, OutboxKind, OutboxRepository
 from bot.core.repositories.players import PlayerRepository
 from bot.core.repositories.plays import AnswerWrite, PlayRepository, ProblemTally
 from bot.core.repositories.practice import PracticeRepository, PracticeSettingsRepository
@@ -36,6 +38,9 @@ __all__ = [
     "CorrectionRepository",
     "DisputeRecord",
     "DisputeRepository",
+    "OutboxItem",
+    "OutboxKind",
+    "OutboxRepository",
     "PlayRepository",
     "PlayerRepository",
     "PracticeRepository",

@@ -123,7 +123,12 @@ async def _close_now(
     results = await ctx.commands.close_now(actor, ch, parse_close_now(args, command=COMMAND + " "))
     if results is None:
         return [bk.section("That challenge was already closed.")]
-    return [bk.section(f"Closed *{bk.esc(results.title)}*: {results.players} players; results posted.")]
+    closed = f"Closed *{bk.esc(results.title)}*: {results.players} players"
+    if results.not_posted is not None:
+        # The close stands (answers are over); the admin hears why the results are not out, and that the
+        # outbox goes on trying: pressing again would only say "already closed".
+        return [bk.section(f"{closed}. The results are *not posted yet*: {bk.esc(results.not_posted)}.")]
+    return [bk.section(f"{closed}; results posted.")]
 
 
 async def _question(

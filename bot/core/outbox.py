@@ -1,0 +1,269 @@
+"""The outbox: every outgoing post (the daily post, its reminder, its results) is a row written in the
+transaction of the state change that causes it, and marked sent only after the platform accepted it.
+
+Why: a close committed before its results were posted used to lose them for good when the post failed
+(the retry found the challenge "already closed"), and a crash between creating the day's challenge and
+posting it lost the day's post. Now the row survives both: a sender delivers it whenever it can.
+
+Delivering one row (:meth:`Outbox.deliver`):
+
+1. claim it: one conditional UPDATE takes it for a lease (``lease_s``), so one sender at a time holds it,
+   across processes, on PostgreSQL and SQLite (bot/storage/repositories/outbox.py);
+2. build the card from the stored challenge (results as they stand at the close, with the correction notes
+   the close took) and skip what can no longer succeed or matter (a reminder for a challenge that closed,
+   the post of a challenge that closed);
+3. call the platform (outside any transaction);
+4. mark it sent (the daily post's message reference saved with it, in one transaction); or record the
+   failure: retried with exponential backoff (``retry_base_s`` doubling up to ``retry_max_s``), the
+   admins told once per cause (the cause is kept in the row, so a restart or another process does not
+   tell again), and given up only after ``give_up_s``, with a last notice to the admins.
+
+A sender killed between 1 and 4 leaves the row pending: once its lease ends the next sender (the
+scheduler's ``outbox`` job in any process, or a restart) delivers it. Exactly once then holds unless the
+process dies after the platform accepted the post and before step 4 commits (a window of one database
+write): the platform has no idempotency key to ask, so that post would be sent again (at least once).
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import datetime as dt
+import logging
+from collections.abc import Awaitable, Callable
+from dataclasses import dataclass
+from typing import Any, Literal
+
+from bot.core.cards import ChallengeCard, DeliveryNotice, ReminderCard, ResultsCard
+from bot.core.errors import RankZeroError
+from bot.core.models import Challenge, ChannelRef
+from bot.core.ports import AlreadyExistsError, ChatPlatform, Clock, UnitOfWork
+from bot.core.repositories.outbox import OutboxItem, OutboxKind
+
+log = logging.getLogger(__name__)
+
+#: Defaults (settings: RANKZERO_OUTBOX_*).
+LEASE_S = 120.0
+RETRY_BASE_S = 30.0
+RETRY_MAX_S = 30 * 60.0
+GIVE_UP_S = 24 * 3600.0
+#: Rows taken per pass of :meth:`Outbox.drain`.
+DRAIN_BATCH = 50
+
+
+@dataclass(frozen=True)
+class OutboxTiming:
+    """How long a sender holds a post (``lease_s``: longer than one platform call can take), the backoff
+    between tries, and when a post is given up (counted from when it was queued).
+    """
+
+    lease_s: float = LEASE_S
+    retry_base_s: float = RETRY_BASE_S
+    retry_max_s: float = RETRY_MAX_S
+    give_up_s: float = GIVE_UP_S
+
+
+@dataclass(frozen=True)
+class Delivery:
+    """What one delivery did: ``sent``; ``retrying`` (failed, due again at ``retry_at``); ``gave_up``;
+    ``skipped`` (it could no longer matter); ``busy`` (another sender holds it, or it is done already).
+    """
+
+    status: Literal["sent", "retrying", "gave_up", "skipped", "busy"]
+    cause: str | None = None
+    retry_at: dt.datetime | None = None
+    message_ref: str | None = None
+
+
+def cause_of(exc: BaseException) -> str:
+    """The failure in one line an admin can act on: a domain refusal (the platform adapters translate
+    theirs, with what to do) as is; anything else by type and first line.
+    """
+    text = str(exc).strip()
+    if isinstance(exc, RankZeroError):
+        return text[:300] or type(exc).__name__
+    if not text and isinstance(exc, TimeoutError):
+        text = "the platform did not answer in time"
+    return f"{type(exc).__name__}: {text}".splitlines()[0][:300]
+
+
+ResultsBuilder = Callable[[UnitOfWork, Challenge], Awaitable[ResultsCard]]
+CardBuilder = Callable[[Challenge], ChallengeCard]
+
+
+class Outbox:
+    """Queues posts in the caller's transaction and delivers them (see the module doc)."""
+
+    def __init__(
+        self,
+        uow_factory: Callable[[], UnitOfWork],
+        clock: Clock,
+        platform: ChatPlatform | None,
+        *,
+        results: ResultsBuilder,
+        challenge_card: CardBuilder,
+        timing: OutboxTiming | None = None,
+    ) -> None:
+        """``results`` / ``challenge_card``: how the quiz service builds those cards from a challenge."""
+        self._uow = uow_factory
+        self._clock = clock
+        self.platform = platform
+        self._results = results
+        self._challenge_card = challenge_card
+        self.timing = timing or OutboxTiming()
+
+    @property
+    def enabled(self) -> bool:
+        """Whether there is a platform to deliver to (no platform: nothing is queued)."""
+        return self.platform is not None
+
+    async def queue(
+        self,
+        uow: UnitOfWork,
+        challenge: Challenge,
+        kind: OutboxKind,
+        payload: dict[str, Any] | None = None,
+    ) -> int | None:
+        """Queue ``kind`` for ``challenge`` in the caller's transaction ``uow``; its id (the existing one
+        when it was queued before), or None when there is no platform.
+        """
+        if self.platform is None:
+            return None
+        try:
+            return await uow.outbox.add(
+                challenge.channel.tenant,
+                challenge.channel_pk,
+                challenge.id,
+                kind,
+                payload or {},
+                self._clock.now(),
+            )
+        except AlreadyExistsError:
+            found = await uow.outbox.find(challenge.id, kind)
+            return found.id if found is not None else None
+
+    async def deliver(self, item_id: int, *, now_due: bool = False, reraise: bool = False) -> Delivery:
+        """Deliver one queued post if no other sender holds it (the module doc's steps).
+
+        ``now_due``: try it now even when its next try is later (an admin's post-now after a fix).
+        ``reraise``: a platform failure is recorded as usual and then raised (the daily post's caller
+        removes a challenge nobody saw); otherwise it is returned as ``retrying`` / ``gave_up``.
+        """
+        now = self._clock.now()
+        async with self._uow() as uow:
+            item = await uow.outbox.claim(
+                item_id, now, now + dt.timedelta(seconds=self.timing.lease_s), any_time=now_due
+            )
+            challenge = await uow.challenges.get_challenge_by_id(item.challenge_id) if item else None
+            if item is None or challenge is None:
+                return Delivery("busy")
+            skip = self._pointless(item, challenge, now)
+            if skip is None:
+                card: Any = await self._card(uow, item, challenge)
+            else:
+                await uow.outbox.mark_failed(item.id, skip, item.told, None)
+        if skip is not None:
+            log.info("outbox: %s of challenge %s skipped: %s", item.kind, challenge.id, skip)
+            return Delivery("skipped", skip)
+        assert self.platform is not None
+        try:
+            ref = await self._send(challenge, item, card)
+        except Exception as exc:
+            delivery = await self._failed(item, challenge, exc)
+            if reraise:
+                raise
+            return delivery
+        async with self._uow() as uow:
+            await uow.outbox.mark_sent(item.id, self._clock.now(), ref)
+            if item.kind == "challenge" and ref is not None:
+                await uow.challenges.set_message_ref(challenge.id, ref)
+        if item.attempts > 1:
+            log.warning("outbox: %s of challenge %s sent at try %d", item.kind, challenge.id, item.attempts)
+        return Delivery("sent", message_ref=ref)
+
+    async def drain(self, serves: Callable[[ChannelRef], bool] | None = None) -> list[Delivery]:
+        """Deliver every due post of the channels this process ``serves`` (None: all); what each did.
+
+        Run by the scheduler's ``outbox`` job and at its start. A row another process holds is skipped
+        (``busy``), so several processes draining together send each post once.
+        """
+        done: list[Delivery] = []
+        async with self._uow() as uow:
+            due = await uow.outbox.due(self._clock.now(), DRAIN_BATCH)
+        for item_id, channel in due:
+            if serves is not None and not serves(channel):
+                continue
+            done.append(await self.deliver(item_id))
+        return done
+
+    # ------------------------------------------------------------------ the steps
+    @staticmethod
+    def _pointless(item: OutboxItem, challenge: Challenge, now: dt.datetime) -> str | None:
+        """Why sending ``item`` now could no longer matter (None: send it)."""
+        if item.kind == "reminder" and (
+            challenge.status != "open" or (challenge.closes_at is not None and now >= challenge.closes_at)
+        ):
+            return "the challenge closed before its reminder could be posted"
+        if item.kind == "challenge" and challenge.status != "open":
+            return "the challenge closed before it could be posted (its results say so)"
+        return None
+
+    async def _card(self, uow: UnitOfWork, item: OutboxItem, challenge: Challenge) -> Any:
+        if item.kind == "results":
+            card = await self._results(uow, challenge)
+            return dataclasses.replace(card, notes=tuple(str(n) for n in item.payload.get("notes", ())))
+        if item.kind == "reminder":
+            assert challenge.closes_at is not None
+            return ReminderCard(challenge.id, challenge.title, challenge.day, challenge.closes_at)
+        return self._challenge_card(challenge)
+
+    async def _send(self, challenge: Challenge, item: OutboxItem, card: Any) -> str | None:
+        assert self.platform is not None
+        channel = challenge.channel
+        if item.kind == "results":
+            await self.platform.post_results(channel, card, challenge.message_ref)
+            return None
+        if item.kind == "reminder":
+            await self.platform.post_reminder(channel, card, challenge.message_ref)
+            return None
+        return await self.platform.post_challenge(channel, card)
+
+    def retry_delay(self, tries: int) -> dt.timedelta:
+        """How long after its ``tries``-th failed try a post is tried again."""
+        return dt.timedelta(
+            seconds=min(self.timing.retry_base_s * 2 ** max(tries - 1, 0), self.timing.retry_max_s)
+        )
+
+    async def _failed(self, item: OutboxItem, challenge: Challenge, exc: Exception) -> Delivery:
+        now = self._clock.now()
+        cause = cause_of(exc)
+        retry_at: dt.datetime | None = now + self.retry_delay(item.attempts)
+        if now - item.created_at >= dt.timedelta(seconds=self.timing.give_up_s):
+            retry_at = None
+        notice = DeliveryNotice(
+            item.kind, challenge.id, challenge.title, challenge.day, cause, retry_at, item.attempts
+        )
+        # Once per cause: a refusal repeats at every retry until someone fixes it. The daily post's own
+        # refusal is told by the platform already (it knows the permission to grant); its give-up is ours.
+        told = item.told
+        tell = retry_at is None or (cause != item.told and item.kind != "challenge")
+        log.log(
+            logging.ERROR if retry_at is None else logging.WARNING,
+            "outbox: %s of challenge %s failed (try %d): %s; %s",
+            item.kind,
+            challenge.id,
+            item.attempts,
+            cause,
+            "given up" if retry_at is None else f"retrying at {retry_at.isoformat()}",
+            exc_info=not isinstance(exc, RankZeroError) and item.attempts == 1,
+        )
+        if tell and self.platform is not None:
+            try:
+                await self.platform.post_delivery_notice(challenge.channel, notice)
+                told = cause
+            except Exception as failed:  # the admin channel is unreachable too: the log is the report
+                log.error("outbox: could not tell the admins either: %s", cause_of(failed))
+        async with self._uow() as uow:
+            await uow.outbox.mark_failed(item.id, cause, told, retry_at)
+        if retry_at is None:
+            return Delivery("gave_up", cause)
+        return Delivery("retrying", cause, retry_at)

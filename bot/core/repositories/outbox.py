@@ -1,0 +1,80 @@
+"""The ``uow.outbox`` storage port; its SQL implementation is bot/storage/repositories/outbox.py."""
+
+from __future__ import annotations
+
+import datetime as dt
+from dataclasses import dataclass
+from typing import Any, Literal, Protocol
+
+from bot.core.models import ChannelRef, Tenant
+
+#: What the outbox delivers.
+OutboxKind = Literal["challenge", "reminder", "results"]
+
+
+@dataclass(frozen=True)
+class OutboxItem:
+    """One queued post, as a sender that claimed it sees it."""
+
+    id: int
+    tenant: Tenant
+    channel_pk: int
+    challenge_id: int
+    kind: OutboxKind
+    key: str
+    payload: dict[str, Any]
+    status: str
+    attempts: int
+    next_attempt_at: dt.datetime
+    last_error: str | None
+    #: The cause the admins were last told of.
+    told: str | None
+    created_at: dt.datetime
+
+
+class OutboxRepository(Protocol):
+    """Outgoing posts, queued in the transaction that causes them (``uow.outbox``)."""
+
+    async def add(
+        self,
+        tenant: Tenant,
+        channel_pk: int,
+        challenge_id: int,
+        kind: OutboxKind,
+        payload: dict[str, Any],
+        now: dt.datetime,
+    ) -> int:
+        """Queue a post (due now) and return its id; the key is ``<challenge id>`` per kind, so a post is
+        queued once (a second add raises AlreadyExistsError).
+        """
+        ...
+
+    async def find(self, challenge_id: int, kind: OutboxKind) -> OutboxItem | None:
+        """The queued post of that kind for a challenge, whatever its state."""
+        ...
+
+    async def due(self, now: dt.datetime, limit: int) -> list[tuple[int, ChannelRef]]:
+        """(id, channel) of pending posts due by ``now`` that nobody holds, oldest first."""
+        ...
+
+    async def claim(
+        self, item_id: int, now: dt.datetime, until: dt.datetime, *, any_time: bool = False
+    ) -> OutboxItem | None:
+        """Take a pending, due, unheld post until ``until`` (one taker wins, on every backend); None when
+        it was sent, given up, not due yet (``any_time``: due or not) or held by another sender.
+        """
+        ...
+
+    async def mark_sent(self, item_id: int, now: dt.datetime, message_ref: str | None) -> bool:
+        """The platform accepted it; False when it was not pending (nothing changes then)."""
+        ...
+
+    async def mark_failed(
+        self,
+        item_id: int,
+        error: str,
+        told: str | None,
+        retry_at: dt.datetime | None,
+    ) -> None:
+        """Record a failed try: due again at ``retry_at`` (released), or given up when None."""
+        ...
