@@ -766,7 +766,8 @@ class SqlPracticeSettingsRepository(SqlRepository):
         return bool(found)
 
     async def nudge_candidates(self, now: dt.datetime) -> list[tuple[int, PlayerRef, str | None]]:
-        """Opted-in players with an active card due at ``now`` (new ones included), with their timezone:
+        """Opted-in players with an active card due within a day of ``now`` (new ones included), and their
+        timezone:
         the service counts each one's day and claims the reminder of that day.
         """
         rows = await self.s.execute(
@@ -780,7 +781,13 @@ class SqlPracticeSettingsRepository(SqlRepository):
             .join(PracticeSettingsRow, PracticeSettingsRow.player_pk == PlayerRow.id)
             .join(ReviewCardModel, ReviewCardModel.player_pk == PlayerRow.id)
             .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
-            .where(PracticeSettingsRow.daily_nudge.is_(True), ReviewCardModel.due_at <= now, _ACTIVE)
+            # A superset: due before the latest any player's day can end (a day is at most 25 hours); the
+            # service counts what is due in each player's own day.
+            .where(
+                PracticeSettingsRow.daily_nudge.is_(True),
+                ReviewCardModel.due_at < now + dt.timedelta(hours=26),
+                _ACTIVE,
+            )
             .group_by(
                 PlayerRow.id,
                 PlayerRow.platform,
