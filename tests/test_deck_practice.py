@@ -271,9 +271,7 @@ async def test_team_parameters_reach_a_bank_only_player_and_reschedule_their_car
 
         alice_pk = await s.scalar(select(PlayerRow.id).where(PlayerRow.user_id == "alice"))
         card_ids = list(
-            await s.scalars(
-                select(ReviewCardModel.id).where(ReviewCardModel.player_pk == alice_pk).limit(10)
-            )
+            await s.scalars(select(ReviewCardModel.id).where(ReviewCardModel.player_pk == alice_pk).limit(10))
         )
         start = clock.now() - dt.timedelta(days=200)
         s.add_all(

@@ -53,7 +53,9 @@ async def services(db_url: str, clock: FrozenClock) -> AsyncIterator[tuple[QuizS
 
 
 @pytest.fixture
-async def card_services(db_url: str, clock: FrozenClock) -> AsyncIterator[tuple[QuizService, PracticeService]]:
+async def card_services(
+    db_url: str, clock: FrozenClock
+) -> AsyncIterator[tuple[QuizService, PracticeService]]:
     """A bank of the two flashcards only: the deck is exactly those two cards."""
     engine = make_engine(db_url)
     factory = session_factory(engine)

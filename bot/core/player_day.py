@@ -70,7 +70,9 @@ def player_day(now: dt.datetime, timezone: str | None, cutoff_hour: int = DAY_CU
     zone: dt.tzinfo = zoneinfo.ZoneInfo(timezone) if timezone else dt.UTC
     local = now.astimezone(zone)
     day = (local - dt.timedelta(hours=cutoff_hour)).date()
-    return PlayerDay(day, _at_cutoff(day, zone, cutoff_hour), _at_cutoff(day + dt.timedelta(days=1), zone, cutoff_hour))
+    return PlayerDay(
+        day, _at_cutoff(day, zone, cutoff_hour), _at_cutoff(day + dt.timedelta(days=1), zone, cutoff_hour)
+    )
 
 
 def day_streak(

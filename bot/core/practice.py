@@ -502,11 +502,15 @@ class PracticeService:
                     continue
                 settings = await uow.practice_settings.day_settings(player_pk)
                 totals = await uow.practice.practice_totals(player_pk, now, day.end)
-                due = totals.cards_due + min(totals.new_cards, await self._new_left(uow, player_pk, settings, day))
+                due = totals.cards_due + min(
+                    totals.new_cards, await self._new_left(uow, player_pk, settings, day)
+                )
                 if due == 0 or not await uow.practice_settings.claim_nudge(player_pk, day.day, due, now):
                     continue  # nothing left for today, or another process reminded this player today
             try:
-                await platform.send_practice_nudge(player, PracticeNudgeCard(player.display_name, due, day.day))
+                await platform.send_practice_nudge(
+                    player, PracticeNudgeCard(player.display_name, due, day.day)
+                )
             except Exception:  # one unreachable player (DMs closed, left the server) stops no other
                 log.warning(
                     "could not send the practice nudge to %s:%s",
@@ -542,7 +546,9 @@ class PracticeService:
             return OptimizeOutcome(usable, OPTIMIZE_MIN_REVIEWS, False, None, reason)
         # The optimizer runs torch for seconds: off the event loop, so chat handlers keep answering.
         parameters = tuple(await asyncio.to_thread(optimizer.optimize, history))
-        scheduler = make_scheduler(parameters)  # fsrs validates the count and bounds before anything is stored
+        scheduler = make_scheduler(
+            parameters
+        )  # fsrs validates the count and bounds before anything is stored
         async with self._uow() as uow:
             await uow.practice_settings.save_fsrs_parameters(player_pk, parameters, usable, self._clock.now())
         moved = await self._reschedule(player_pk, history, scheduler)

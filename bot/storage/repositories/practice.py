@@ -19,14 +19,13 @@ from bot.core.practice_models import (
     CardSource,
     DaySettings,
     PracticeTotals,
-    TopicCount,
     QuizItemRow,
     QuizRow,
     ReviewCardRow,
     ReviewRecord,
+    TopicCount,
 )
 from bot.core.srs import GRADES, CardState, Grade
-from bot.core.vocabulary import Kind
 from bot.storage.mapping import question_from_version
 from bot.storage.models import (
     CardReviewRow,
@@ -295,7 +294,9 @@ class SqlPracticeRepository(SqlRepository):
         )
         return bool(moved.rowcount)  # type: ignore[attr-defined]
 
-    async def _cards(self, where: Any, limit: int | None = None, *, new_order: bool = False) -> list[ReviewCardRow]:
+    async def _cards(
+        self, where: Any, limit: int | None = None, *, new_order: bool = False
+    ) -> list[ReviewCardRow]:
         latest = latest_versions()
         order = (
             (case((ReviewCardModel.source == "mistake", 0), else_=1), ReviewCardModel.id)
@@ -725,7 +726,9 @@ class SqlPracticeSettingsRepository(SqlRepository):
     async def team_parameters(self, tenant: str) -> tuple[float, ...] | None:
         """The FSRS parameters fitted to the team's pooled reviews, or None."""
         found = await self.s.scalar(
-            select(PracticeTeamParametersRow.fsrs_parameters).where(PracticeTeamParametersRow.tenant == tenant)
+            select(PracticeTeamParametersRow.fsrs_parameters).where(
+                PracticeTeamParametersRow.tenant == tenant
+            )
         )
         return tuple(float(x) for x in found) if found else None
 
@@ -802,7 +805,9 @@ class SqlPracticeSettingsRepository(SqlRepository):
     async def nudge_claimed(self, player_pk: int, day: dt.date) -> bool:
         """Whether the player's reminder of ``day`` is already claimed."""
         found = await self.s.scalar(
-            select(PracticeNudgeRow.id).where(PracticeNudgeRow.player_pk == player_pk, PracticeNudgeRow.day == day)
+            select(PracticeNudgeRow.id).where(
+                PracticeNudgeRow.player_pk == player_pk, PracticeNudgeRow.day == day
+            )
         )
         return found is not None
 
