@@ -517,3 +517,22 @@ async def test_a_practice_button_that_fails_still_answers(bot: Bot, monkeypatch:
     t = await bot.click(msg, "A")
     said = _content(bot, t)
     assert "Something went wrong on my side" in said and "practice database gone" not in said
+
+
+# ---------------------------------------------------------------------- deck settings (issue 28)
+async def test_review_sets_new_cards_per_day_and_the_timezone(bot: Bot) -> None:
+    msg = await bot.command(
+        "review",
+        [
+            {"name": "new_per_day", "type": 4, "value": 3},
+            {"name": "timezone", "type": 3, "value": "asia/tokyo"},
+        ],
+    )
+    content = bot.fake.messages[msg]["content"]
+    assert "**3** new cards a day" in content and "**Asia/Tokyo**" in content
+    settings = await bot.practice.day_settings(ALICE)
+    assert (settings.new_per_day, settings.timezone) == (3, "Asia/Tokyo")
+    bad = await bot.command("review", [{"name": "timezone", "type": 3, "value": "Asia/Tokio"}])
+    assert "not an IANA timezone" in bot.fake.messages[bad]["content"]
+    assert "Asia/Tokyo" in bot.fake.messages[bad]["content"], "the closest name is offered"
+    assert (await bot.practice.day_settings(ALICE)).timezone == "Asia/Tokyo", "a bad name changes nothing"

@@ -322,3 +322,22 @@ async def test_practice_modal_opens_before_the_user_lookup(slack: Harness) -> No
     methods = [c.method for c in slack.api.calls]
     assert "users.info" in methods, "a first command by this user looks the user up"
     assert methods.index("views.open") < methods.index("users.info")
+
+
+# ---------------------------------------------------------------------- deck settings (issue 28)
+async def test_review_new_and_timezone_set_the_players_deck_and_day(slack: Harness) -> None:
+    practice = slack.services.app.practice
+    _, view = await _command_modal(slack, PLAYER, "review new lots")
+    assert "/rankzero review new N" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review new 500")
+    assert "0 to 200" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review new 4")
+    assert "*4* new cards a day" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review timezone Europe/Pariss")
+    assert "not an IANA timezone" in text_of(view) and "Europe/Paris" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review timezone Europe/Paris")
+    assert "*Europe/Paris*" in text_of(view)
+    settings = await practice.day_settings(PAT)
+    assert (settings.new_per_day, settings.timezone) == (4, "Europe/Paris")
+    summary = await practice.start_review(PAT)
+    assert summary.new_today == 4
