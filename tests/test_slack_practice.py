@@ -108,8 +108,11 @@ async def test_quiz_unknown_topic_says_which_exist_escaped(slack: Harness) -> No
 
 # ---------------------------------------------------------------------- flashcards
 async def test_review_reveal_and_grade_store_the_due_date(slack: Harness) -> None:
+    # Two new cards a day: the deck (18 questions, 2 recall cards, the explain prompts) starts with the
+    # beginner recall cards.
+    await slack.services.app.practice.set_new_per_day(PAT, 2)
     view_id, view = await _command_modal(slack, PLAYER, "review")
-    assert "*2 cards due* · 2 in your deck" in text_of(view)
+    assert "*2 cards due* · " in text_of(view)
     assert "Front 1 &lt;!channel&gt;?" in text_of(view) and "<!channel>" not in text_of(view)
     reveal = buttons(view)
     assert len(reveal) == 1 and ":reveal:" in reveal[0]
@@ -163,7 +166,7 @@ async def test_review_nudge_on_then_the_daily_nudge_is_a_dm_once_a_day(slack: Ha
     report = await practice.send_nudges(slack.adapter.platform)
     assert [p.user_id for p in report.sent] == [PLAYER] and [p.user_id for p in report.failed] == ["UGONE"]
     [dm] = [c.args for c in slack.api.of("chat.postMessage") if c.args.get("channel") == PLAYER]
-    assert "*2 flashcards are due*" in dm["text"] and "/rankzero review nudge off" in text_of(dm)
+    assert "*10 flashcards are due*" in dm["text"] and "/rankzero review nudge off" in text_of(dm)
     slack.expected_refusals.append(("chat.postMessage", "channel_not_found"))
     assert (await practice.send_nudges(slack.adapter.platform)).sent == (), "once a day"
     slack.clock.advance(86400)

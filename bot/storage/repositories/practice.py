@@ -52,9 +52,12 @@ _LEVELS = {"beginner": 0, "intermediate": 1, "advanced": 2, "expert": 3}
 _ACTIVE = QuestionModel.retired_at.is_(None)
 
 
-def _new_order(qid: str, difficulty: str) -> tuple[int, str]:
-    """Beginner cards first; within a level, topics mixed by a stable hash (not the alphabet of ids)."""
-    return (_LEVELS.get(difficulty, 9), hashlib.sha256(qid.encode()).hexdigest())
+def _new_order(qid: str, kind: str, difficulty: str) -> tuple[int, int, str]:
+    """Beginner cards first; within a level, the hand-written recall cards, then the questions' cards,
+    then explain prompts; within those, topics mixed by a stable hash (not the alphabet of ids).
+    """
+    rank = 0 if kind == "flashcard" else 2 if kind == "explain" else 1
+    return (_LEVELS.get(difficulty, 9), rank, hashlib.sha256(qid.encode()).hexdigest())
 
 
 def _state(row: ReviewCardModel) -> CardState:
@@ -233,7 +236,7 @@ class SqlPracticeRepository(SqlRepository):
         questions of challenges they got wrong or timed out on.
         """
         rows = await self._deck_rows()
-        level = {qid: d for qid, _, d in rows}
+        meta = {qid: (kind, d) for qid, kind, d in rows}
         bank = deck_question_ids((qid, kind) for qid, kind, _ in rows)
         missed = (
             select(QuestionVersionRow.question_id)
@@ -253,7 +256,7 @@ class SqlPracticeRepository(SqlRepository):
             )
         )
         mistakes = sorted(str(q) for q in await self.s.scalars(missed))
-        bank_new = sorted((q for q in bank if q not in mistakes), key=lambda q: _new_order(q, level[q]))
+        bank_new = sorted((q for q in bank if q not in mistakes), key=lambda q: _new_order(q, *meta[q]))
         # Inserted in the order they are to be introduced: new cards are taken by (mistake first, id).
         values = [self._card_values(player_pk, q, "mistake", now) for q in mistakes if q not in have]
         values += [self._card_values(player_pk, q, "bank", now) for q in bank_new if q not in have]
