@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -233,7 +234,9 @@ async def test_app_home_shows_the_practice_panel(slack: Harness) -> None:
     home = (await slack.api.wait_for("views.publish"))[0].args["view"]
     shown = text_of(home)
     assert "Stats · Pat" in shown and "*Practice* (not ranked)" in shown
-    assert "Flashcards: 2 in deck · 2 due · 0 reviews" in shown and "this workspace" in shown
+    # The deck: the 18 questions, 2 recall cards and the explain prompts; 10 new cards due a day.
+    deck = re.search(r"Flashcards: (\d+) in deck · 10 due · 0 reviews", shown)
+    assert deck is not None and int(deck.group(1)) > 20 and "this workspace" in shown
     await slack.send.command(PLAYER, "help")
     assert "`quiz [topic]`" in (await slack.api.wait_for("response"))[0].dump()
 
