@@ -60,6 +60,9 @@ async def test_a_quiz_ends_with_its_result_on_the_last_answer(flow: PracticeFlow
 
 
 async def test_review_reveal_grade_and_the_end_of_the_deck(flow: PracticeFlow) -> None:
+    with pytest.raises(ValueError, match="whole number"):
+        await flow.set_new_per_day(ALICE, "ten")
+    assert await flow.set_new_per_day(ALICE, " 2 ") == 2  # two new cards today: the deck's two first
     first = await flow.review(ALICE)
     assert first.card is not None and first.summary is not None and first.summary.due_now == 2
     stale = await flow.reveal(ALICE, first.card.card_id, first.card.showing + 1)

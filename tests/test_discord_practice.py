@@ -63,7 +63,8 @@ def _bank() -> list[dict[str, Any]]:
             "id": f"card-{i}",
             "kind": "flashcard",
             "topic": "DDP",
-            "difficulty": "intermediate",
+            # Beginner: the deck starts new cards beginner first, so the review shows these two first.
+            "difficulty": "beginner",
             "front": f"Front {i}?",
             "back": f"Back {i}.",
             "explanation": f"Why {i}.",
@@ -240,7 +241,7 @@ async def test_quiz_on_an_unknown_topic_lists_the_topics(bot: Bot) -> None:
 async def test_review_reveal_then_grade_stores_the_due_date(bot: Bot) -> None:
     msg = await bot.command("review")
     shown = bot.fake.messages[msg]
-    assert "2 cards due" in shown["content"]
+    assert "10 cards due" in shown["content"], "the day's 10 new cards of the 21 in the deck"
     assert _embeds(shown)[0]["description"] == "Front 1?"
     assert _labels(shown) == [["Reveal answer"]]
     await bot.click(msg, "Reveal answer")
@@ -271,6 +272,7 @@ async def test_review_reveal_then_grade_stores_the_due_date(bot: Bot) -> None:
 
 
 async def test_review_with_nothing_due_says_when_the_next_card_is(bot: Bot) -> None:
+    await bot.practice.set_new_per_day(ALICE, 2)
     for _ in range(2):
         card = await bot.practice.next_card(ALICE) if await bot.practice.start_review(ALICE) else None
         assert card is not None
@@ -298,7 +300,7 @@ async def test_review_nudge_on_then_the_daily_nudge_is_a_dm_once_a_day(bot: Bot)
     assert opened.body == {"recipient_id": 111}
     dm = next(c for c, u in bot.fake.dm_channels.items() if u == 111)
     [sent] = [m for m in bot.fake.messages.values() if m["channel_id"] == str(dm)]
-    assert sent["content"].startswith("🔔 **2 flashcards due**") and "/review nudge:off" in sent["content"]
+    assert sent["content"].startswith("🔔 **10 flashcards due**") and "/review nudge:off" in sent["content"]
     bob_dm = next(c for c, u in bot.fake.dm_channels.items() if u == 222)
     refused = {"message": "Cannot send messages to this user", "code": 50007}
     assert bot.fake.take_rejections() == [(403, "POST", f"/channels/{bob_dm}/messages", refused)]
@@ -517,3 +519,22 @@ async def test_a_practice_button_that_fails_still_answers(bot: Bot, monkeypatch:
     t = await bot.click(msg, "A")
     said = _content(bot, t)
     assert "Something went wrong on my side" in said and "practice database gone" not in said
+
+
+# ---------------------------------------------------------------------- deck settings (issue 28)
+async def test_review_sets_new_cards_per_day_and_the_timezone(bot: Bot) -> None:
+    msg = await bot.command(
+        "review",
+        [
+            {"name": "new_per_day", "type": 4, "value": 3},
+            {"name": "timezone", "type": 3, "value": "asia/tokyo"},
+        ],
+    )
+    content = bot.fake.messages[msg]["content"]
+    assert "**3** new cards a day" in content and "**Asia/Tokyo**" in content
+    settings = await bot.practice.day_settings(ALICE)
+    assert (settings.new_per_day, settings.timezone) == (3, "Asia/Tokyo")
+    bad = await bot.command("review", [{"name": "timezone", "type": 3, "value": "Asia/Tokio"}])
+    assert "not an IANA timezone" in bot.fake.messages[bad]["content"]
+    assert "Asia/Tokyo" in bot.fake.messages[bad]["content"], "the closest name is offered"
+    assert (await bot.practice.day_settings(ALICE)).timezone == "Asia/Tokyo", "a bad name changes nothing"

@@ -35,6 +35,7 @@ async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock:
     quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
     await quiz.admin_import(ADMIN, [*test_bank(), CARD])
     practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
+    await practice.set_new_per_day(ALICE.player, 1)  # one card due a day
     await practice.start_review(ALICE.player)
     await practice.set_nudge(ALICE.player, True)
     schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, platform)
@@ -56,11 +57,13 @@ async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock:
         assert [(p.user_id, c.due) for p, c in platform.nudges] == [("alice", 1)]
         assert sched.next_run("nudge") == clock.now() + dt.timedelta(hours=1)
         today = clock.now().date()
-        while (clock.now() + dt.timedelta(hours=1)).date() == today:  # the rest of the UTC day, hourly
+        # The rest of the player's day (no timezone: UTC, from 4 am to 4 am), hourly: no second nudge.
+        day_end = dt.datetime.combine(today + dt.timedelta(days=1), dt.time(4), dt.UTC)
+        while clock.now() + dt.timedelta(hours=1) < day_end:
             clock.advance(3600)
             await sched.tick()
         assert len(platform.nudges) == 1 and not sched.failing
-        clock.advance(3600)  # midnight UTC: a new day
+        clock.advance(3600)  # 4 am UTC: the player's new day
         await sched.tick()
         assert [c.day for _, c in platform.nudges] == [today, today + dt.timedelta(days=1)]
         # The parameter fit runs daily, not at start (it would slow every start for nothing).

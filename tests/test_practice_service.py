@@ -52,6 +52,20 @@ async def services(db_url: str, clock: FrozenClock) -> AsyncIterator[tuple[QuizS
     await engine.dispose()
 
 
+@pytest.fixture
+async def card_services(
+    db_url: str, clock: FrozenClock
+) -> AsyncIterator[tuple[QuizService, PracticeService]]:
+    """A bank of the two flashcards only: the deck is exactly those two cards."""
+    engine = make_engine(db_url)
+    factory = session_factory(engine)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
+    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
+    await quiz.admin_import(ADMIN, _cards())
+    yield quiz, practice
+    await engine.dispose()
+
+
 # ---------------------------------------------------------------------------------------------- quiz
 async def test_quiz_of_five_with_feedback_score_and_no_leaderboard_effect(
     services: tuple[QuizService, PracticeService],
@@ -124,9 +138,9 @@ async def test_quiz_refuses_bad_letters_and_other_players_quizzes(
 
 # ---------------------------------------------------------------------------------------------- review
 async def test_review_schedules_cards_with_fsrs_and_stores_due_dates(
-    services: tuple[QuizService, PracticeService], clock: FrozenClock
+    card_services: tuple[QuizService, PracticeService], clock: FrozenClock
 ) -> None:
-    _, practice = services
+    _, practice = card_services
     summary = await practice.start_review(ALICE.player)
     assert (summary.cards, summary.due_now, summary.added) == (2, 2, 2)
     assert (await practice.start_review(ALICE.player)).added == 0, "cards are unique per player and card"
@@ -161,9 +175,9 @@ async def test_review_schedules_cards_with_fsrs_and_stores_due_dates(
 
 
 async def test_a_second_grade_of_one_showing_is_a_no_op(
-    services: tuple[QuizService, PracticeService],
+    card_services: tuple[QuizService, PracticeService],
 ) -> None:
-    _, practice = services
+    _, practice = card_services
     await practice.start_review(ALICE.player)
     card = await practice.next_card(ALICE.player)
     assert card is not None
@@ -193,23 +207,29 @@ async def test_challenge_mistakes_become_cards(
     await quiz_svc.start_problem(ALICE, late.id)
     clock.advance(121)
     await quiz_svc.time_up(ALICE, late.id)
+    bob = await practice.start_review(BOB.player)
     summary = await practice.start_review(ALICE.player)
-    assert summary.cards == 4  # 2 bank cards + the wrong one + the timed-out one
-    fronts = {}
-    while (card := await practice.next_card(ALICE.player)) is not None:
-        fronts[card.question_id] = card
+    assert summary.cards == bob.cards, "the deck is the bank's; a mistake moves its card ahead, not in twice"
+    assert summary.due_now == summary.new_today == 10, "10 new cards a day"
+    # Alice's first new cards are her two mistakes; Bob's are the bank's beginner-first order.
+    firsts = []
+    for _ in range(2):
+        card = await practice.next_card(ALICE.player)
+        assert card is not None
+        firsts.append(card)
         await practice.grade_card(ALICE.player, card.card_id, "easy", card.showing)
-    mistakes = {qid: c for qid, c in fronts.items() if c.source == "mistake"}
-    assert set(mistakes) == {wrong.question.id, late.question.id}
-    card = mistakes[wrong.question.id]
-    assert card.front == wrong.question.prompt
-    assert card.back == f"A. {wrong.question.choices[0].text}" and card.explanation
-    # Bob made no mistakes: his deck has only the bank's cards.
-    assert (await practice.start_review(BOB.player)).cards == 2
+    assert {c.question_id for c in firsts} == {wrong.question.id, late.question.id}
+    assert all(c.source == "mistake" for c in firsts)
+    card = next(c for c in firsts if c.question_id == wrong.question.id)
+    assert card.front == wrong.question.prompt.strip()
+    right_text = wrong.question.choices[0].text
+    assert card.back == f"{right_text}\n\nWhy: {wrong.question.explanation}"
+    bob_first = await practice.next_card(BOB.player)
+    assert bob_first is not None and bob_first.source == "bank"
 
 
-async def test_players_with_due_cards_for_a_nudge(services: tuple[QuizService, PracticeService]) -> None:
-    _, practice = services
+async def test_players_with_due_cards_for_a_nudge(card_services: tuple[QuizService, PracticeService]) -> None:
+    _, practice = card_services
     await practice.start_review(ALICE.player)
     nudges = await practice.players_due()
     assert [(n.player.user_id, n.due) for n in nudges] == [("alice", 2)]
@@ -217,9 +237,9 @@ async def test_players_with_due_cards_for_a_nudge(services: tuple[QuizService, P
 
 # ---------------------------------------------------------------------------------------------- daily nudge
 async def test_the_daily_nudge_is_opt_in_private_and_sent_at_most_once_a_day(
-    services: tuple[QuizService, PracticeService], clock: FrozenClock
+    card_services: tuple[QuizService, PracticeService], clock: FrozenClock
 ) -> None:
-    _, practice = services
+    _, practice = card_services
     carol = actor("carol")
     for who in (ALICE, BOB):
         await practice.start_review(who.player)  # 2 cards due each

@@ -7,6 +7,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 import json
+import re
 from collections.abc import AsyncIterator
 from pathlib import Path
 from typing import Any
@@ -108,8 +109,11 @@ async def test_quiz_unknown_topic_says_which_exist_escaped(slack: Harness) -> No
 
 # ---------------------------------------------------------------------- flashcards
 async def test_review_reveal_and_grade_store_the_due_date(slack: Harness) -> None:
+    # Two new cards a day: the deck (18 questions, 2 recall cards, the explain prompts) starts with the
+    # beginner recall cards.
+    await slack.services.app.practice.set_new_per_day(PAT, 2)
     view_id, view = await _command_modal(slack, PLAYER, "review")
-    assert "*2 cards due* · 2 in your deck" in text_of(view)
+    assert "*2 cards due* · " in text_of(view)
     assert "Front 1 &lt;!channel&gt;?" in text_of(view) and "<!channel>" not in text_of(view)
     reveal = buttons(view)
     assert len(reveal) == 1 and ":reveal:" in reveal[0]
@@ -163,7 +167,7 @@ async def test_review_nudge_on_then_the_daily_nudge_is_a_dm_once_a_day(slack: Ha
     report = await practice.send_nudges(slack.adapter.platform)
     assert [p.user_id for p in report.sent] == [PLAYER] and [p.user_id for p in report.failed] == ["UGONE"]
     [dm] = [c.args for c in slack.api.of("chat.postMessage") if c.args.get("channel") == PLAYER]
-    assert "*2 flashcards are due*" in dm["text"] and "/rankzero review nudge off" in text_of(dm)
+    assert "*10 flashcards are due*" in dm["text"] and "/rankzero review nudge off" in text_of(dm)
     slack.expected_refusals.append(("chat.postMessage", "channel_not_found"))
     assert (await practice.send_nudges(slack.adapter.platform)).sent == (), "once a day"
     slack.clock.advance(86400)
@@ -230,7 +234,9 @@ async def test_app_home_shows_the_practice_panel(slack: Harness) -> None:
     home = (await slack.api.wait_for("views.publish"))[0].args["view"]
     shown = text_of(home)
     assert "Stats · Pat" in shown and "*Practice* (not ranked)" in shown
-    assert "Flashcards: 2 in deck · 2 due · 0 reviews" in shown and "this workspace" in shown
+    # The deck: the 18 questions, 2 recall cards and the explain prompts; 10 new cards due a day.
+    deck = re.search(r"Flashcards: (\d+) in deck · 10 due · 0 reviews", shown)
+    assert deck is not None and int(deck.group(1)) > 20 and "this workspace" in shown
     await slack.send.command(PLAYER, "help")
     assert "`quiz [topic]`" in (await slack.api.wait_for("response"))[0].dump()
 
@@ -322,3 +328,22 @@ async def test_practice_modal_opens_before_the_user_lookup(slack: Harness) -> No
     methods = [c.method for c in slack.api.calls]
     assert "users.info" in methods, "a first command by this user looks the user up"
     assert methods.index("views.open") < methods.index("users.info")
+
+
+# ---------------------------------------------------------------------- deck settings (issue 28)
+async def test_review_new_and_timezone_set_the_players_deck_and_day(slack: Harness) -> None:
+    practice = slack.services.app.practice
+    _, view = await _command_modal(slack, PLAYER, "review new lots")
+    assert "/rankzero review new N" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review new 500")
+    assert "0 to 200" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review new 4")
+    assert "*4* new cards a day" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review timezone Europe/Pariss")
+    assert "not an IANA timezone" in text_of(view) and "Europe/Paris" in text_of(view)
+    _, view = await _command_modal(slack, PLAYER, "review timezone Europe/Paris")
+    assert "*Europe/Paris*" in text_of(view)
+    settings = await practice.day_settings(PAT)
+    assert (settings.new_per_day, settings.timezone) == (4, "Europe/Paris")
+    summary = await practice.start_review(PAT)
+    assert summary.new_today == 4

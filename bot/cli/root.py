@@ -281,14 +281,33 @@ def quiz(settings: Settings, topic: str | None, player: str | None) -> None:
     help="Turn the daily reminder of due cards on or off (then exit).",
 )
 @click.option(
+    "--new-per-day",
+    type=click.IntRange(0, 200),
+    default=None,
+    help="How many new cards to start a day (default 10; 0 pauses new cards), then exit.",
+)
+@click.option(
+    "--timezone",
+    "timezone",
+    default=None,
+    help="Your IANA timezone (e.g. Europe/Paris): your day starts at 4 am there. Then exit.",
+)
+@click.option(
     "--optimize",
     is_flag=True,
     help="Fit FSRS's parameters to your own reviews (needs 512 usable ones and the optimizer extra).",
 )
 @click.pass_obj
-def review(settings: Settings, player: str | None, nudge: str | None, optimize: bool) -> None:
+def review(
+    settings: Settings,
+    player: str | None,
+    nudge: str | None,
+    new_per_day: int | None,
+    timezone: str | None,
+    optimize: bool,
+) -> None:
     """Practice: review your due flashcards (spaced repetition, FSRS); grade 1-4 or a/h/g/e."""
-    if nudge is None and not optimize:
+    if nudge is None and new_per_day is None and timezone is None and not optimize:
         _practice(settings, player, lambda s: s.review())
         return
     from rich.console import Console
@@ -304,6 +323,12 @@ def review(settings: Settings, player: str | None, nudge: str | None, optimize: 
                 if on
                 else "Daily reminder off."
             )
+        if new_per_day is not None:
+            count = await app.practice.set_new_per_day(who, new_per_day)
+            console.print(f"New cards a day: {count}" + (" (paused)." if count == 0 else "."))
+        if timezone is not None:
+            zone = await app.practice.set_timezone(who, timezone)
+            console.print(f"Timezone: {zone}; your day starts at 4 am there.")
         if optimize:
             from bot.practice_optimizer import FsrsOptimizer
 

@@ -83,6 +83,23 @@ class PracticeFlow:
             raise ValueError(f"nudge must be 'on' or 'off', not {choice.strip()[:20]!r}")
         return await self.practice.set_nudge(player, cleaned == "on")
 
+    async def set_new_per_day(self, player: PlayerRef, count: str | int) -> int:
+        """Set how many new cards a day the player starts; the new setting.
+
+        Raises ValueError for anything but a whole number (each adapter shows its own usage line), and
+        the service's PracticeError for a number out of range.
+        """
+        text = str(count).strip()
+        if not text.isdigit():
+            raise ValueError(f"new cards per day must be a whole number, not {text[:20]!r}")
+        return await self.practice.set_new_per_day(player, int(text[:6]))
+
+    async def set_timezone(self, player: PlayerRef, name: str) -> str:
+        """Set the player's timezone (IANA, e.g. Europe/Paris); the zone stored. An unknown name raises
+        InvalidTimezoneError with the closest names.
+        """
+        return await self.practice.set_timezone(player, name)
+
     async def review(self, player: PlayerRef) -> ReviewStep:
         """Start a review session: what is due (the summary) and the first card's front."""
         summary = await self.practice.start_review(player)

@@ -8,6 +8,7 @@ points, completions or badges: the competitive leaderboard is untouched, and pra
 from __future__ import annotations
 
 import asyncio
+import dataclasses
 import datetime as dt
 import functools
 import itertools
@@ -19,11 +20,15 @@ from typing import Protocol
 from fsrs import Scheduler
 
 from bot.core.cards import PracticeNudgeCard
+from bot.core.deck import deck_card, one_line, why_of
 from bot.core.errors import InvalidAnswerError, NotFoundError, RankZeroError
 from bot.core.grading import grade_explanation
 from bot.core.models import PlayerRef, Question, QuestionCandidate
+from bot.core.player_day import PlayerDay, day_streak, parse_timezone, player_day
 from bot.core.ports import Clock, UnitOfWork
 from bot.core.practice_models import (
+    MAX_NEW_PER_DAY,
+    DaySettings,
     DueNudge,
     ExplainPromptCard,
     ExplainResultCard,
@@ -241,6 +246,9 @@ class PracticeService:
             recorded = await uow.practice.answer_quiz_item(
                 quiz_id, position, chosen, chosen == q.correct_letter, now
             )
+            if recorded and chosen != q.correct_letter:
+                # Review follows the player's gaps: the question's card joins their deck (once).
+                await uow.practice.add_mistake_card(quiz.player_pk, q.id, now)
             quiz = await self._own_quiz(uow, player, quiz_id)
             answered = [i for i in quiz.items if i.letter is not None]
             score = sum(bool(i.correct) for i in answered)
@@ -274,33 +282,64 @@ class PracticeService:
         return QuizResultCard(quiz.id, quiz.topic, sum(i.correct for i in items), len(items), items)
 
     # ------------------------------------------------------------------ flashcards
+    async def _day(self, uow: UnitOfWork, player_pk: int, now: dt.datetime) -> tuple[DaySettings, PlayerDay]:
+        """The player's settings and the day (theirs, cutoff to cutoff) that ``now`` falls in."""
+        settings = await uow.practice_settings.day_settings(player_pk)
+        return settings, player_day(now, settings.timezone)
+
+    @staticmethod
+    async def _new_left(uow: UnitOfWork, player_pk: int, settings: DaySettings, day: PlayerDay) -> int:
+        """New cards the player may still start today (their limit less the cards first studied today)."""
+        return max(0, settings.new_per_day - await uow.practice.introduced_since(player_pk, day.start))
+
     async def start_review(self, player: PlayerRef) -> ReviewSummary:
-        """Bring the player's deck up to date (new bank cards, cards for challenge mistakes) and count
-        what is due.
+        """Bring the player's deck up to date (the bank's cards, cards for challenge mistakes) and count
+        what is due today: studied cards due before the player's next day cutoff, plus the new cards
+        left of today's limit; per topic too.
         """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
             added = await uow.practice.ensure_review_cards(player_pk, now)
-            totals = await uow.practice.practice_totals(player_pk, now)
-        return ReviewSummary(totals.cards, totals.cards_due, totals.new_cards, added, totals.next_due)
+            settings, day = await self._day(uow, player_pk, now)
+            totals = await uow.practice.practice_totals(player_pk, now, day.end)
+            new_today = min(totals.new_cards, await self._new_left(uow, player_pk, settings, day))
+            topics = await uow.practice.deck_topics(player_pk, now, day.end)
+        return ReviewSummary(
+            totals.cards,
+            totals.cards_due + new_today,
+            totals.new_cards,
+            added,
+            totals.next_due,
+            new_today,
+            totals.suspended,
+            tuple(topics),
+        )
 
     @staticmethod
     async def _scheduler(uow: UnitOfWork, player_pk: int) -> Scheduler:
-        """The player's FSRS scheduler: their optimised parameters, else FSRS's defaults."""
-        return _scheduler_for(await uow.practice_settings.fsrs_parameters(player_pk))
+        """The player's FSRS scheduler: their own optimised parameters, else their team's, else FSRS's
+        defaults.
+        """
+        own = await uow.practice_settings.fsrs_parameters(player_pk)
+        if own is None:
+            team = await uow.practice_settings.player_team(player_pk)
+            own = await uow.practice_settings.team_parameters(team) if team else None
+        return _scheduler_for(own)
 
     def _flashcard(
         self, row: ReviewCardRow, remaining: int, now: dt.datetime, scheduler: Scheduler
     ) -> FlashcardCard:
         q = row.question
-        if row.source == "bank":
-            front = str(q.extra.get("front") or q.prompt)
-            back = str(q.extra.get("back") or "")
-        else:
-            front = q.prompt
-            right = next((c for c in q.choices if c.correct), None)
-            back = f"{right.letter}. {right.text}" if right else ""
+        text = deck_card(q)
+        front = text.front if text else one_line(q.prompt)
+        back = text.back if text else ""
+        # The back holds the explanation's key fact; the whole explanation follows only when it says more.
+        explanation = q.explanation
+        if q.kind == Kind.EXPLAIN:
+            explanation = None  # the back is the model answer
+        elif q.kind in MULTIPLE_CHOICE_KINDS and explanation and one_line(explanation) == why_of(explanation):
+            explanation = None  # the back's "why" is the whole explanation already
         shown = tuple((g, format_delay(delay)) for g, delay in previews(row.state, now, scheduler))
         return FlashcardCard(
             card_id=row.id,
@@ -310,7 +349,7 @@ class PracticeService:
             front=front,
             code=q.code,
             back=back,
-            explanation=q.explanation,
+            explanation=explanation,
             phase=row.state.phase,
             lapses=row.state.lapses,
             next_intervals=shown,
@@ -319,15 +358,20 @@ class PracticeService:
         )
 
     async def next_card(self, player: PlayerRef) -> FlashcardCard | None:
-        """The player's next card to review: due cards first; when none, a (re)learning card due within
-        the learn-ahead limit (20 minutes, as Anki); None when the session is done.
+        """The player's next card: studied cards due today first (reviews due before their day's cutoff,
+        (re)learning ones due now), then new cards up to the day's limit (mistakes first); when none, a
+        (re)learning card due within the learn-ahead limit (20 minutes, as Anki); None when done.
         """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
-            due = await uow.practice.due_cards(player_pk, now, 1)
-            totals = await uow.practice.practice_totals(player_pk, now)
-            remaining = totals.cards_due
+            settings, day = await self._day(uow, player_pk, now)
+            totals = await uow.practice.practice_totals(player_pk, now, day.end)
+            new_left = min(totals.new_cards, await self._new_left(uow, player_pk, settings, day))
+            remaining = totals.cards_due + new_left
+            due = await uow.practice.day_due_cards(player_pk, now, day.end, 1)
+            if not due:
+                due = await uow.practice.new_cards(player_pk, min(1, new_left))
             if not due:
                 due = await uow.practice.due_cards(
                     player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning")
@@ -343,7 +387,8 @@ class PracticeService:
 
         ``showing`` is the card's :attr:`FlashcardCard.showing` (adapters put it in the button id): a
         second grade of the same showing (double click, redelivery) changes nothing and returns
-        ``duplicate=True``. A card not due yet cannot be graded.
+        ``duplicate=True``. A card not due yet (a review card: not due before the player's day ends) or
+        suspended (its question retired) cannot be graded.
         """
         g = parse_grade(grade)
         now = self._clock.now()
@@ -354,7 +399,11 @@ class PracticeService:
                 raise NotFoundError(f"no card {card_id} in your deck: run `review` to get your due cards")
             if showing is not None and showing != row.state.reps:
                 return self._outcome(row.id, g, row.state, now, duplicate=True)
-            if row.state.due is not None and row.state.due > now + LEARN_AHEAD:
+            if row.suspended:
+                raise PracticeError("that card is suspended (its question was retired): run `review` again")
+            _, day = await self._day(uow, player_pk, now)
+            limit = day.end if row.state.phase == "review" else now + LEARN_AHEAD
+            if row.state.due is not None and row.state.due > max(limit, now + LEARN_AHEAD):
                 wait = format_delay(row.state.due - now)
                 raise PracticeError(f"that card is not due yet (next review in {wait}): run `review` later")
             after = schedule(row.state, g, now, await self._scheduler(uow, player_pk))
@@ -363,6 +412,34 @@ class PracticeService:
                 assert current is not None
                 return self._outcome(row.id, g, current.state, now, duplicate=True)
         return self._outcome(row.id, g, after, now)
+
+    # ------------------------------------------------------------------ settings of the deck and the day
+    async def set_new_per_day(self, player: PlayerRef, count: int) -> int:
+        """Set how many new cards a day the player starts (0 to pause new cards); return it."""
+        if not 0 <= count <= MAX_NEW_PER_DAY:
+            raise PracticeError(
+                f"new cards per day must be 0 to {MAX_NEW_PER_DAY}, not {count} "
+                "(0 pauses new cards; reviews of cards already started go on)"
+            )
+        async with self._uow() as uow:
+            player_pk = await uow.players.ensure_player(player)
+            await uow.practice_settings.set_new_per_day(player_pk, count, self._clock.now())
+        return count
+
+    async def set_timezone(self, player: PlayerRef, name: str) -> str:
+        """Set the player's timezone (a validated IANA name; raises InvalidTimezoneError); return it.
+        Their day starts at 4 am there (as Anki's): due cards, the review streak and the nudge use it.
+        """
+        zone = parse_timezone(name)
+        async with self._uow() as uow:
+            player_pk = await uow.players.ensure_player(player)
+            await uow.practice_settings.set_timezone(player_pk, zone, self._clock.now())
+        return zone
+
+    async def day_settings(self, player: PlayerRef) -> DaySettings:
+        """The player's new cards per day and timezone."""
+        async with self._uow() as uow:
+            return await uow.practice_settings.day_settings(await uow.players.ensure_player(player))
 
     @staticmethod
     def _outcome(
@@ -403,7 +480,8 @@ class PracticeService:
     async def send_nudges(
         self, platform: NudgeSender, *, platforms: frozenset[str] | None = None
     ) -> NudgeReport:
-        """Remind every opted-in player with cards due, at most once per player and UTC day.
+        """Remind every opted-in player with cards due today, at most once per player and day (the
+        player's own day: their timezone, from the 4 am cutoff to the next).
 
         Each reminder is claimed first (a row unique per player and day, committed before the message
         is sent), so two processes, or a run repeated within the day, never send it twice. A message
@@ -411,19 +489,28 @@ class PracticeService:
         players' platforms this process can reach (None: all); the others are left to their process.
         """
         now = self._clock.now()
-        day = now.astimezone(dt.UTC).date()
         async with self._uow() as uow:
-            candidates = await uow.practice_settings.nudge_candidates(now, day)
+            candidates = await uow.practice_settings.nudge_candidates(now)
         if platforms is not None:
             candidates = [c for c in candidates if c[1].platform in platforms]
         sent: list[PlayerRef] = []
         failed: list[PlayerRef] = []
-        for player_pk, player, due in candidates:
+        for player_pk, player, timezone in candidates:
+            day = player_day(now, timezone)
             async with self._uow() as uow:
-                if not await uow.practice_settings.claim_nudge(player_pk, day, due, now):
-                    continue  # another process reminded this player today
+                if await uow.practice_settings.nudge_claimed(player_pk, day.day):
+                    continue
+                settings = await uow.practice_settings.day_settings(player_pk)
+                totals = await uow.practice.practice_totals(player_pk, now, day.end)
+                due = totals.cards_due + min(
+                    totals.new_cards, await self._new_left(uow, player_pk, settings, day)
+                )
+                if due == 0 or not await uow.practice_settings.claim_nudge(player_pk, day.day, due, now):
+                    continue  # nothing left for today, or another process reminded this player today
             try:
-                await platform.send_practice_nudge(player, PracticeNudgeCard(player.display_name, due, day))
+                await platform.send_practice_nudge(
+                    player, PracticeNudgeCard(player.display_name, due, day.day)
+                )
             except Exception:  # one unreachable player (DMs closed, left the server) stops no other
                 log.warning(
                     "could not send the practice nudge to %s:%s",
@@ -432,7 +519,7 @@ class PracticeService:
                     exc_info=True,
                 )
                 async with self._uow() as uow:
-                    await uow.practice_settings.release_nudge(player_pk, day)
+                    await uow.practice_settings.release_nudge(player_pk, day.day)
                 failed.append(player)
             else:
                 sent.append(player)
@@ -441,26 +528,91 @@ class PracticeService:
     # ------------------------------------------------------------------ per-player FSRS parameters
     async def optimize_parameters(self, player: PlayerRef, optimizer: ParameterOptimizer) -> OptimizeOutcome:
         """Fit FSRS's parameters to the player's own review history once it is long enough
-        (:data:`OPTIMIZE_MIN_REVIEWS`), store them, and schedule the player's next reviews with them.
+        (:data:`OPTIMIZE_MIN_REVIEWS`), store them, and reschedule the player's cards with them. Below
+        that, the player is scheduled with their team's parameters (:meth:`optimize_team`), if fitted.
         """
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
             history = await uow.practice.review_history(player_pk)
+            team = await uow.practice_settings.player_team(player_pk)
+            team_fitted = team is not None and await uow.practice_settings.team_parameters(team) is not None
         usable = optimizer_reviews(history)
         if usable < OPTIMIZE_MIN_REVIEWS:
+            using = f"your team's ({team}) parameters" if team_fitted else "FSRS's default parameters"
             reason = (
                 f"{usable} of the {OPTIMIZE_MIN_REVIEWS} reviews needed (reviews of a card a day or more "
-                "after its previous one): FSRS's default parameters stay in use"
+                f"after its previous one): {using} stay in use"
             )
             return OptimizeOutcome(usable, OPTIMIZE_MIN_REVIEWS, False, None, reason)
         # The optimizer runs torch for seconds: off the event loop, so chat handlers keep answering.
         parameters = tuple(await asyncio.to_thread(optimizer.optimize, history))
-        make_scheduler(parameters)  # fsrs validates the count and the bounds before anything is stored
+        scheduler = make_scheduler(
+            parameters
+        )  # fsrs validates the count and bounds before anything is stored
         async with self._uow() as uow:
             await uow.practice_settings.save_fsrs_parameters(player_pk, parameters, usable, self._clock.now())
+        moved = await self._reschedule(player_pk, history, scheduler)
         return OptimizeOutcome(
-            usable, OPTIMIZE_MIN_REVIEWS, True, parameters, f"optimised from {usable} reviews"
+            usable,
+            OPTIMIZE_MIN_REVIEWS,
+            True,
+            parameters,
+            f"optimised from {usable} reviews; {moved} card{'s' if moved != 1 else ''} rescheduled",
         )
+
+    async def optimize_team(self, tenant: str, optimizer: ParameterOptimizer) -> OptimizeOutcome:
+        """Fit FSRS's parameters to the pooled reviews of a team (the players whose daily challenges are
+        mostly ``tenant``'s) once they are enough, store them, and reschedule the cards of the team's
+        players who have no parameters of their own: a bank-only player reaches a fitted schedule long
+        before their own 512 reviews.
+        """
+        async with self._uow() as uow:
+            members = await uow.practice_settings.team_players(tenant)
+            histories = {pk: await uow.practice.review_history(pk) for pk in members}
+            own = {pk for pk in members if await uow.practice_settings.fsrs_parameters(pk) is not None}
+        pooled = [r for h in histories.values() for r in h]  # card ids are unique across players
+        usable = optimizer_reviews(pooled)
+        if usable < OPTIMIZE_MIN_REVIEWS:
+            reason = f"team {tenant}: {usable} of the {OPTIMIZE_MIN_REVIEWS} reviews needed"
+            return OptimizeOutcome(usable, OPTIMIZE_MIN_REVIEWS, False, None, reason, scope=tenant)
+        parameters = tuple(await asyncio.to_thread(optimizer.optimize, pooled))
+        scheduler = make_scheduler(parameters)
+        async with self._uow() as uow:
+            await uow.practice_settings.save_team_parameters(
+                tenant, parameters, usable, len(members), self._clock.now()
+            )
+        moved = 0
+        for pk, history in histories.items():
+            if pk not in own:
+                moved += await self._reschedule(pk, history, scheduler)
+        reason = (
+            f"team {tenant}: optimised from {usable} reviews of {len(members)} players; "
+            f"{moved} card{'s' if moved != 1 else ''} rescheduled"
+        )
+        return OptimizeOutcome(usable, OPTIMIZE_MIN_REVIEWS, True, parameters, reason, scope=tenant)
+
+    async def _reschedule(self, player_pk: int, history: Sequence[ReviewRecord], scheduler: Scheduler) -> int:
+        """Replay each studied card's logged reviews with new parameters and store the schedule they give
+        (FSRS's "reschedule cards on change", as Anki): memory state, interval and due date. A card graded
+        meanwhile keeps its state. Returns how many cards moved.
+        """
+        by_card: dict[int, list[ReviewRecord]] = {}
+        for r in history:
+            by_card.setdefault(r.card_id, []).append(r)
+        moved = 0
+        for card_id, reviews in by_card.items():
+            async with self._uow() as uow:
+                row = await uow.practice.get_review_card(card_id)
+                if row is None or row.player_pk != player_pk or row.state.phase == "new":
+                    continue
+                state = CardState()
+                for r in sorted(reviews, key=lambda r: r.reviewed_at):
+                    state = schedule(state, r.grade, r.reviewed_at, scheduler)
+                # The replay's counts are FSRS's; the stored ones (reps: the showing, lapses) stay.
+                after = dataclasses.replace(state, reps=row.state.reps, lapses=row.state.lapses)
+                if after != row.state and await uow.practice.set_card_state(card_id, row.state, after):
+                    moved += 1
+        return moved
 
     async def optimize_all(
         self,
@@ -485,6 +637,24 @@ class PracticeService:
                 raise  # the optimizer is not installed: the same for everyone
             except Exception:
                 log.exception("FSRS optimisation failed for %s:%s", player.platform, player.user_id)
+        async with self._uow() as uow:
+            teams = []
+            for tenant in await uow.practice_settings.teams():
+                fitted = await uow.practice_settings.team_fitted_at(tenant)
+                if (platforms is None or tenant.split(":", 1)[0] in platforms) and (
+                    fitted is None or fitted < stale_before
+                ):
+                    teams.append(tenant)
+        for tenant in teams:
+            try:
+                outcome = await self.optimize_team(tenant, optimizer)
+            except RankZeroError:
+                raise
+            except Exception:
+                log.exception("FSRS optimisation failed for team %s", tenant)
+                continue
+            if outcome.optimized:
+                outcomes.append(outcome)
         return outcomes
 
     # ------------------------------------------------------------------ explain
@@ -546,7 +716,12 @@ class PracticeService:
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
-            t = await uow.practice.practice_totals(player_pk, now)
+            settings, day = await self._day(uow, player_pk, now)
+            t = await uow.practice.practice_totals(player_pk, now, day.end)
+            new_today = min(t.new_cards, await self._new_left(uow, player_pk, settings, day))
+            topics = await uow.practice.deck_topics(player_pk, now, day.end)
+            # A streak longer than a year is still shown as counted over its last year.
+            times = await uow.practice.review_times(player_pk, day.start - dt.timedelta(days=366))
             name = await uow.players.player_name(player_pk)
         return PracticeStatsCard(
             display_name=name,
@@ -554,11 +729,15 @@ class PracticeService:
             quiz_answers=t.quiz_answers,
             quiz_correct=t.quiz_correct,
             cards=t.cards,
-            cards_due=t.cards_due,
+            cards_due=t.cards_due + new_today,
             reviews=t.reviews,
             explain_attempts=t.explain_attempts,
             concepts_covered=t.concepts_covered,
             concepts_total=t.concepts_total,
+            review_streak=day_streak(times, now, settings.timezone),
+            new_per_day=settings.new_per_day,
+            timezone=settings.timezone,
+            topics=tuple(topics),
         )
 
 

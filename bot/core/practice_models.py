@@ -16,6 +16,11 @@ from bot.core.models import Choice, PlayerRef, Question
 from bot.core.srs import CardState, Grade, Phase
 
 CardSource = Literal["bank", "mistake"]
+#: New cards a player studies a day unless they choose otherwise (Anki's default is 20; a bank card
+#: here is a whole question, so fewer).
+DEFAULT_NEW_PER_DAY = 10
+#: The most new cards a day a player may choose (the column's CHECK says the same).
+MAX_NEW_PER_DAY = 200
 
 
 # ---------------------------------------------------------------------------------------------- cards
@@ -109,14 +114,37 @@ class ReviewOutcome:
 
 
 @dataclass(frozen=True)
+class TopicCount:
+    """One topic of a player's deck: its active cards, studied ones due today, and new ones."""
+
+    topic: str
+    cards: int
+    due: int
+    new: int
+
+
+@dataclass(frozen=True)
+class DaySettings:
+    """A player's day: new cards a day and IANA timezone (None: UTC)."""
+
+    new_per_day: int = DEFAULT_NEW_PER_DAY
+    timezone: str | None = None
+
+
+@dataclass(frozen=True)
 class ReviewSummary:
-    """A player's deck: how many cards, how many due now, when the next one is due."""
+    """A player's deck: how many cards, how many due today (studied ones, plus the new cards left for
+    today), when the next one is due, and the same per topic.
+    """
 
     cards: int
     due_now: int
     new_cards: int
     added: int
     next_due: dt.datetime | None
+    new_today: int = 0
+    suspended: int = 0
+    topics: tuple[TopicCount, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -171,6 +199,11 @@ class PracticeStatsCard:
     explain_attempts: int
     concepts_covered: int
     concepts_total: int
+    #: Consecutive days (the player's own, cutoff to cutoff) with at least one review.
+    review_streak: int = 0
+    new_per_day: int = DEFAULT_NEW_PER_DAY
+    timezone: str | None = None
+    topics: tuple[TopicCount, ...] = ()
 
 
 @dataclass(frozen=True)
@@ -198,6 +231,8 @@ class OptimizeOutcome:
     optimized: bool
     parameters: tuple[float, ...] | None
     reason: str
+    #: "player", or the tenant key of a team fitted from its players' pooled reviews.
+    scope: str = "player"
 
 
 @dataclass(frozen=True)
@@ -241,6 +276,8 @@ class ReviewCardRow:
     question: Question
     source: CardSource
     state: CardState
+    #: Its question is retired: the card is kept but not shown.
+    suspended: bool = False
 
 
 @dataclass(frozen=True)
@@ -258,3 +295,4 @@ class PracticeTotals:
     concepts_covered: int
     concepts_total: int
     next_due: dt.datetime | None
+    suspended: int = 0

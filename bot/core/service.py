@@ -633,6 +633,9 @@ class QuizService:
                     standings,
                 )
             )
+            if not correct:
+                # Review follows the player's gaps: the question's card joins their practice deck (once).
+                await uow.practice.add_mistake_card(session.player_pk, q.id, now)
             session = dataclasses.replace(
                 session, attempts=(*session.attempts, Attempt(attempt_no, letter, correct, now, elapsed_ms))
             )

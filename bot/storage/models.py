@@ -504,6 +504,8 @@ class ReviewCardModel(Base):
     lapses: Mapped[int] = mapped_column(Integer)
     last_reviewed_at: Mapped[dt.datetime | None]
     created_at: Mapped[dt.datetime]
+    #: When the card was first reviewed (it stopped being new): the new-cards-per-day limit counts these.
+    introduced_at: Mapped[dt.datetime | None]
 
 
 class CardReviewRow(Base):
@@ -531,11 +533,15 @@ class CardReviewRow(Base):
 
 
 class PracticeSettingsRow(Base):
-    """A player's practice settings: the daily nudge opt-in and their optimised FSRS parameters."""
+    """A player's practice settings: the daily nudge opt-in, their optimised FSRS parameters, how many new
+    cards a day they study, and their day (an IANA timezone; NULL: UTC).
+    """
 
     __tablename__ = "practice_settings"
     __table_args__ = (
         CheckConstraint("parameters_reviews IS NULL OR parameters_reviews >= 0", name="reviews_counted"),
+        CheckConstraint("new_per_day >= 0 AND new_per_day <= 200", name="new_per_day_range"),
+        CheckConstraint("timezone IS NULL OR timezone <> ''", name="timezone_not_empty"),
     )
 
     player_pk: Mapped[int] = mapped_column(ForeignKey("players.id", ondelete="CASCADE"), primary_key=True)
@@ -545,10 +551,32 @@ class PracticeSettingsRow(Base):
     parameters_reviews: Mapped[int | None] = mapped_column(Integer)
     parameters_at: Mapped[dt.datetime | None]
     updated_at: Mapped[dt.datetime]
+    new_per_day: Mapped[int] = mapped_column(Integer, default=10, server_default="10")
+    timezone: Mapped[str | None] = mapped_column(String(64))
+
+
+class PracticeTeamParametersRow(Base):
+    """FSRS parameters fitted to the pooled reviews of one tenant's players (a team): what a player of
+    that team is scheduled with until their own history is long enough to fit their own.
+    """
+
+    __tablename__ = "practice_team_parameters"
+    __table_args__ = (
+        CheckConstraint("reviews >= 0 AND players >= 1", name="counts"),
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
+    )
+
+    tenant: Mapped[str] = mapped_column(TENANT_KEY, primary_key=True)
+    fsrs_parameters: Mapped[list[Any]] = mapped_column(JSON)
+    reviews: Mapped[int] = mapped_column(Integer)
+    players: Mapped[int] = mapped_column(Integer)
+    fitted_at: Mapped[dt.datetime]
 
 
 class PracticeNudgeRow(Base):
-    """The claim of one player's daily reminder: unique per player and UTC day, taken before sending."""
+    """The claim of one player's daily reminder: unique per player and day (the player's own day, in their
+    timezone, starting at the day cutoff), taken before sending.
+    """
 
     __tablename__ = "practice_nudges"
     __table_args__ = (

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Sequence
 
 from rich.console import Group, RenderableType
 from rich.markdown import Markdown
@@ -24,6 +25,7 @@ from bot.core.practice_models import (
     QuizResultCard,
     ReviewOutcome,
     ReviewSummary,
+    TopicCount,
 )
 
 GRADE_STYLE = {"again": "red", "hard": "yellow", "good": "green", "easy": "cyan"}
@@ -91,9 +93,23 @@ def quiz_result(card: QuizResultCard) -> RenderableType:
 def review_summary(summary: ReviewSummary, now: dt.datetime) -> RenderableType:
     """The deck before a review session."""
     line = f"{summary.due_now} card{'s' if summary.due_now != 1 else ''} due · {summary.cards} in your deck"
+    if summary.new_today:
+        line += f" · {summary.new_today} new today"
     if summary.added:
-        line += f" · {summary.added} new (recall cards and challenge questions you missed)"
-    return Text(line, "bold")
+        line += f" · {summary.added} added (bank cards and questions you missed)"
+    if summary.suspended:
+        line += f" · {summary.suspended} suspended (retired questions)"
+    if not summary.topics:
+        return Text(line, "bold")
+    return Group(Text(line, "bold"), _topics(summary.topics))
+
+
+def _topics(topics: Sequence[TopicCount]) -> Table:
+    """The deck per topic: cards, due today, not started yet."""
+    table = Table("Topic", "Cards", "Due", "New", box=None, padding=(0, 2), header_style="dim")
+    for t in topics:
+        table.add_row(escape(t.topic), str(t.cards), str(t.due), str(t.new))
+    return table
 
 
 @safe
@@ -188,8 +204,19 @@ def practice_stats(card: PracticeStatsCard) -> RenderableType:
         "Quizzes", f"{card.quizzes} finished · {card.quiz_correct}/{card.quiz_answers} correct{pct}"
     )
     table.add_row("Flashcards", f"{card.cards} in deck · {card.cards_due} due · {card.reviews} reviews")
+    zone = card.timezone or "UTC"
+    table.add_row(
+        "Your day",
+        f"{card.review_streak}-day review streak · {card.new_per_day} new cards a day · "
+        f"{escape(zone)}, from 4 am",
+    )
     table.add_row(
         "Explain",
         f"{card.explain_attempts} answers · {card.concepts_covered}/{card.concepts_total} concepts covered",
     )
-    return Panel(table, title=f"Practice · {escape(card.display_name)} (not ranked)", border_style="cyan")
+    parts: list[RenderableType] = [table]
+    if card.topics:
+        parts.append(_topics(card.topics))
+    return Panel(
+        Group(*parts), title=f"Practice · {escape(card.display_name)} (not ranked)", border_style="cyan"
+    )

@@ -111,15 +111,27 @@ class PracticeHandler:
 
         await self._command(interaction, body)
 
-    async def review(self, interaction: discord.Interaction[Any], nudge: str | None = None) -> None:
-        """``/review [nudge:on|off]``: the player's due flashcards, one at a time; with ``nudge``, turn
-        the daily DM of due cards on or off instead.
+    async def review(
+        self,
+        interaction: discord.Interaction[Any],
+        nudge: str | None = None,
+        new_per_day: int | None = None,
+        timezone: str | None = None,
+    ) -> None:
+        """``/review [nudge:on|off] [new_per_day:N] [timezone:ZONE]``: the player's due flashcards, one at
+        a time; with a setting, change it instead (the daily DM, new cards a day, the player's timezone).
         """
 
         async def body(player: PlayerRef) -> Screen:
+            said = []
             if nudge is not None:
-                on = await self.flow.set_nudge(player, nudge)
-                return Screen(content=render.nudge_setting_text(on))
+                said.append(render.nudge_setting_text(await self.flow.set_nudge(player, nudge)))
+            if new_per_day is not None:
+                said.append(render.new_per_day_text(await self.flow.set_new_per_day(player, new_per_day)))
+            if timezone is not None:
+                said.append(render.timezone_text(await self.flow.set_timezone(player, timezone)))
+            if said:
+                return Screen(content="\n".join(said))
             step = await self.flow.review(player)
             if step.card is None:
                 assert step.summary is not None
@@ -254,11 +266,18 @@ def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeH
         await h.quiz(interaction, topic)
 
     @tree.command(name="review", description="Practice: your due flashcards (spaced repetition)")
-    @app_commands.describe(nudge="a daily DM when cards are due: on or off (then no review now)")
+    @app_commands.describe(
+        nudge="a daily DM when cards are due: on or off (then no review now)",
+        new_per_day="new cards to start a day, 0-200 (default 10; then no review now)",
+        timezone="your timezone, e.g. Europe/Paris: your day starts at 4 am there (then no review now)",
+    )
     async def review(
-        interaction: discord.Interaction[Any], nudge: Literal["on", "off"] | None = None
+        interaction: discord.Interaction[Any],
+        nudge: Literal["on", "off"] | None = None,
+        new_per_day: app_commands.Range[int, 0, 200] | None = None,
+        timezone: app_commands.Range[str, 1, 64] | None = None,
     ) -> None:
-        await h.review(interaction, nudge)
+        await h.review(interaction, nudge, new_per_day, timezone)
 
     @tree.command(name="explain", description="Practice: explain a concept in your own words, graded")
     @app_commands.describe(topic="a topic, e.g. DDP (default: any)")

@@ -266,6 +266,20 @@ def nudge_setting_text(on: bool) -> str:
     return "Daily reminder **off**."
 
 
+def new_per_day_text(count: int) -> str:
+    """The answer to ``/review new_per_day:N``."""
+    if count == 0:
+        return (
+            "New cards **paused**: reviews of cards you started go on (`/review new_per_day:10` to resume)."
+        )
+    return f"**{count}** new card{'s' if count != 1 else ''} a day from now on."
+
+
+def timezone_text(zone: str) -> str:
+    """The answer to ``/review timezone:ZONE`` (a validated IANA name)."""
+    return f"Your timezone is **{zone}**: your day starts at 4 am there (due cards, streak, reminder)."
+
+
 def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
     """The end of a review session (or a session with nothing due)."""
     title = f"Reviewed {_plural(reviewed, 'card')}" if reviewed else "Nothing due right now"

@@ -100,6 +100,18 @@ def nudge_text(card: PracticeNudgeCard) -> str:
     )
 
 
+def new_per_day_text(count: int) -> str:
+    """The answer to ``/rankzero review new N``."""
+    if count == 0:
+        return "New cards *paused*: reviews of cards you started go on (`/rankzero review new 10` to resume)."
+    return f"*{count}* new card{'s' if count != 1 else ''} a day from now on."
+
+
+def timezone_text(zone: str) -> str:
+    """The answer to ``/rankzero review timezone ZONE`` (a validated IANA name)."""
+    return f"Your timezone is *{zone}*: your day starts at 4 am there (due cards, streak, reminder)."
+
+
 def nudge_setting_text(on: bool) -> str:
     """The answer to ``/rankzero review nudge on|off``."""
     if on:

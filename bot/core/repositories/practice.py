@@ -8,7 +8,14 @@ from typing import Protocol
 
 from bot.core.grading import ConceptResult
 from bot.core.models import PlayerRef, QuestionCandidate
-from bot.core.practice_models import PracticeTotals, QuizRow, ReviewCardRow, ReviewRecord
+from bot.core.practice_models import (
+    DaySettings,
+    PracticeTotals,
+    QuizRow,
+    ReviewCardRow,
+    ReviewRecord,
+    TopicCount,
+)
 from bot.core.srs import CardState, Grade
 
 
@@ -40,15 +47,52 @@ class PracticeRepository(Protocol):
         ...
 
     async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
-        """Give the player a card for every active bank flashcard and every challenge question they got
-        wrong or timed out on (idempotent: unique per player and question); return how many were added.
+        """Give the player a card for every question of the deck (bot.core.deck) and every shared
+        challenge question they got wrong or timed out on (idempotent: unique per player and question);
+        return how many were added.
+        """
+        ...
+
+    async def add_mistake_card(self, player_pk: int, question_id: str, now: dt.datetime) -> bool:
+        """Put a shared-bank question the player got wrong in their deck once (a new card moves ahead of
+        the bank's new cards); True when added or moved ahead.
         """
         ...
 
     async def due_cards(
         self, player_pk: int, until: dt.datetime, limit: int, phases: Sequence[str] | None = None
     ) -> list[ReviewCardRow]:
-        """The player's cards due by ``until`` (optionally of these phases), soonest first."""
+        """The player's studied (not new), active cards due by ``until`` (optionally of these phases)."""
+        ...
+
+    async def day_due_cards(
+        self, player_pk: int, now: dt.datetime, day_end: dt.datetime, limit: int
+    ) -> list[ReviewCardRow]:
+        """Studied active cards due for the player's day: (re)learning ones by ``now``, review ones
+        before ``day_end``; soonest first.
+        """
+        ...
+
+    async def new_cards(self, player_pk: int, limit: int) -> list[ReviewCardRow]:
+        """The player's next active new cards: mistakes first, then the bank's in the deck's order."""
+        ...
+
+    async def introduced_since(self, player_pk: int, since: dt.datetime) -> int:
+        """How many of the player's cards were studied for the first time at or after ``since``."""
+        ...
+
+    async def deck_topics(self, player_pk: int, now: dt.datetime, day_end: dt.datetime) -> list[TopicCount]:
+        """Per topic: the player's active cards, studied ones due for the day, new ones."""
+        ...
+
+    async def review_times(self, player_pk: int, since: dt.datetime) -> list[dt.datetime]:
+        """When the player reviewed a card, since ``since``."""
+        ...
+
+    async def set_card_state(self, card_id: int, before: CardState, after: CardState) -> bool:
+        """Replace a card's schedule (after new FSRS parameters) if it is still ``before``; no review
+        is logged. False when the card was graded meanwhile.
+        """
         ...
 
     async def get_review_card(self, card_id: int) -> ReviewCardRow | None:
@@ -78,8 +122,12 @@ class PracticeRepository(Protocol):
         """Store a graded explain answer; return its id."""
         ...
 
-    async def practice_totals(self, player_pk: int, now: dt.datetime) -> PracticeTotals:
-        """Counts of the player's quizzes, reviews, cards and explain attempts."""
+    async def practice_totals(
+        self, player_pk: int, now: dt.datetime, day_end: dt.datetime | None = None
+    ) -> PracticeTotals:
+        """Counts of the player's quizzes, reviews, cards and explain attempts; ``cards_due``: studied
+        active cards due for the day ending at ``day_end`` (None: due now).
+        """
         ...
 
     async def review_history(self, player_pk: int) -> list[ReviewRecord]:
@@ -114,10 +162,50 @@ class PracticeSettingsRepository(Protocol):
         """Whether the player opted into the daily reminder."""
         ...
 
-    async def nudge_candidates(self, now: dt.datetime, day: dt.date) -> list[tuple[int, PlayerRef, int]]:
-        """Opted-in players with cards due at ``now`` and no reminder claimed for ``day``:
-        (player_pk, player, cards due).
-        """
+    async def nudge_candidates(self, now: dt.datetime) -> list[tuple[int, PlayerRef, str | None]]:
+        """Opted-in players with an active card due at ``now``: (player_pk, player, timezone)."""
+        ...
+
+    async def nudge_claimed(self, player_pk: int, day: dt.date) -> bool:
+        """Whether the player's reminder of ``day`` is already claimed."""
+        ...
+
+    async def day_settings(self, player_pk: int) -> DaySettings:
+        """The player's new cards per day and timezone."""
+        ...
+
+    async def set_new_per_day(self, player_pk: int, count: int, now: dt.datetime) -> None:
+        """Set how many new cards a day the player studies."""
+        ...
+
+    async def set_timezone(self, player_pk: int, timezone: str | None, now: dt.datetime) -> None:
+        """Set the player's IANA timezone (None: UTC)."""
+        ...
+
+    async def player_team(self, player_pk: int) -> str | None:
+        """The tenant whose daily challenges the player played most, or None."""
+        ...
+
+    async def teams(self) -> list[str]:
+        """Every tenant with a channel."""
+        ...
+
+    async def team_players(self, tenant: str) -> list[int]:
+        """Players whose team is ``tenant`` and who reviewed a card."""
+        ...
+
+    async def team_parameters(self, tenant: str) -> tuple[float, ...] | None:
+        """The team's fitted FSRS parameters, or None."""
+        ...
+
+    async def team_fitted_at(self, tenant: str) -> dt.datetime | None:
+        """When the team's parameters were fitted, or None."""
+        ...
+
+    async def save_team_parameters(
+        self, tenant: str, parameters: Sequence[float], reviews: int, players: int, now: dt.datetime
+    ) -> None:
+        """Store (or replace) the team's fitted parameters."""
         ...
 
     async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:

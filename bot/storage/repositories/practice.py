@@ -6,26 +6,31 @@ Practice tables are written only here and never joined into standings.
 from __future__ import annotations
 
 import datetime as dt
+import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, case, delete, func, select, update
+from sqlalchemy import and_, case, delete, func, or_, select, update
 
+from bot.core.deck import DECK_KINDS, deck_question_ids
 from bot.core.grading import ConceptResult
 from bot.core.models import PlayerRef, QuestionCandidate
 from bot.core.practice_models import (
     CardSource,
+    DaySettings,
     PracticeTotals,
     QuizItemRow,
     QuizRow,
     ReviewCardRow,
     ReviewRecord,
+    TopicCount,
 )
 from bot.core.srs import GRADES, CardState, Grade
-from bot.core.vocabulary import Kind
 from bot.storage.mapping import question_from_version
 from bot.storage.models import (
     CardReviewRow,
+    ChallengeRow,
+    ChannelRow,
     ExplainAttemptRow,
     PlayerRow,
     PlaySessionRow,
@@ -33,12 +38,26 @@ from bot.storage.models import (
     PracticeQuizItemRow,
     PracticeQuizRow,
     PracticeSettingsRow,
+    PracticeTeamParametersRow,
     ProblemRow,
     QuestionVersionRow,
     ReviewCardModel,
 )
 from bot.storage.models import QuestionRow as QuestionModel
 from bot.storage.sql import SqlRepository, latest_versions
+
+#: The order new cards are introduced in: beginner facts before expert ones.
+_LEVELS = {"beginner": 0, "intermediate": 1, "advanced": 2, "expert": 3}
+#: A card is suspended while its question is retired (by the operator): it is kept, not shown.
+_ACTIVE = QuestionModel.retired_at.is_(None)
+
+
+def _new_order(qid: str, kind: str, difficulty: str) -> tuple[int, int, str]:
+    """Beginner cards first; within a level, the hand-written recall cards, then the questions' cards,
+    then explain prompts; within those, topics mixed by a stable hash (not the alphabet of ids).
+    """
+    rank = 0 if kind == "flashcard" else 2 if kind == "explain" else 1
+    return (_LEVELS.get(difficulty, 9), rank, hashlib.sha256(qid.encode()).hexdigest())
 
 
 def _state(row: ReviewCardModel) -> CardState:
@@ -181,40 +200,66 @@ class SqlPracticeRepository(SqlRepository):
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
     # ---------------------------------------------------------------- flashcards
+    async def _deck_rows(self) -> list[tuple[str, str, str]]:
+        """(question id, kind, difficulty) of the shared bank's active questions of the deck's kinds."""
+        latest = latest_versions()
+        stmt = (
+            select(QuestionVersionRow.question_id, QuestionVersionRow.kind, QuestionVersionRow.difficulty)
+            .join(
+                latest,
+                and_(
+                    QuestionVersionRow.question_id == latest.c.question_id,
+                    QuestionVersionRow.version == latest.c.v,
+                ),
+            )
+            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+            .where(_ACTIVE, QuestionVersionRow.kind.in_(sorted(DECK_KINDS)))
+        )
+        return [(str(q), str(k), str(d)) for q, k, d in (await self.s.execute(stmt)).tuples()]
+
+    def _card_values(self, player_pk: int, qid: str, source: CardSource, now: dt.datetime) -> dict[str, Any]:
+        return {
+            "player_pk": player_pk,
+            "question_id": qid,
+            "source": source,
+            "phase": "new",
+            "step": 0,
+            "interval_days": 0,
+            "due_at": now,
+            "reps": 0,
+            "lapses": 0,
+            "created_at": now,
+        }
+
     async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
-        """Add the player's missing cards: bank flashcards, and challenge questions they missed."""
-        bank = [v.question_id for v in await self._latest_active((Kind.FLASHCARD,))]
+        """Add the player's missing cards: the deck drawn from the bank (bot.core.deck), and the shared
+        questions of challenges they got wrong or timed out on.
+        """
+        rows = await self._deck_rows()
+        meta = {qid: (kind, d) for qid, kind, d in rows}
+        bank = deck_question_ids((qid, kind) for qid, kind, _ in rows)
         missed = (
             select(QuestionVersionRow.question_id)
             .join(ProblemRow, ProblemRow.question_version_id == QuestionVersionRow.id)
             .join(PlaySessionRow, PlaySessionRow.problem_id == ProblemRow.id)
-            .where(PlaySessionRow.player_pk == player_pk, PlaySessionRow.outcome.in_(("wrong", "timeout")))
+            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+            .where(
+                PlaySessionRow.player_pk == player_pk,
+                PlaySessionRow.outcome.in_(("wrong", "timeout")),
+                QuestionModel.owner_tenant.is_(None),  # a tenant's own question stays in its tenant
+            )
             .distinct()
         )
-        wanted: dict[str, CardSource] = dict.fromkeys(bank, "bank")
-        for qid in await self.s.scalars(missed):
-            wanted.setdefault(str(qid), "mistake")
         have = set(
             await self.s.scalars(
                 select(ReviewCardModel.question_id).where(ReviewCardModel.player_pk == player_pk)
             )
         )
-        values = [
-            {
-                "player_pk": player_pk,
-                "question_id": qid,
-                "source": source,
-                "phase": "new",
-                "step": 0,
-                "interval_days": 0,
-                "due_at": now,
-                "reps": 0,
-                "lapses": 0,
-                "created_at": now,
-            }
-            for qid, source in sorted(wanted.items())
-            if qid not in have
-        ]
+        mistakes = sorted(str(q) for q in await self.s.scalars(missed))
+        bank_new = sorted((q for q in bank if q not in mistakes), key=lambda q: _new_order(q, *meta[q]))
+        # Inserted in the order they are to be introduced: new cards are taken by (mistake first, id).
+        values = [self._card_values(player_pk, q, "mistake", now) for q in mistakes if q not in have]
+        values += [self._card_values(player_pk, q, "bank", now) for q in bank_new if q not in have]
         if not values:
             return 0
         # ON CONFLICT: a concurrent session may have added the same card; the unique key keeps one.
@@ -222,10 +267,47 @@ class SqlPracticeRepository(SqlRepository):
         result = await self.s.execute(stmt)
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 
-    async def _cards(self, where: Any, limit: int | None = None) -> list[ReviewCardRow]:
+    async def add_mistake_card(self, player_pk: int, question_id: str, now: dt.datetime) -> bool:
+        """Put a question the player got wrong in their deck once; a card still new moves ahead of the
+        bank's new cards. A tenant's own question makes no card (the deck is the shared bank's: a player
+        reviews it wherever they are). True when a card was added or moved ahead.
+        """
+        owner = await self.s.execute(
+            select(QuestionModel.owner_tenant).where(QuestionModel.id == question_id, _ACTIVE)
+        )
+        found = owner.first()
+        if found is None or found[0] is not None:
+            return False
+        added = await self.s.execute(
+            self._db.insert(ReviewCardModel)
+            .values(self._card_values(player_pk, question_id, "mistake", now))
+            .on_conflict_do_nothing()
+        )
+        if added.rowcount:  # type: ignore[attr-defined]
+            return True
+        moved = await self.s.execute(
+            update(ReviewCardModel)
+            .where(
+                ReviewCardModel.player_pk == player_pk,
+                ReviewCardModel.question_id == question_id,
+                ReviewCardModel.phase == "new",
+                ReviewCardModel.source == "bank",
+            )
+            .values(source="mistake")
+        )
+        return bool(moved.rowcount)  # type: ignore[attr-defined]
+
+    async def _cards(
+        self, where: Any, limit: int | None = None, *, new_order: bool = False
+    ) -> list[ReviewCardRow]:
         latest = latest_versions()
+        order = (
+            (case((ReviewCardModel.source == "mistake", 0), else_=1), ReviewCardModel.id)
+            if new_order
+            else (ReviewCardModel.due_at, ReviewCardModel.id)
+        )
         stmt = (
-            select(ReviewCardModel, QuestionVersionRow)
+            select(ReviewCardModel, QuestionVersionRow, QuestionModel.retired_at)
             .join(latest, latest.c.question_id == ReviewCardModel.question_id)
             .join(
                 QuestionVersionRow,
@@ -234,8 +316,9 @@ class SqlPracticeRepository(SqlRepository):
                     QuestionVersionRow.version == latest.c.v,
                 ),
             )
+            .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
             .where(where)
-            .order_by(ReviewCardModel.due_at, ReviewCardModel.id)
+            .order_by(*order)
         )
         if limit is not None:
             stmt = stmt.limit(limit)
@@ -246,18 +329,56 @@ class SqlPracticeRepository(SqlRepository):
                 question=question_from_version(version),
                 source="bank" if card.source == "bank" else "mistake",
                 state=_state(card),
+                suspended=retired is not None,
             )
-            for card, version in (await self.s.execute(stmt)).tuples()
+            for card, version, retired in (await self.s.execute(stmt)).tuples()
         ]
 
     async def due_cards(
         self, player_pk: int, until: dt.datetime, limit: int, phases: Sequence[str] | None = None
     ) -> list[ReviewCardRow]:
-        """The player's cards due by ``until``, soonest first."""
-        where = and_(ReviewCardModel.player_pk == player_pk, ReviewCardModel.due_at <= until)
+        """The player's studied (not new) cards due by ``until``, soonest first; suspended ones left out."""
+        where = and_(
+            ReviewCardModel.player_pk == player_pk,
+            ReviewCardModel.due_at <= until,
+            ReviewCardModel.phase != "new",
+            _ACTIVE,
+        )
         if phases is not None:
             where = and_(where, ReviewCardModel.phase.in_(list(phases)))
         return await self._cards(where, limit)
+
+    async def day_due_cards(
+        self, player_pk: int, now: dt.datetime, day_end: dt.datetime, limit: int
+    ) -> list[ReviewCardRow]:
+        """Studied cards due for the player's day: (re)learning ones due by ``now``, review ones due before
+        ``day_end`` (the player's next day cutoff, as Anki); soonest first, suspended ones left out.
+        """
+        where = and_(
+            ReviewCardModel.player_pk == player_pk,
+            _ACTIVE,
+            or_(
+                and_(ReviewCardModel.phase.in_(("learning", "relearning")), ReviewCardModel.due_at <= now),
+                and_(ReviewCardModel.phase == "review", ReviewCardModel.due_at < day_end),
+            ),
+        )
+        return await self._cards(where, limit)
+
+    async def new_cards(self, player_pk: int, limit: int) -> list[ReviewCardRow]:
+        """The player's next new cards: mistakes first, then the bank's in the deck's order."""
+        if limit <= 0:
+            return []
+        where = and_(ReviewCardModel.player_pk == player_pk, ReviewCardModel.phase == "new", _ACTIVE)
+        return await self._cards(where, limit, new_order=True)
+
+    async def introduced_since(self, player_pk: int, since: dt.datetime) -> int:
+        """How many of the player's cards were studied for the first time at or after ``since``."""
+        found = await self.s.scalar(
+            select(func.count())
+            .select_from(ReviewCardModel)
+            .where(ReviewCardModel.player_pk == player_pk, ReviewCardModel.introduced_at >= since)
+        )
+        return int(found or 0)
 
     async def get_review_card(self, card_id: int) -> ReviewCardRow | None:
         """A card by id."""
@@ -282,6 +403,8 @@ class SqlPracticeRepository(SqlRepository):
                 reps=after.reps,
                 lapses=after.lapses,
                 last_reviewed_at=now,
+                # The first review introduces a card (the new-cards-per-day limit counts these).
+                introduced_at=func.coalesce(ReviewCardModel.introduced_at, now),
             )
         )
         if not result.rowcount:  # type: ignore[attr-defined]
@@ -301,16 +424,74 @@ class SqlPracticeRepository(SqlRepository):
         await self.s.flush()
         return True
 
+    async def set_card_state(self, card_id: int, before: CardState, after: CardState) -> bool:
+        """Compare-and-set on ``reps``: a rescheduled state, unless the card was graded meanwhile."""
+        assert after.due is not None
+        result = await self.s.execute(
+            update(ReviewCardModel)
+            .where(ReviewCardModel.id == card_id, ReviewCardModel.reps == before.reps)
+            .values(
+                phase=after.phase,
+                step=after.step,
+                stability=after.stability,
+                difficulty=after.difficulty,
+                interval_days=after.interval_days,
+                due_at=after.due,
+            )
+        )
+        return bool(result.rowcount)  # type: ignore[attr-defined]
+
     async def players_with_due_cards(self, now: dt.datetime) -> list[tuple[PlayerRef, int]]:
         """Players with cards due now and how many."""
         rows = await self.s.execute(
             select(PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name, func.count())
             .join(ReviewCardModel, ReviewCardModel.player_pk == PlayerRow.id)
-            .where(ReviewCardModel.due_at <= now)
+            .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
+            .where(ReviewCardModel.due_at <= now, _ACTIVE)
             .group_by(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
             .order_by(PlayerRow.id)
         )
         return [(PlayerRef(p, u, name), int(n)) for p, u, name, n in rows.tuples()]
+
+    async def deck_topics(self, player_pk: int, now: dt.datetime, day_end: dt.datetime) -> list[TopicCount]:
+        """Per topic of the player's active cards: how many, how many studied ones are due for the day,
+        how many are new.
+        """
+        latest = latest_versions()
+        studied_due = or_(
+            and_(ReviewCardModel.phase.in_(("learning", "relearning")), ReviewCardModel.due_at <= now),
+            and_(ReviewCardModel.phase == "review", ReviewCardModel.due_at < day_end),
+        )
+        rows = await self.s.execute(
+            select(
+                QuestionVersionRow.topic,
+                func.count(ReviewCardModel.id),
+                func.coalesce(func.sum(case((studied_due, 1), else_=0)), 0),
+                func.coalesce(func.sum(case((ReviewCardModel.phase == "new", 1), else_=0)), 0),
+            )
+            .join(latest, latest.c.question_id == ReviewCardModel.question_id)
+            .join(
+                QuestionVersionRow,
+                and_(
+                    QuestionVersionRow.question_id == latest.c.question_id,
+                    QuestionVersionRow.version == latest.c.v,
+                ),
+            )
+            .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
+            .where(ReviewCardModel.player_pk == player_pk, _ACTIVE)
+            .group_by(QuestionVersionRow.topic)
+            .order_by(QuestionVersionRow.topic)
+        )
+        return [TopicCount(str(t), int(c), int(d), int(n)) for t, c, d, n in rows.tuples()]
+
+    async def review_times(self, player_pk: int, since: dt.datetime) -> list[dt.datetime]:
+        """When the player reviewed a card, since ``since`` (for the practice streak)."""
+        rows = await self.s.scalars(
+            select(CardReviewRow.reviewed_at)
+            .join(ReviewCardModel, ReviewCardModel.id == CardReviewRow.card_id)
+            .where(ReviewCardModel.player_pk == player_pk, CardReviewRow.reviewed_at >= since)
+        )
+        return list(rows)
 
     # ---------------------------------------------------------------- the review log (FSRS's optimizer)
     async def review_history(self, player_pk: int) -> list[ReviewRecord]:
@@ -347,8 +528,14 @@ class SqlPracticeRepository(SqlRepository):
         await self.s.flush()
         return row.id
 
-    async def practice_totals(self, player_pk: int, now: dt.datetime) -> PracticeTotals:
-        """Counts of the player's practice (a handful of aggregate queries on indexed columns)."""
+    async def practice_totals(
+        self, player_pk: int, now: dt.datetime, day_end: dt.datetime | None = None
+    ) -> PracticeTotals:
+        """Counts of the player's practice (a handful of aggregate queries on indexed columns).
+
+        ``cards`` counts suspended cards too; ``cards_due``: studied cards due for the day ending at
+        ``day_end`` (None: due now), new cards apart.
+        """
         quizzes = int(
             await self.s.scalar(
                 select(func.count())
@@ -367,18 +554,32 @@ class SqlPracticeRepository(SqlRepository):
                 .where(PracticeQuizRow.player_pk == player_pk, PracticeQuizItemRow.letter.is_not(None))
             )
         ).one()
-        cards, due, new = (
+        studied_due = or_(
+            and_(ReviewCardModel.phase.in_(("learning", "relearning")), ReviewCardModel.due_at <= now),
+            and_(ReviewCardModel.phase == "review", ReviewCardModel.due_at < (day_end or now)),
+        )
+        cards, due, new, suspended = (
             await self.s.execute(
                 select(
                     func.count(ReviewCardModel.id),
-                    func.coalesce(func.sum(case((ReviewCardModel.due_at <= now, 1), else_=0)), 0),
-                    func.coalesce(func.sum(case((ReviewCardModel.phase == "new", 1), else_=0)), 0),
-                ).where(ReviewCardModel.player_pk == player_pk)
+                    func.coalesce(func.sum(case((and_(_ACTIVE, studied_due), 1), else_=0)), 0),
+                    func.coalesce(
+                        func.sum(case((and_(_ACTIVE, ReviewCardModel.phase == "new"), 1), else_=0)), 0
+                    ),
+                    func.coalesce(func.sum(case((_ACTIVE, 0), else_=1)), 0),
+                )
+                .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
+                .where(ReviewCardModel.player_pk == player_pk)
             )
         ).one()
         next_due = await self.s.scalar(
-            select(func.min(ReviewCardModel.due_at)).where(
-                ReviewCardModel.player_pk == player_pk, ReviewCardModel.due_at > now
+            select(func.min(ReviewCardModel.due_at))
+            .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
+            .where(
+                ReviewCardModel.player_pk == player_pk,
+                ReviewCardModel.due_at > now,
+                ReviewCardModel.phase != "new",
+                _ACTIVE,
             )
         )
         reviews = int(
@@ -406,6 +607,7 @@ class SqlPracticeRepository(SqlRepository):
             cards=int(cards),
             cards_due=int(due),
             new_cards=int(new),
+            suspended=int(suspended),
             reviews=reviews,
             explain_attempts=int(attempts),
             concepts_covered=int(covered),
@@ -463,6 +665,97 @@ class SqlPracticeSettingsRepository(SqlRepository):
         )
         return [PlayerRef(p, u, name) for p, u, name in rows.tuples()]
 
+    # ---------------------------------------------------------------- the player's day and new cards
+    async def day_settings(self, player_pk: int) -> DaySettings:
+        """The player's new cards per day and timezone (defaults when they never set them)."""
+        found = (
+            await self.s.execute(
+                select(PracticeSettingsRow.new_per_day, PracticeSettingsRow.timezone).where(
+                    PracticeSettingsRow.player_pk == player_pk
+                )
+            )
+        ).first()
+        if found is None:
+            return DaySettings()
+        return DaySettings(int(found[0]), found[1])
+
+    async def set_new_per_day(self, player_pk: int, count: int, now: dt.datetime) -> None:
+        """Set how many new cards a day the player studies."""
+        row = await self._settings(player_pk, now)
+        row.new_per_day = count
+        row.updated_at = now
+        await self.s.flush()
+
+    async def set_timezone(self, player_pk: int, timezone: str | None, now: dt.datetime) -> None:
+        """Set the player's IANA timezone (None: UTC)."""
+        row = await self._settings(player_pk, now)
+        row.timezone = timezone
+        row.updated_at = now
+        await self.s.flush()
+
+    # ---------------------------------------------------------------- team parameters
+    async def player_team(self, player_pk: int) -> str | None:
+        """The player's team: the tenant whose daily challenges they played most (latest on a tie), or
+        None for a player who never played one.
+        """
+        tenant = ChannelRow.platform + ":" + ChannelRow.workspace_id
+        found = await self.s.scalar(
+            select(tenant)
+            .select_from(PlaySessionRow)
+            .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+            .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+            .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+            .where(PlaySessionRow.player_pk == player_pk)
+            .group_by(ChannelRow.platform, ChannelRow.workspace_id)
+            .order_by(func.count().desc(), func.max(PlaySessionRow.started_at).desc())
+            .limit(1)
+        )
+        return str(found) if found is not None else None
+
+    async def team_players(self, tenant: str) -> list[int]:
+        """Players whose team is ``tenant`` and who have reviewed a card."""
+        reviewers = (
+            select(ReviewCardModel.player_pk)
+            .join(CardReviewRow, CardReviewRow.card_id == ReviewCardModel.id)
+            .distinct()
+        )
+        return [pk for pk in await self.s.scalars(reviewers) if await self.player_team(pk) == tenant]
+
+    async def teams(self) -> list[str]:
+        """Every tenant that has run a daily challenge somewhere."""
+        rows = await self.s.execute(select(ChannelRow.platform, ChannelRow.workspace_id).distinct())
+        return sorted(f"{p}:{w}" for p, w in rows.tuples())
+
+    async def team_parameters(self, tenant: str) -> tuple[float, ...] | None:
+        """The FSRS parameters fitted to the team's pooled reviews, or None."""
+        found = await self.s.scalar(
+            select(PracticeTeamParametersRow.fsrs_parameters).where(
+                PracticeTeamParametersRow.tenant == tenant
+            )
+        )
+        return tuple(float(x) for x in found) if found else None
+
+    async def team_fitted_at(self, tenant: str) -> dt.datetime | None:
+        """When the team's parameters were fitted, or None."""
+        found: dt.datetime | None = await self.s.scalar(
+            select(PracticeTeamParametersRow.fitted_at).where(PracticeTeamParametersRow.tenant == tenant)
+        )
+        return found
+
+    async def save_team_parameters(
+        self, tenant: str, parameters: Sequence[float], reviews: int, players: int, now: dt.datetime
+    ) -> None:
+        """Store (or replace) the team's fitted parameters."""
+        row = await self.s.get(PracticeTeamParametersRow, tenant)
+        if row is None:
+            row = PracticeTeamParametersRow(tenant=tenant)
+            self.s.add(row)
+        row.fsrs_parameters = [float(x) for x in parameters]
+        row.reviews = reviews
+        row.players = players
+        row.fitted_at = now
+        await self.s.flush()
+
     # ---------------------------------------------------------------- the daily nudge
     async def set_nudge(self, player_pk: int, enabled: bool, now: dt.datetime) -> None:
         """Turn the player's daily reminder on or off."""
@@ -478,22 +771,48 @@ class SqlPracticeSettingsRepository(SqlRepository):
         )
         return bool(found)
 
-    async def nudge_candidates(self, now: dt.datetime, day: dt.date) -> list[tuple[int, PlayerRef, int]]:
-        """Opted-in players with cards due and no claim for ``day``."""
-        claimed = select(PracticeNudgeRow.id).where(
-            PracticeNudgeRow.player_pk == PlayerRow.id, PracticeNudgeRow.day == day
-        )
+    async def nudge_candidates(self, now: dt.datetime) -> list[tuple[int, PlayerRef, str | None]]:
+        """Opted-in players with an active card due within a day of ``now`` (new ones included), and their
+        timezone:
+        the service counts each one's day and claims the reminder of that day.
+        """
         rows = await self.s.execute(
-            select(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name, func.count())
+            select(
+                PlayerRow.id,
+                PlayerRow.platform,
+                PlayerRow.user_id,
+                PlayerRow.display_name,
+                PracticeSettingsRow.timezone,
+            )
             .join(PracticeSettingsRow, PracticeSettingsRow.player_pk == PlayerRow.id)
             .join(ReviewCardModel, ReviewCardModel.player_pk == PlayerRow.id)
+            .join(QuestionModel, QuestionModel.id == ReviewCardModel.question_id)
+            # A superset: due before the latest any player's day can end (a day is at most 25 hours); the
+            # service counts what is due in each player's own day.
             .where(
-                PracticeSettingsRow.daily_nudge.is_(True), ReviewCardModel.due_at <= now, ~claimed.exists()
+                PracticeSettingsRow.daily_nudge.is_(True),
+                ReviewCardModel.due_at < now + dt.timedelta(hours=26),
+                _ACTIVE,
             )
-            .group_by(PlayerRow.id, PlayerRow.platform, PlayerRow.user_id, PlayerRow.display_name)
+            .group_by(
+                PlayerRow.id,
+                PlayerRow.platform,
+                PlayerRow.user_id,
+                PlayerRow.display_name,
+                PracticeSettingsRow.timezone,
+            )
             .order_by(PlayerRow.id)
         )
-        return [(pk, PlayerRef(p, u, name), int(n)) for pk, p, u, name, n in rows.tuples()]
+        return [(pk, PlayerRef(p, u, name), tz) for pk, p, u, name, tz in rows.tuples()]
+
+    async def nudge_claimed(self, player_pk: int, day: dt.date) -> bool:
+        """Whether the player's reminder of ``day`` is already claimed."""
+        found = await self.s.scalar(
+            select(PracticeNudgeRow.id).where(
+                PracticeNudgeRow.player_pk == player_pk, PracticeNudgeRow.day == day
+            )
+        )
+        return found is not None
 
     async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:
         """First insert of (player, day) wins."""

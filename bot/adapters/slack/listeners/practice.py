@@ -90,11 +90,21 @@ async def review_command(
     ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
 ) -> list[bk.Block]:
     """``/rankzero review``: the due flashcards, one at a time; ``/rankzero review nudge on|off`` turns
-    the daily DM of due cards on or off instead.
+    the daily DM of due cards on or off instead, ``review new N`` sets the new cards a day and
+    ``review timezone ZONE`` the player's timezone (their day starts at 4 am there).
     """
     view_id = await _open_loading(ctx, body, pb.REVIEW_TITLE)
 
     async def make() -> dict[str, Any]:
+        if args[:1] == ["new"]:
+            try:
+                count = await _flow(ctx).set_new_per_day(actor.player, " ".join(args[1:]))
+            except ValueError:
+                return pb.message_view(pb.REVIEW_TITLE, "Use `/rankzero review new N` with N from 0 to 200.")
+            return pb.message_view(pb.REVIEW_TITLE, pb.new_per_day_text(count))
+        if args[:1] == ["timezone"]:
+            zone = await _flow(ctx).set_timezone(actor.player, " ".join(args[1:]))
+            return pb.message_view(pb.REVIEW_TITLE, pb.timezone_text(zone))
         if args[:1] == ["nudge"]:
             try:
                 on = await _flow(ctx).set_nudge(actor.player, " ".join(args[1:]))
