@@ -1,8 +1,8 @@
 """deck: a card's first review (for the new-cards-per-day limit), each player's new cards per day and
 timezone, and FSRS parameters fitted per team (tenant) (issue 28 section 1)
 
-Revision ID: 0011
-Revises: 0010
+Revision ID: 0013
+Revises: 0012
 Create Date: 2026-11-27
 
 Existing rows: a card already studied gets ``introduced_at`` = its first logged review (else its last
@@ -17,8 +17,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0011"
-down_revision: str | None = "0010"
+revision: str = "0013"
+down_revision: str | None = "0012"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
