@@ -197,10 +197,11 @@ def _answered_by_each(api: FakeSlackApi, replicas: list[Replica], first: int) ->
     before = len(api.of("response"))
     for n, replica in enumerate(replicas, first):
         assert _command(api, replica, n) == 200, replica.output()
-    end = time.monotonic() + 30
-    while len(api.of("response")) < before + len(replicas):
-        assert time.monotonic() < end, f"answers: {[c.dump() for c in api.of('response')]}"
-        time.sleep(0.1)
+    wait_until(
+        lambda: len(api.of("response")) >= before + len(replicas),
+        f"every replica answered: {[c.dump() for c in api.of('response')]}",
+        polls=600,
+    )
     assert all("Leaderboard" in c.dump() or "leaderboard" in c.dump() for c in api.of("response")[before:])
 
 
@@ -266,10 +267,7 @@ def test_three_replicas_answer_slack_and_post_each_slot_once_with_one_killed_mid
     time.sleep(max(0.0, (slot - dt.datetime.now(dt.UTC)).total_seconds()))
 
     # Mid-minute: the moment the first post reaches Slack, the last replica dies (SIGKILL: no cleanup).
-    end = time.monotonic() + 60
-    while not api.of("chat.postMessage"):
-        assert time.monotonic() < end, [r.output() for r in replicas]
-        time.sleep(0.01)
+    wait_until(lambda: api.of("chat.postMessage"), "a post of the slot", polls=6000, every_s=0.01)
     killed = replicas[-1]
     killed.kill()
     survivors = replicas[:-1]
