@@ -14,6 +14,7 @@ One module per port here, mirrored by its implementation in bot/storage/reposito
 ``corrections``    answer corrections: re-judging stored plays and moving their points
 ``practice``       quizzes, flashcard reviews and explain answers (never in standings)
 ``practice_settings`` each player's fitted FSRS parameters and daily-nudge opt-in and claims
+``drafts``         admins' question drafts (written through by bot/adapters/drafts.py, not via the uow)
 =================  ==========================================================================
 """
 
@@ -22,6 +23,7 @@ from __future__ import annotations
 from bot.core.repositories.challenges import ChallengeRepository
 from bot.core.repositories.corrections import CorrectionRepository, QuestionPlay
 from bot.core.repositories.disputes import DisputeRecord, DisputeRepository, QuestionFlag
+from bot.core.repositories.drafts import DraftRepository, StoredDraftLike
 from bot.core.repositories.players import PlayerRepository
 from bot.core.repositories.plays import AnswerWrite, PlayRepository, ProblemTally
 from bot.core.repositories.practice import PracticeRepository, PracticeSettingsRepository
@@ -36,6 +38,7 @@ __all__ = [
     "CorrectionRepository",
     "DisputeRecord",
     "DisputeRepository",
+    "DraftRepository",
     "PlayRepository",
     "PlayerRepository",
     "PracticeRepository",
@@ -47,5 +50,6 @@ __all__ = [
     "QuestionRow",
     "ScheduleRepository",
     "StandingRepository",
+    "StoredDraftLike",
     "SyncReport",
 ]
