@@ -150,8 +150,8 @@ class JobRaw:
 def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, flood: int) -> JobRaw:
     """Run ``job`` in a ready sandbox and gather the raw results. Never raises for anything the job does.
 
-    The status pipe is written by the sandbox's supervisor only (runner/bootstrap.py closes it in every
-    rank and keeps the ranks off /proc/1/fd), so its events are trusted; their fields are still checked.
+    The status pipe is written by the sandbox's supervisor only (runner/inside/supervisor.py closes it in
+    every rank and keeps the ranks off /proc/1/fd), so its events are trusted; their fields are still checked.
     Every other byte comes from the job and counts against ``flood``: stdout, stderr and the stack-dump
     pipes.  A dump pipe is read as a stack dump only for ranks alive when the host asked for the dump (at
     the deadline, or when another rank failed), and only for what arrived after it was drained for that

@@ -1,6 +1,6 @@
 """Starting single-use sandboxes: bubblewrap (the default) or, only when asked, a bare process.
 
-A sandbox is one supervisor process (runner/bootstrap.py) that imports torch and then waits for its one
+A sandbox is one supervisor process (runner/inside/) that imports torch and then waits for its one
 job.  The host creates every pipe the job will use before the sandbox starts and hands the sandbox its
 ends, so each rank's stdout, stderr and stack dump flow straight to the host, never through code the
 snippet could tamper with.
@@ -27,7 +27,6 @@ from pathlib import Path
 from typing import Any
 
 from runner import hardware
-from runner.bootstrap import HINT_LIGHT
 from runner.cgroups import (
     CgroupManager,
     JobCgroup,
@@ -38,12 +37,18 @@ from runner.cgroups import (
     tcp_bytes_per_sandbox,
 )
 from runner.config import RunnerConfig
+from runner.inside.protocol import HINT_LIGHT
 from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
 
 log = logging.getLogger(__name__)
 
-BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
-SANDBOX_BOOTSTRAP = "/opt/rankzero/bootstrap.py"
+# What runs inside the sandbox (runner/inside/, which imports nothing else of the runner): bound read-only at
+# /opt/rankzero/runner/inside with the package's own __init__ beside it (a regular package first on the path,
+# so that no other ``runner`` a site folder names can stand in for it), and started by path.
+INSIDE = Path(__file__).with_name("inside")
+ENTRY = INSIDE / "__main__.py"
+SANDBOX_RUNNER = "/opt/rankzero/runner"
+SANDBOX_ENTRY = f"{SANDBOX_RUNNER}/inside/__main__.py"
 # What CUDA and NCCL read from /sys on a GPU runner: the PCI devices and their NUMA node, local CPUs and
 # link topology (/sys/bus/pci, and /sys/devices where its entries and /sys/class's point), and the NICs
 # NCCL picks from (/sys/class/net, /sys/class/infiniband).
@@ -259,8 +264,9 @@ class Sandbox:
     def hint_light(self) -> None:
         """Tell a sandbox still warming that the job waiting for it needs no compiler stack.
 
-        Its supervisor then skips the rest of the warm-up (runner/bootstrap.py, HINT_LIGHT): a job that
-        would only wait for imports it never uses (about 2 of the 4-5 s a warm-up takes here) starts sooner.
+        Its supervisor then skips the rest of the warm-up (runner/inside/supervisor.py, HINT_LIGHT): a
+        job that would only wait for imports it never uses (about 2 of the 4-5 s a warm-up takes here)
+        starts sooner.
         """
         with contextlib.suppress(OSError):
             os.write(self.control, HINT_LIGHT)
@@ -327,7 +333,7 @@ class UidAllocator:
     """Hands out host uids for sandboxes, unique across every runner process on the host.
 
     Each sandbox gets a pair (``uid``, ``uid + 1``): the supervisor and the ranks of its private user
-    namespace are mapped to them (runner/bootstrap.py).  The kernel counts RLIMIT_NPROC (and the other
+    namespace are mapped to them (runner/inside/identity.py).  The kernel counts RLIMIT_NPROC (and the other
     per-user counters) per uid, so no two live sandboxes, of this runner or of another one, may share one:
     a uid is held through an exclusive ``flock`` on a file named after it, which the kernel drops when the
     holder dies, so a crashed runner leaks nothing.
@@ -500,7 +506,7 @@ class SandboxLauncher:
             "nofile_limit": self.files_per_process,
             "workdir": workdir,
             "preload": preload,
-            # The host's GPU count, for the warm-up's CUDA queries (bootstrap.cuda_runtime_untouched):
+            # The host's GPU count, for the warm-up's CUDA queries (inside/warmup.py: cuda_runtime_untouched):
             # nothing in the sandbox before the ranks may ask the CUDA runtime itself.
             "gpus": hardware.probe().gpus,
         }
@@ -522,11 +528,11 @@ class SandboxLauncher:
                 "--",
                 sys.executable,
                 *INTERPRETER_FLAGS,
-                SANDBOX_BOOTSTRAP,
+                SANDBOX_ENTRY,
                 json.dumps(spec),
             ]
         else:
-            argv = [sys.executable, *INTERPRETER_FLAGS, str(BOOTSTRAP), json.dumps(spec)]
+            argv = [sys.executable, *INTERPRETER_FLAGS, str(ENTRY), json.dumps(spec)]
         sandbox_log = SandboxLog()
         try:
             proc = subprocess.Popen(
@@ -670,7 +676,9 @@ class SandboxLauncher:
             args += _parents(prefix, made, bound)
             args += ["--ro-bind", prefix, prefix]
             bound.add(prefix)
-        args += ["--ro-bind", str(BOOTSTRAP), SANDBOX_BOOTSTRAP]
+        args += ["--perms", "0755", "--dir", SANDBOX_RUNNER]
+        args += ["--ro-bind", str(INSIDE.parent / "__init__.py"), f"{SANDBOX_RUNNER}/__init__.py"]
+        args += ["--ro-bind", str(INSIDE), f"{SANDBOX_RUNNER}/inside"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if hardware.probe().gpus > 0:  # cached: torch is probed once per runner process
             args += _gpu_args(made)

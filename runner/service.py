@@ -13,7 +13,6 @@ from typing import Any
 
 from runner import hardware
 from runner.analysis import observes_string_hashes, parse_snippet, source_line
-from runner.bootstrap import may_start_interpreters
 from runner.config import MAX_CODE_BYTES, RunnerConfig
 from runner.executor import JobRaw, RankRaw, run_job
 from runner.gpus import (
@@ -26,6 +25,7 @@ from runner.gpus import (
     more_ranks_than_gpus,
     visible_devices,
 )
+from runner.inside.zygote import may_start_interpreters
 from runner.pool import WarmPool
 from runner.sandbox import SandboxLauncher, job_env
 from runner.stacks import SnippetCalls, returned_from_spawn_target, stuck_at
@@ -43,7 +43,7 @@ from runner.verdict import (
 
 log = logging.getLogger(__name__)
 
-SNIPPET_NAME = "main.py"  # mirrors runner/bootstrap.py
+SNIPPET_NAME = "main.py"  # mirrors runner/inside/protocol.py
 # Words of a snippet that will import torch's compiler stack (the DDP constructor does): a sandbox still
 # warming when such a job takes it finishes its warm-up; for any other job it skips that part.
 NEEDS_COMPILER_STACK = (
@@ -65,7 +65,7 @@ STARTS_PROCESSES = re.compile(
     r"\bmultiprocessing\b|\bstart_processes\b|\bforkserver\b|\.spawn\(|\bos\.fork\(|\bfork\(\)"
     r"|\bnum_workers\s*=\s*[1-9]|(?<![A-Za-z_])Pool\(|\bProcessPoolExecutor\b"
 )
-DUMP_MARKER = re.compile(r"^### rankzero-dump (rank|child) pid=(\d{1,9})$", re.MULTILINE)  # bootstrap.py
+DUMP_MARKER = re.compile(r"^### rankzero-dump (rank|child) pid=(\d{1,9})$", re.MULTILINE)  # inside/
 MASTER_PORT = 29500
 
 # How a snippet that needs CUDA fails on a machine without it, across torch versions and call sites.
