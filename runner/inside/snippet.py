@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import builtins
 import contextlib
 import faulthandler
 import io
@@ -75,6 +76,28 @@ def run_rank(
 ) -> int:
     """Body of one forked rank process; returns its exit code."""
     nproc = int(job["nproc"])
+    _rank_streams(job, fds)
+    _rank_environment(job, rank, nproc)
+    _rank_limits(job.get("limits", {}))
+    _guard_spawned_processes(job, fds, report_fd, go_fd)
+    if job["mode"] == "ddp" and nproc > 1:
+        # Like torchrun (OMP_NUM_THREADS=1 is in the environment): N ranks on a shared machine should not
+        # each start a full thread pool.  The variable is read when torch is imported, which already
+        # happened here, so the thread count is set too.
+        torch = sys.modules.get("torch")
+        if torch is not None:
+            torch.set_num_threads(1)
+    if go_fd is not None:
+        # Wait until the supervisor's agent store listens (see Supervisor.start): a rank that tried to
+        # connect before would be refused and wait out c10d's retry back-off.
+        with contextlib.suppress(OSError):
+            os.read(go_fd, 1)
+        os.close(go_fd)
+    return _run_snippet(job, path, report_fd)
+
+
+def _rank_streams(job: dict[str, Any], fds: dict[str, int]) -> None:
+    """Lead the rank's stdout and stderr to its own pipes, as a terminal or torchrun would buffer them."""
     # `python main.py` in a terminal: stdout and stderr line-buffered.  torchrun starts its workers with
     # -u: ddp ranks stay unbuffered.  What either starts (forked, warm or fresh) is line-buffered, as the
     # terminal makes it.
@@ -93,6 +116,9 @@ def run_rank(
     faulthandler.enable(file=sys.stderr, all_threads=True)
     faulthandler.register(signal.SIGUSR1, file=fds["dump"], all_threads=True, chain=False)
 
+
+def _rank_environment(job: dict[str, Any], rank: int, nproc: int) -> None:
+    """The rank's environment: the job's, plus torchrun's variables for a ddp rank."""
     env = {str(k): str(v) for k, v in job.get("env", {}).items()}
     if job["mode"] == "ddp":
         env.update(
@@ -109,7 +135,9 @@ def run_rank(
         with contextlib.suppress(OSError):
             os.makedirs(os.path.dirname(env["TORCHELASTIC_ERROR_FILE"]), exist_ok=True)
 
-    limits = job.get("limits", {})
+
+def _rank_limits(limits: dict[str, Any]) -> None:
+    """The rank's own memory, CPU-time and file-size limits (the host decides which memory limit)."""
     # "as" on CPU-only runners; "data" on GPU runners without a memory cgroup (CUDA reserves huge address
     # ranges, so RLIMIT_AS breaks it); none when the cgroup alone bounds memory (the host decides).
     memory_rlimit = {"as": resource.RLIMIT_AS, "data": resource.RLIMIT_DATA}.get(
@@ -124,6 +152,11 @@ def run_rank(
     if limits.get("fsize_bytes"):
         set_limit(resource.RLIMIT_FSIZE, int(limits["fsize_bytes"]))
 
+
+def _guard_spawned_processes(
+    job: dict[str, Any], fds: dict[str, int], report_fd: int, go_fd: int | None
+) -> None:
+    """Keep destroyed groups referenced, fork the spawn zygote where the snippet gets one, pass the dump."""
     # Before the zygote is forked: the processes it starts carry the same guard.
     keep_destroyed_groups_referenced()
     zygote = None
@@ -135,24 +168,14 @@ def run_rank(
             zygote = SpawnZygote([fds["dump"], report_fd, *([go_fd] if go_fd is not None else [])])
     pass_dump_fd_to_spawned_children(fds["dump"], zygote)
 
-    if job["mode"] == "ddp" and nproc > 1:
-        # Like torchrun (OMP_NUM_THREADS=1 is in the environment): N ranks on a shared machine should not
-        # each start a full thread pool.  The variable is read when torch is imported, which already
-        # happened here, so the thread count is set too.
-        torch = sys.modules.get("torch")
-        if torch is not None:
-            torch.set_num_threads(1)
-    if go_fd is not None:
-        # Wait until the supervisor's agent store listens (see Supervisor.start): a rank that tried to
-        # connect before would be refused and wait out c10d's retry back-off.
-        with contextlib.suppress(OSError):
-            os.read(go_fd, 1)
-        os.close(go_fd)
 
+def _run_snippet(job: dict[str, Any], path: str, report_fd: int) -> int:
+    """Run the snippet in the rank's ``__main__``; its exit code (its exception reported and printed)."""
     reseed()  # every rank draws its own numbers, as torchrun's workers (new interpreters) do
     module = types.ModuleType("__main__")
     module.__file__ = path
-    module.__dict__["__builtins__"] = __builtins__
+    # The builtins module, as `python main.py` gives __main__ (an imported module holds its dict).
+    module.__dict__["__builtins__"] = builtins
     sys.modules["__main__"] = module
     sys.argv = [path]
     sys.path[0:0] = [os.path.dirname(path)]
