@@ -258,18 +258,14 @@ class SandboxLauncher:
         """Start a sandbox for up to ``nproc`` ranks; it becomes ready once torch is imported.
 
         ``preload``: True or ``"full"`` (torch and what snippets use next), ``"torch"`` (torch only), False.
+        Somewhat over 60 lines: the spec is one literal, and the descriptors opened here must be closed
+        in one place (the ``finally``) whatever fails.
         """
         keep: list[int] = []  # sandbox-side pipe ends, closed here once the child has them
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         keep += [control_r, status_w]
-        ranks: list[RankPipes] = []
-        rank_fds: list[dict[str, int]] = []
-        for _ in range(nproc):
-            pairs = [os.pipe() for _ in range(3)]
-            ranks.append(RankPipes(pairs[0][0], pairs[1][0], pairs[2][0]))
-            rank_fds.append({"out": pairs[0][1], "err": pairs[1][1], "dump": pairs[2][1]})
-            keep += [p[1] for p in pairs]
+        ranks, rank_fds = _rank_pipes(nproc, keep)
         uid = self.uids.acquire() if self.isolated and self.as_root else None
         host_workdir = None if self.isolated else tempfile.mkdtemp(prefix="rankzero-job-")
         workdir = SANDBOX_WORKDIR if self.isolated else str(host_workdir)
@@ -295,20 +291,7 @@ class SandboxLauncher:
             keep += [base_fd, job_fd]
             seccomp_args = ["--seccomp", str(base_fd)]
             spec["seccomp_fd"] = job_fd
-        if self.isolated:
-            argv = [
-                str(self.bwrap),
-                *self._namespace_args(),
-                *self._mount_args(),
-                *seccomp_args,
-                "--",
-                sys.executable,
-                *INTERPRETER_FLAGS,
-                SANDBOX_ENTRY,
-                json.dumps(spec),
-            ]
-        else:
-            argv = [sys.executable, *INTERPRETER_FLAGS, str(ENTRY), json.dumps(spec)]
+        argv = self._argv(spec, seccomp_args)
         sandbox_log = SandboxLog()
         try:
             proc = subprocess.Popen(
@@ -341,6 +324,22 @@ class SandboxLauncher:
             log=sandbox_log,
             host_workdir=host_workdir,
         )
+
+    def _argv(self, spec: dict[str, Any], seccomp_args: list[str]) -> list[str]:
+        """The command line that starts the sandbox's supervisor (runner/inside/__main__.py) with ``spec``."""
+        if not self.isolated:
+            return [sys.executable, *INTERPRETER_FLAGS, str(ENTRY), json.dumps(spec)]
+        return [
+            str(self.bwrap),
+            *self._namespace_args(),
+            *self._mount_args(),
+            *seccomp_args,
+            "--",
+            sys.executable,
+            *INTERPRETER_FLAGS,
+            SANDBOX_ENTRY,
+            json.dumps(spec),
+        ]
 
     def _confine(self, proc: subprocess.Popen[bytes], nproc: int) -> JobCgroup | None:
         """Put the sandbox's PID 1 (and so every process of the job) into a cgroup of its own."""
@@ -467,6 +466,20 @@ class SandboxLauncher:
         for key, value in job_env().items():
             args += ["--setenv", key, value]
         return args
+
+
+def _rank_pipes(nproc: int, keep: list[int]) -> tuple[list[RankPipes], list[dict[str, int]]]:
+    """Each rank's stdout, stderr and dump pipes: the host's read ends, and the sandbox's write ends (also
+    added to ``keep``, the descriptors the sandbox inherits).
+    """
+    ranks: list[RankPipes] = []
+    rank_fds: list[dict[str, int]] = []
+    for _ in range(nproc):
+        pairs = [os.pipe() for _ in range(3)]
+        ranks.append(RankPipes(pairs[0][0], pairs[1][0], pairs[2][0]))
+        rank_fds.append({"out": pairs[0][1], "err": pairs[1][1], "dump": pairs[2][1]})
+        keep += [p[1] for p in pairs]
+    return ranks, rank_fds
 
 
 def remove_stale_etc_folders(tmp: str | None = None) -> list[str]:

@@ -189,6 +189,35 @@ class RunnerService:
         nproc = request.nproc if mode == Mode.DDP else 1
         timeout_s = request.timeout_s if request.timeout_s is not None else self.config.default_timeout_s
         backend, notes = self._resolve_backend(mode, nproc, request.backend, hw)
+        verdict = self._new_verdict(mode, nproc, backend, hw, notes)
+        refusal = self._refusal(request, mode, timeout_s)
+        if refusal:
+            verdict.status = Status.REJECTED
+            verdict.notes.append(refusal)
+            return verdict
+        if backend == "nccl" and hw.gpus < nproc:
+            verdict.status = Status.UNSUPPORTED
+            verdict.notes.append(needs_cuda(hw, nproc))
+            return verdict
+        need = gpus_needed(mode.value, nproc, backend, request.code, self.gpus.count)
+        verdict.notes += static_notes(request.code, mode, nproc, hw)
+        if mode != Mode.DDP and request.nproc != 1:
+            verdict.notes.append(f"mode {mode.value} runs one process: nproc={request.nproc} was ignored")
+        fresh = observes_string_hashes(parse_snippet(request.code))
+        if fresh and ((mode == Mode.DDP and nproc > 1) or may_start_interpreters(request.code)):
+            verdict.notes.append(FRESH_NOTE)
+        job = self._job_for(request, mode, nproc, backend, fresh, timeout_s)
+        raw = self._run_admitted(verdict, job, need, request.code, timeout_s, hw)
+        if raw.memory_note:
+            log.info("%s", raw.memory_note)
+            if operator_notes is not None:
+                operator_notes.append(raw.memory_note)
+        return verdict
+
+    def _new_verdict(
+        self, mode: Mode, nproc: int, backend: str | None, hw: Hardware, notes: list[str]
+    ) -> Verdict:
+        """The verdict before the job runs: OK, with the backend's notes (and a test runner's warning)."""
         verdict = Verdict(
             status=Status.OK,
             mode=mode,
@@ -206,24 +235,13 @@ class RunnerService:
                 f"test runner: it advertises {self.config.test_advertise_gpus} GPUs "
                 f"(--test-advertise-gpus) but ran this job on its real hardware ({hw.gpus} GPUs)",
             )
-        refusal = self._refusal(request, mode, timeout_s)
-        if refusal:
-            verdict.status = Status.REJECTED
-            verdict.notes.append(refusal)
-            return verdict
-        if backend == "nccl" and hw.gpus < nproc:
-            verdict.status = Status.UNSUPPORTED
-            verdict.notes.append(needs_cuda(hw, nproc))
-            return verdict
-        need = gpus_needed(mode.value, nproc, backend, request.code, self.gpus.count)
-        verdict.notes += static_notes(request.code, mode, nproc, hw)
-        if mode != Mode.DDP and request.nproc != 1:
-            verdict.notes.append(f"mode {mode.value} runs one process: nproc={request.nproc} was ignored")
-        fresh = observes_string_hashes(parse_snippet(request.code))
-        if fresh and ((mode == Mode.DDP and nproc > 1) or may_start_interpreters(request.code)):
-            verdict.notes.append(FRESH_NOTE)
+        return verdict
 
-        job = {
+    def _job_for(
+        self, request: RunRequest, mode: Mode, nproc: int, backend: str | None, fresh: bool, timeout_s: float
+    ) -> dict[str, Any]:
+        """The job the sandbox's supervisor reads (runner/inside/supervisor.py): code, shape, env, limits."""
+        return {
             "code": request.code,
             "mode": mode.value,
             "nproc": nproc,
@@ -239,6 +257,12 @@ class RunnerService:
                 "fsize_bytes": self.config.file_size_mb * 1024 * 1024,
             },
         }
+
+    def _run_admitted(
+        self, verdict: Verdict, job: dict[str, Any], need: int, code: str, timeout_s: float, hw: Hardware
+    ) -> JobRaw:
+        """Run the job once it has its GPUs and a slot, and judge it inside the slot; its raw outcome."""
+        nproc = int(job["nproc"])
         with self._lock:
             self._admitted += 1
         try:
@@ -254,18 +278,14 @@ class RunnerService:
                     # Judging reads the job's dumps and parses its snippet: host CPU the job controls,
                     # spent inside its slot so that it counts against the concurrency like the job.
                     snippet_path = f"{workdir}/{SNIPPET_NAME}"
-                    self._judge(verdict, raw, request.code, snippet_path, timeout_s, hw, memory_rlimit, lease)
+                    self._judge(verdict, raw, code, snippet_path, timeout_s, hw, memory_rlimit, lease)
                 finally:
                     with self._lock:
                         self._running -= 1
         finally:
             with self._lock:
                 self._admitted -= 1
-        if raw.memory_note:
-            log.info("%s", raw.memory_note)
-            if operator_notes is not None:
-                operator_notes.append(raw.memory_note)
-        return verdict
+        return raw
 
     def _give_gpus(self, job: dict[str, Any], lease: GpuLease, verdict: Verdict) -> None:
         """Export the lease to the job as CUDA_VISIBLE_DEVICES, and say so when it is not every GPU.

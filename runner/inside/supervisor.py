@@ -153,27 +153,10 @@ class Supervisor:
             if pid == 0:
                 code = 1
                 try:
-                    report_w = report_pipes[rank][1]
-                    mine = self.rank_fds[rank]
-                    for fd in all_fds - {*mine.values(), report_w, settled_w}:
-                        os.close(fd)
-                    # The status and control pipes are the supervisor's alone (see the module docstring).
-                    os.close(self.control_fd)
-                    os.close(self.status_fd)
-                    if ddp:
-                        os.close(go_w)
-                    os.set_blocking(report_w, False)
-                    # Every rank, whatever the count the job asked of this sandbox, leaves the
-                    # supervisor's uid before it runs a line of the snippet.
-                    if isinstance(self.spec.get("userns"), dict):
-                        become_rank_user()
-                    if fresh:
-                        with contextlib.suppress(OSError):  # cannot exec: the rank runs warm, as before
-                            exec_fresh_rank(job, rank, mine, report_w, path, go_r, settled_w)
-                        with contextlib.suppress(OSError):
-                            os.write(settled_w, b"1")
-                        os.close(settled_w)
-                    code = run_rank(job, rank, mine, report_w, path, go_r if ddp else None)
+                    go = (go_r, go_w)
+                    code = self._rank_child(
+                        job, rank, path, report_pipes[rank][1], all_fds, go, settled_w, fresh
+                    )
                 finally:
                     os._exit(code)
             self.pids[pid] = rank
@@ -200,6 +183,41 @@ class Supervisor:
             os.set_blocking(report_r, False)
             self.reports[rank] = report_r
         emit(self.status_fd, {"event": "started", "pids": {str(r): p for p, r in self.pids.items()}})
+
+    def _rank_child(
+        self,
+        job: dict[str, Any],
+        rank: int,
+        path: str,
+        report_w: int,
+        all_fds: set[int],
+        go: tuple[int, int],
+        settled_w: int,
+        fresh: bool,
+    ) -> int:
+        """In a rank just forked: keep its own pipes only, leave the supervisor's uid, run; its exit code."""
+        ddp = job["mode"] == "ddp"
+        go_r, go_w = go
+        mine = self.rank_fds[rank]
+        for fd in all_fds - {*mine.values(), report_w, settled_w}:
+            os.close(fd)
+        # The status and control pipes are the supervisor's alone (see the package docstring).
+        os.close(self.control_fd)
+        os.close(self.status_fd)
+        if ddp:
+            os.close(go_w)
+        os.set_blocking(report_w, False)
+        # Every rank, whatever the count the job asked of this sandbox, leaves the
+        # supervisor's uid before it runs a line of the snippet.
+        if isinstance(self.spec.get("userns"), dict):
+            become_rank_user()
+        if fresh:
+            with contextlib.suppress(OSError):  # cannot exec: the rank runs warm, as before
+                exec_fresh_rank(job, rank, mine, report_w, path, go_r, settled_w)
+            with contextlib.suppress(OSError):
+                os.write(settled_w, b"1")
+            os.close(settled_w)
+        return run_rank(job, rank, mine, report_w, path, go_r if ddp else None)
 
     def reap_forever(self) -> None:
         """Reap ranks and any orphan that was reparented to us (we may be PID 1)."""
