@@ -12,6 +12,9 @@ import sys
 from pathlib import Path
 
 from runner.sandbox import INSIDE
+from runner.service import RunnerService
+from runner.verdict import Status
+from tests.runner.conftest import run
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -54,3 +57,20 @@ def test_the_package_runs_from_a_copy_holding_nothing_else(tmp_path: Path) -> No
     assert out.returncode == 0, out.stderr
     loaded = set(ast.literal_eval(out.stdout.strip()))
     assert loaded == {"runner", "runner.inside", *(f"runner.inside.{n}" for n in names if n != "__init__")}
+
+
+def test_a_snippet_sees_main_as_python_main_py_gives_it(service: RunnerService) -> None:
+    """Run from modules of runner/inside (not from one script run as ``__main__``), a rank still gives the
+    snippet what ``python main.py`` would: ``__name__``, ``__file__``, the builtins module, its own folder
+    first on the path, and none of the runner's modules importable by a plain name.
+    """
+    code = (
+        "import importlib.util, sys\n"
+        "print(__name__, __file__, type(__builtins__).__name__, sys.path[0])\n"
+        "print([n for n in ('protocol', 'supervisor', 'snippet', 'zygote') if importlib.util.find_spec(n)])\n"
+    )
+    verdict = run(service, code)
+    assert verdict.status == Status.OK, verdict.to_dict()
+    first, second = verdict.ranks[0].stdout.splitlines()
+    assert first == "__main__ /tmp/main.py module /tmp"
+    assert second == "[]"
