@@ -18,11 +18,11 @@ if TYPE_CHECKING:
     from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
     from sqlalchemy.ext.asyncio import AsyncEngine
 
-    from bot.adapters.drafts import DraftRepository
     from bot.commands.dedup import DeliveryLog
     from bot.core.dispute_service import DisputeService
     from bot.core.ports import Clock
     from bot.core.practice import PracticeService
+    from bot.core.repositories.drafts import DraftRepository
     from bot.core.schedule_service import ScheduleService
     from bot.core.service import QuizService
     from bot.metrics import BotMetrics

@@ -46,7 +46,7 @@ class RunnerConfig:
     """Warm sandboxes to keep, by capacity (the most ranks one can fork): {8: 2} serves 1..8 ranks."""
     warm_spawn: str = "auto"
     """Serve processes a snippet starts with a fresh interpreter (mp.spawn, forkserver) from a fork of its
-    warm rank (runner/bootstrap.py SpawnZygote) instead of a new interpreter: ``on`` for every snippet,
+    warm rank (runner/inside/zygote.py SpawnZygote) instead of a new interpreter: ``on`` for every snippet,
     ``auto`` (the default) unless the snippet both builds a DistributedDataParallel model and makes
     subgroups of its own (new_group, a device mesh), ``off`` never.  A DDP model freed after its group
     was destroyed hits a torch 2.13 deadlock far more often in a warm worker than in a fresh one; the

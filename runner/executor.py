@@ -9,32 +9,21 @@ import os
 import select
 import selectors
 import time
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner.cgroups import JobCgroup
-from runner.sandbox import Sandbox
+from runner.jobwatch import Action, JobWatch
+from runner.sandbox_process import Sandbox
 
 log = logging.getLogger(__name__)
 
-# After the deadline: how long the ranks get to write their stack dumps, then how long we keep draining
-# pipes after the kill.  Together with the kill itself they keep the verdict within timeout + 3 s.
-DUMP_GRACE_S = 1.0
-DRAIN_GRACE_S = 0.5
-# The deadline moves by the time a job waited for a CPU behind others, by at most its own timeout and at
-# most MAX_EXTENSION_S: a job holds its slot for at most twice its timeout whatever happens.
-MAX_EXTENSION_S = 60.0
-# Waits shorter than this (an interpreter's start on a busy host) do not move the deadline.
-MIN_CREDIT_S = 0.5
-WAIT_SAMPLE_S = 0.25
 MAX_THREADS_SAMPLED = 1024
-# After a fail-fast "kill", how long the supervisor gets to stop its ranks before the sandbox is killed.
-STOP_GRACE_S = 1.0
 DUMP_CAP = 64 * 1024
 DRAIN_MAX_BYTES = 1 << 20
-# Once every rank has exited, a daemonised grandchild may still hold a pipe open: stop waiting for EOF.
-LINGER_S = 0.3
+POLL_S = 0.05
 
 
 @dataclass
@@ -150,134 +139,133 @@ class JobRaw:
 def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, flood: int) -> JobRaw:
     """Run ``job`` in a ready sandbox and gather the raw results. Never raises for anything the job does.
 
-    The status pipe is written by the sandbox's supervisor only (runner/bootstrap.py closes it in every
-    rank and keeps the ranks off /proc/1/fd), so its events are trusted; their fields are still checked.
+    The status pipe is written by the sandbox's supervisor only (runner/inside/supervisor.py closes it in
+    every rank and keeps the ranks off /proc/1/fd), so its events are trusted; their fields are still checked.
     Every other byte comes from the job and counts against ``flood``: stdout, stderr and the stack-dump
     pipes.  A dump pipe is read as a stack dump only for ranks alive when the host asked for the dump (at
     the deadline, or when another rank failed), and only for what arrived after it was drained for that
-    request: whatever the snippet wrote there itself is counted, then dropped.
+    request: whatever the snippet wrote there itself is counted, then dropped.  When to dump, stop, kill
+    and finish is :class:`~runner.jobwatch.JobWatch`'s to say.
     """
     nproc = int(job["nproc"])
     ranks = [
         RankRaw(r, StreamCapture(cap), StreamCapture(cap), StreamCapture(DUMP_CAP)) for r in range(nproc)
     ]
     raw = JobRaw(ranks=ranks, elapsed_s=0.0)
-    sel = selectors.DefaultSelector()
-    streams: dict[int, StreamCapture] = {}
-    dump_owner: dict[int, RankRaw] = {}
-    for rank, pipes in zip(ranks, sandbox.ranks, strict=False):
-        for fd, capture in ((pipes.out, rank.stdout), (pipes.err, rank.stderr), (pipes.dump, rank.dump)):
-            streams[fd] = capture
-            sel.register(fd, selectors.EVENT_READ, capture)
-        dump_owner[pipes.dump] = rank
-    sel.register(sandbox.status, selectors.EVENT_READ, None)
-    status_open = True
-
+    pipes = _JobPipes(sandbox, ranks)
     waits = CpuWait(sandbox.cgroup) if sandbox.cgroup is not None and sandbox.cgroup.cpus > 0 else None
     if sandbox.cgroup is not None and sandbox.cgroup.memory_note:
         raw.memory_note = sandbox.cgroup.memory_note
-    start = time.monotonic()
-    deadline = start + timeout_s
-    credit = 0.0  # how far the deadline moved for time spent waiting for a CPU behind other work
-    sampled_at = 0.0
+    watch = JobWatch(timeout_s, nproc, time.monotonic(), waits.waited_s if waits is not None else None)
     try:
         os.write(sandbox.control, (json.dumps(job) + "\n").encode())
     except OSError:
-        raw.supervisor_lost = True
+        watch.supervisor_lost = True
 
-    exits = 0
-    all_exited_at: float | None = None
-    dump_sent_at: float | None = None  # the deadline's dump
-    stop_sent_at: float | None = None  # the fail-fast dump, after which the supervisor kills the ranks
-    kill_sent = False
-    killed_at: float | None = None
-    output_total = 0
-    dumping: set[int] = set()  # ranks whose dump pipe is read as a stack dump
-
-    def command(word: str) -> None:
-        with contextlib.suppress(OSError):
-            os.write(sandbox.control, word.encode() + b"\n")
-
-    def request_dump() -> None:
-        nonlocal output_total
-        live = [r for r in ranks if not r.exited]
-        for rank, pipes in zip(ranks, sandbox.ranks, strict=False):
-            if not rank.dump.eof:
-                # Bytes already there were written by the snippet, not by faulthandler: counted, dropped.
-                output_total += _drain(pipes.dump)
-        dumping.clear()
-        dumping.update(r.rank for r in live)
-        command("dump")
-
-    def handle(event: dict[str, Any]) -> None:
-        nonlocal exits, all_exited_at, stop_sent_at
-        kind = event.get("event")
-        rank_index = event.get("rank")
-        if not isinstance(rank_index, int) or isinstance(rank_index, bool) or not 0 <= rank_index < nproc:
-            return
-        rank = ranks[rank_index]
-        if kind == "exit" and not rank.exited:
-            rank.exited = True
-            rank.exit_code = _bounded_int(event.get("exit_code"), 0, 255)
-            rank.signal = _bounded_int(event.get("signal"), 1, 128)
-            rank.exit_order = exits
-            exits += 1
-            if exits == nproc:
-                all_exited_at = time.monotonic()
-            rank.exception = _exception_of(event.get("exception"))
-            problem = event.get("report_problem")
-            if isinstance(problem, str):
-                rank.report_problem = problem[:200]
-            failed = rank.signal is not None or rank.exit_code != 0
-            if failed and exits < nproc and stop_sent_at is None and dump_sent_at is None:
-                # Fail fast: the others would wait for a collective timeout.  Dump them, then stop them.
-                raw.stopped_after_rank = rank.rank
-                stop_sent_at = time.monotonic()
-                request_dump()
+    def on_event(event: dict[str, Any], now: float) -> None:
+        if event.get("event") == "dumped":
+            watch.dumped(now)
+        if _record_exit(ranks, event, watch):
+            pipes.request_dump()
 
     while True:
         now = time.monotonic()
-        if (
-            waits is not None
-            and dump_sent_at is None
-            and now >= deadline + credit
-            and now - sampled_at > WAIT_SAMPLE_S
-        ):
-            # Only once the wall deadline is near: a starved job is not blamed for its neighbours.
-            waited = waits.waited_s(now - start)
-            credit = min(waited, timeout_s, MAX_EXTENSION_S) if waited >= MIN_CREDIT_S else 0.0
-            sampled_at = now
-        open_streams = [c for c in streams.values() if not c.eof]
-        if killed_at is not None:
-            if not open_streams or now - killed_at > DRAIN_GRACE_S:
-                break
-        elif all_exited_at is not None and (not open_streams or now - all_exited_at > LINGER_S):
+        action = watch.step(
+            now, streams_open=pipes.streams_open(), status_open=pipes.status_open, flooded=pipes.total > flood
+        )
+        if action == Action.FINISH:
             break
-        elif (not status_open or raw.supervisor_lost) and all_exited_at is None:
-            # The supervisor is gone without reporting every rank: nothing more will come.
-            raw.supervisor_lost = True
+        if action == Action.KILL_SANDBOX:
             sandbox.kill()
-            killed_at = now
-        elif output_total > flood:
-            raw.flooded = True
-            sandbox.kill()
-            killed_at = now
-        elif now >= deadline + credit and dump_sent_at is None:
-            raw.timed_out = True
-            dump_sent_at = now
-            if stop_sent_at is None:  # else the fail-fast dump is under way: its stacks must not be drained
-                request_dump()
-        elif dump_sent_at is not None and now - dump_sent_at > DUMP_GRACE_S:
-            sandbox.kill()
-            killed_at = now
-        elif stop_sent_at is not None and not kill_sent and now - stop_sent_at > DUMP_GRACE_S:
-            kill_sent = True
-            command("kill")
-        elif kill_sent and stop_sent_at is not None and now - stop_sent_at > DUMP_GRACE_S + STOP_GRACE_S:
-            sandbox.kill()  # the supervisor did not stop its ranks: the sandbox goes
-            killed_at = now
+        elif action == Action.DUMP:
+            pipes.request_dump()
+        elif action == Action.KILL_RANKS:
+            pipes.command("kill")
+        pipes.read(POLL_S, now, on_event)
+    pipes.close()
+    _finish(raw, watch, waits, sandbox, pipes.dumping)
+    return raw
 
-        for key, _ in sel.select(timeout=0.05):
+
+def _record_exit(ranks: list[RankRaw], event: dict[str, Any], watch: JobWatch) -> bool:
+    """Record a rank's ``exit`` event (checked); True when the other ranks must dump to fail fast."""
+    index = event.get("rank")
+    if not isinstance(index, int) or isinstance(index, bool) or not 0 <= index < len(ranks):
+        return False
+    rank = ranks[index]
+    if event.get("event") != "exit" or rank.exited:
+        return False
+    rank.exited = True
+    rank.exit_code = _bounded_int(event.get("exit_code"), 0, 255)
+    rank.signal = _bounded_int(event.get("signal"), 1, 128)
+    rank.exception = _exception_of(event.get("exception"))
+    problem = event.get("report_problem")
+    if isinstance(problem, str):
+        rank.report_problem = problem[:200]
+    failed = rank.signal is not None or rank.exit_code != 0
+    rank.exit_order, fail_fast = watch.rank_exited(rank.rank, failed, time.monotonic())
+    return fail_fast
+
+
+def _finish(raw: JobRaw, watch: JobWatch, waits: CpuWait | None, sandbox: Sandbox, dumping: set[int]) -> None:
+    """Copy the watch's outcome and the sandbox's accounting into ``raw``; mark stopped and dumped ranks."""
+    raw.elapsed_s = time.monotonic() - watch.start
+    raw.timed_out, raw.flooded, raw.supervisor_lost = watch.timed_out, watch.flooded, watch.supervisor_lost
+    raw.stopped_after_rank = watch.stopped_after_rank
+    if waits is not None:
+        raw.cpu_s = waits.cpu_s()
+        raw.waited_s = watch.credit
+    raw.oom_killed = sandbox.cgroup is not None and sandbox.cgroup.oom_killed()
+    if raw.stopped_after_rank is not None:
+        for rank in raw.ranks:
+            if rank.rank != raw.stopped_after_rank and rank.signal == 9:
+                rank.stopped_by_runner = True
+    for rank in raw.ranks:
+        rank.dumped = rank.rank in dumping and (rank.stopped_by_runner or not rank.exited)
+
+
+class _JobPipes:
+    """The host's ends of one job's pipes: every rank's stdout, stderr and dump pipe, status and control."""
+
+    def __init__(self, sandbox: Sandbox, ranks: list[RankRaw]) -> None:
+        self.sandbox = sandbox
+        self.ranks = ranks
+        self.sel = selectors.DefaultSelector()
+        self.streams: dict[int, StreamCapture] = {}
+        self.dump_owner: dict[int, RankRaw] = {}
+        for rank, pipes in zip(ranks, sandbox.ranks, strict=False):
+            for fd, capture in ((pipes.out, rank.stdout), (pipes.err, rank.stderr), (pipes.dump, rank.dump)):
+                self.streams[fd] = capture
+                self.sel.register(fd, selectors.EVENT_READ, capture)
+            self.dump_owner[pipes.dump] = rank
+        self.sel.register(sandbox.status, selectors.EVENT_READ, None)
+        self.status_open = True
+        self.total = 0  # every byte the job wrote to its pipes, kept or not: the flood count
+        self.dumping: set[int] = set()  # ranks whose dump pipe is read as a stack dump
+
+    def streams_open(self) -> bool:
+        """Whether any of the job's streams has not reached EOF yet."""
+        return any(not c.eof for c in self.streams.values())
+
+    def command(self, word: str) -> None:
+        """Send the supervisor one command (``dump``, ``kill``); a supervisor gone is noticed elsewhere."""
+        with contextlib.suppress(OSError):
+            os.write(self.sandbox.control, word.encode() + b"\n")
+
+    def request_dump(self) -> None:
+        """Ask for the stacks of the ranks still running; what their dump pipes hold now is dropped."""
+        live = [r for r in self.ranks if not r.exited]
+        for rank, pipes in zip(self.ranks, self.sandbox.ranks, strict=False):
+            if not rank.dump.eof:
+                # Bytes already there were written by the snippet, not by faulthandler: counted, dropped.
+                self.total += _drain(pipes.dump)
+        self.dumping.clear()
+        self.dumping.update(r.rank for r in live)
+        self.command("dump")
+
+    def read(self, timeout: float, now: float, on_event: Callable[[dict[str, Any], float], None]) -> None:
+        """Read what is ready within ``timeout``: status events go to ``on_event``, output to its capture."""
+        for key, _ in self.sel.select(timeout=timeout):
             fd = int(key.fd)
             try:
                 chunk = os.read(fd, 65536)
@@ -285,41 +273,26 @@ def run_job(sandbox: Sandbox, job: dict[str, Any], timeout_s: float, cap: int, f
                 chunk = b""
             if key.data is None:
                 if chunk:
-                    sandbox.status_buffer.extend(chunk)
-                    for event in sandbox.pop_events():
-                        if event.get("event") == "dumped":
-                            # Stacks are written: stop now rather than after the whole grace.
-                            if dump_sent_at is not None:
-                                dump_sent_at = min(dump_sent_at, now - DUMP_GRACE_S)
-                            elif stop_sent_at is not None and not kill_sent:
-                                stop_sent_at = min(stop_sent_at, now - DUMP_GRACE_S)
-                        handle(event)
+                    self.sandbox.status_buffer.extend(chunk)
+                    for event in self.sandbox.pop_events():
+                        on_event(event, now)
                 else:
-                    status_open = False
-                    sel.unregister(fd)
+                    self.status_open = False
+                    self.sel.unregister(fd)
                 continue
             stream: StreamCapture = key.data
             if chunk:
-                output_total += len(chunk)
-                owner = dump_owner.get(fd)
-                if owner is None or owner.rank in dumping:
+                self.total += len(chunk)
+                owner = self.dump_owner.get(fd)
+                if owner is None or owner.rank in self.dumping:
                     stream.add(chunk)
             else:
                 stream.eof = True
-                sel.unregister(fd)
-    sel.close()
-    raw.elapsed_s = time.monotonic() - start
-    if waits is not None:
-        raw.cpu_s = waits.cpu_s()
-        raw.waited_s = credit
-    raw.oom_killed = sandbox.cgroup is not None and sandbox.cgroup.oom_killed()
-    if raw.stopped_after_rank is not None:
-        for rank in ranks:
-            if rank.rank != raw.stopped_after_rank and rank.signal == 9:
-                rank.stopped_by_runner = True
-    for rank in ranks:
-        rank.dumped = rank.rank in dumping and (rank.stopped_by_runner or not rank.exited)
-    return raw
+                self.sel.unregister(fd)
+
+    def close(self) -> None:
+        """Close the selector (the pipes themselves belong to the sandbox)."""
+        self.sel.close()
 
 
 def _drain(fd: int) -> int:

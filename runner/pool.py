@@ -28,7 +28,8 @@ from dataclasses import dataclass
 from datetime import UTC, datetime
 from typing import Any
 
-from runner.sandbox import Sandbox, SandboxLauncher
+from runner.sandbox import SandboxLauncher
+from runner.sandbox_process import Sandbox
 
 log = logging.getLogger(__name__)
 

@@ -1,6 +1,6 @@
 """Starting single-use sandboxes: bubblewrap (the default) or, only when asked, a bare process.
 
-A sandbox is one supervisor process (runner/bootstrap.py) that imports torch and then waits for its one
+A sandbox is one supervisor process (runner/inside/) that imports torch and then waits for its one
 job.  The host creates every pipe the job will use before the sandbox starts and hands the sandbox its
 ends, so each rank's stdout, stderr and stack dump flow straight to the host, never through code the
 snippet could tamper with.
@@ -8,26 +8,21 @@ snippet could tamper with.
 
 from __future__ import annotations
 
-import contextlib
 import fcntl
 import glob
 import json
 import logging
 import os
-import select
 import shutil
-import signal
 import subprocess
 import sys
 import tempfile
 import threading
 import time
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from runner import hardware
-from runner.bootstrap import HINT_LIGHT
 from runner.cgroups import (
     CgroupManager,
     JobCgroup,
@@ -38,12 +33,18 @@ from runner.cgroups import (
     tcp_bytes_per_sandbox,
 )
 from runner.config import RunnerConfig
+from runner.sandbox_process import RankPipes, Sandbox, SandboxLog, child_pids
 from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
 
 log = logging.getLogger(__name__)
 
-BOOTSTRAP = Path(__file__).with_name("bootstrap.py")
-SANDBOX_BOOTSTRAP = "/opt/rankzero/bootstrap.py"
+# What runs inside the sandbox (runner/inside/, which imports nothing else of the runner): bound read-only at
+# /opt/rankzero/runner/inside with the package's own __init__ beside it (a regular package first on the path,
+# so that no other ``runner`` a site folder names can stand in for it), and started by path.
+INSIDE = Path(__file__).with_name("inside")
+ENTRY = INSIDE / "__main__.py"
+SANDBOX_RUNNER = "/opt/rankzero/runner"
+SANDBOX_ENTRY = f"{SANDBOX_RUNNER}/inside/__main__.py"
 # What CUDA and NCCL read from /sys on a GPU runner: the PCI devices and their NUMA node, local CPUs and
 # link topology (/sys/bus/pci, and /sys/devices where its entries and /sys/class's point), and the NICs
 # NCCL picks from (/sys/class/net, /sys/class/infiniband).
@@ -61,7 +62,6 @@ _ETC_FILES = (
     "nsswitch.conf",
 )
 HOSTNAME = "rankzero"
-STATUS_LINE_MAX = 64 * 1024
 # Not -I: multiprocessing hands the interpreter's flags to the children it spawns, and -I would make them
 # ignore PYTHONUNBUFFERED (their output then arrives late, grouped per process, and is lost when they are
 # killed).  The environment is the runner's own (job_env), so -I protected nothing -s does not.
@@ -98,224 +98,6 @@ def files_per_process(file_max: int, sandboxes: int, processes: int) -> int:
     return min(MAX_FILES_PER_PROCESS, share)
 
 
-# What the host keeps of a sandbox's own stderr (bubblewrap's errors, the supervisor's and torch's agent
-# store's warnings).  The job can make the store log a warning per connection it resets: kept whole, that
-# grew an unlinked temporary file by ~1 GB in a 300 s job.
-SANDBOX_LOG_KEEP_BYTES = 64 * 1024
-
-
-class SandboxLog:
-    """A sandbox's stderr, read through a pipe by a host thread that keeps its start and counts the rest.
-
-    Only ``SANDBOX_LOG_KEEP_BYTES`` are ever stored (in memory); whatever follows is read and dropped, and
-    its size is reported with the kept text.  The thread ends when every process holding the write end
-    (bubblewrap, the supervisor) has exited.
-    """
-
-    def __init__(self, keep_bytes: int = SANDBOX_LOG_KEEP_BYTES) -> None:
-        self.keep_bytes = keep_bytes
-        self.kept = bytearray()
-        self.dropped = 0
-        self._lock = threading.Lock()
-        self._read_fd, self.write_fd = os.pipe()
-        self._thread = threading.Thread(target=self._drain, name="sandbox-log", daemon=True)
-
-    def started(self) -> None:
-        """The sandbox holds the write end now: close the host's copy (so EOF comes) and start draining."""
-        os.close(self.write_fd)
-        self._thread.start()
-
-    def _drain(self) -> None:
-        try:
-            while True:
-                try:
-                    chunk = os.read(self._read_fd, 65536)
-                except InterruptedError:
-                    continue
-                if not chunk:
-                    return
-                with self._lock:
-                    room = max(self.keep_bytes - len(self.kept), 0)
-                    self.kept += chunk[:room]
-                    self.dropped += max(len(chunk) - room, 0)
-        except OSError:
-            return
-        finally:
-            os.close(self._read_fd)
-
-    def text(self, limit: int = 4000) -> str:
-        """The start of what was kept (decoded, at most ``limit`` bytes), and how much was dropped."""
-        with self._lock:
-            head = bytes(self.kept[:limit]).decode(errors="replace").strip()
-            dropped = self.dropped
-        return f"{head} [{dropped} more bytes dropped]" if dropped else head
-
-    def close(self, wait_s: float = 1.0) -> None:
-        """Wait a little for the drain to see EOF (the sandbox is dead by now); never blocks longer."""
-        if self._thread.is_alive():
-            self._thread.join(wait_s)
-        if self.dropped:
-            log.info("sandbox stderr: kept %d bytes, dropped %d", len(self.kept), self.dropped)
-
-
-@dataclass
-class RankPipes:
-    """Host-side read ends of one rank's pipes."""
-
-    out: int
-    err: int
-    dump: int
-
-
-@dataclass
-class Sandbox:
-    """One started (maybe not yet ready) single-use sandbox."""
-
-    proc: subprocess.Popen[bytes]
-    nproc: int
-    control: int
-    status: int
-    ranks: list[RankPipes]
-    engine: str
-    isolated: bool
-    uid: int | None
-    workdir: str
-    log: SandboxLog
-    host_workdir: str | None = None
-    cgroup: JobCgroup | None = None
-    cgroups: CgroupManager | None = None
-    status_buffer: bytearray = field(default_factory=bytearray)
-    ready: bool = False
-    exited: bool = False
-    """Its supervisor closed the status pipe before it was ready: it will never be."""
-    created: float = field(default_factory=time.monotonic)
-    _closed: bool = False
-
-    def read_events(self, block_s: float | None) -> tuple[list[dict[str, Any]], bool]:
-        """Read whatever status events are available (waiting at most block_s); returns (events, eof)."""
-        eof = False
-        # poll, not select: descriptor numbers can exceed select's limit on a busy runner.
-        poller = select.poll()
-        poller.register(self.status, select.POLLIN)
-        timeout_ms = None if block_s is None else int(block_s * 1000)
-        if poller.poll(timeout_ms):
-            chunk = os.read(self.status, 65536)
-            if chunk:
-                self.status_buffer.extend(chunk)
-            else:
-                eof = True
-        return self.pop_events(), eof
-
-    def pop_events(self) -> list[dict[str, Any]]:
-        """Complete JSON lines buffered so far; garbage lines are ignored, never fatal.
-
-        Only the supervisor writes here, and its lines are short; a line over STATUS_LINE_MAX (or a buffer
-        that long without a newline) is dropped unparsed all the same.
-        """
-        events: list[dict[str, Any]] = []
-        while b"\n" in self.status_buffer:
-            line, _, rest = bytes(self.status_buffer).partition(b"\n")
-            self.status_buffer[:] = rest
-            if len(line) > STATUS_LINE_MAX:
-                continue
-            try:
-                event = json.loads(line)
-            except (ValueError, RecursionError):
-                continue
-            if isinstance(event, dict):
-                events.append(event)
-        if len(self.status_buffer) > STATUS_LINE_MAX:
-            self.status_buffer.clear()
-        return events
-
-    def wait_ready(self, timeout_s: float) -> bool:
-        """Block until the supervisor has imported torch and reported ready, at most ``timeout_s``.
-
-        False when the time ran out or the sandbox exited first (``exited`` tells which). One thread at a
-        time may wait: the status pipe is read here.
-        """
-        deadline = time.monotonic() + timeout_s
-        while not self.ready:
-            left = deadline - time.monotonic()
-            if left <= 0 or self.exited:
-                return False
-            events, eof = self.read_events(min(left, 0.5))
-            if any(e.get("event") == "ready" for e in events):
-                self.ready = True
-            elif eof:
-                self.exited = True
-                log.warning("sandbox exited before it was ready: %s", self.diagnostics())
-                return False
-        return True
-
-    def alive(self) -> bool:
-        """True while the sandbox process has not exited."""
-        return self.proc.poll() is None
-
-    def diagnostics(self) -> str:
-        """The sandbox's own stderr (bubblewrap errors, supervisor warnings), for logs."""
-        return self.log.text()
-
-    def hint_light(self) -> None:
-        """Tell a sandbox still warming that the job waiting for it needs no compiler stack.
-
-        Its supervisor then skips the rest of the warm-up (runner/bootstrap.py, HINT_LIGHT): a job that
-        would only wait for imports it never uses (about 2 of the 4-5 s a warm-up takes here) starts sooner.
-        """
-        with contextlib.suppress(OSError):
-            os.write(self.control, HINT_LIGHT)
-
-    def kill(self) -> None:
-        """Kill every process of the sandbox and wait until they are gone; safe to call more than once."""
-        if self.isolated:
-            # Kill the namespace's PID 1 and let bwrap reap it: PID 1's exit completes only after the
-            # kernel has killed and reaped every other process of the namespace, so once bwrap returns,
-            # nothing of the job is left (daemons included).  Killing bwrap first would return earlier.
-            for child in _children(self.proc.pid):
-                _kill(child)
-            try:
-                self.proc.wait(timeout=5)
-                return
-            except subprocess.TimeoutExpired:
-                log.warning("sandbox %s did not stop with its PID 1; killing bwrap", self.proc.pid)
-            _kill(self.proc.pid)
-        else:
-            with contextlib.suppress(ProcessLookupError, PermissionError):
-                os.killpg(self.proc.pid, signal.SIGKILL)
-        try:
-            self.proc.wait(timeout=5)
-        except subprocess.TimeoutExpired:
-            log.error("sandbox process %s did not die", self.proc.pid)
-
-    def close(self) -> None:
-        """Kill the sandbox and release its pipes and files."""
-        if self._closed:
-            return
-        self._closed = True
-        self.kill()
-        for fd in [self.control, self.status, *(f for r in self.ranks for f in (r.out, r.err, r.dump))]:
-            with contextlib.suppress(OSError):
-                os.close(fd)
-        self.log.close()
-        if self.cgroup is not None and self.cgroups is not None:
-            self.cgroups.discard(self.cgroup)
-        if self.host_workdir:
-            shutil.rmtree(self.host_workdir, ignore_errors=True)
-
-
-def _kill(pid: int) -> None:
-    with contextlib.suppress(ProcessLookupError, PermissionError):
-        os.kill(pid, signal.SIGKILL)
-
-
-def _children(pid: int) -> list[int]:
-    try:
-        text = Path(f"/proc/{pid}/task/{pid}/children").read_text()
-    except OSError:
-        return []
-    return [int(p) for p in text.split()]
-
-
 def _uid_lock_dir() -> Path:
     # /run is root's tmpfs: the locks vanish at reboot, with every sandbox they guarded.
     run = Path("/run")
@@ -327,7 +109,7 @@ class UidAllocator:
     """Hands out host uids for sandboxes, unique across every runner process on the host.
 
     Each sandbox gets a pair (``uid``, ``uid + 1``): the supervisor and the ranks of its private user
-    namespace are mapped to them (runner/bootstrap.py).  The kernel counts RLIMIT_NPROC (and the other
+    namespace are mapped to them (runner/inside/identity.py).  The kernel counts RLIMIT_NPROC (and the other
     per-user counters) per uid, so no two live sandboxes, of this runner or of another one, may share one:
     a uid is held through an exclusive ``flock`` on a file named after it, which the kernel drops when the
     holder dies, so a crashed runner leaks nothing.
@@ -476,18 +258,14 @@ class SandboxLauncher:
         """Start a sandbox for up to ``nproc`` ranks; it becomes ready once torch is imported.
 
         ``preload``: True or ``"full"`` (torch and what snippets use next), ``"torch"`` (torch only), False.
+        Somewhat over 60 lines: the spec is one literal, and the descriptors opened here must be closed
+        in one place (the ``finally``) whatever fails.
         """
         keep: list[int] = []  # sandbox-side pipe ends, closed here once the child has them
         control_r, control_w = os.pipe()
         status_r, status_w = os.pipe()
         keep += [control_r, status_w]
-        ranks: list[RankPipes] = []
-        rank_fds: list[dict[str, int]] = []
-        for _ in range(nproc):
-            pairs = [os.pipe() for _ in range(3)]
-            ranks.append(RankPipes(pairs[0][0], pairs[1][0], pairs[2][0]))
-            rank_fds.append({"out": pairs[0][1], "err": pairs[1][1], "dump": pairs[2][1]})
-            keep += [p[1] for p in pairs]
+        ranks, rank_fds = _rank_pipes(nproc, keep)
         uid = self.uids.acquire() if self.isolated and self.as_root else None
         host_workdir = None if self.isolated else tempfile.mkdtemp(prefix="rankzero-job-")
         workdir = SANDBOX_WORKDIR if self.isolated else str(host_workdir)
@@ -500,7 +278,7 @@ class SandboxLauncher:
             "nofile_limit": self.files_per_process,
             "workdir": workdir,
             "preload": preload,
-            # The host's GPU count, for the warm-up's CUDA queries (bootstrap.cuda_runtime_untouched):
+            # The host's GPU count, for the warm-up's CUDA queries (inside/warmup.py: cuda_runtime_untouched):
             # nothing in the sandbox before the ranks may ask the CUDA runtime itself.
             "gpus": hardware.probe().gpus,
         }
@@ -513,20 +291,7 @@ class SandboxLauncher:
             keep += [base_fd, job_fd]
             seccomp_args = ["--seccomp", str(base_fd)]
             spec["seccomp_fd"] = job_fd
-        if self.isolated:
-            argv = [
-                str(self.bwrap),
-                *self._namespace_args(),
-                *self._mount_args(),
-                *seccomp_args,
-                "--",
-                sys.executable,
-                *INTERPRETER_FLAGS,
-                SANDBOX_BOOTSTRAP,
-                json.dumps(spec),
-            ]
-        else:
-            argv = [sys.executable, *INTERPRETER_FLAGS, str(BOOTSTRAP), json.dumps(spec)]
+        argv = self._argv(spec, seccomp_args)
         sandbox_log = SandboxLog()
         try:
             proc = subprocess.Popen(
@@ -560,6 +325,22 @@ class SandboxLauncher:
             host_workdir=host_workdir,
         )
 
+    def _argv(self, spec: dict[str, Any], seccomp_args: list[str]) -> list[str]:
+        """The command line that starts the sandbox's supervisor (runner/inside/__main__.py) with ``spec``."""
+        if not self.isolated:
+            return [sys.executable, *INTERPRETER_FLAGS, str(ENTRY), json.dumps(spec)]
+        return [
+            str(self.bwrap),
+            *self._namespace_args(),
+            *self._mount_args(),
+            *seccomp_args,
+            "--",
+            sys.executable,
+            *INTERPRETER_FLAGS,
+            SANDBOX_ENTRY,
+            json.dumps(spec),
+        ]
+
     def _confine(self, proc: subprocess.Popen[bytes], nproc: int) -> JobCgroup | None:
         """Put the sandbox's PID 1 (and so every process of the job) into a cgroup of its own."""
         if self.cgroups is None or not self.cgroups.available:
@@ -576,7 +357,7 @@ class SandboxLauncher:
         deadline = time.monotonic() + 2.0
         while time.monotonic() < deadline:
             # bwrap forks PID 1 right away; it only forks ranks once a job arrives, long after this.
-            children = _children(proc.pid)
+            children = child_pids(proc.pid)
             if children:
                 try:
                     cgroup.add(children[0])
@@ -670,7 +451,9 @@ class SandboxLauncher:
             args += _parents(prefix, made, bound)
             args += ["--ro-bind", prefix, prefix]
             bound.add(prefix)
-        args += ["--ro-bind", str(BOOTSTRAP), SANDBOX_BOOTSTRAP]
+        args += ["--perms", "0755", "--dir", SANDBOX_RUNNER]
+        args += ["--ro-bind", str(INSIDE.parent / "__init__.py"), f"{SANDBOX_RUNNER}/__init__.py"]
+        args += ["--ro-bind", str(INSIDE), f"{SANDBOX_RUNNER}/inside"]
         args += ["--proc", "/proc", "--dev", "/dev"]
         if hardware.probe().gpus > 0:  # cached: torch is probed once per runner process
             args += _gpu_args(made)
@@ -683,6 +466,20 @@ class SandboxLauncher:
         for key, value in job_env().items():
             args += ["--setenv", key, value]
         return args
+
+
+def _rank_pipes(nproc: int, keep: list[int]) -> tuple[list[RankPipes], list[dict[str, int]]]:
+    """Each rank's stdout, stderr and dump pipes: the host's read ends, and the sandbox's write ends (also
+    added to ``keep``, the descriptors the sandbox inherits).
+    """
+    ranks: list[RankPipes] = []
+    rank_fds: list[dict[str, int]] = []
+    for _ in range(nproc):
+        pairs = [os.pipe() for _ in range(3)]
+        ranks.append(RankPipes(pairs[0][0], pairs[1][0], pairs[2][0]))
+        rank_fds.append({"out": pairs[0][1], "err": pairs[1][1], "dump": pairs[2][1]})
+        keep += [p[1] for p in pairs]
+    return ranks, rank_fds
 
 
 def remove_stale_etc_folders(tmp: str | None = None) -> list[str]:

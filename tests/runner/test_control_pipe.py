@@ -8,7 +8,8 @@ import os
 
 import pytest
 
-from runner.bootstrap import HINT_LIGHT, Supervisor
+from runner.inside.protocol import HINT_LIGHT
+from runner.inside.supervisor import Supervisor
 
 
 @pytest.fixture

@@ -4,8 +4,8 @@ A process that asked the CUDA runtime anything (``torch.cuda.is_available()`` ca
 arms torch's fork poisoning: every rank forked from it fails its first CUDA call with "Cannot re-initialize
 CUDA in forked subprocess".  Our CI has no GPU, so these tests check the rule where it is made, on CPU:
 
-* the supervisor's whole life before it forks a rank (warm-up and job start, run for real by
-  ``bootstrap.main`` with a real job) calls no ``torch.cuda`` function except fork-safe ones: a check of
+* the supervisor's whole life before it forks a rank (warm-up and job start, run for real by the
+  supervisor's ``main`` with a real job) calls no ``torch.cuda`` function except fork-safe ones: a check of
   how torch was built, or a device query made while NVML answers it;
 * the guard that makes those queries fork-safe never reaches the runtime's device count, with NVML or
   without it, on a simulated CUDA build (the functions torch would call there are replaced by recorders).
@@ -25,7 +25,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from runner import bootstrap
+from runner.inside import warmup
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -46,7 +46,7 @@ DRIVER = textwrap.dedent(
         @functools.wraps(fn)
         def call(*args, **kwargs):
             if os.getpid() == SUPERVISOR:  # a rank's own calls are the snippet's business
-                nvml = os.environ.get(bootstrap.NVML_CHECK) == "1"
+                nvml = os.environ.get(warmup.NVML_CHECK) == "1"
                 calls.append({"name": name, "nvml": nvml})
             return fn(*args, **kwargs)
         return call
@@ -55,7 +55,7 @@ DRIVER = textwrap.dedent(
         if inspect.isfunction(obj):
             setattr(torch.cuda, name, recorded(name, obj))
 
-    from runner import bootstrap
+    from runner.inside import supervisor, warmup
 
     workdir = tempfile.mkdtemp()
     control_r, control_w = os.pipe()
@@ -72,7 +72,7 @@ DRIVER = textwrap.dedent(
     job = {"code": code, "mode": "python", "nproc": 1, "backend": "gloo", "warm_spawn": "auto",
            "env": {"PATH": os.environ["PATH"], "HOME": workdir}, "limits": {}}
     os.write(control_w, (json.dumps(job) + "\\n").encode())
-    rc = bootstrap.main(["bootstrap.py", json.dumps(spec)])
+    rc = supervisor.main(["__main__.py", json.dumps(spec)])
     for fd in (status_w, control_w):
         os.close(fd)
     out = b""
@@ -90,7 +90,7 @@ def test_the_supervisor_asks_cuda_nothing_that_poisons_its_forks(tmp_path):
     """Warm-up and job start, for real: every torch.cuda call the supervisor makes is fork-safe."""
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
-    env = {k: v for k, v in os.environ.items() if k != bootstrap.NVML_CHECK}
+    env = {k: v for k, v in os.environ.items() if k != warmup.NVML_CHECK}
     done = subprocess.run(
         [sys.executable, str(driver), str(ROOT)], capture_output=True, text=True, env=env, timeout=300
     )
@@ -121,7 +121,7 @@ def cuda_build(monkeypatch):
 
     monkeypatch.setattr(torch.cuda, "_is_compiled", lambda: True)
     monkeypatch.setattr(torch._C, "_cuda_getDeviceCount", runtime_count, raising=False)
-    monkeypatch.delenv(bootstrap.NVML_CHECK, raising=False)
+    monkeypatch.delenv(warmup.NVML_CHECK, raising=False)
     return asked
 
 
@@ -134,17 +134,17 @@ def test_the_guard_answers_device_queries_without_the_runtime(cuda_build, monkey
     cuda_build.clear()
     original = torch._C._cuda_getDeviceCount
 
-    with bootstrap.cuda_runtime_untouched(gpus=2):
+    with warmup.cuda_runtime_untouched(gpus=2):
         assert torch.cuda.is_available() is True
         assert torch.cuda.device_count() == (1 if nvml_devices > 0 else 2)
     assert cuda_build == []
     # Restored for the snippet: its own queries reach torch's real functions, its environment is its own.
     assert torch._C._cuda_getDeviceCount is original
-    assert bootstrap.NVML_CHECK not in os.environ
+    assert warmup.NVML_CHECK not in os.environ
 
 
 def test_the_guard_keeps_an_operators_setting(cuda_build, monkeypatch):
-    monkeypatch.setenv(bootstrap.NVML_CHECK, "0")
-    with bootstrap.cuda_runtime_untouched(gpus=0):
-        assert os.environ[bootstrap.NVML_CHECK] == "1"
-    assert os.environ[bootstrap.NVML_CHECK] == "0"
+    monkeypatch.setenv(warmup.NVML_CHECK, "0")
+    with warmup.cuda_runtime_untouched(gpus=0):
+        assert os.environ[warmup.NVML_CHECK] == "1"
+    assert os.environ[warmup.NVML_CHECK] == "0"

@@ -69,7 +69,7 @@ def test_python_exception_reports_type_message_and_line(service):
     assert (exc.type, exc.line) == ("IndexError", 3)
     assert "list index out of range" in exc.message
     assert 'File "/tmp/main.py", line 3' in verdict.ranks[0].stderr
-    assert "bootstrap" not in verdict.ranks[0].stderr
+    assert "runner/inside" not in verdict.ranks[0].stderr
 
 
 def test_long_non_ascii_exception_message_is_reported_whole(service):

@@ -14,9 +14,9 @@ from pathlib import Path
 import pytest
 
 from runner import hardware, sandbox
-from runner.bootstrap import clamp_limits
 from runner.config import RunnerConfig
-from runner.sandbox import BOOTSTRAP, GPU_SYS_PATHS, SandboxLauncher, _host_env
+from runner.inside.identity import clamp_limits
+from runner.sandbox import ENTRY, GPU_SYS_PATHS, SandboxLauncher, _host_env
 from runner.verdict import Hardware
 
 INF = resource.RLIM_INFINITY
@@ -50,12 +50,12 @@ def test_set_limit_applies_under_a_lower_inherited_hard_limit() -> None:
         import importlib.util, json, resource
         resource.setrlimit(resource.RLIMIT_CPU, (5, 5))
         resource.setrlimit(resource.RLIMIT_FSIZE, (1 << 19, 1 << 20))
-        # Loaded by path, as the sandbox runs it: a standalone script.
-        spec = importlib.util.spec_from_file_location("bootstrap", {str(BOOTSTRAP)!r})
-        boot = importlib.util.module_from_spec(spec)
-        spec.loader.exec_module(boot)
-        boot._set_limit(resource.RLIMIT_CPU, 10, 11)
-        boot._set_limit(resource.RLIMIT_FSIZE, 8 << 20)
+        # Loaded from the folder the sandbox runs it from (runner/inside stands alone).
+        import sys
+        sys.path.insert(0, {str(ENTRY.parent.parent.parent)!r})
+        from runner.inside.identity import set_limit
+        set_limit(resource.RLIMIT_CPU, 10, 11)
+        set_limit(resource.RLIMIT_FSIZE, 8 << 20)
         limits = [resource.getrlimit(resource.RLIMIT_CPU), resource.getrlimit(resource.RLIMIT_FSIZE)]
         print(json.dumps(limits))
         """

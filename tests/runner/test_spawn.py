@@ -21,8 +21,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.bootstrap import serves_spawn_warm
 from runner.config import RunnerConfig
+from runner.inside.zygote import serves_spawn_warm
 from runner.service import RunnerService
 from runner.verdict import Status, Verdict
 from tests.runner.conftest import TEST_MEMORY_MB, run
@@ -487,7 +487,7 @@ def test_the_warm_spawn_setting_decides_which_snippets_get_a_zygote() -> None:
 # A worker whose function returns while its DDP model's process group still has work in flight (an
 # all-reduce its peer never joins): freeing the model joins gloo's blocked thread, so the worker hangs after
 # its function returned, in a destructor, as torch 2.13's teardown deadlock does.  Ranks and warm workers
-# keep a reference to each group the snippet destroys (runner/bootstrap.py), which spares them that hang;
+# keep a reference to each group the snippet destroys (runner/inside/), which spares them that hang;
 # the snippet calls the torch function that guard wraps, to be stuck as a worker without it would be (a
 # fresh interpreter frees this model later, in its exit's garbage collection, not in ``_wrap``).
 TEARDOWN_HANG = """

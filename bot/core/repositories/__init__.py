@@ -15,6 +15,7 @@ One module per port here, mirrored by its implementation in bot/storage/reposito
 ``practice``       quizzes, flashcard reviews and explain answers (never in standings)
 ``practice_settings`` each player's fitted FSRS parameters and daily-nudge opt-in and claims
 ``outbox``         outgoing posts queued with the state change that causes them, until sent
+``drafts``         admins' question drafts (written through by bot/adapters/drafts.py, not via the uow)
 =================  ==========================================================================
 """
 
@@ -23,6 +24,7 @@ from __future__ import annotations
 from bot.core.repositories.challenges import ChallengeRepository
 from bot.core.repositories.corrections import CorrectionRepository, QuestionPlay
 from bot.core.repositories.disputes import DisputeRecord, DisputeRepository, QuestionFlag
+from bot.core.repositories.drafts import DraftRepository, StoredDraftLike
 from bot.core.repositories.outbox import OutboxItem, OutboxKind, OutboxRepository
 from bot.core.repositories.players import PlayerRepository
 from bot.core.repositories.plays import AnswerWrite, PlayRepository, ProblemTally
@@ -38,6 +40,7 @@ __all__ = [
     "CorrectionRepository",
     "DisputeRecord",
     "DisputeRepository",
+    "DraftRepository",
     "OutboxItem",
     "OutboxKind",
     "OutboxRepository",
@@ -52,5 +55,6 @@ __all__ = [
     "QuestionRow",
     "ScheduleRepository",
     "StandingRepository",
+    "StoredDraftLike",
     "SyncReport",
 ]
