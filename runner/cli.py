@@ -130,6 +130,17 @@ def _is_loopback(host: str) -> bool:
         return False
 
 
+def _serve_refusal(args: argparse.Namespace, token: str | None) -> str | None:
+    """Why ``serve`` must not start with these arguments (None: it may)."""
+    if token is None and not _is_loopback(args.host):
+        return f"refusing to listen on {args.host} without a token: set ${TOKEN_ENV} or --token-file"
+    advertise = args.test_advertise_gpus
+    if advertise is not None and (not _is_loopback(args.host) or not 0 <= advertise <= 64):
+        # A runner that claims GPUs it lacks must never be reachable by a real bot.
+        return "--test-advertise-gpus is for tests only: it needs a loopback --host and 0 <= N <= 64"
+    return None
+
+
 def serve(args: argparse.Namespace) -> int:
     """Start the HTTP server (blocks)."""
     import uvicorn
@@ -137,20 +148,11 @@ def serve(args: argparse.Namespace) -> int:
     from runner.api import create_app, descriptor_budget, server_config
 
     token = _read_token(args.token_file)
-    if token is None and not _is_loopback(args.host):
-        print(
-            f"refusing to listen on {args.host} without a token: set ${TOKEN_ENV} or --token-file",
-            file=sys.stderr,
-        )
+    refusal = _serve_refusal(args, token)
+    if refusal is not None:
+        print(refusal, file=sys.stderr)
         return 2
     advertise = args.test_advertise_gpus
-    if advertise is not None and (not _is_loopback(args.host) or not 0 <= advertise <= 64):
-        # A runner that claims GPUs it lacks must never be reachable by a real bot.
-        print(
-            "--test-advertise-gpus is for tests only: it needs a loopback --host and 0 <= N <= 64",
-            file=sys.stderr,
-        )
-        return 2
     config = RunnerConfig(
         memory_mb=args.memory_mb,
         pool=_parse_pool(args.pool),
