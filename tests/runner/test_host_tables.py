@@ -15,13 +15,12 @@ from runner.config import RunnerConfig
 from runner.sandbox import (
     FILE_MAX_SHARE,
     MAX_FILES_PER_PROCESS,
-    SANDBOX_LOG_KEEP_BYTES,
-    Sandbox,
     SandboxLauncher,
     SandboxUnavailableError,
     files_per_process,
     host_file_max,
 )
+from runner.sandbox_process import SANDBOX_LOG_KEEP_BYTES, Sandbox
 from runner.service import RunnerService
 from runner.verdict import Status
 from tests.runner.conftest import run
