@@ -10,11 +10,13 @@ from pathlib import Path
 from typing import Any
 
 import pytest
+from sqlalchemy import text
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
+from bot.adapters.slack.listeners.actions import TOO_LONG
 from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import ConfigurationError
 from bot.core.ports import TransientConflictError
@@ -77,6 +79,23 @@ async def test_a_start_whose_modal_cannot_open_shows_the_problem_in_a_message(sl
     # modal (no trigger needed), not "press again".
     assert "Problem 1 of" in reply.dump() and reply.args["response_type"] == "ephemeral"
     assert failures.EXPIRED not in reply.dump()
+
+
+async def test_a_problem_too_long_for_a_message_does_not_start_the_clock(
+    slack: Harness, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    challenge_id = await slack.post_challenge()
+    slack.api.fail["views.open"] = "expired_trigger_id"
+    slack.expected_refusals.append(("views.open", "expired_trigger_id"))
+    monkeypatch.setattr(bk, "fits_message", lambda _view: False)  # as a problem over 50 blocks would be
+    await slack.send.click(PLAYER, f"rz:start:{challenge_id}")
+    replies = await slack.api.wait_for("response", 2)
+    (reply,) = [r for r in replies if r.args["_name"] != "cmd1"]
+    assert TOO_LONG[:40] in reply.dump()
+    # Not on the player's screen: no problem started, so no clock runs (the next Start shows it afresh).
+    async with slack.services.app.engine.connect() as conn:
+        started = (await conn.execute(text("SELECT COUNT(*) FROM play_sessions"))).scalar_one()
+    assert started == 0
 
 
 # ---------------------------------------------------------------------- the rush

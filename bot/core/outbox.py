@@ -26,6 +26,7 @@ write): the platform has no idempotency key to ask, so that post would be sent a
 
 from __future__ import annotations
 
+import asyncio
 import dataclasses
 import datetime as dt
 import logging
@@ -46,8 +47,15 @@ LEASE_S = 120.0
 RETRY_BASE_S = 30.0
 RETRY_MAX_S = 30 * 60.0
 GIVE_UP_S = 24 * 3600.0
-#: Rows taken per pass of :meth:`Outbox.drain`.
+#: Rows delivered per pass of :meth:`Outbox.drain`.
 DRAIN_BATCH = 50
+#: Due rows read per page while looking for this process's own (another shard's rows are skipped), and at
+#: most this many pages per pass: a dead shard's backlog cannot hide this process's rows.
+DRAIN_PAGE = 200
+DRAIN_MAX_PAGES = 20
+#: A send may use this share of the lease: a sender never holds a post past its lease (the next sender
+#: would post it again), so the platform call is cut off first and counts as a failed try.
+SEND_SHARE_OF_LEASE = 0.8
 
 
 @dataclass(frozen=True)
@@ -84,6 +92,16 @@ def cause_of(exc: BaseException) -> str:
     if not text and isinstance(exc, TimeoutError):
         text = "the platform did not answer in time"
     return f"{type(exc).__name__}: {text}".splitlines()[0][:300]
+
+
+class OutboxExpiredError(RankZeroError):
+    """A post past its give-up time whose last tries were never recorded (crashed or cancelled senders)."""
+
+    def __init__(self, tries: int) -> None:
+        super().__init__(
+            f"not delivered after {tries} tries: each sender stopped before the platform answered (a crash, "
+            "a restart or a job deadline); check the bot's log and the platform's status"
+        )
 
 
 ResultsBuilder = Callable[[UnitOfWork, Challenge], Awaitable[ResultsCard]]
@@ -160,20 +178,30 @@ class Outbox:
             if skip is None:
                 card: Any = await self._card(uow, item, challenge)
             else:
-                await uow.outbox.mark_failed(item.id, skip, item.told, None)
+                await uow.outbox.mark_failed(item.id, skip, item.told, None, attempt=item.attempts)
         if skip is not None:
             log.info("outbox: %s of challenge %s skipped: %s", item.kind, challenge.id, skip)
             return Delivery("skipped", skip)
+        if item.attempts > 1 and self._expired(item, now):
+            # Past its give-up time with tries left unrecorded (a sender crashed or was cancelled mid-send,
+            # which _failed never saw): give it up now, with the admins' notice, instead of trying forever.
+            return await self._failed(item, challenge, OutboxExpiredError(item.attempts - 1))
         assert self.platform is not None
         try:
-            ref = await self._send(challenge, item, card)
+            async with asyncio.timeout(self.timing.lease_s * SEND_SHARE_OF_LEASE):
+                ref = await self._send(challenge, item, card)
+        except asyncio.CancelledError:
+            # Cancelled (a job deadline, shutdown): release the claim for an early retry, so the row does
+            # not wait out the lease; recorded even though this task is being cancelled.
+            await asyncio.shield(self._release(item))
+            raise
         except Exception as exc:
             delivery = await self._failed(item, challenge, exc)
             if reraise:
                 raise
             return delivery
         async with self._uow() as uow:
-            await uow.outbox.mark_sent(item.id, self._clock.now(), ref)
+            await uow.outbox.mark_sent(item.id, self._clock.now(), ref, attempt=item.attempts)
             if item.kind == "challenge" and ref is not None:
                 await uow.challenges.set_message_ref(challenge.id, ref)
         if item.attempts > 1:
@@ -187,11 +215,17 @@ class Outbox:
         (``busy``), so several processes draining together send each post once.
         """
         done: list[Delivery] = []
-        async with self._uow() as uow:
-            due = await uow.outbox.due(self._clock.now(), DRAIN_BATCH)
-        for item_id, channel in due:
-            if serves is not None and not serves(channel):
-                continue
+        now = self._clock.now()
+        mine: list[int] = []
+        # Page past rows of channels another process serves (another shard's, maybe a dead one's backlog)
+        # until this pass has its batch; bounded, so a huge backlog costs a bounded read per pass.
+        for page in range(DRAIN_MAX_PAGES):
+            async with self._uow() as uow:
+                due = await uow.outbox.due(now, DRAIN_PAGE, offset=page * DRAIN_PAGE)
+            mine += [item_id for item_id, channel in due if serves is None or serves(channel)]
+            if len(mine) >= DRAIN_BATCH or len(due) < DRAIN_PAGE:
+                break
+        for item_id in mine[:DRAIN_BATCH]:
             done.append(await self.deliver(item_id))
         return done
 
@@ -229,15 +263,30 @@ class Outbox:
 
     def retry_delay(self, tries: int) -> dt.timedelta:
         """How long after its ``tries``-th failed try a post is tried again."""
-        return dt.timedelta(
-            seconds=min(self.timing.retry_base_s * 2 ** max(tries - 1, 0), self.timing.retry_max_s)
-        )
+        # The exponent is capped: 2 ** n of a float overflows past ~1,024 tries (a tiny retry_max_s).
+        doublings = min(max(tries - 1, 0), 40)
+        return dt.timedelta(seconds=min(self.timing.retry_base_s * 2**doublings, self.timing.retry_max_s))
+
+    def _expired(self, item: OutboxItem, now: dt.datetime) -> bool:
+        """Whether ``item`` is past its give-up time (counted from when it was queued)."""
+        return now - item.created_at >= dt.timedelta(seconds=self.timing.give_up_s)
+
+    async def _release(self, item: OutboxItem) -> None:
+        """Hand a claimed row back for a retry soon (its send was cancelled, not refused)."""
+        retry_at = self._clock.now() + self.retry_delay(1)
+        try:
+            async with self._uow() as uow:
+                await uow.outbox.mark_failed(
+                    item.id, "the send was cancelled", item.told, retry_at, attempt=item.attempts
+                )
+        except Exception as exc:  # the lease ends anyway: the row is retried then
+            log.warning("outbox: could not release post %s after a cancel: %s", item.id, cause_of(exc))
 
     async def _failed(self, item: OutboxItem, challenge: Challenge, exc: Exception) -> Delivery:
         now = self._clock.now()
         cause = cause_of(exc)
         retry_at: dt.datetime | None = now + self.retry_delay(item.attempts)
-        if now - item.created_at >= dt.timedelta(seconds=self.timing.give_up_s):
+        if self._expired(item, now):
             retry_at = None
         notice = DeliveryNotice(
             item.kind, challenge.id, challenge.title, challenge.day, cause, retry_at, item.attempts
@@ -263,7 +312,7 @@ class Outbox:
             except Exception as failed:  # the admin channel is unreachable too: the log is the report
                 log.error("outbox: could not tell the admins either: %s", cause_of(failed))
         async with self._uow() as uow:
-            await uow.outbox.mark_failed(item.id, cause, told, retry_at)
+            await uow.outbox.mark_failed(item.id, cause, told, retry_at, attempt=item.attempts)
         if retry_at is None:
             return Delivery("gave_up", cause)
         return Delivery("retrying", cause, retry_at)

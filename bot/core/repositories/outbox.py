@@ -53,8 +53,10 @@ class OutboxRepository(Protocol):
         """The queued post of that kind for a challenge, whatever its state."""
         ...
 
-    async def due(self, now: dt.datetime, limit: int) -> list[tuple[int, ChannelRef]]:
-        """(id, channel) of pending posts due by ``now`` that nobody holds, oldest first."""
+    async def due(self, now: dt.datetime, limit: int, offset: int = 0) -> list[tuple[int, ChannelRef]]:
+        """(id, channel) of pending posts due by ``now`` that nobody holds, oldest first (a page of
+        ``limit`` from ``offset``).
+        """
         ...
 
     async def claim(
@@ -65,8 +67,13 @@ class OutboxRepository(Protocol):
         """
         ...
 
-    async def mark_sent(self, item_id: int, now: dt.datetime, message_ref: str | None) -> bool:
-        """The platform accepted it; False when it was not pending (nothing changes then)."""
+    async def mark_sent(
+        self, item_id: int, now: dt.datetime, message_ref: str | None, *, attempt: int | None = None
+    ) -> bool:
+        """The platform accepted it; False when it was not pending (nothing changes then). ``attempt``: the
+        claim's try number; the row changes only while that claim is the latest (a fence: a sender whose
+        lease ran out and was taken over changes nothing).
+        """
         ...
 
     async def mark_failed(
@@ -75,6 +82,10 @@ class OutboxRepository(Protocol):
         error: str,
         told: str | None,
         retry_at: dt.datetime | None,
+        *,
+        attempt: int | None = None,
     ) -> None:
-        """Record a failed try: due again at ``retry_at`` (released), or given up when None."""
+        """Record a failed try: due again at ``retry_at`` (released), or given up when None. ``attempt``:
+        the fence of :meth:`mark_sent`.
+        """
         ...

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, cast
 
-from sqlalchemy import or_, select, true, update
+from sqlalchemy import ColumnElement, or_, select, true, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 
@@ -87,8 +87,8 @@ class SqlOutboxRepository(SqlRepository):
         )
         return _item(row) if row is not None else None
 
-    async def due(self, now: dt.datetime, limit: int) -> list[tuple[int, ChannelRef]]:
-        """Pending, due and unheld posts, oldest first, with their channels."""
+    async def due(self, now: dt.datetime, limit: int, offset: int = 0) -> list[tuple[int, ChannelRef]]:
+        """Pending, due and unheld posts, oldest first, with their channels (a page)."""
         rows = await self.s.execute(
             select(OutboxRow.id, ChannelRow)
             .join(ChannelRow, ChannelRow.id == OutboxRow.channel_pk)
@@ -99,6 +99,7 @@ class SqlOutboxRepository(SqlRepository):
             )
             .order_by(OutboxRow.next_attempt_at, OutboxRow.id)
             .limit(limit)
+            .offset(offset)
         )
         return [(int(i), to_channel_ref(ch)) for i, ch in rows.tuples()]
 
@@ -123,20 +124,28 @@ class SqlOutboxRepository(SqlRepository):
         row = await self.s.get(OutboxRow, item_id, populate_existing=True)
         return _item(row) if row is not None else None
 
-    async def mark_sent(self, item_id: int, now: dt.datetime, message_ref: str | None) -> bool:
-        """Sent: never claimed again."""
+    async def mark_sent(
+        self, item_id: int, now: dt.datetime, message_ref: str | None, *, attempt: int | None = None
+    ) -> bool:
+        """Sent: never claimed again (fenced by ``attempt``, see the port)."""
         result = await self.s.execute(
             update(OutboxRow)
-            .where(OutboxRow.id == item_id, OutboxRow.status == "pending")
+            .where(OutboxRow.id == item_id, OutboxRow.status == "pending", *_fence(attempt))
             .values(status="sent", sent_at=now, message_ref=message_ref, claimed_until=None, last_error=None)
             .execution_options(synchronize_session=False)
         )
         return _count(result) == 1
 
     async def mark_failed(
-        self, item_id: int, error: str, told: str | None, retry_at: dt.datetime | None
+        self,
+        item_id: int,
+        error: str,
+        told: str | None,
+        retry_at: dt.datetime | None,
+        *,
+        attempt: int | None = None,
     ) -> None:
-        """Released for a retry at ``retry_at``, or given up (``failed``) when None."""
+        """Released for a retry at ``retry_at``, or given up (``failed``) when None (fenced: ``attempt``)."""
         values: dict[str, Any] = {"last_error": error[:500], "told": told[:200] if told else None}
         values["claimed_until"] = None
         if retry_at is None:
@@ -145,7 +154,12 @@ class SqlOutboxRepository(SqlRepository):
             values["next_attempt_at"] = retry_at
         await self.s.execute(
             update(OutboxRow)
-            .where(OutboxRow.id == item_id, OutboxRow.status == "pending")
+            .where(OutboxRow.id == item_id, OutboxRow.status == "pending", *_fence(attempt))
             .values(**values)
             .execution_options(synchronize_session=False)
         )
+
+
+def _fence(attempt: int | None) -> list[ColumnElement[bool]]:
+    """Only the latest claim may change the row: each claim counts one more attempt."""
+    return [] if attempt is None else [OutboxRow.attempts == attempt]

@@ -89,8 +89,10 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         async def show(shown: Shown) -> bool:
             view = _next_view(shown)
             if surface.view_id is None and not bk.fits_message(view):
-                # Too long for a message (50 blocks; a modal holds 100): say how to see it whole.
-                view = bk.message_view(TOO_LONG)
+                # Too long for a message (50 blocks; a modal holds 100): say how to see it whole. The
+                # problem is not on the player's screen, so its clock must not start (False).
+                await ctx.show(surface, bk.message_view(TOO_LONG), replace=replace)
+                return False
             return await ctx.show(surface, view, replace=replace)
 
         try:
