@@ -12,6 +12,7 @@ from typing import Any
 
 import pytest
 
+import bot.core.outbox as outbox_module
 from bot.core.outbox import OutboxTiming
 from bot.core.service import QuizService
 from bot.storage.models import OutboxRow
@@ -201,7 +202,7 @@ async def test_a_post_whose_senders_kept_dying_is_given_up_with_a_notice(
             assert await uow.outbox.claim(row.id, clock.now(), clock.now() + dt.timedelta(seconds=60))
     clock.advance(TIMING.give_up_s)
     [delivery] = await service.outbox.drain()
-    assert delivery.status == "gave_up" and "not delivered after" in (delivery.cause or "")
+    assert delivery.status == "gave_up" and "not delivered within the give-up time" in (delivery.cause or "")
     assert platform.results == []
     assert platform.delivery_notices[-1][1].retry_at is None  # the admins' last notice
     assert (await _row(service, challenge_id)).status == "failed"
@@ -216,8 +217,6 @@ async def test_drain_reads_past_rows_of_channels_another_process_serves(
 ) -> None:
     # Another shard's backlog (rows of channels this process does not serve, older than its own) comes
     # first in the due order; this process's own row is still found and sent.
-    import bot.core.outbox as outbox_module
-
     monkeypatch.setattr(outbox_module, "DRAIN_PAGE", 2)
     service.outbox.timing = TIMING
     others = [dataclasses.replace(CHANNEL, channel_id=f"elsewhere-{n}") for n in range(5)]
@@ -231,3 +230,28 @@ async def test_drain_reads_past_rows_of_channels_another_process_serves(
     done = await service.outbox.drain(serves=lambda channel: channel.channel_id == CHANNEL.channel_id)
     assert [d.status for d in done] == ["sent"]
     assert [ch.channel_id for ch, _, _ in platform.results] == [CHANNEL.channel_id]
+
+
+async def test_finished_posts_are_deleted_after_a_month_and_pending_ones_kept(
+    service: QuizService, platform: Flaky, clock: FrozenClock
+) -> None:
+    # Never given up within the test (a pending row must stay pending however old it is).
+    service.outbox.timing = dataclasses.replace(TIMING, give_up_s=90 * 86400)
+    sent = await service.post_daily(CHANNEL, closes_at=clock.now() + dt.timedelta(hours=1))
+    platform.down = True
+    other = dataclasses.replace(CHANNEL, channel_id="still-failing")
+    pending = await service.post_daily(other, closes_at=clock.now() + dt.timedelta(hours=1))
+    await service.close_challenge(pending.challenge_id)  # its results stay pending (the platform is down)
+    platform.down = False
+    await service.close_challenge(sent.challenge_id)  # results sent
+    clock.advance(outbox_module.KEEP_FINISHED.total_seconds() - 60)
+    platform.down = True  # the pending row stays pending through every drain
+    await service.outbox.drain()
+    assert (await _row(service, sent.challenge_id)) is not None  # not a month old yet
+    clock.advance(120)
+    await service.outbox.drain()
+    async with service._uow() as uow:
+        assert await uow.outbox.find(sent.challenge_id, "results") is None
+        assert await uow.outbox.find(sent.challenge_id, "challenge") is None
+        still = await uow.outbox.find(pending.challenge_id, "results")
+    assert still is not None and still.status == "pending"

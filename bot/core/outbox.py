@@ -56,6 +56,10 @@ DRAIN_MAX_PAGES = 20
 #: A send may use this share of the lease: a sender never holds a post past its lease (the next sender
 #: would post it again), so the platform call is cut off first and counts as a failed try.
 SEND_SHARE_OF_LEASE = 0.8
+#: Finished rows (sent or given up) are kept this long for the record, then deleted, at most
+#: ``PURGE_BATCH`` per pass: the table holds weeks of posts, not years.
+KEEP_FINISHED = dt.timedelta(days=30)
+PURGE_BATCH = 500
 
 
 @dataclass(frozen=True)
@@ -95,12 +99,13 @@ def cause_of(exc: BaseException) -> str:
 
 
 class OutboxExpiredError(RankZeroError):
-    """A post past its give-up time whose last tries were never recorded (crashed or cancelled senders)."""
+    """A post past its give-up time when a sender claims it again (see :meth:`Outbox.deliver`)."""
 
-    def __init__(self, tries: int) -> None:
+    def __init__(self, tries: int, last_error: str | None) -> None:
+        last = last_error or "none recorded (the sender stopped before the platform answered: a crash?)"
         super().__init__(
-            f"not delivered after {tries} tries: each sender stopped before the platform answered (a crash, "
-            "a restart or a job deadline); check the bot's log and the platform's status"
+            f"not delivered within the give-up time after {tries} tries; the last failure: {last}. Check the "
+            "bot's log and the platform's status"
         )
 
 
@@ -183,9 +188,10 @@ class Outbox:
             log.info("outbox: %s of challenge %s skipped: %s", item.kind, challenge.id, skip)
             return Delivery("skipped", skip)
         if item.attempts > 1 and self._expired(item, now):
-            # Past its give-up time with tries left unrecorded (a sender crashed or was cancelled mid-send,
-            # which _failed never saw): give it up now, with the admins' notice, instead of trying forever.
-            return await self._failed(item, challenge, OutboxExpiredError(item.attempts - 1))
+            # Past its give-up time: not tried again. Checked here, before the send, and not only when a
+            # send fails: a sender that crashes mid-send never reaches _failed, and without this check the
+            # row would be claimed and sent forever. The admins get the last notice.
+            return await self._failed(item, challenge, OutboxExpiredError(item.attempts - 1, item.last_error))
         assert self.platform is not None
         try:
             async with asyncio.timeout(self.timing.lease_s * SEND_SHARE_OF_LEASE):
@@ -216,6 +222,10 @@ class Outbox:
         """
         done: list[Delivery] = []
         now = self._clock.now()
+        async with self._uow() as uow:
+            purged = await uow.outbox.purge(now - KEEP_FINISHED, PURGE_BATCH)
+        if purged:
+            log.info("outbox: %d finished post(s) older than %d days deleted", purged, KEEP_FINISHED.days)
         mine: list[int] = []
         # Page past rows of channels another process serves (another shard's, maybe a dead one's backlog)
         # until this pass has its batch; bounded, so a huge backlog costs a bounded read per pass.

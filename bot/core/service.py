@@ -108,11 +108,14 @@ def _not_posted(delivery: Delivery) -> str | None:
     if delivery.status == "retrying":
         when = f" at {delivery.retry_at.astimezone(dt.UTC):%H:%M} UTC" if delivery.retry_at else ""
         return (
-            f"{delivery.cause}. They are queued: RankZero tries again{when} and keeps trying (the admin "
-            "channel is told, and told if it gives up)"
+            f"{delivery.cause}. They are queued: RankZero tries again{when} and keeps trying (an admin "
+            "channel, where one is set, hears of it and of a give-up; the bot's log always has it)"
         )
     if delivery.status == "gave_up":
-        return f"{delivery.cause}. RankZero gave up posting them (the admin channel is told)"
+        return (
+            f"{delivery.cause}. RankZero gave up posting them (an admin channel, where one is set, hears of "
+            "it; the bot's log always has it)"
+        )
     return None
 
 

@@ -59,6 +59,10 @@ class OutboxRepository(Protocol):
         """
         ...
 
+    async def purge(self, before: dt.datetime, limit: int) -> int:
+        """Delete up to ``limit`` finished (sent or given-up) posts queued before ``before``; how many."""
+        ...
+
     async def claim(
         self, item_id: int, now: dt.datetime, until: dt.datetime, *, any_time: bool = False
     ) -> OutboxItem | None:

@@ -12,7 +12,7 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any, cast
 
-from sqlalchemy import ColumnElement, or_, select, true, update
+from sqlalchemy import ColumnElement, delete, or_, select, true, update
 from sqlalchemy.engine import CursorResult
 from sqlalchemy.exc import IntegrityError
 
@@ -102,6 +102,19 @@ class SqlOutboxRepository(SqlRepository):
             .offset(offset)
         )
         return [(int(i), to_channel_ref(ch)) for i, ch in rows.tuples()]
+
+    async def purge(self, before: dt.datetime, limit: int) -> int:
+        """Finished posts queued before ``before``, at most ``limit`` per call (a bounded delete)."""
+        done = (
+            select(OutboxRow.id)
+            .where(OutboxRow.status != "pending", OutboxRow.created_at < before)
+            .order_by(OutboxRow.id)
+            .limit(limit)
+        )
+        result = await self.s.execute(
+            delete(OutboxRow).where(OutboxRow.id.in_(done)).execution_options(synchronize_session=False)
+        )
+        return _count(result)
 
     async def claim(
         self, item_id: int, now: dt.datetime, until: dt.datetime, *, any_time: bool = False
