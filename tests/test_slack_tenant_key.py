@@ -14,6 +14,7 @@ from slack_bolt.request.async_request import AsyncBoltRequest
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack.app import workspace_of
+from bot.adapters.slack.budget import RequestBudget
 from bot.adapters.slack.context import SlackContext
 
 ORG, TEAM = "E0ORG", "T0TEAM"
@@ -119,3 +120,22 @@ def test_an_org_wide_install_is_its_org_for_every_payload() -> None:
     bodies = [slash_command(True, org_wide=True), block_actions(True, org_wide=True)]
     bodies.append(view_submission(True, org_wide=True))
     assert [ctx.workspace_id(b) for b in bodies] == [ORG, ORG, ORG]
+
+
+async def test_a_player_clicking_on_while_the_budget_is_spent_queues_one_lookup() -> None:
+    # users.info's budget spent: every click still gets an answer at once (the payload's name), and the
+    # display-name lookup behind the budget is queued once per player, not once per click.
+    ctx = SlackContext(AsyncWebClient(token="xoxb-test"))
+    ctx.budget = RequestBudget(per_minute=1, burst=1)
+    assert ctx.budget.try_take(ctx.workspace_key(), "users.info")  # the burst is spent
+    body = block_actions(False)
+    try:
+        for _ in range(50):
+            actor = await ctx.player_actor(body)
+            assert actor.player.user_id == "U1" and not actor.is_admin
+        assert len(ctx._lookups) == 1
+        other = {**body, "user": {**body["user"], "id": "U2"}}
+        await ctx.player_actor(other)
+        assert len(ctx._lookups) == 2
+    finally:
+        await ctx.stop_timers()

@@ -42,6 +42,8 @@ log = logging.getLogger(__name__)
 REFUSAL = "only admins can do that: ask a workspace admin (or one listed in RANKZERO_ADMINS)"
 #: How long a users.info admin answer is trusted.
 ADMIN_CACHE_S = 300.0
+#: At most this many users.info lookups wait behind the budget at once (one per player; see player_actor).
+MAX_QUEUED_LOOKUPS = 2000
 #: Cached users.info answers kept before expired ones are dropped (the cache must not grow forever).
 ADMIN_CACHE_MAX = 10_000
 
@@ -113,6 +115,8 @@ class SlackContext:
         self._view_locks: OrderedDict[str, asyncio.Lock] = OrderedDict()
         #: users.info lookups queued behind the budget (kept referenced until they end).
         self._lookups: set[asyncio.Task[object]] = set()
+        #: (workspace, user) of the queued lookups: one per player, however often they click meanwhile.
+        self._lookup_keys: set[tuple[str | None, str]] = set()
 
     # ------------------------------------------------------------------ the request's workspace
     @property
@@ -410,9 +414,14 @@ class SlackContext:
         fresh = cached is not None and time.monotonic() - cached[0] < ADMIN_CACHE_S
         if fresh or self.budget.try_take(self.workspace_key(), "users.info"):
             return await self.actor(user, body=body)
-        task: asyncio.Task[object] = asyncio.create_task(self._lookup_later(body))
-        self._lookups.add(task)
-        task.add_done_callback(self._lookups.discard)
+        if key not in self._lookup_keys and len(self._lookup_keys) < MAX_QUEUED_LOOKUPS:
+            # One queued lookup per player (a player clicking on while the budget is spent adds nothing),
+            # and a bound on them all: past it the name in the payload serves until a lookup fits.
+            self._lookup_keys.add(key)
+            task: asyncio.Task[object] = asyncio.create_task(self._lookup_later(body))
+            self._lookups.add(task)
+            task.add_done_callback(self._lookups.discard)
+            task.add_done_callback(lambda _t: self._lookup_keys.discard(key))
         tenant_key = self.workspace_id(body)
         return self.admin_policy.actor(
             self.player(user),
