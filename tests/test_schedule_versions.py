@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import asyncio
 from collections.abc import AsyncIterator
+from typing import Any
 
 import pytest
 
@@ -88,6 +89,43 @@ async def test_thirty_rounds_of_two_admins_lose_nothing(schedules: ScheduleServi
         assert (final.hour, final.minute) == (10, i), f"round {i}: the time change was lost"
         told += bool(a.changed_meanwhile or b.changed_meanwhile)
     print(f"\n{told} of 30 rounds raced; each second saver was told what changed")
+
+
+@pytest.mark.postgres
+async def test_a_workspace_removal_keeps_an_admin_save_made_meanwhile(
+    schedules: ScheduleService,
+    service: QuizService,
+    db_url: str,
+    clock: FrozenClock,
+    platform: FakePlatform,
+    monkeypatch: pytest.MonkeyPatch,
+) -> None:
+    # The app is removed (suspend: pause every running schedule) while an admin saves a new time: the
+    # system's pause names the version it read, so the admin's time survives under the pause.
+    if db_url.startswith("sqlite"):
+        pytest.skip("SQLite runs one writer at a time: the race is PostgreSQL's")
+    await schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")
+    other_engine = make_engine(db_url)
+    other = ScheduleService(lambda: SqlUnitOfWork(session_factory(other_engine)), clock, service, platform)
+    real_list = SqlScheduleRepository.list_schedules
+    race = [True]
+
+    async def read_then_admin_saves(repo: SqlScheduleRepository, *args: Any, **kw: Any) -> list[Schedule]:
+        stale = await real_list(repo, *args, **kw)
+        if race and race.pop():
+            await other.set_schedule(ADMIN, CHANNEL, post_time="11:15")
+        return stale
+
+    monkeypatch.setattr(SqlScheduleRepository, "list_schedules", read_then_admin_saves)
+    try:
+        [paused] = await schedules.suspend_workspace(ADMIN, CHANNEL.platform, CHANNEL.workspace_id)
+    finally:
+        await other_engine.dispose()
+    final = (await schedules.schedules())[0]
+    assert final.config.paused and (final.config.hour, final.config.minute) == (11, 15)
+    assert paused.version == final.version == 3
+    [resumed] = await schedules.resume_workspace(ADMIN, CHANNEL.platform, CHANNEL.workspace_id)
+    assert not resumed.config.paused and (resumed.config.hour, resumed.config.minute) == (11, 15)
 
 
 def test_changes_are_named() -> None:

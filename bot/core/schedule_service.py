@@ -268,8 +268,9 @@ class ScheduleService:
                 if (ch.platform, ch.workspace_id) != (platform, workspace_id) or schedule.config.paused:
                     continue
                 await uow.schedules.claim(SUSPENDED, str(schedule.channel_pk), now)
-                config = replace(schedule.config, paused=True)
-                paused.append(await uow.schedules.save_schedule(schedule.channel_pk, config, now))
+                saved = await _save_paused(uow, schedule, True, now)
+                if saved is not None:
+                    paused.append(saved)
         for schedule in paused:
             log.warning(
                 "%s workspace %s removed the app: paused the schedule of %s",
@@ -299,8 +300,9 @@ class ScheduleService:
                 if not await uow.schedules.release(SUSPENDED, str(schedule.channel_pk)):
                     continue
                 if schedule.config.paused:
-                    config = replace(schedule.config, paused=False)
-                    resumed.append(await uow.schedules.save_schedule(schedule.channel_pk, config, now))
+                    saved = await _save_paused(uow, schedule, False, now)
+                    if saved is not None:
+                        resumed.append(saved)
         for schedule in resumed:
             log.warning(
                 "%s workspace %s installed the app again: resumed the schedule of %s",
@@ -580,3 +582,30 @@ class ScheduleService:
 def _require_admin(actor: Actor) -> None:
     if not actor.is_admin:
         raise NotAdminError("only admins can change the schedule: ask a server/workspace admin")
+
+
+#: How often a system pause or resume re-reads a schedule an admin saved in between before giving up.
+_SYSTEM_SAVE_TRIES = 5
+
+
+async def _save_paused(
+    uow: UnitOfWork, schedule: Schedule, paused: bool, now: dt.datetime
+) -> Schedule | None:
+    """Set only ``paused`` on ``schedule`` as read, naming its version: an admin's save committed between
+    the read and this write is re-read and kept (the pause goes on top of it), never overwritten by the
+    stale copy. None when the schedule was deleted meanwhile.
+    """
+    for _ in range(_SYSTEM_SAVE_TRIES):
+        try:
+            return await uow.schedules.save_schedule(
+                schedule.channel_pk,
+                replace(schedule.config, paused=paused),
+                now,
+                expected_version=schedule.version,
+            )
+        except ScheduleConflictError:
+            fresh = await uow.schedules.get_schedule(schedule.channel_pk)
+            if fresh is None:
+                return None
+            schedule = fresh
+    raise ScheduleConflictError(f"the schedule of channel {schedule.channel_pk} kept changing; try again")
