@@ -301,3 +301,30 @@ async def test_team_parameters_reach_a_bank_only_player_and_reschedule_their_car
     assert nxt is not None and dict(nxt.next_intervals)["easy"] == "20d"
     outcome = await env.practice.optimize_parameters(BOB.player, optimizer)
     assert "your team's (test:ws1) parameters" in outcome.reason
+
+
+async def test_every_reviewers_team_comes_from_one_query_and_matches_player_team(
+    env: Env, clock: FrozenClock
+) -> None:
+    # Alice plays two problems in ws1 and one in ws2 (team ws1); Bob plays in ws2 only (team ws2).
+    await env.quiz.admin_import(ADMIN, test_bank())
+    other = ChannelRef("test", "ws2", "elsewhere", "elsewhere")
+    here, _ = await env.quiz.open_challenge(CHANNEL)
+    there, _ = await env.quiz.open_challenge(other)
+    plays = [(ALICE, here, 0), (ALICE, here, 1), (ALICE, there, 0), (BOB, there, 0)]
+    for who, challenge, n in plays:
+        await env.quiz.start_problem(who, challenge.problems[n].id)
+        await env.quiz.answer(who, challenge.problems[n].id, "A")
+    for who in (ALICE, BOB):
+        await env.practice.start_review(who.player)
+        card = await env.practice.next_card(who.player)
+        assert card is not None
+        await env.practice.grade_card(who.player, card.card_id, "good", card.showing)
+    async with SqlUnitOfWork(env.factory) as uow:
+        teams = await uow.practice_settings.reviewer_teams()
+        singly = {pk: await uow.practice_settings.player_team(pk) for pk in teams}
+        assert await uow.practice_settings.team_players("test:ws2") == [
+            pk for pk, t in teams.items() if t == "test:ws2"
+        ]
+    assert teams == singly
+    assert sorted(teams.values()) == ["test:ws1", "test:ws2"]

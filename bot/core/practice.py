@@ -639,7 +639,9 @@ class PracticeService:
                 log.exception("FSRS optimisation failed for %s:%s", player.platform, player.user_id)
         async with self._uow() as uow:
             teams = []
-            for tenant in await uow.practice_settings.teams():
+            # Only teams with reviewers can be fitted: the others are skipped without a query each.
+            with_reviewers = set((await uow.practice_settings.reviewer_teams()).values())
+            for tenant in sorted(with_reviewers & set(await uow.practice_settings.teams())):
                 fitted = await uow.practice_settings.team_fitted_at(tenant)
                 if (platforms is None or tenant.split(":", 1)[0] in platforms) and (
                     fitted is None or fitted < stale_before

@@ -194,6 +194,10 @@ class PracticeSettingsRepository(Protocol):
         """Players whose team is ``tenant`` and who reviewed a card."""
         ...
 
+    async def reviewer_teams(self) -> dict[int, str]:
+        """Every player who reviewed a card -> their team (as :meth:`player_team`), in one query."""
+        ...
+
     async def team_parameters(self, tenant: str) -> tuple[float, ...] | None:
         """The team's fitted FSRS parameters, or None."""
         ...

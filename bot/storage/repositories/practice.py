@@ -714,12 +714,34 @@ class SqlPracticeSettingsRepository(SqlRepository):
 
     async def team_players(self, tenant: str) -> list[int]:
         """Players whose team is ``tenant`` and who have reviewed a card."""
+        return sorted(pk for pk, team in (await self.reviewer_teams()).items() if team == tenant)
+
+    async def reviewer_teams(self) -> dict[int, str]:
+        """Every reviewer's team, from one grouped query (not one query per reviewer: the daily fit runs
+        it for every team of the install).
+        """
         reviewers = (
             select(ReviewCardModel.player_pk)
             .join(CardReviewRow, CardReviewRow.card_id == ReviewCardModel.id)
             .distinct()
         )
-        return [pk for pk in await self.s.scalars(reviewers) if await self.player_team(pk) == tenant]
+        tenant = ChannelRow.platform + ":" + ChannelRow.workspace_id
+        rows = await self.s.execute(
+            select(PlaySessionRow.player_pk, tenant, func.count(), func.max(PlaySessionRow.started_at))
+            .select_from(PlaySessionRow)
+            .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+            .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+            .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+            .where(PlaySessionRow.player_pk.in_(reviewers))
+            .group_by(PlaySessionRow.player_pk, ChannelRow.platform, ChannelRow.workspace_id)
+        )
+        best: dict[int, tuple[int, dt.datetime, str]] = {}
+        for player_pk, team, plays, latest in rows.tuples():
+            # The same order as player_team: most plays, then the latest play.
+            key = (int(plays), _aware(latest), str(team))
+            if player_pk not in best or key[:2] > best[player_pk][:2]:
+                best[int(player_pk)] = key
+        return {pk: team for pk, (_, _, team) in best.items()}
 
     async def teams(self) -> list[str]:
         """Every tenant that has run a daily challenge somewhere."""
@@ -830,3 +852,9 @@ class SqlPracticeSettingsRepository(SqlRepository):
                 PracticeNudgeRow.player_pk == player_pk, PracticeNudgeRow.day == day
             )
         )
+
+
+def _aware(value: object) -> dt.datetime:
+    """An aggregate's timestamp as an aware UTC datetime (SQLite returns MAX() of a column as text)."""
+    when = value if isinstance(value, dt.datetime) else dt.datetime.fromisoformat(str(value))
+    return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
