@@ -91,10 +91,21 @@ class HealthServer:
         self._port = port
         self._host = host
         self._server: asyncio.Server | None = None
+        #: The report being computed: every request meanwhile waits for it, so a flood of probes holds
+        #: at most one database connection at a time (not one each, out of the pool players need).
+        self._computing: asyncio.Future[dict[str, Any]] | None = None
 
     def set_report(self, report: Callable[[], Awaitable[dict[str, Any]]]) -> None:
         """Answer with ``report`` from now on (once the scheduler runs)."""
         self._report = report
+        self._computing = None
+
+    async def shared_report(self) -> dict[str, Any]:
+        """The report, computed once at a time: requests arriving while it is computed share it."""
+        if self._computing is None or self._computing.done():
+            self._computing = asyncio.ensure_future(self._report())
+        # Shielded: a prober that hangs up does not cancel the check the others are waiting for.
+        return await asyncio.shield(self._computing)
 
     @property
     def port(self) -> int:
@@ -142,7 +153,7 @@ class HealthServer:
             elif path == "/livez":
                 status, body = "200 OK", {"ok": True, "alive": True}
             else:
-                body = await self._report()
+                body = await self.shared_report()
                 status = "200 OK" if body["ok"] else "503 Service Unavailable"
             await self._send(writer, status, json.dumps(body).encode(), "application/json")
         except (TimeoutError, ConnectionError, ValueError):  # ValueError: a line over the reader's limit

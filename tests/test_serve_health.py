@@ -120,3 +120,35 @@ async def test_a_request_head_is_bounded() -> None:
         assert (await _get(server.port, "/healthz"))[0] == 200  # and it still serves
     finally:
         await server.stop()
+
+
+async def test_a_flood_of_probes_shares_one_report_at_a_time() -> None:
+    # Each report checks out a database connection: 50 probes at once must not take 50 of them.
+    running, most, calls = [0], [0], [0]
+    release = asyncio.Event()
+
+    async def report() -> dict[str, Any]:
+        calls[0] += 1
+        running[0] += 1
+        most[0] = max(most[0], running[0])
+        await release.wait()
+        running[0] -= 1
+        return {"ok": True}
+
+    server = HealthServer(report, 0)
+    await server.start()
+    try:
+        probes = [asyncio.create_task(_get(server.port, "/readyz")) for _ in range(50)]
+        for _ in range(500):
+            if calls[0]:
+                break
+            await asyncio.sleep(0.01)
+        await asyncio.sleep(0.2)  # the rest of the flood arrives while the first report runs
+        release.set()
+        answers = await asyncio.gather(*probes)
+        assert all(status == 200 and body == {"ok": True} for status, body in answers)
+        assert most[0] == 1 and calls[0] < 50
+        assert await _get(server.port, "/readyz") == (200, {"ok": True})  # a later probe: a fresh report
+        assert calls[0] >= 2
+    finally:
+        await server.stop()
