@@ -53,7 +53,7 @@ log = logging.getLogger(__name__)
 #: loop's timer runs on the monotonic clock, so the due jobs are re-read from the clock at least this often.
 MAX_SLEEP_S = 60.0
 #: Jobs retried after a failure, and the scheduler method that runs them.
-_RETRIED = ("post", "remind", "summary", "close", "sync")
+_RETRIED = ("post", "remind", "summary", "close", "sync", "outbox")
 #: How long jobs cancelled at shutdown get to unwind (close their connections) before they are abandoned.
 CANCEL_GRACE_S = 2.0
 
@@ -224,12 +224,12 @@ class RankZeroScheduler:
         one once a day and reaches players whose cards fell due later in the day). ``optimize``: fitting
         players' FSRS parameters, every ``optimize_interval_s`` (first one interval after start).
 
-        A failed post, reminder, summary or close is retried after ``retry_base_s``, doubling up to
-        ``retry_max_s`` between tries. ``job_deadline_s``: how long one run of a job may take (None: no
-        bound); past it the run is cancelled and counts as a failure. ``on_job_start(job id, lag)``: told
-        of every run the job table starts, ``lag`` seconds after its due time (the scheduler-lag metric).
-        ``outbox_interval_s``: how often the outbox's due posts are delivered (each post's own backoff
-        decides when it is due).
+        A failed post, reminder, summary, close, sync or outbox pass is retried after ``retry_base_s``,
+        doubling up to ``retry_max_s`` between tries. ``job_deadline_s``: how long one run of a job may take
+        (None: no bound); past it the run is cancelled and counts as a failure. ``on_job_start(job id, lag)``:
+        told of every run the job table starts, ``lag`` seconds after its due time (the scheduler-lag metric).
+        ``outbox_interval_s``: how often the outbox's due posts are delivered (each post's own backoff decides
+        when it is due).
         """
         self._outbox_interval_s = outbox_interval_s
         self._schedules = schedules
@@ -269,7 +269,7 @@ class RankZeroScheduler:
         await self._close_overdue()
         await self.rebuild()
         # Posts queued before a crash or a restart (a claimed daily post never sent, failed results).
-        await self._own_task(self._deliver_outbox())
+        await self._own_task(self._outbox())
         for schedule in await self._served():
             if not schedule.config.paused:
                 # Missed while down: the post, and the weekly summary, are made now within grace.
@@ -287,7 +287,7 @@ class RankZeroScheduler:
             start_date=self._clock.now() + dt.timedelta(seconds=self._outbox_interval_s),
             timezone=dt.UTC,
         )
-        self._add("outbox", self._deliver_outbox, outbox, None)
+        self._add("outbox", self._outbox, outbox, None)
         if self._nudge is not None:
             await self._own_task(self._send_nudges())
             hourly = IntervalTrigger(
@@ -510,7 +510,7 @@ class RankZeroScheduler:
 
         await self._guard(f"summary:{channel_pk}", body)
 
-    async def _deliver_outbox(self) -> None:
+    async def _outbox(self) -> None:
         async def body() -> None:
             sent = await self._schedules.deliver_outbox(self._serves)
             if sent:
