@@ -116,10 +116,26 @@ class MisconceptionSpec(_Strict):
         ),
     ]
 
+    subject: Annotated[
+        Keyword | None,
+        Field(
+            description=(
+                "What the claim is about ('pipeline|stage'): a pattern asserts it only in a sentence that "
+                "names the subject outside a contrast ('unlike pipeline parallelism, TP has no bubble' "
+                "does not), or right after a sentence that does"
+            ),
+        ),
+    ] = None
+
     @field_validator("patterns")
     @classmethod
     def _patterns_parse(cls, value: list[str]) -> list[str]:
         return _check_keywords(value)
+
+    @field_validator("subject")
+    @classmethod
+    def _subject_parse(cls, value: str | None) -> str | None:
+        return value if value is None else _check_keywords([value])[0]
 
 
 class ConceptSpec(_Strict):
