@@ -24,20 +24,31 @@ a chat interaction (microseconds, no network). What keyword matching gets wrong 
 4. **Keyword forms.** A plain keyword is a phrase of consecutive tokens. ``"a|b + c"`` means one of
    ``a`` or ``b``, and ``c``, anywhere in the same clause, for wordings whose order varies
    ("labels|inputs + to the gpu").
-5. **Weights.** A keyword made only of generic words (:data:`GENERIC`: "available", "labels", "data",
-   "model", "gpu", ...) counts half, as do the concept's ``weak`` keywords: one such word alone never
-   earns a concept. Every distinct keyword counts once.
+5. **Weights.** A match made only of common words (:data:`GENERIC`: "available", "labels", "data",
+   "model", "gpu", ..., and stop words) counts half, judged by the words that matched, not the keyword
+   ("its ... tensor" of ``"twice|its + tensor"``), and all such matches together weigh at most half: a
+   concept always needs a specific word (a phrase of 3+ words, "at the same time", is an idiom and
+   counts as specific). The concept's ``weak`` keywords count half. Every distinct keyword counts once.
+   :func:`keyword_problems` (run by the bank's validation) refuses keywords that break this.
 6. **Negation.** A keyword preceded within its clause by a negator (not, no, never, without, n't) at
-   most 3 tokens back does not count ("it does not copy the model"). A keyword that itself begins with
-   a negator ("does not scale") is matched as written.
+   most 3 tokens back does not count ("it does not copy the model"), unless the sentence says what
+   would happen otherwise ("without set_epoch every epoch would repeat"). A keyword that itself begins
+   with a negator ("does not scale") is matched as written. A clause that calls what it says a myth
+   ("linear scaling is a myth") earns nothing.
 7. **Misconceptions.** A pattern (same ``a|b + c`` form) found in a clause with no negator in it
-   (other than one the pattern spells) and no disclaimer ("myth", "wrong", "mistake") asserts the
-   misconception: the concept fails and the claim is named back with its correction. "You must
-   synchronize the gradients yourself" asserts it; "you do not need to synchronize the gradients
-   yourself" does not, nor does "a common mistake is to think you must...".
-8. **Keyword salad.** An answer of several words where almost none are the glue of prose (articles,
+   (other than one the pattern spells, unless that one is itself negated: "not incompatible") and no
+   disclaimer ("myth", "wrong", "mistake") asserts the misconception: the concept fails and the claim
+   is named back with its correction. "You must synchronize the gradients yourself" asserts it; "you do
+   not need to synchronize the gradients yourself" does not, nor does "a common mistake is to think you
+   must...", nor a short "if" clause (a condition supposes; the clause after it asserts). A
+   misconception with a ``subject`` is asserted only in a sentence about that subject.
+8. **Contrasts.** From "unlike", "instead of", "rather than", "compared with", "naive" ... to the end of
+   the clause (and a "which"/"where" clause right after), the words describe the other thing: they
+   assert no misconception and earn no keyword ("unlike reduce, where only the root gets the sum").
+9. **Keyword salad.** An answer of several words where almost none are the glue of prose (articles,
    prepositions, auxiliaries: :data:`GLUE_WORDS`), such as "scatter replicate gather gradients", is a
-   list, not an explanation: it covers nothing. Code (``x = f(y)``) is exempt.
+   list, not an explanation: it covers nothing. Code (``x = f(y)``) and labelled notes (``pro: ...
+   con: ...``) are exempt.
 """
 
 from __future__ import annotations
@@ -264,11 +275,6 @@ def parse_keyword(keyword: str) -> tuple[Group, ...]:
         if alternatives:
             groups.append(tuple(dict.fromkeys(alternatives)))
     return tuple(groups)
-
-
-def _is_generic(groups: tuple[Group, ...]) -> bool:
-    generic = _GENERIC_STEMS | _FUNCTION_STEMS
-    return all(all(t in generic for phrase in group for t in phrase) for group in groups)
 
 
 _GENERIC_STEMS = frozenset(c for w in GENERIC for c in _canonical(w))
@@ -509,7 +515,7 @@ class _Answer:
             # one the pattern itself spells ("no + extra + communication"); but a negator just before
             # another match of its own group negates that one: "not incompatible", "never free of idle
             # time" (free of = without) are double negations, and withdraw the claim.
-            own = set()
+            own: set[int] = set()
             for g, p in zip(groups, per_group, strict=True):
                 if g[0][0] in _NEGATOR_STEMS:
                     starts = sorted(i for i, _ in p[ci])
@@ -548,9 +554,7 @@ class _Answer:
 
     def _names(self, clauses: list[int], subject: tuple[Group, ...], *, with_aside: bool) -> bool:
         wanted = set(clauses)
-        return any(
-            ci in wanted for g in subject for ci in self.positions(g, with_aside=with_aside)
-        )
+        return any(ci in wanted for g in subject for ci in self.positions(g, with_aside=with_aside))
 
     def asserts(self, groups: tuple[Group, ...]) -> bool:
         """Whether the answer asserts a misconception pattern anywhere (see :meth:`asserted`)."""
@@ -579,6 +583,11 @@ def _marker_start(clause: list[str]) -> int | None:
             if tuple(clause[i : i + len(marker)]) == marker:
                 return i
     return None
+
+
+def _all_stop(tokens: Sequence[str]) -> bool:
+    """Whether every token is a stop word (:data:`FUNCTION_WORDS`)."""
+    return all(t in _FUNCTION_STEMS for t in tokens)
 
 
 def _all_common(tokens: Sequence[str]) -> bool:
@@ -781,3 +790,81 @@ def _uncovered_message(answer: _Answer, concept: Mapping[str, Any]) -> str:
         shown = ", ".join(repr(k) for k in half[:3])
         return f"only half-weight keywords match ({shown}), which weigh less than 1; {fix}"
     return f"the model answer matches none of its keywords; {fix}"
+
+
+#: How many wordings of one keyword the common-words check tries (a keyword's alternatives multiply).
+MAX_COMMON_WORDINGS = 64
+
+
+def keyword_problems(concepts: Sequence[Mapping[str, Any]]) -> list[str]:
+    """Why a prompt's keywords could be earned by words that say nothing; empty when they cannot.
+
+    Two checks, each problem naming the concept and the keyword and saying how to fix it:
+
+    * '|' binds tighter than a space, so in ``"twice the|its + tensor"`` the alternative ``its`` stands
+      alone: a one-stop-word alternative beside a phrase that starts or ends with a stop word is refused.
+    * An answer written only from the common-word wordings of a concept's keywords and weak keywords
+      ("its … tensor. each gpu … same.") is graded as a player's answer is: it must not earn the concept.
+      Idioms of :data:`IDIOM_MIN_WORDS` words or more ("at the same time") are specific, as in grading.
+    """
+    problems = []
+    for i, concept in enumerate(concepts):
+        where = f"concepts[{i}] ({str(concept.get('name'))!r})"
+        fields = [("keywords", k) for k in _strings(concept.get("keywords"))]
+        fields += [("weak", k) for k in _strings(concept.get("weak"))]
+        for m, wrong in enumerate(_misconceptions(concept)):
+            fields += [(f"misconceptions[{m}].patterns", p) for p in _strings(wrong.get("patterns"))]
+        for field, keyword in fields:
+            if (alone := _stop_word_alternative(keyword)) is not None:
+                problems.append(
+                    f"{where}.{field}: in {keyword!r} the alternative {alone!r} is only stop words, so it "
+                    "matches on its own ('|' binds tighter than a space); put the shared word in its own "
+                    "group ('twice + the|its + tensor') or drop the alternative"
+                )
+        keywords = _strings(concept.get("keywords")) + _strings(concept.get("weak"))
+        wordings = [w for k in keywords for w in _common_wordings(k)]
+        if wordings:
+            answer = ". ".join(wordings) + "."
+            parsed = _parse(answer, [concept])
+            if _grade_concept(parsed, concept, None).covered:
+                problems.append(
+                    f"{where} is earned by common words alone ({answer[:120]!r}); make its keywords need a "
+                    "specific word (a term, an API name), or move the common ones to 'weak'"
+                )
+    return problems
+
+
+def _alternatives(keyword: str) -> list[list[str]]:
+    """The raw alternatives of each group of a keyword (``"a|b + c"`` → ``[["a", "b"], ["c"]]``)."""
+    return [[a.strip() for a in g.split("|") if a.strip()] for g in _GROUPS.split(keyword)]
+
+
+def _stop_word_alternative(keyword: str) -> str | None:
+    """A one-stop-word alternative beside a phrase that ends with a stop word, or None.
+
+    ``"twice the|its"`` reads as "twice (the|its)" but means "twice the" or "its": a phrase left hanging
+    on a stop word shows the author meant the space to bind tighter than '|'.
+    """
+    for group in _alternatives(keyword):
+        phrases = [keyword_tokens(a) for a in group]
+        alone = [a for a, t in zip(group, phrases, strict=True) if len(t) == 1 and t[0] in _FUNCTION_STEMS]
+        hanging = [t for t in phrases if len(t) > 1 and t[-1] in _FUNCTION_STEMS and not _all_stop(t)]
+        if alone and hanging:
+            return alone[0]
+    return None
+
+
+def _common_wordings(keyword: str) -> list[str]:
+    """Wordings of ``keyword`` made only of common words (one alternative per group), a bounded few."""
+    groups = [[a for a in g if _all_common(keyword_tokens(a))] for g in _alternatives(keyword)]
+    if not groups or not all(groups):
+        return []
+    if len(groups) == 1:
+        # An idiom of IDIOM_MIN_WORDS words or more ("at the same time") is specific, as in grading.
+        groups = [[a for a in groups[0] if len(keyword_tokens(a)) < IDIOM_MIN_WORDS]]
+        if not groups[0]:
+            return []
+    wordings = [""]
+    for group in groups:
+        wordings = [f"{w} {a}".strip() for w in wordings for a in group][:MAX_COMMON_WORDINGS]
+    return wordings
