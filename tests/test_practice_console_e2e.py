@@ -108,10 +108,10 @@ def test_explain_in_the_terminal(tmp_path: Path) -> None:
     child.expect("Explain")
     child.expect("graded on 4 concepts")
     child.expect("Your answer:")
-    child.sendline("First check torch.cuda.is_available(), then call model.to(device).")
+    child.sendline("First call model.to(device), then wrap the model in DataParallel.")
     child.expect("You got 2/4 concepts")
     child.expect("Missed:")
-    child.expect("Wrap the model for multiple GPUs")
+    child.expect("Move each batch of inputs and labels")
     child.expect("Model answer")
     child.expect(pexpect.EOF)
     child.close()
@@ -156,4 +156,4 @@ def test_explain_names_a_misconception_in_the_terminal(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())  # rich wraps long lines
     assert "You wrote that wrapping the model moves the model and the data to the GPUs by itself" in text
-    assert "Missed:" in text and "Move the model to the GPU" in text
+    assert "Missed:" in text and "Move the model to its GPU" in text
