@@ -263,7 +263,9 @@ def test_each_answer_of_the_table_gets_the_human_verdict() -> None:
     assert wrong == KNOWN_DISAGREEMENTS
 
 
-@pytest.mark.parametrize("name", ["explain_answers.yaml", "explain_holdout.yaml"])
+@pytest.mark.parametrize(
+    "name", ["explain_answers.yaml", "explain_holdout.yaml", "explain_tuning.yaml", "explain_heldout.yaml"]
+)
 def test_precision_and_recall_on_correct_and_wrong_answers(name: str) -> None:
     verdicts = _verdicts(_table(name))
     tp = sum(got and want for *_, got, want in verdicts)
