@@ -1,7 +1,10 @@
 """How well the explain grader agrees with a human on the answer tables in tests/data/.
 
 ``explain_answers.yaml`` is the table the grader was tuned on; ``explain_holdout.yaml`` was written after
-tuning and never tuned on, so its figures are the honest estimate. Each is reported on its own.
+tuning and never tuned on (issue 17). Issue 28 added ``explain_tuning.yaml`` (tuned on) and
+``explain_heldout.yaml`` (written before the issue-28 changes and never tuned on): its figures are the
+honest estimate, and the ones the targets apply to (all four >= 0.95, subtly wrong answers >= 90% right).
+Each table is reported on its own.
 
 Prints, for the pass/fail verdict, precision and recall of "pass" (on the correct answers) and of
 "fail" (on the wrong ones), overall and per prompt and per answer kind, then each disagreement.
@@ -23,7 +26,12 @@ from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation
 
 DATA = Path(__file__).resolve().parent.parent / "tests" / "data"
-TABLES = {"tuned on": DATA / "explain_answers.yaml", "held out": DATA / "explain_holdout.yaml"}
+TABLES = {
+    "tuned on (issue 17)": DATA / "explain_answers.yaml",
+    "held out (issue 17)": DATA / "explain_holdout.yaml",
+    "tuned on (issue 28)": DATA / "explain_tuning.yaml",
+    "held out (issue 28)": DATA / "explain_heldout.yaml",
+}
 
 
 def _ratio(a: int, b: int) -> str:
@@ -79,6 +87,9 @@ def report(table: dict[str, list[dict[str, Any]]], prompts: dict[str, Any], quie
         )
 
     print(line("ALL", counts))
+    subtle = per_kind.get("subtle", Counter())
+    right = subtle["tn"] + subtle["tp"]
+    print(f"{'subtly wrong graded right':34} {right}/{subtle.total()} = {_ratio(right, subtle.total())}")
     print(f"{'concept labels agree':34} {_ratio(concept_agree, concept_total)} of {concept_total}")
     print("\nper prompt:")
     for qid, c in per_prompt.items():

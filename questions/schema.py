@@ -11,7 +11,7 @@ from typing import Annotated, Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
-from bot.core.grading import model_answer_problems
+from bot.core.grading import keyword_problems, model_answer_problems
 
 # The fixed lists are the core's vocabulary (defined once), re-exported because the bank's modules and
 # tests name them through the schema.
@@ -116,10 +116,26 @@ class MisconceptionSpec(_Strict):
         ),
     ]
 
+    subject: Annotated[
+        Keyword | None,
+        Field(
+            description=(
+                "What the claim is about ('pipeline|stage'): a pattern asserts it only in a sentence that "
+                "names the subject outside a contrast ('unlike pipeline parallelism, TP has no bubble' "
+                "does not), or right after a sentence that does"
+            ),
+        ),
+    ] = None
+
     @field_validator("patterns")
     @classmethod
     def _patterns_parse(cls, value: list[str]) -> list[str]:
         return _check_keywords(value)
+
+    @field_validator("subject")
+    @classmethod
+    def _subject_parse(cls, value: str | None) -> str | None:
+        return value if value is None else _check_keywords([value])[0]
 
 
 class ConceptSpec(_Strict):
@@ -271,8 +287,10 @@ class QuestionSpec(_Strict):
             problems += _required(self.model_answer, "model_answer", kind)
             if not self.concepts:
                 problems.append("kind 'explain' needs 'concepts': a list of {name, keywords: [...]}")
-            elif self.model_answer and self.model_answer.strip():
-                problems += _model_answer_problems(self.model_answer, self.concepts)
+            else:
+                problems += keyword_problems([c.model_dump() for c in self.concepts])
+                if self.model_answer and self.model_answer.strip():
+                    problems += _model_answer_problems(self.model_answer, self.concepts)
         return problems
 
     def _shown_texts(self) -> dict[str, str | None]:

@@ -68,14 +68,14 @@ PARAPHRASES: list[tuple[str, str, set[int], set[int]]] = [
         "s003-explain-prepare-model-data",
         "Call torch.cuda.is_available(), then model.cuda(), wrap it in nn.DataParallel, and in the loop move "
         "inputs.to(device) and the targets too.",
-        {0, 1, 2, 3},
+        {0, 1, 2},
         set(),
     ),
     (
         "s003-explain-prepare-model-data",
         "Put the network on the GPU and wrap it with DistributedDataParallel.",
-        {2},
-        {0, 3},
+        {1},
+        {2, 3},
     ),
 ]
 
@@ -168,9 +168,11 @@ def test_generic_words_alone_earn_no_concept() -> None:
         "start training so you can measure accuracy on the data."
     )
     assert _grade(PREP, off_topic)[0] == 0
-    # Two distinct weak keywords together do count (half each).
-    concepts = [{"name": "n", "keywords": ["labels.to"], "weak": ["labels", "each batch"]}]
-    assert grade_explanation("the labels of each batch", concepts).covered == 1
+    # Two distinct weak keywords together do count (half each), but not when both are common words
+    # alone: a specific word must match too (issue 28).
+    concepts = [{"name": "n", "keywords": ["labels.to"], "weak": ["labels", "each batch", "non_blocking"]}]
+    assert grade_explanation("the labels of each batch", concepts).covered == 0
+    assert grade_explanation("the labels, non_blocking", concepts).covered == 1
     assert grade_explanation("the labels", concepts).covered == 0
 
 
@@ -261,7 +263,9 @@ def test_each_answer_of_the_table_gets_the_human_verdict() -> None:
     assert wrong == KNOWN_DISAGREEMENTS
 
 
-@pytest.mark.parametrize("name", ["explain_answers.yaml", "explain_holdout.yaml"])
+@pytest.mark.parametrize(
+    "name", ["explain_answers.yaml", "explain_holdout.yaml", "explain_tuning.yaml", "explain_heldout.yaml"]
+)
 def test_precision_and_recall_on_correct_and_wrong_answers(name: str) -> None:
     verdicts = _verdicts(_table(name))
     tp = sum(got and want for *_, got, want in verdicts)

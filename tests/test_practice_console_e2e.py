@@ -108,11 +108,14 @@ def test_explain_in_the_terminal(tmp_path: Path) -> None:
     child.expect("Explain")
     child.expect("graded on 4 concepts")
     child.expect("Your answer:")
-    child.sendline("First check torch.cuda.is_available(), then call model.to(device).")
+    child.sendline("First call model.to(device), then wrap the model in DataParallel.")
     child.expect("You got 2/4 concepts")
     child.expect("Missed:")
-    child.expect("Wrap the model for multiple GPUs")
+    child.expect("Move each batch of inputs and labels")
     child.expect("Model answer")
+    child.expect("Try again")  # a failed answer may be tried again; an empty line stops
+    child.expect("Your answer:")
+    child.sendline("")
     child.expect(pexpect.EOF)
     child.close()
     assert child.exitstatus == 0
@@ -156,4 +159,18 @@ def test_explain_names_a_misconception_in_the_terminal(tmp_path: Path) -> None:
     assert out.returncode == 0, out.stderr
     text = " ".join(out.stdout.split())  # rich wraps long lines
     assert "You wrote that wrapping the model moves the model and the data to the GPUs by itself" in text
-    assert "Missed:" in text and "Move the model to the GPU" in text
+    assert "Missed:" in text and "Move the model to its GPU" in text
+
+
+def test_a_failed_explain_answer_shows_the_verdict_and_may_be_tried_again(tmp_path: Path) -> None:
+    first = "Call model.to(device), then wrap the model in DataParallel."
+    second = (
+        "Move the model to the GPU with model.to(device), wrap it in DistributedDataParallel, give the "
+        "DataLoader a DistributedSampler, and move each batch of inputs and labels to the GPU."
+    )
+    out = _piped(tmp_path, f"{first}\n{second}\n", "explain", "basics", "--player", "Rey")
+    assert out.returncode == 0, out.stderr
+    text = " ".join(out.stdout.split())
+    assert "Hint:" in text  # the prompt's hint is shown in the terminal too
+    assert "Not passed yet: 3 of 4 concepts are needed" in text and "Try again" in text
+    assert "Passed (3 of 4 concepts needed)" in text  # the second answer, on the same prompt

@@ -371,13 +371,15 @@ async def test_explain_grades_concepts_and_stores_the_attempt(
     result = await practice.submit_explanation(
         ALICE.player,
         prompt.version_id,
-        "First check that CUDA is available and count the GPUs. Then call model.to(device) so the "
-        "weights live on the GPU.",
+        "First call model.to(device) so the weights live on the GPU. Then wrap the model in DataParallel.",
     )
     assert (result.covered, result.total) == (2, 4)
+    assert not result.passed and result.required == 3 and result.version_id == prompt.version_id
+    assert result.hint == prompt.hint and "Not passed yet" in result.verdict
     assert result.missed == (
-        "Wrap the model for multiple GPUs (DataParallel or DDP)",
         "Move each batch of inputs and labels to the GPU",
+        "Each GPU gets its own share of the data: a DistributedSampler with DDP "
+        "(DataParallel splits each batch itself)",
     )
     assert "DataParallel" in result.model_answer
     stats = await practice.stats(ALICE.player)

@@ -189,8 +189,7 @@ async def test_explain_submission_shows_covered_and_missed_concepts(slack: Harne
     r = await slack.send.submit(PLAYER, pb.EXPLAIN_CALLBACK, {"answer": "   "}, metadata=version)
     assert r.json()["response_action"] == "errors" and "empty" in r.json()["errors"]["answer"]
     answer = (
-        "First check that CUDA is available and count the GPUs. Then call model.to(device) so the "
-        "weights live on the GPU."
+        "First call model.to(device) so the weights live on the GPU. Then wrap the model in DataParallel."
     )
     r = await slack.send.submit(PLAYER, pb.EXPLAIN_CALLBACK, {"answer": answer}, metadata=version)
     assert r.status_code == 200
@@ -222,7 +221,7 @@ async def test_explain_names_a_misconception_and_the_missed_concepts(slack: Harn
         ":warning: You wrote that wrapping the model moves the model and the data to the GPUs by itself: "
         "DataParallel and DDP move nothing for you" in shown
     )
-    assert "*Missed*" in shown and ":x: Move the model to the GPU" in shown
+    assert "*Missed*" in shown and ":x: Move the model to its GPU" in shown
     assert "<!channel>" not in shown  # the answer is never echoed unescaped
 
 

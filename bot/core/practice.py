@@ -710,6 +710,10 @@ class PracticeService:
             model_answer=str(q.extra.get("model_answer") or ""),
             explanation=q.explanation,
             note=grade.note,
+            passed=grade.passed,
+            required=grade.required,
+            version_id=version_id,
+            hint=q.hint,
         )
 
     # ------------------------------------------------------------------ stats

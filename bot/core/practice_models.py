@@ -173,6 +173,26 @@ class ExplainResultCard:
     explanation: str | None
     #: Why the whole answer earned nothing (it lists keywords instead of explaining), or None.
     note: str | None = None
+    #: Whether the answer passed: enough concepts, no false claim, prose (bot/core/grading.py).
+    passed: bool = False
+    #: Concepts an answer must cover to pass.
+    required: int = 0
+    #: The prompt's version (a retry answers the same one) and its hint, shown after a failed answer.
+    version_id: int = 0
+    hint: str | None = None
+
+    @property
+    def verdict(self) -> str:
+        """The verdict every surface shows under "You got k/n concepts": pass or not, and why."""
+        if self.passed:
+            return f"Passed ({self.required} of {self.total} concepts needed)."
+        if self.misconceptions:
+            why = "a false claim fails the answer, however many concepts it covers"
+        elif self.note:
+            why = "it lists keywords instead of explaining"
+        else:
+            why = f"{self.required} of {self.total} concepts are needed"
+        return f"Not passed yet: {why}. Try again in your own words."
 
     @property
     def missed(self) -> tuple[str, ...]:

@@ -138,14 +138,18 @@ class ConsolePractice:
 
     # ------------------------------------------------------------------ explain
     async def explain(self, topic: str | None) -> int:
-        """An explain prompt; one line of free text; the concepts it covered and the model answer."""
+        """An explain prompt; one line of free text; the verdict, the concepts it covered and the model
+        answer; a failed answer may be tried again on the same prompt.
+        """
         card = await self._practice.explain_prompt(self._player, topic)
         self._console.print(render.explain_prompt(card))
+        graded = False
         while True:
             self._console.print(Text("Your answer: ", "bold"), end="")
             text = await self._in.line()
-            if text is None:
-                self._console.print("\nNo answer given.")
+            if text is None or (graded and not text.strip()):
+                if not graded:
+                    self._console.print("\nNo answer given.")
                 return 0
             try:
                 result = await self._practice.submit_explanation(self._player, card.version_id, text)
@@ -153,4 +157,8 @@ class ConsolePractice:
                 self._console.print(Text(str(err), "red"))
                 continue
             self._console.print(render.explain_result(result))
-            return 0
+            graded = True
+            if result.passed:
+                return 0
+            # A failed answer may be tried again, on the same prompt; an empty line stops.
+            self._console.print(Text("Try again (an empty line stops).", "dim"))

@@ -173,13 +173,19 @@ def explain_prompt(card: ExplainPromptCard) -> RenderableType:
     style = DIFFICULTY_STYLE.get(card.difficulty, "white")
     title = Text.assemble("✍ Explain · ", (card.difficulty, style), f" · {card.topic}")
     note = Text(f"Answer in your own words (one line); graded on {card.concepts} concepts.", "dim")
-    return Panel(Group(Markdown(card.prompt), note), title=title, border_style="cyan")
+    parts: list[RenderableType] = [Markdown(card.prompt)]
+    if card.hint:
+        parts.append(Text.assemble(("Hint: ", "bold"), card.hint))  # Text: bank text is not markup
+    return Panel(Group(*parts, note), title=title, border_style="cyan")
 
 
 @safe
 def explain_result(card: ExplainResultCard) -> RenderableType:
     """The grade: covered concepts, missed ones, the model answer."""
-    parts: list[RenderableType] = [Text(f"You got {card.covered}/{card.total} concepts", "bold")]
+    parts: list[RenderableType] = [
+        Text(f"You got {card.covered}/{card.total} concepts", "bold"),
+        Text(card.verdict, "bold green" if card.passed else "bold yellow"),
+    ]
     for c in card.concepts:
         if c.covered:
             parts.append(Text.assemble(("  ✓ ", "green"), c.name, (f"  (\u201c{c.matched}\u201d)", "dim")))

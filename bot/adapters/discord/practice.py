@@ -254,7 +254,12 @@ class PracticeHandler:
             )
             return
         prompt = interaction.message.embeds[:1] if interaction.message is not None else []
-        await self._show(interaction, Screen(embeds=[*prompt, render.explain_result_embed(result)]))
+        await self._show(
+            interaction,
+            Screen(
+                embeds=[*prompt, render.explain_result_embed(result)], view=render.explain_result_view(result)
+            ),
+        )
 
 
 def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeHandler) -> None:

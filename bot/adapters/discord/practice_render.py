@@ -311,6 +311,8 @@ def explain_prompt_embed(card: ExplainPromptCard) -> discord.Embed:
         ),
         inline=False,
     )
+    if card.hint:
+        embed.add_field(name="Hint", value=truncate(plain(card.hint), FIELD_VALUE), inline=False)
     embed.set_footer(text=f"{NOT_RANKED} · {card.question_id}")
     return fit_embed(embed)
 
@@ -334,6 +336,7 @@ def explain_result_embed(card: ExplainResultCard) -> discord.Embed:
         for c in card.concepts
         if c.covered
     ]
+    embed.add_field(name="Verdict", value=("✅ " if card.passed else "🔁 ") + card.verdict, inline=False)
     if covered:
         embed.add_field(name="Covered", value=truncate("\n".join(covered), FIELD_VALUE), inline=False)
     if card.misconceptions:
@@ -351,6 +354,15 @@ def explain_result_embed(card: ExplainResultCard) -> discord.Embed:
         add_long_field(embed, "Why", bank_text(card.explanation))
     embed.set_footer(text=f"{card.question_id} · /explain for another prompt")
     return fit_embed(embed)
+
+
+def explain_result_view(card: ExplainResultCard) -> discord.ui.View | None:
+    """A failed answer's Try again button (opens the form on the same prompt); none after a pass."""
+    if card.passed:
+        return None
+    return _view(
+        PracticeButton("explain", card.version_id, label="Try again", style=discord.ButtonStyle.primary)
+    )
 
 
 # ---------------------------------------------------------------------- stats

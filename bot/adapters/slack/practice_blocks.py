@@ -272,7 +272,13 @@ def explain_modal(card: ExplainPromptCard) -> Block:
     ]
     if card.hint:
         blocks.append(context(f":bulb: {esc(card.hint)}"))
-    blocks.append(
+    return _answer_modal(blocks, card.version_id, "Grade my answer", "Cancel")
+
+
+def _answer_modal(blocks: list[Block], version_id: int, submit: str, close: str) -> Block:
+    """An explain modal: ``blocks``, then the answer field; submitting grades the answer to ``version_id``."""
+    blocks = [
+        *blocks,
         {
             "type": "input",
             "block_id": ANSWER_BLOCK,
@@ -283,22 +289,25 @@ def explain_modal(card: ExplainPromptCard) -> Block:
                 "multiline": True,
                 "max_length": MAX_INPUT,
             },
-        }
-    )
+        },
+    ]
     return {
         "type": "modal",
         "callback_id": EXPLAIN_CALLBACK,
         "title": {"type": "plain_text", "text": EXPLAIN_TITLE},
-        "submit": {"type": "plain_text", "text": "Grade my answer"},
-        "close": {"type": "plain_text", "text": "Cancel"},
+        "submit": {"type": "plain_text", "text": submit},
+        "close": {"type": "plain_text", "text": close},
         "blocks": fit_view(blocks),
-        "private_metadata": str(card.version_id),
+        "private_metadata": str(version_id),
     }
 
 
 def explain_result_view(card: ExplainResultCard) -> Block:
     """The grade: "You got 3/5 concepts", covered ones (with what matched), missed ones, the model answer."""
-    blocks = [section(f"*You got {card.covered}/{card.total} concepts*")]
+    icon = ":white_check_mark:" if card.passed else ":repeat:"
+    blocks = [section(f"*You got {card.covered}/{card.total} concepts*\n{icon} {esc(card.verdict)}")]
+    if not card.passed and card.hint:
+        blocks.append(context(f":bulb: {esc(card.hint)}"))
     covered = [
         f":white_check_mark: {esc(c.name)}" + (f" (“{esc(c.matched)}”)" if c.matched else "")
         for c in card.concepts
@@ -321,6 +330,9 @@ def explain_result_view(card: ExplainResultCard) -> Block:
     if card.explanation:
         blocks += markdown_sections(card.explanation)
     blocks.append(context("Not ranked. Another prompt: `/rankzero explain [topic]`."))
+    if not card.passed and card.version_id:
+        # A failed answer may be tried again on the same prompt: the grade keeps its answer field.
+        return _answer_modal(blocks, card.version_id, "Try again", "Close")
     return _modal(EXPLAIN_TITLE, blocks, metadata=f"explain:{card.attempt_id}")
 
 
