@@ -28,7 +28,12 @@ from bot.core.repositories.drafts import DraftRepository, StoredDraftLike
 from bot.core.repositories.outbox import OutboxItem, OutboxKind, OutboxRepository
 from bot.core.repositories.players import PlayerRepository
 from bot.core.repositories.plays import AnswerWrite, PlayRepository, ProblemTally
-from bot.core.repositories.practice import PracticeRepository, PracticeSettingsRepository
+from bot.core.repositories.practice import (
+    DeckRepository,
+    PracticeRepository,
+    PracticeSettingsRepository,
+    TeamParametersRepository,
+)
 from bot.core.repositories.questions import QuestionRepository, QuestionRow, SyncReport
 from bot.core.repositories.schedules import ScheduleRepository
 from bot.core.repositories.standings import CompletionRow, StandingRepository
@@ -38,6 +43,7 @@ __all__ = [
     "ChallengeRepository",
     "CompletionRow",
     "CorrectionRepository",
+    "DeckRepository",
     "DisputeRecord",
     "DisputeRepository",
     "DraftRepository",
@@ -57,4 +63,5 @@ __all__ = [
     "StandingRepository",
     "StoredDraftLike",
     "SyncReport",
+    "TeamParametersRepository",
 ]

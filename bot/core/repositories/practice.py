@@ -19,32 +19,8 @@ from bot.core.practice_models import (
 from bot.core.srs import CardState, Grade
 
 
-class PracticeRepository(Protocol):
-    """Quizzes, flashcard reviews and explain answers (``uow.practice``); never joined into standings."""
-
-    async def practice_candidates(self, player_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
-        """Active questions of these kinds (latest version); ``uses`` = times this player practised it."""
-        ...
-
-    async def create_quiz(
-        self, player_pk: int, topic: str | None, version_ids: Sequence[int], now: dt.datetime
-    ) -> QuizRow:
-        """Store a new quiz with its questions in order."""
-        ...
-
-    async def get_quiz(self, quiz_id: int) -> QuizRow | None:
-        """A quiz with its items."""
-        ...
-
-    async def answer_quiz_item(
-        self, quiz_id: int, position: int, letter: str, correct: bool, now: dt.datetime
-    ) -> bool:
-        """Record the answer to one quiz question once (``WHERE letter IS NULL``); True if recorded."""
-        ...
-
-    async def finish_quiz(self, quiz_id: int, correct: int, now: dt.datetime) -> bool:
-        """Mark a quiz finished with its score once; True for the call that finished it."""
-        ...
+class DeckRepository(Protocol):
+    """Each player's flashcard deck (``uow.practice``): cards, their state and review history."""
 
     async def ensure_review_cards(self, player_pk: int, now: dt.datetime) -> int:
         """Give the player a card for every question of the deck (bot.core.deck) and every shared
@@ -111,6 +87,40 @@ class PracticeRepository(Protocol):
         """Players with at least one card due, and how many."""
         ...
 
+    async def review_history(self, player_pk: int) -> list[ReviewRecord]:
+        """Every logged self-grade of the player's cards, oldest first (what FSRS's optimizer learns from)."""
+        ...
+
+
+class PracticeRepository(DeckRepository, Protocol):
+    """Quizzes, flashcard reviews and explain answers (``uow.practice``); never joined into standings. The
+    deck's members are :class:`DeckRepository`'s (split so that each port stays narrow).
+    """
+
+    async def practice_candidates(self, player_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
+        """Active questions of these kinds (latest version); ``uses`` = times this player practised it."""
+        ...
+
+    async def create_quiz(
+        self, player_pk: int, topic: str | None, version_ids: Sequence[int], now: dt.datetime
+    ) -> QuizRow:
+        """Store a new quiz with its questions in order."""
+        ...
+
+    async def get_quiz(self, quiz_id: int) -> QuizRow | None:
+        """A quiz with its items."""
+        ...
+
+    async def answer_quiz_item(
+        self, quiz_id: int, position: int, letter: str, correct: bool, now: dt.datetime
+    ) -> bool:
+        """Record the answer to one quiz question once (``WHERE letter IS NULL``); True if recorded."""
+        ...
+
+    async def finish_quiz(self, quiz_id: int, correct: int, now: dt.datetime) -> bool:
+        """Mark a quiz finished with its score once; True for the call that finished it."""
+        ...
+
     async def add_explain_attempt(
         self,
         player_pk: int,
@@ -130,13 +140,45 @@ class PracticeRepository(Protocol):
         """
         ...
 
-    async def review_history(self, player_pk: int) -> list[ReviewRecord]:
-        """Every logged self-grade of the player's cards, oldest first (what FSRS's optimizer learns from)."""
+
+class TeamParametersRepository(Protocol):
+    """Teams (the tenant a player plays most) and their fitted FSRS parameters (``uow.practice_settings``)."""
+
+    async def player_team(self, player_pk: int) -> str | None:
+        """The tenant whose daily challenges the player played most, or None."""
+        ...
+
+    async def teams(self) -> list[str]:
+        """Every tenant with a channel."""
+        ...
+
+    async def team_players(self, tenant: str) -> list[int]:
+        """Players whose team is ``tenant`` and who reviewed a card."""
+        ...
+
+    async def reviewer_teams(self) -> dict[int, str]:
+        """Every player who reviewed a card -> their team (as :meth:`player_team`), in one query."""
+        ...
+
+    async def team_parameters(self, tenant: str) -> tuple[float, ...] | None:
+        """The team's fitted FSRS parameters, or None."""
+        ...
+
+    async def team_fitted_at(self, tenant: str) -> dt.datetime | None:
+        """When the team's parameters were fitted, or None."""
+        ...
+
+    async def save_team_parameters(
+        self, tenant: str, parameters: Sequence[float], reviews: int, players: int, now: dt.datetime
+    ) -> None:
+        """Store (or replace) the team's fitted parameters."""
         ...
 
 
-class PracticeSettingsRepository(Protocol):
-    """Each player's practice settings (``uow.practice_settings``): FSRS parameters, the daily nudge."""
+class PracticeSettingsRepository(TeamParametersRepository, Protocol):
+    """Each player's practice settings (``uow.practice_settings``): FSRS parameters, the daily nudge, the
+    player's day; the team members are :class:`TeamParametersRepository`'s.
+    """
 
     async def fsrs_parameters(self, player_pk: int) -> tuple[float, ...] | None:
         """The player's optimised FSRS parameters, or None (the defaults)."""
@@ -180,36 +222,6 @@ class PracticeSettingsRepository(Protocol):
 
     async def set_timezone(self, player_pk: int, timezone: str | None, now: dt.datetime) -> None:
         """Set the player's IANA timezone (None: UTC)."""
-        ...
-
-    async def player_team(self, player_pk: int) -> str | None:
-        """The tenant whose daily challenges the player played most, or None."""
-        ...
-
-    async def teams(self) -> list[str]:
-        """Every tenant with a channel."""
-        ...
-
-    async def team_players(self, tenant: str) -> list[int]:
-        """Players whose team is ``tenant`` and who reviewed a card."""
-        ...
-
-    async def reviewer_teams(self) -> dict[int, str]:
-        """Every player who reviewed a card -> their team (as :meth:`player_team`), in one query."""
-        ...
-
-    async def team_parameters(self, tenant: str) -> tuple[float, ...] | None:
-        """The team's fitted FSRS parameters, or None."""
-        ...
-
-    async def team_fitted_at(self, tenant: str) -> dt.datetime | None:
-        """When the team's parameters were fitted, or None."""
-        ...
-
-    async def save_team_parameters(
-        self, tenant: str, parameters: Sequence[float], reviews: int, players: int, now: dt.datetime
-    ) -> None:
-        """Store (or replace) the team's fitted parameters."""
         ...
 
     async def claim_nudge(self, player_pk: int, day: dt.date, due: int, now: dt.datetime) -> bool:
