@@ -17,6 +17,7 @@ import contextvars
 import datetime as dt
 import json
 import logging
+import sys
 from typing import Any
 
 #: The formats RANKZERO_LOG_FORMAT accepts (bot/config.py validates it).
@@ -77,6 +78,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=True, default=str)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to whatever ``sys.stderr`` is when a line is written, not the stream it was at
+    start-up: a CLI run inside another program (a test runner's captured, later closed stream) must not
+    leave a handler on a dead stream behind.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        """The current ``sys.stderr``."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always sys.stderr (StreamHandler.__init__ and setStream assign it)
+
+
 def configure(log_format: str, level: int | None = None) -> None:
     """Write the root logger's lines in ``log_format`` ("text" or "json"); ``level`` if given.
 
@@ -87,7 +107,7 @@ def configure(log_format: str, level: int | None = None) -> None:
         raise ValueError(f"log format {log_format!r} is not one of {', '.join(FORMATS)}")
     root = logging.getLogger()
     if not root.handlers:
-        root.addHandler(logging.StreamHandler())
+        root.addHandler(StderrHandler())
     formatter = JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT)
     for handler in root.handlers:
         handler.setFormatter(formatter)

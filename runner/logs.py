@@ -12,6 +12,7 @@ import contextvars
 import datetime as dt
 import json
 import logging
+import sys
 from typing import Any
 
 FORMATS = ("text", "json")
@@ -47,6 +48,25 @@ class JsonFormatter(logging.Formatter):
         return json.dumps(line, ensure_ascii=True, default=str)
 
 
+class StderrHandler(logging.StreamHandler):  # type: ignore[type-arg]
+    """A handler writing to whatever ``sys.stderr`` is when a line is written, not the stream it was at
+    start-up: a CLI run inside another program (a test runner's captured, later closed stream) must not
+    leave a handler on a dead stream behind.
+    """
+
+    def __init__(self) -> None:
+        super().__init__(sys.stderr)
+
+    @property
+    def stream(self) -> Any:
+        """The current ``sys.stderr``."""
+        return sys.stderr
+
+    @stream.setter
+    def stream(self, value: Any) -> None:
+        pass  # always sys.stderr (StreamHandler.__init__ and setStream assign it)
+
+
 def configure(log_format: str, level: int) -> None:
     """Log to stderr in ``log_format`` at ``level`` (ValueError for an unknown format)."""
     if log_format not in FORMATS:
@@ -54,7 +74,7 @@ def configure(log_format: str, level: int) -> None:
             f"log format {log_format[:40]!r} (--log-format or RANKZERO_LOG_FORMAT) is not one: give text "
             "(readable lines, the default) or json (one JSON object per line)"
         )
-    handler = logging.StreamHandler()
+    handler = StderrHandler()
     handler.setFormatter(JsonFormatter() if log_format == "json" else logging.Formatter(TEXT_FORMAT))
     root = logging.getLogger()
     root.handlers[:] = [handler]

@@ -16,6 +16,7 @@ import ast
 import asyncio
 import datetime as dt
 import functools
+import logging
 import os
 import shutil
 import uuid
@@ -276,3 +277,16 @@ async def service(db_url: str, clock: FrozenClock, platform: FakePlatform) -> As
     await svc.admin_import(ADMIN, test_bank())
     yield svc
     await engine.dispose()
+
+
+@pytest.fixture(autouse=True)
+def _root_logging_restored() -> Iterator[None]:
+    """A CLI run in-process (``runner.cli.main``, ``rankzero`` through CliRunner) configures the root
+    logger as a process would: its handlers and level are put back after each test, so one test's logging
+    set-up never writes into the next test's output.
+    """
+    root = logging.getLogger()
+    handlers, level = root.handlers[:], root.level
+    yield
+    root.handlers[:] = handlers
+    root.setLevel(level)

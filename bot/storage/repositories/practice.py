@@ -26,6 +26,7 @@ from bot.core.practice_models import (
     TopicCount,
 )
 from bot.core.srs import GRADES, CardState, Grade
+from bot.core.vocabulary import Difficulty
 from bot.storage.mapping import question_from_version
 from bot.storage.models import (
     CardReviewRow,
@@ -47,7 +48,7 @@ from bot.storage.models import QuestionRow as QuestionModel
 from bot.storage.sql import SqlRepository, latest_versions
 
 #: The order new cards are introduced in: beginner facts before expert ones.
-_LEVELS = {"beginner": 0, "intermediate": 1, "advanced": 2, "expert": 3}
+_LEVELS = {str(level): level.rank for level in Difficulty}
 #: A card is suspended while its question is retired (by the operator): it is kept, not shown.
 _ACTIVE = QuestionModel.retired_at.is_(None)
 
