@@ -19,7 +19,7 @@ PIP=${PIP:-.venv/bin/pip}
 
 # What the runner imports (runner/*.py), what the tests and the latency script import, no more.  uvicorn
 # without [standard]: the runner serves with its own h11 protocol (runner/api.py).
-PACKAGES=(fastapi uvicorn h11 pyseccomp numpy httpx pytest)
+PACKAGES=(fastapi uvicorn h11 pyseccomp numpy httpx pytest prometheus-client)
 pins=()
 for name in "${PACKAGES[@]}"; do
   pin=$(grep -iE "^${name}==" requirements/lock.txt | head -1 | cut -d' ' -f1)

@@ -186,10 +186,13 @@ def free_port() -> int:
         return int(probe.getsockname()[1])
 
 
-def timed(once: Callable[[], None]) -> float:
+def timed(once: Callable[[], None], label: str) -> float:
+    """Time one run and say so on stderr at once: a run cut off by a time limit still shows its progress."""
     start = time.perf_counter()
     once()
-    return time.perf_counter() - start
+    took = time.perf_counter() - start
+    print(f"[latency] {label}: {took:.2f}s", file=sys.stderr, flush=True)
+    return took
 
 
 def wait_pool_full(http: httpx.Client, timeout_s: float = 180) -> None:
@@ -290,6 +293,7 @@ def main() -> int:
 
     def serve_and_time(pool: str | None) -> tuple[str, dict[str, list[float]], dict[str, list[float]]]:
         """Start a real ``serve`` (with ``--pool`` when given); time every shape spaced, then back to back."""
+        kind = "warm" if pool is None else "cold"
         token = secrets.token_hex(16)
         port = free_port()
         argv = [sys.executable, "-m", "runner.cli", "serve", "--port", str(port), "--log-level", "WARNING"]
@@ -325,10 +329,11 @@ def main() -> int:
                     spaced[shape] = []
                     for _ in range(args.runs):
                         wait_pool_full(http)
-                        spaced[shape].append(timed(via_http(shape)))
+                        spaced[shape].append(timed(via_http(shape), f"{kind} {shape} spaced"))
                     if pool is None:  # the cold runner only needs its spaced figure
                         wait_pool_full(http)
-                        burst[shape] = [timed(via_http(shape)) for _ in range(args.burst)]
+                        label = f"{kind} {shape} back to back"
+                        burst[shape] = [timed(via_http(shape), label) for _ in range(args.burst)]
         finally:
             server.terminate()
             server.wait(timeout=60)
@@ -338,7 +343,7 @@ def main() -> int:
     # An empty pool: every job starts its sandbox and imports torch itself.
     cold = serve_and_time("8:0")[1] if args.cold else {}
 
-    bare_times = {shape: [timed(bare(shape)) for _ in range(args.runs)] for shape in shapes}
+    bare_times = {shape: [timed(bare(shape), f"bare {shape}") for _ in range(args.runs)] for shape in shapes}
 
     gpus = torch.cuda.device_count() if torch.cuda.is_available() else 0
     names = sorted({torch.cuda.get_device_name(i) for i in range(gpus)})
