@@ -304,6 +304,8 @@ def explain_prompt_embed(card: ExplainPromptCard) -> discord.Embed:
         description=bank_text(card.prompt),
         colour=BLUE,
     )
+    if card.retry_note:
+        embed.add_field(name="🔁 Again", value=card.retry_note, inline=False)
     embed.add_field(
         name="How it is graded",
         value=(

@@ -270,6 +270,8 @@ def explain_modal(card: ExplainPromptCard) -> Block:
         ),
         *markdown_sections(card.prompt),
     ]
+    if card.retry_note:
+        blocks.insert(1, context(f":repeat: {esc(card.retry_note)}"))
     if card.hint:
         blocks.append(context(f":bulb: {esc(card.hint)}"))
     return _answer_modal(blocks, card.version_id, "Grade my answer", "Cancel")
