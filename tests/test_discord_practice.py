@@ -565,3 +565,25 @@ async def test_review_timezone_suggests_iana_names_and_says_discord_does_not_sha
     content = bot.fake.messages[msg]["content"]
     assert "**Asia/Kolkata**" in content and "Discord does not share your timezone" in content
     assert (await bot.practice.day_settings(ALICE)).timezone == "Asia/Kolkata"
+
+
+async def test_a_failed_explain_prompt_comes_back_marked_as_a_retry(bot: Bot) -> None:
+    """Issue 28: the prompt a player failed is offered again with a note saying so, and the result of a
+    failed answer keeps its Try again button.
+    """
+    msg = await bot.command("explain")
+    [prompt] = _embeds(bot.fake.messages[msg])
+    assert not any(f["name"].startswith("🔁") for f in prompt["fields"])
+    token = bot.act.click(bot.client, msg, bot.buttons(msg)["Answer"])
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    modal = bot.callbacks(token)[0]
+    field_id = modal["data"]["components"][0]["components"][0]["custom_id"]
+    sub = bot.act.submit_modal(
+        bot.client, modal["data"]["custom_id"], {field_id: "GPUs are fast."}, message_id=msg
+    )
+    await bot.fake.wait_for(lambda: bot.edits(sub))
+    assert _labels(bot.fake.messages[msg]) == [["Try again"]]
+    again = await bot.command("explain")
+    [shown] = _embeds(bot.fake.messages[again])
+    assert "Your last answer to this one did not pass" in _field(shown, "🔁 Again")
+    assert _labels(bot.fake.messages[again]) == [["Answer"]]

@@ -380,3 +380,18 @@ async def test_review_timezone_offers_nothing_when_slack_does_not_say(slack: Har
     _, view = await _command_modal(slack, "U0ODD", "review timezone")
     assert "Slack did not share your timezone" in text_of(view) and not buttons(view)
     assert "<!channel>" not in text_of(view)
+
+
+async def test_a_failed_explain_prompt_comes_back_marked_as_a_retry(slack: Harness) -> None:
+    """Issue 28: after a failed answer the prompt is offered again (the basics topic has one prompt, so
+    at once), saying so above the prompt; a passed one is not marked.
+    """
+    _, view = await _command_modal(slack, PLAYER, "explain basics")
+    assert "did not pass" not in text_of(view)
+    version = view["private_metadata"]
+    r = await slack.send.submit(PLAYER, pb.EXPLAIN_CALLBACK, {"answer": "GPUs are fast."}, metadata=version)
+    result = r.json()["view"]
+    assert "Not passed yet" in text_of(result) and result["submit"]["text"] == "Try again"
+    _, again = await _command_modal(slack, PLAYER, "explain basics")
+    assert again["private_metadata"] == version
+    assert ":repeat: Your last answer to this one did not pass" in text_of(again)
