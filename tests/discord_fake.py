@@ -34,7 +34,8 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   Discord's range: the client lets nobody type ``today:1`` into an integer option) and within its
   ``min_length``/``max_length``. Autocomplete (:meth:`Interactions.autocomplete`): the callback (type 8)
   answers at most 25 choices, each name 1..100 characters and a value of the option's type (a string at
-  most 100) -- docs: "Autocomplete", "Application Command Option Choice Structure".
+  most 100) -- docs: "Autocomplete", "Application Command Option Choice Structure"; once commands are
+  synced, only an option declared ``autocomplete: true`` is asked about.
 
 A gateway too (:class:`FakeGateway`, ``GET /gateway/bot`` and a websocket at ``/gateway``) for tests that
 run a real client or a whole ``rankzero serve`` process: HELLO, heartbeats and their ACKs, IDENTIFY with
@@ -1120,6 +1121,9 @@ class Interactions:
                 opt, value = sent["name"], sent.get("value")
                 if opt not in schema:
                     raise ValueError(f"{where} has no option {opt!r} (declared: {sorted(schema)})")
+                if sent.get("focused") and not schema[opt].get("autocomplete"):
+                    # Discord's client asks for suggestions only for options declared autocomplete: true.
+                    raise ValueError(f"{where} {opt}: not an autocomplete option, Discord asks nothing")
                 problem = _option_value_problem(schema[opt], sent)
                 if problem:
                     raise ValueError(f"{where} {opt}: {problem}")

@@ -395,6 +395,15 @@ class ResponseUrl:
     message_ts: str | None = None
 
 
+#: What users.info says of a user's timezone unless a test gives one (Slack's user object: ``tz`` an IANA
+#: name, ``tz_label`` its name in words, ``tz_offset`` seconds from UTC now).
+DEFAULT_USER_TZ: dict[str, Any] = {
+    "tz": "America/Los_Angeles",
+    "tz_label": "Pacific Standard Time",
+    "tz_offset": -28800,
+}
+
+
 @dataclass
 class FakeSlackApi:
     """The Web API on loopback. ``users``: what users.info answers per user id (senders' users are added
@@ -691,7 +700,8 @@ class FakeSlackApi:
             known = self.members.get(str(args.get("_team")), self.users)
             if uid not in known:
                 raise SlackRefusal("user_not_found")
-            return {"user": {"id": uid, "name": uid.lower(), **known[uid]}}
+            # As Slack's user object: every user has a timezone (their profile's, else the workspace's).
+            return {"user": {"id": uid, "name": uid.lower(), **DEFAULT_USER_TZ, **known[uid]}}
         if method in ("views.open", "views.push"):
             view = self._view_arg(args)
             self._use_trigger(args.get("trigger_id"))

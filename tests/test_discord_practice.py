@@ -538,3 +538,52 @@ async def test_review_sets_new_cards_per_day_and_the_timezone(bot: Bot) -> None:
     assert "not an IANA timezone" in bot.fake.messages[bad]["content"]
     assert "Asia/Tokyo" in bot.fake.messages[bad]["content"], "the closest name is offered"
     assert (await bot.practice.day_settings(ALICE)).timezone == "Asia/Tokyo", "a bad name changes nothing"
+
+
+async def test_review_timezone_suggests_iana_names_and_says_discord_does_not_share_zones(bot: Bot) -> None:
+    """Issue 28: Discord tells bots a user's locale, never their timezone, so ``/review timezone:``
+    suggests IANA names as the player types (25 at most, Discord's limit) and the reply says so.
+    """
+    bot.adapter.guild_id = GUILD_ID
+    await bot.adapter.sync_commands()  # the fake now asks only about options declared autocomplete
+    [put] = bot.fake.calls("PUT", rf"/applications/\d+/guilds/{GUILD_ID}/commands")
+    review = next(c for c in put.body if c["name"] == "review")
+    assert next(o for o in review["options"] if o["name"] == "timezone").get("autocomplete") is True
+    ask = bot.act.autocomplete(bot.client, "review", "timezone", "kolk")
+    await bot.fake.wait_for(lambda: ask in bot.fake.suggestions)
+    assert bot.fake.suggestions[ask] == [{"name": "Asia/Kolkata", "value": "Asia/Kolkata"}]
+    ask = bot.act.autocomplete(bot.client, "review", "timezone", "Europe/")
+    await bot.fake.wait_for(lambda: ask in bot.fake.suggestions)
+    names = [c["value"] for c in bot.fake.suggestions[ask]]
+    assert len(names) == 25 and all(n.startswith("Europe/") for n in names)
+    ask = bot.act.autocomplete(bot.client, "review", "timezone", "<@&1> nowhere")
+    await bot.fake.wait_for(lambda: ask in bot.fake.suggestions)
+    assert bot.fake.suggestions[ask] == []
+    with pytest.raises(ValueError, match="not an autocomplete option"):
+        bot.act.autocomplete(bot.client, "quiz", "topic", "DD")
+    msg = await bot.command("review", [{"name": "timezone", "type": 3, "value": "Asia/Kolkata"}])
+    content = bot.fake.messages[msg]["content"]
+    assert "**Asia/Kolkata**" in content and "Discord does not share your timezone" in content
+    assert (await bot.practice.day_settings(ALICE)).timezone == "Asia/Kolkata"
+
+
+async def test_a_failed_explain_prompt_comes_back_marked_as_a_retry(bot: Bot) -> None:
+    """Issue 28: the prompt a player failed is offered again with a note saying so, and the result of a
+    failed answer keeps its Try again button.
+    """
+    msg = await bot.command("explain")
+    [prompt] = _embeds(bot.fake.messages[msg])
+    assert not any(f["name"].startswith("🔁") for f in prompt["fields"])
+    token = bot.act.click(bot.client, msg, bot.buttons(msg)["Answer"])
+    await bot.fake.wait_for(lambda: bot.callbacks(token))
+    modal = bot.callbacks(token)[0]
+    field_id = modal["data"]["components"][0]["components"][0]["custom_id"]
+    sub = bot.act.submit_modal(
+        bot.client, modal["data"]["custom_id"], {field_id: "GPUs are fast."}, message_id=msg
+    )
+    await bot.fake.wait_for(lambda: bot.edits(sub))
+    assert _labels(bot.fake.messages[msg]) == [["Try again"]]
+    again = await bot.command("explain")
+    [shown] = _embeds(bot.fake.messages[again])
+    assert "Your last answer to this one did not pass" in _field(shown, "🔁 Again")
+    assert _labels(bot.fake.messages[again]) == [["Answer"]]

@@ -174,3 +174,17 @@ def test_a_failed_explain_answer_shows_the_verdict_and_may_be_tried_again(tmp_pa
     assert "Hint:" in text  # the prompt's hint is shown in the terminal too
     assert "Not passed yet: 3 of 4 concepts are needed" in text and "Try again" in text
     assert "Passed (3 of 4 concepts needed)" in text  # the second answer, on the same prompt
+
+
+def test_a_failed_explain_prompt_is_offered_again_in_the_terminal(tmp_path: Path) -> None:
+    """Issue 28: the prompt Rey failed (and stopped on) is the one offered next, marked as a retry (the
+    basics topic has one prompt, so it comes back at once; among several it waits 10 minutes).
+    """
+    failed = _piped(tmp_path, "GPUs are fast.\n\n", "explain", "basics", "--player", "Rey")
+    assert failed.returncode == 0, failed.stderr
+    assert "did not pass" not in failed.stdout and "Not passed yet" in " ".join(failed.stdout.split())
+    again = _piped(tmp_path, "\n", "explain", "basics", "--player", "Rey")
+    assert again.returncode == 0, again.stderr
+    assert "Your last answer to this one did not pass" in " ".join(again.stdout.split())
+    other = _piped(tmp_path, "\n", "explain", "basics", "--player", "Tess")
+    assert "did not pass" not in " ".join(other.stdout.split())  # Rey's failure is Rey's alone

@@ -11,7 +11,7 @@ import pytest
 
 from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import InvalidAnswerError, NotFoundError
-from bot.core.practice import PracticeError, PracticeService
+from bot.core.practice import EXPLAIN_RETRY_AFTER, PracticeError, PracticeService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -395,3 +395,39 @@ async def test_explain_grades_concepts_and_stores_the_attempt(
         NotFoundError, match=r"Available topics: Checkpointing, Collectives, .*, torch\.compile"
     ):
         await practice.explain_prompt(ALICE.player, "sharding")
+
+
+async def test_a_failed_explain_prompt_comes_back_before_unseen_ones_until_passed(
+    services: tuple[QuizService, PracticeService], clock: FrozenClock
+) -> None:
+    """Issue 28: a failed prompt is offered again once its retry is due (before prompts not yet seen),
+    is marked as a retry, and stops coming back once an answer to it passes; other players are not
+    affected.
+    """
+    _, practice = services
+    first = await practice.explain_prompt(ALICE.player)
+    assert not first.retry and first.retry_note is None
+    failed = await practice.submit_explanation(ALICE.player, first.version_id, "GPUs are fast.")
+    assert not failed.passed
+    # At once: another prompt (the one just failed is not repeated while its model answer is on screen).
+    soon = await practice.explain_prompt(ALICE.player)
+    assert soon.question_id != first.question_id and not soon.retry
+    clock.advance(EXPLAIN_RETRY_AFTER.total_seconds() - 1)
+    assert (await practice.explain_prompt(ALICE.player)).question_id != first.question_id
+    clock.advance(1)
+    # Due: it comes back first, though most prompts are still unseen, and says why.
+    again = await practice.explain_prompt(ALICE.player)
+    assert (again.question_id, again.retry) == (first.question_id, True)
+    assert again.retry_note is not None and "did not pass" in again.retry_note
+    # Bob has failed nothing: his prompt is not a retry.
+    assert not (await practice.explain_prompt(BOB.player)).retry
+    # A second failure puts it back for later again; a pass ends it.
+    await practice.submit_explanation(ALICE.player, again.version_id, "No idea.")
+    clock.advance(EXPLAIN_RETRY_AFTER.total_seconds())
+    assert (await practice.explain_prompt(ALICE.player)).question_id == first.question_id
+    passed = await practice.submit_explanation(ALICE.player, again.version_id, failed.model_answer)
+    assert passed.passed
+    clock.advance(EXPLAIN_RETRY_AFTER.total_seconds() * 10)
+    for _ in range(5):
+        nxt = await practice.explain_prompt(ALICE.player)
+        assert nxt.question_id != first.question_id and not nxt.retry

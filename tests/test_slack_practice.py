@@ -346,3 +346,52 @@ async def test_review_new_and_timezone_set_the_players_deck_and_day(slack: Harne
     assert (settings.new_per_day, settings.timezone) == (4, "Europe/Paris")
     summary = await practice.start_review(PAT)
     assert summary.new_today == 4
+
+
+async def test_review_timezone_alone_offers_the_zone_slack_has_for_the_user(slack: Harness) -> None:
+    """Issue 28: Slack's users.info tells the user's zone (``tz``); ``review timezone`` offers it with a
+    button, which sets it (validated as a typed zone); once it is set, it is no longer offered.
+    """
+    slack.api.users[PLAYER] = {"tz": "Asia/Kolkata", "tz_label": "India Standard Time", "tz_offset": 19800}
+    view_id, view = await _command_modal(slack, PLAYER, "review timezone")
+    shown = text_of(view)
+    assert "You have not set a timezone" in shown and "Slack says your timezone is *Asia/Kolkata*" in shown
+    offer = buttons(view)
+    assert offer == [pb.action_id("tz", "Asia/Kolkata")]
+    done = await slack.click_in_view(PLAYER, offer[0], view_id)
+    assert "Your timezone is *Asia/Kolkata*" in text_of(done)
+    assert (await slack.services.app.practice.day_settings(PAT)).timezone == "Asia/Kolkata"
+    _, view = await _command_modal(slack, PLAYER, "review timezone")
+    assert "Your timezone is *Asia/Kolkata*" in text_of(view) and not buttons(view)
+
+
+async def test_review_timezone_offers_nothing_when_slack_does_not_say(slack: Harness) -> None:
+    """Without users:read, users.info is ``missing_scope`` (as Slack answers): nothing is offered and
+    nothing is stored; a zone Slack reports that is not an IANA name is not offered either.
+    """
+    slack.api.scopes.discard("users:read")
+    _, view = await _command_modal(slack, PLAYER, "review timezone")
+    assert "Slack did not share your timezone" in text_of(view) and not buttons(view)
+    assert ("users.info", "missing_scope") in slack.api.refused
+    slack.expected_refusals.extend(r for r in slack.api.refused if r == ("users.info", "missing_scope"))
+    assert (await slack.services.app.practice.day_settings(PAT)).timezone is None
+    slack.api.scopes.add("users:read")
+    slack.api.users["U0ODD"] = {"tz": "Mars/Olympus_Mons <!channel>"}
+    _, view = await _command_modal(slack, "U0ODD", "review timezone")
+    assert "Slack did not share your timezone" in text_of(view) and not buttons(view)
+    assert "<!channel>" not in text_of(view)
+
+
+async def test_a_failed_explain_prompt_comes_back_marked_as_a_retry(slack: Harness) -> None:
+    """Issue 28: after a failed answer the prompt is offered again (the basics topic has one prompt, so
+    at once), saying so above the prompt; a passed one is not marked.
+    """
+    _, view = await _command_modal(slack, PLAYER, "explain basics")
+    assert "did not pass" not in text_of(view)
+    version = view["private_metadata"]
+    r = await slack.send.submit(PLAYER, pb.EXPLAIN_CALLBACK, {"answer": "GPUs are fast."}, metadata=version)
+    result = r.json()["view"]
+    assert "Not passed yet" in text_of(result) and result["submit"]["text"] == "Try again"
+    _, again = await _command_modal(slack, PLAYER, "explain basics")
+    assert again["private_metadata"] == version
+    assert ":repeat: Your last answer to this one did not pass" in text_of(again)

@@ -100,6 +100,10 @@ class PracticeFlow:
         """
         return await self.practice.set_timezone(player, name)
 
+    async def timezone(self, player: PlayerRef) -> str | None:
+        """The player's timezone setting (None: not set, their day is UTC's)."""
+        return (await self.practice.day_settings(player)).timezone
+
     async def review(self, player: PlayerRef) -> ReviewStep:
         """Start a review session: what is due (the summary) and the first card's front."""
         summary = await self.practice.start_review(player)

@@ -31,6 +31,31 @@ def _zones() -> frozenset[str]:
     return frozenset(zoneinfo.available_timezones())
 
 
+def platform_timezone(name: object) -> str | None:
+    """A timezone a platform reported (Slack's ``user.tz``) if it is an IANA zone we know, else None: the
+    value comes from outside, so it is bounded and checked before it is offered or stored.
+    """
+    if not isinstance(name, str) or not name or len(name) > MAX_TIMEZONE:
+        return None
+    return name if name in _zones() else None
+
+
+def zone_choices(typed: str, limit: int = 25) -> list[str]:
+    """IANA zone names for an autocomplete of ``typed`` (Discord allows 25 choices): names starting with
+    it (or with it after a "Region/"), then names containing it, each group sorted; case-insensitive.
+    """
+    text = typed.strip()[:MAX_TIMEZONE].casefold().replace(" ", "_")
+    names = sorted(_zones())
+    if not text:
+        # Nothing typed yet: the common region-less choice first, then the alphabet.
+        return (["UTC"] + [n for n in names if n != "UTC"])[:limit]
+    folded = [(n, n.casefold()) for n in names]
+    starts = [n for n, f in folded if f.startswith(text) or f.rsplit("/", 1)[-1].startswith(text)]
+    seen = set(starts)
+    contains = [n for n, f in folded if n not in seen and text in f]
+    return (starts + contains)[:limit]
+
+
 def parse_timezone(name: str) -> str:
     """An IANA timezone name (``Europe/Paris``, ``America/New_York``, ``UTC``), validated; raises
     :class:`InvalidTimezoneError` saying what was wrong and the closest names.

@@ -63,6 +63,10 @@ PARAMETERS_REFRESH = dt.timedelta(days=30)
 _OPTIMIZER_SEQ_LEN = 64
 #: Anki's "learn ahead limit": when nothing is due, learning cards due within this are shown early.
 LEARN_AHEAD = dt.timedelta(minutes=20)
+#: A failed explain prompt comes back (before prompts not yet seen) once this long has passed since the
+#: failed attempt: Anki's default relearning step, long enough that the player answers from memory rather
+#: than rereading the model answer just shown, short enough to come back in the same sitting.
+EXPLAIN_RETRY_AFTER = dt.timedelta(minutes=10)
 #: Longest explain answer we grade (a chat message is shorter; this bounds the grader's work).
 MAX_ANSWER_CHARS = 5000
 GRADE_KEYS: dict[str, Grade] = {
@@ -160,6 +164,22 @@ def _pick(candidates: list[QuestionCandidate], n: int, rng: random.Random) -> li
     rng.shuffle(shuffled)
     shuffled.sort(key=lambda c: c.uses)
     return shuffled[:n]
+
+
+def _pick_explain(
+    pool: list[QuestionCandidate], failed: dict[str, dt.datetime], now: dt.datetime, rng: random.Random
+) -> tuple[QuestionCandidate, bool]:
+    """The explain prompt to offer and whether it is one the player failed: a failed prompt whose retry
+    is due (EXPLAIN_RETRY_AFTER), the oldest failure first; else the least practised of the others; else
+    (every prompt of the pool failed and none due yet) the one failed longest ago.
+    """
+    missed = sorted((c for c in pool if c.question_id in failed), key=lambda c: failed[c.question_id])
+    if missed and failed[missed[0].question_id] + EXPLAIN_RETRY_AFTER <= now:
+        return missed[0], True
+    others = [c for c in pool if c.question_id not in failed]
+    if others:
+        return _pick(others, 1, rng)[0], False
+    return missed[0], True
 
 
 class PracticeService:
@@ -661,7 +681,10 @@ class PracticeService:
 
     # ------------------------------------------------------------------ explain
     async def explain_prompt(self, player: PlayerRef, topic: str | None = None) -> ExplainPromptCard:
-        """An explain prompt (optionally on a topic), the one this player practised least first."""
+        """An explain prompt (optionally on a topic): one the player failed, once its retry is due
+        (EXPLAIN_RETRY_AFTER after the failed attempt), else the one this player practised least.
+        """
+        now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
             candidates = await uow.practice.practice_candidates(player_pk, (Kind.EXPLAIN,))
@@ -669,7 +692,7 @@ class PracticeService:
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
                 raise NotFoundError("the question bank has no explain prompts: import it first")
-            pick = _pick(pool, 1, self._rng)[0]
+            pick, retry = _pick_explain(pool, await uow.practice.failed_explains(player_pk), now, self._rng)
             q = await uow.questions.question_version(pick.version_id)
         assert q is not None
         return ExplainPromptCard(
@@ -680,6 +703,7 @@ class PracticeService:
             prompt=q.prompt,
             hint=q.hint,
             concepts=len(q.extra.get("concepts") or ()),
+            retry=retry,
         )
 
     async def submit_explanation(self, player: PlayerRef, version_id: int, answer: str) -> ExplainResultCard:
@@ -699,7 +723,7 @@ class PracticeService:
                 raise NotFoundError(f"no explain prompt with version id {version_id}")
             grade = grade_explanation(text, _concepts(q))
             attempt_id = await uow.practice.add_explain_attempt(
-                player_pk, version_id, text, grade.concepts, now
+                player_pk, version_id, text, grade.concepts, now, passed=grade.passed
             )
         return ExplainResultCard(
             attempt_id=attempt_id,

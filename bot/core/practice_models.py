@@ -158,6 +158,15 @@ class ExplainPromptCard:
     prompt: str
     hint: str | None
     concepts: int
+    #: The player's latest answer to this prompt failed: it is offered again (said on every surface).
+    retry: bool = False
+
+    @property
+    def retry_note(self) -> str | None:
+        """What every surface says above a prompt offered again, or None for a prompt not failed."""
+        if not self.retry:
+            return None
+        return "Your last answer to this one did not pass: here it is again, to answer from memory."
 
 
 @dataclass(frozen=True)

@@ -598,6 +598,7 @@ class ExplainAttemptRow(Base):
     __table_args__ = (
         CheckConstraint("covered >= 0 AND covered <= total", name="covered_in_range"),
         Index("ix_explain_attempts_player", "player_pk"),
+        Index("ix_explain_attempts_player_version", "player_pk", "question_version_id"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -609,6 +610,8 @@ class ExplainAttemptRow(Base):
     covered: Mapped[int] = mapped_column(Integer)
     total: Mapped[int] = mapped_column(Integer)
     concepts: Mapped[list[Any]] = mapped_column(JSON)
+    #: The verdict (issue 28): a failed prompt is offered again. NULL: graded before verdicts were kept.
+    passed: Mapped[bool | None] = mapped_column(Boolean, nullable=True)
     created_at: Mapped[dt.datetime]
 
 

@@ -174,6 +174,8 @@ def explain_prompt(card: ExplainPromptCard) -> RenderableType:
     title = Text.assemble("✍ Explain · ", (card.difficulty, style), f" · {card.topic}")
     note = Text(f"Answer in your own words (one line); graded on {card.concepts} concepts.", "dim")
     parts: list[RenderableType] = [Markdown(card.prompt)]
+    if card.retry_note:
+        parts.insert(0, Text(card.retry_note, "bold yellow"))
     if card.hint:
         parts.append(Text.assemble(("Hint: ", "bold"), card.hint))  # Text: bank text is not markup
     return Panel(Group(*parts, note), title=title, border_style="cyan")

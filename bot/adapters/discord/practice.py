@@ -26,6 +26,7 @@ from bot.commands.deadline import within
 from bot.commands.practice import PracticeFlow
 from bot.core.errors import RankZeroError
 from bot.core.models import PlayerRef
+from bot.core.player_day import zone_choices
 from bot.core.practice import MAX_ANSWER_CHARS, PracticeService
 
 log = logging.getLogger(__name__)
@@ -262,6 +263,10 @@ class PracticeHandler:
         )
 
 
+#: Discord's most choices in an autocomplete answer.
+MAX_ZONE_CHOICES = 25
+
+
 def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeHandler) -> None:
     """Add ``/quiz``, ``/review`` and ``/explain`` to ``tree``."""
 
@@ -283,6 +288,14 @@ def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeH
         timezone: app_commands.Range[str, 1, 64] | None = None,
     ) -> None:
         await h.review(interaction, nudge, new_per_day, timezone)
+
+    @review.autocomplete("timezone")
+    async def review_timezone(
+        interaction: discord.Interaction[Any], current: str
+    ) -> list[app_commands.Choice[str]]:
+        # Discord does not tell bots a user's timezone (an interaction carries their language, ``locale``,
+        # only), so the zone is picked from IANA names matching what is typed; Discord shows 25 at most.
+        return [app_commands.Choice(name=z, value=z) for z in zone_choices(current, MAX_ZONE_CHOICES)]
 
     @tree.command(name="explain", description="Practice: explain a concept in your own words, graded")
     @app_commands.describe(topic="a topic, e.g. DDP (default: any)")

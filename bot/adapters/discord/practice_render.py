@@ -276,8 +276,14 @@ def new_per_day_text(count: int) -> str:
 
 
 def timezone_text(zone: str) -> str:
-    """The answer to ``/review timezone:ZONE`` (a validated IANA name)."""
-    return f"Your timezone is **{zone}**: your day starts at 4 am there (due cards, streak, reminder)."
+    """The answer to ``/review timezone:ZONE`` (a validated IANA name). Discord tells bots a user's
+    language (``locale``) but never their timezone, so the player picks it; the reply says so.
+    """
+    return (
+        f"Your timezone is **{zone}**: your day starts at 4 am there (due cards, streak, reminder).\n"
+        "-# Discord does not share your timezone with bots: change it with `/review timezone:` "
+        "(names are suggested as you type)."
+    )
 
 
 def review_done_embed(reviewed: int, summary: ReviewSummary) -> discord.Embed:
@@ -304,6 +310,8 @@ def explain_prompt_embed(card: ExplainPromptCard) -> discord.Embed:
         description=bank_text(card.prompt),
         colour=BLUE,
     )
+    if card.retry_note:
+        embed.add_field(name="🔁 Again", value=card.retry_note, inline=False)
     embed.add_field(
         name="How it is graded",
         value=(

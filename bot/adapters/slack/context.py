@@ -30,6 +30,7 @@ from bot.commands.flow import ProblemFlow
 from bot.commands.handlers import Commands
 from bot.core.cards import Feedback, ProblemCard
 from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant, bounded_display_name
+from bot.core.player_day import platform_timezone
 from bot.core.ports import Clock, SystemClock
 from bot.core.tenancy import TenantAllowList
 
@@ -99,7 +100,8 @@ class SlackContext:
         #: users.info answers by (workspace key, user id): whether someone is an admin is a fact about one
         #: workspace (a Grid user administers some of the org's workspaces and not others), told by that
         #: workspace's token, so an answer never decides for another workspace.
-        self._user_cache: dict[tuple[str, str], tuple[float, bool, str | None]] = {}
+        #: The last element is the user's IANA timezone as Slack reports it (``user.tz``), or None.
+        self._user_cache: dict[tuple[str, str], tuple[float, bool, str | None, str | None]] = {}
         #: Redelivered events are dropped here and, once started, through the database.
         self.deliveries = Redeliveries(self._clock)
         #: The bot token's OAuth scopes (auth.test at start); empty until then.
@@ -256,8 +258,16 @@ class SlackContext:
         name = profile.get("display_name") or profile.get("real_name") or user.get("name")
         if len(self._user_cache) >= ADMIN_CACHE_MAX:
             self._user_cache = {k: v for k, v in self._user_cache.items() if now - v[0] < ADMIN_CACHE_S}
-        self._user_cache[key] = (now, admin, str(name) if name else None)
+        self._user_cache[key] = (now, admin, str(name) if name else None, platform_timezone(user.get("tz")))
         return admin, str(name) if name else None
+
+    async def user_timezone(self, user_id: str) -> str | None:
+        """The user's timezone as Slack reports it (users.info ``user.tz``, an IANA name), from the same
+        cached answer as their name; None when Slack does not say (no users:read, a failed lookup).
+        """
+        await self._user(user_id)
+        cached = self._user_cache.get((self._request_workspace(), user_id))
+        return cached[3] if cached is not None else None
 
     def forget_workspace(self, workspace: str) -> None:
         """Drop a workspace's cached users.info answers (it uninstalled the app; a reinstall asks again)."""

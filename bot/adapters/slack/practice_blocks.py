@@ -50,7 +50,7 @@ ANSWER_BLOCK = "answer"
 #: Slack's maximum max_length of a plain_text_input.
 MAX_INPUT = 3000
 #: The verbs of this adapter's practice buttons.
-VERBS = frozenset({"quiz", "quiznext", "reveal", "grade"})
+VERBS = frozenset({"quiz", "quiznext", "reveal", "grade", "tz"})
 #: What every practice button id starts with (the listener's pattern).
 ID_PREFIX = f"{ids.PREFIX}:practice:"
 GRADE_STYLE = {"again": "danger", "good": "primary"}
@@ -120,6 +120,22 @@ def nudge_setting_text(on: bool) -> str:
             "(`/rankzero review nudge off` to stop)."
         )
     return "Daily reminder *off*."
+
+
+def timezone_offer_view(current: str | None, slack_zone: str | None) -> Block:
+    """``/rankzero review timezone`` without a zone: the player's setting, and Slack's zone for them
+    (users.info ``tz``) offered with a button, or how to set one when Slack does not say.
+    """
+    unset = "You have not set a timezone: your day is UTC's."
+    now = f"Your timezone is *{esc(current)}*." if current else unset
+    blocks: list[Block] = [section(f"{now} Your day starts at 4 am there (due cards, streak, reminder).")]
+    if slack_zone is not None and slack_zone != current:
+        blocks.append(section(f"Slack says your timezone is *{esc(slack_zone)}*."))
+        blocks.extend(actions([button(f"Use {slack_zone}", action_id("tz", slack_zone), style="primary")]))
+    elif slack_zone is None:
+        blocks.append(context("Slack did not share your timezone."))
+    blocks.append(context("Or set any zone: `/rankzero review timezone Europe/Paris` (an IANA name)."))
+    return _modal(REVIEW_TITLE, blocks)
 
 
 def message_view(title: str, text: str) -> Block:
@@ -270,6 +286,8 @@ def explain_modal(card: ExplainPromptCard) -> Block:
         ),
         *markdown_sections(card.prompt),
     ]
+    if card.retry_note:
+        blocks.insert(1, context(f":repeat: {esc(card.retry_note)}"))
     if card.hint:
         blocks.append(context(f":bulb: {esc(card.hint)}"))
     return _answer_modal(blocks, card.version_id, "Grade my answer", "Cancel")

@@ -128,8 +128,16 @@ class PracticeRepository(DeckRepository, Protocol):
         answer: str,
         concepts: Sequence[ConceptResult],
         now: dt.datetime,
+        *,
+        passed: bool,
     ) -> int:
-        """Store a graded explain answer; return its id."""
+        """Store a graded explain answer with its verdict; return its id."""
+        ...
+
+    async def failed_explains(self, player_pk: int) -> dict[str, dt.datetime]:
+        """Question id -> when, for the explain prompts whose latest attempt by this player failed (any
+        version of the question counts: a reworded prompt is still the one they failed).
+        """
         ...
 
     async def practice_totals(

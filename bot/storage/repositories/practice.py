@@ -514,8 +514,10 @@ class SqlPracticeRepository(SqlRepository):
         answer: str,
         concepts: Sequence[ConceptResult],
         now: dt.datetime,
+        *,
+        passed: bool,
     ) -> int:
-        """Store a graded explain answer."""
+        """Store a graded explain answer with its verdict."""
         row = ExplainAttemptRow(
             player_pk=player_pk,
             question_version_id=version_id,
@@ -523,11 +525,31 @@ class SqlPracticeRepository(SqlRepository):
             covered=sum(c.covered for c in concepts),
             total=len(concepts),
             concepts=[{"name": c.name, "covered": c.covered, "matched": c.matched} for c in concepts],
+            passed=passed,
             created_at=now,
         )
         self.s.add(row)
         await self.s.flush()
         return row.id
+
+    async def failed_explains(self, player_pk: int) -> dict[str, dt.datetime]:
+        """Question id -> when, for the explain prompts whose latest attempt by this player failed."""
+        # The latest attempt per question is the highest id (ids grow with inserts; two attempts in the
+        # same instant still have an order). Only this player's rows are read: players are per tenant.
+        latest = (
+            select(func.max(ExplainAttemptRow.id).label("id"))
+            .join(QuestionVersionRow, QuestionVersionRow.id == ExplainAttemptRow.question_version_id)
+            .where(ExplainAttemptRow.player_pk == player_pk)
+            .group_by(QuestionVersionRow.question_id)
+            .subquery()
+        )
+        stmt = (
+            select(QuestionVersionRow.question_id, ExplainAttemptRow.created_at)
+            .join(latest, latest.c.id == ExplainAttemptRow.id)
+            .join(QuestionVersionRow, QuestionVersionRow.id == ExplainAttemptRow.question_version_id)
+            .where(ExplainAttemptRow.passed.is_(False))
+        )
+        return {str(qid): at for qid, at in (await self.s.execute(stmt)).tuples()}
 
     async def practice_totals(
         self, player_pk: int, now: dt.datetime, day_end: dt.datetime | None = None

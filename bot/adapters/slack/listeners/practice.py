@@ -91,7 +91,8 @@ async def review_command(
 ) -> list[bk.Block]:
     """``/rankzero review``: the due flashcards, one at a time; ``/rankzero review nudge on|off`` turns
     the daily DM of due cards on or off instead, ``review new N`` sets the new cards a day and
-    ``review timezone ZONE`` the player's timezone (their day starts at 4 am there).
+    ``review timezone ZONE`` the player's timezone (their day starts at 4 am there); ``review timezone``
+    alone shows it and offers the zone Slack has for the user (users.info ``tz``) with a button.
     """
     view_id = await _open_loading(ctx, body, pb.REVIEW_TITLE)
 
@@ -102,6 +103,11 @@ async def review_command(
             except ValueError:
                 return pb.message_view(pb.REVIEW_TITLE, "Use `/rankzero review new N` with N from 0 to 200.")
             return pb.message_view(pb.REVIEW_TITLE, pb.new_per_day_text(count))
+        if args == ["timezone"]:
+            # Slack knows the user's zone (their profile's): offer it rather than make them type it. It
+            # is not adopted silently: a player who set another zone on purpose keeps it.
+            slack_zone = await ctx.user_timezone(actor.player.user_id)
+            return pb.timezone_offer_view(await _flow(ctx).timezone(actor.player), slack_zone)
         if args[:1] == ["timezone"]:
             zone = await _flow(ctx).set_timezone(actor.player, " ".join(args[1:]))
             return pb.message_view(pb.REVIEW_TITLE, pb.timezone_text(zone))
@@ -168,6 +174,9 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
                     return pb.quiz_question_view(step.question)
                 assert step.result is not None
                 return pb.quiz_result_view(step.result)
+            if action == "tz":  # "Use <Slack's zone>": validated again as any typed zone is
+                zone = await flow.set_timezone(player, args[0])
+                return pb.message_view(pb.REVIEW_TITLE, pb.timezone_text(zone))
             if action == "reveal":
                 shown = await flow.reveal(player, int(args[0]), int(args[1]))
                 if shown.revealed and shown.card is not None:
