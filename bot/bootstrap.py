@@ -145,7 +145,13 @@ async def build_app(
         concurrent=settings.runner_jobs_per_tenant_at_once,
     )
     disputes = DisputeService(
-        uow, clock, runner, platform, runs_per_hour=settings.disputes_per_hour, quota=quota
+        uow,
+        clock,
+        runner,
+        platform,
+        runs_per_hour=settings.disputes_per_hour,
+        quota=quota,
+        outbox=service.outbox,
     )
     schedules = ScheduleService(
         uow,
