@@ -273,3 +273,17 @@ def test_a_console_close_run_again_prints_the_results_it_could_not_print(tmp_pat
     third = CliRunner().invoke(main, ["--db", url, "close"])
     assert third.exit_code == 0, third.output
     assert "Already closed." in third.output and "Results ·" not in third.output  # printed once
+
+
+async def test_the_router_tells_only_the_admins_of_the_platform_a_flag_arose_on() -> None:
+    from bot.bootstrap import PlatformRouter
+    from bot.core.disputes import AdminNotice
+    from bot.core.models import ChannelRef
+
+    discord, slack = FakePlatform(), FakePlatform()
+    router = PlatformRouter({"discord": discord, "slack": slack})
+    notice = AdminNotice("q", 1, "A", "C", "prints 2", 7, "Tess")
+    await router.post_admin_notice(notice, ChannelRef("slack", "T1", "C1", "general"))
+    assert slack.admin_notices == [notice] and discord.admin_notices == []  # another team's admins: not told
+    await router.post_admin_notice(notice)  # no channel (an operator's notice): every platform
+    assert len(slack.admin_notices) == 2 and discord.admin_notices == [notice]

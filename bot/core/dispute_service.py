@@ -476,7 +476,7 @@ class DisputeService:
                 )
         elif notice is not None and self._platform is not None:
             try:
-                await self._platform.post_admin_notice(notice)
+                await self._platform.post_admin_notice(notice, challenge.channel)
             except Exception:  # the flag is stored; a platform hiccup must not lose the player's verdict
                 log.exception("could not post the admin notice for flag %s", notice.flag_id)
         return card

@@ -344,7 +344,7 @@ class Outbox:
             await self.platform.post_weekly_summary(channel, card)
             return None
         if item.kind == "notice":
-            await self.platform.post_admin_notice(card)
+            await self.platform.post_admin_notice(card, channel)
             return None
         return await self.platform.post_challenge(channel, card)
 

@@ -147,7 +147,7 @@ class DiscordPlatform:
             embed=render.leaderboard_embed(card), allowed_mentions=no_mentions()
         )
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Send an admin notice to the configured admin channel (logged when none is configured)."""
         text = dispute_render.admin_notice_text(notice)  # escaped: the explanation quotes runner output
         if self.admin_channel_id is None:

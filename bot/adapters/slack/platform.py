@@ -271,7 +271,7 @@ class SlackPlatform:
         except SlackApiError as exc:
             raise permissions.refusal(exc, channel.channel_id) from exc
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Post a notice (an official answer the runner contradicted) to the admin channel, if one is set."""
         if self.installations is not None:
             log.warning("admin notice (OAuth mode: no one workspace's channel to post it in): %s", notice)
