@@ -1,5 +1,8 @@
-"""The outbox: every outgoing post (the daily post, its reminder, its results) is a row written in the
-transaction of the state change that causes it, and marked sent only after the platform accepted it.
+"""The outbox: every outgoing post (the daily post, also of a challenge ``play`` opened before its slot;
+its reminder; its results; a channel's weekly summary; the admins' notice of a question a dispute
+flagged) is a row written in the transaction of the state change that causes it, and marked sent only
+after the platform accepted it. A post of several messages records each accepted one (bot/core/parts.py),
+so a retry sends only the rest.
 
 Why: a close committed before its results were posted used to lose them for good when the post failed
 (the retry found the challenge "already closed"), and a crash between creating the day's challenge and
