@@ -30,6 +30,7 @@ from bot.core.cards import (
     ResultsCard,
 )
 from bot.core.dispute_service import DisputeService
+from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
 from bot.core.outbox import OutboxTiming
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
@@ -145,7 +146,13 @@ async def build_app(
         concurrent=settings.runner_jobs_per_tenant_at_once,
     )
     disputes = DisputeService(
-        uow, clock, runner, platform, runs_per_hour=settings.disputes_per_hour, quota=quota
+        uow,
+        clock,
+        runner,
+        platform,
+        runs_per_hour=settings.disputes_per_hour,
+        quota=quota,
+        outbox=service.outbox,
     )
     schedules = ScheduleService(
         uow,
@@ -242,6 +249,19 @@ class PlatformRouter:
         """Tell the admins on the channel's platform (only there: another platform's admins are not its)."""
         if (platform := self._for(channel)) is not None:
             await platform.post_delivery_notice(channel, notice)
+
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
+        """Tell the admins on the platform of the channel it arose in (another platform's admins run other
+        teams: a flag of one tenant is not theirs); without a channel, on every platform.
+
+        Routed rather than broadcast also keeps an outbox retry exact: a broadcast that failed on the
+        second platform would repeat the notice on the first.
+        """
+        if channel is None:
+            for platform in self._platforms.values():
+                await platform.post_admin_notice(notice)
+        elif (target := self._for(channel)) is not None:
+            await target.post_admin_notice(notice, channel)
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """DM the player on their platform (a player of a platform this process does not serve: error)."""

@@ -208,9 +208,9 @@ class MeteredPlatform:
         """Post through the inner platform, counted."""
         await self._count("weekly_summary", lambda: self._inner.post_weekly_summary(channel, card))
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Post through the inner platform, counted."""
-        await self._count("admin_notice", lambda: self._inner.post_admin_notice(notice))
+        await self._count("admin_notice", lambda: self._inner.post_admin_notice(notice, channel))
 
     async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
         """Post through the inner platform, counted (the outbox telling admins a post failed)."""

@@ -490,7 +490,8 @@ class FakeDiscord:
         self.channel_limit = (5, 5.0)
         self._buckets: dict[int, list[float]] = {}
         self._forced: list[list[Any]] = []
-        self._failures: list[tuple[str, str, int, dict[str, Any]]] = []
+        #: [method, path regex, status, body, matching requests to let through first]
+        self._failures: list[list[Any]] = []
         #: "" (global) or "/guilds/<id>" -> the commands last PUT there
         self.commands: dict[str, list[dict[str, Any]]] = {}
         self._skew = 0.0
@@ -526,10 +527,13 @@ class FakeDiscord:
         """Answer the next ``times`` requests matching (method, path regex) with a 429."""
         self._forced.append([method, pattern, times, retry_after, is_global])
 
-    def fail_next(self, method: str, pattern: str, status: int, body: dict[str, Any]) -> None:
+    def fail_next(
+        self, method: str, pattern: str, status: int, body: dict[str, Any], *, after: int = 0
+    ) -> None:
         """Answer the next request matching (method, path regex) with ``status`` and Discord's ``body``
-        (an outage or a refusal the permission table cannot express)."""
-        self._failures.append((method, pattern, status, body))
+        (an outage or a refusal the permission table cannot express); ``after``: let that many matching
+        requests through first (the 2nd message of a post in several fails: ``after=1``)."""
+        self._failures.append([method, pattern, status, body, after])
 
     def register_interaction(self, interaction_id: int, token: str) -> None:
         """An interaction Discord has just sent (its token's clocks start now)."""
@@ -684,8 +688,11 @@ class FakeDiscord:
         forced = self._forced_limit(m, path)
         if forced is not None:
             return forced
-        for i, (method, pattern, status, error) in enumerate(self._failures):
+        for i, (method, pattern, status, error, after) in enumerate(self._failures):
             if method == m and re.fullmatch(pattern, path):
+                if after > 0:
+                    self._failures[i][4] = after - 1
+                    break
                 del self._failures[i]
                 return _json(error, status=status)
         if (hit := re.match(r"/channels/(\d+)(/|$)", path)) and int(hit[1]) in self.deleted_channels:

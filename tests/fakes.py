@@ -96,7 +96,7 @@ class FakePlatform:
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         self.summaries.append((channel, card))
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         self.admin_notices.append(notice)
 
     async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:

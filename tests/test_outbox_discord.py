@@ -173,3 +173,44 @@ async def test_a_refused_reminder_is_retried_until_the_close_then_skipped(bot: B
     assert len(bot.fake.calls("POST", POSTS)) == before + 1  # the reminder, once the cause is gone
     assert "closes" in str(bot.fake.calls("POST", POSTS)[-1].body.get("content"))
     bot.fake.take_rejections()
+
+
+async def test_a_results_post_in_several_messages_is_not_repeated_by_a_partial_retry(
+    bot: Bot, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    import dataclasses
+
+    from bot.adapters.discord.render import results_embeds
+    from bot.core.models import StandingRow
+
+    # A large tie: the results are over one embed's limits, so Discord gets several messages.
+    real = bot.quiz.outbox._results
+
+    async def large_tie(uow: Any, challenge: Any) -> ResultsCard:
+        card = await real(uow, challenge)
+        tied = tuple(
+            StandingRow(1, 1000 + i, f"tied player {i:03d} " + "x" * 30, 10, 1, 9000) for i in range(300)
+        )
+        return dataclasses.replace(card, winners=tied)
+
+    monkeypatch.setattr(bot.quiz.outbox, "_results", large_tie)
+    challenge_id, _ = await _closed(bot)
+    bot.fake.fail_next("POST", POSTS, 503, {"message": "Service Unavailable", "code": 0}, after=1)
+    results = await bot.quiz.close_challenge(challenge_id)
+    assert results is not None and results.not_posted is not None and "503" in results.not_posted
+    async with bot.quiz._uow() as uow:
+        parts = len(
+            results_embeds(await large_tie(uow, await uow.challenges.get_challenge_by_id(challenge_id)))
+        )
+    assert parts >= 3
+    assert len(results_posts(bot.fake)) == 1  # message 1 accepted, message 2 refused
+    assert (await _outbox_row(bot.quiz, challenge_id)).parts_sent == 1
+    await _drain_after(bot, TIMING.retry_max_s)
+    posted = results_posts(bot.fake)
+    assert len(posted) == parts  # messages 2.. at the retry; message 1 not again
+    bodies = [str(m["embeds"]) for m in posted]
+    assert len(set(bodies)) == parts
+    assert (await _outbox_row(bot.quiz, challenge_id)).status == "sent"
+    await _drain_after(bot, TIMING.retry_max_s)
+    assert len(results_posts(bot.fake)) == parts
+    assert [r[0] for r in bot.fake.take_rejections()] == [503]

@@ -128,3 +128,39 @@ async def test_the_bot_removed_from_the_channel_then_invited_back(slack: Harness
     [posted] = results(slack)
     assert posted.args.get("thread_ts")  # the daily post is still there: in its thread
     slack.expected_refusals.extend({r for r in slack.api.refused if r[1] == "not_in_channel"})
+
+
+async def test_a_refused_weekly_summary_is_told_once_and_posted_after_unarchive(slack: Harness) -> None:
+    from tests.conftest import ADMIN
+
+    schedules = slack.services.schedules
+    channel = (await slack.services.quiz.get_challenge(await slack.post_challenge())).channel
+    now = slack.clock.now()
+    day = ("mon", "tue", "wed", "thu", "fri", "sat", "sun")[now.weekday()]
+    saved = await schedules.set_schedule(
+        ADMIN, channel, post_time=f"{now:%H:%M}", timezone="UTC", weekly_summary=day
+    )
+    slack.api.channels["C1"].archived = True
+    card = await schedules.weekly_summary(saved.channel_pk)
+    assert card is not None and card.title.startswith("Weekly summary")
+
+    def summaries() -> list[Call]:
+        return [
+            c
+            for c in slack.api.of("chat.postMessage")
+            if c.args.get("channel") == "C1" and "Weekly summary" in json.dumps(c.args)
+        ]
+
+    [told] = notices(slack)
+    assert "could not post the weekly summary" in told and "archived" in told
+    assert await schedules.weekly_summary(saved.channel_pk) is None  # claimed: the outbox has it
+    await drain_after(slack, TIMING.retry_max_s)
+    assert len(notices(slack)) == 1 and summaries() == []
+    slack.api.channels["C1"].archived = False
+    await drain_after(slack, TIMING.retry_max_s)
+    assert len(summaries()) == 1
+    await drain_after(slack, TIMING.retry_max_s)
+    assert len(summaries()) == 1  # once
+    refused = {r for r in slack.api.refused if r[1] != "ratelimited"}
+    assert refused == {("chat.postMessage", "is_archived")}
+    slack.expected_refusals.extend(refused)

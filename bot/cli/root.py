@@ -358,7 +358,12 @@ def close(settings: Settings) -> None:
     async def body(app: App) -> None:
         challenge, _ = await app.service.open_challenge(CONSOLE_CHANNEL)
         card = await app.service.close_challenge(challenge.id)
-        if card is None:
+        if card is not None:
+            return  # closed now: the outbox printed its results (or said why not)
+        # Closed before: results it queued and never printed (a failed print, a close stopped after its
+        # commit) go out now through the same outbox delivery, once; printed ones are not printed again.
+        delivery = await app.service.outbox.deliver_pending(challenge.id, "results")
+        if delivery is None or delivery.status != "sent":
             console.print("Already closed.")
 
     run_app(settings, body, console=console)

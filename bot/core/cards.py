@@ -163,9 +163,10 @@ class ResultsCard:
 class DeliveryNotice:
     """For the admins: a post the platform keeps refusing (told once per cause), or one given up on."""
 
-    #: ``challenge``, ``reminder`` or ``results`` (bot/core/outbox.py).
+    #: ``challenge``, ``reminder``, ``results``, ``summary`` or ``notice`` (bot/core/outbox.py).
     kind: str
-    challenge_id: int
+    #: None for a weekly summary (the channel's week, not one challenge).
+    challenge_id: int | None
     title: str
     day: dt.date
     #: What the platform answered, in words (escaped where it is shown).
@@ -177,8 +178,16 @@ class DeliveryNotice:
     @property
     def what(self) -> str:
         """The post in words: "the results of Multi-GPU challenge · 2026-11-25"."""
-        noun = {"challenge": "the post", "reminder": "the closing reminder", "results": "the results"}
-        return f"{noun.get(self.kind, self.kind)} of {self.title} (challenge #{self.challenge_id})"
+        noun = {
+            "challenge": "the post",
+            "reminder": "the closing reminder",
+            "results": "the results",
+            "summary": "the weekly summary",
+            "notice": "the admin notice of a flagged question",
+        }.get(self.kind, self.kind)
+        if self.challenge_id is None:
+            return f"{noun} ({self.title})"
+        return f"{noun} of {self.title} (challenge #{self.challenge_id})"
 
     def text(self) -> str:
         """The notice as plain sentences (each platform escapes and decorates it)."""

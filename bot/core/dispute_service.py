@@ -33,6 +33,7 @@ from bot.core.errors import (
     TooEarlyError,
 )
 from bot.core.models import LETTERS, Actor, Challenge, Choice, Question
+from bot.core.outbox import Outbox, admin_notice_payload
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, UnitOfWork
 from bot.core.quota import RunnerQuota
 from bot.core.repositories import DisputeRecord, QuestionFlag, QuestionPlay
@@ -216,9 +217,11 @@ class DisputeService:
         runs_per_hour: int = 6,
         run_timeout_s: float = 30.0,
         quota: RunnerQuota | None = None,
+        outbox: Outbox | None = None,
     ) -> None:
         """``quota``: the runner's fair use per tenant, shared by disputes and previews (default: 60 jobs
-        an hour and 2 at once per tenant).
+        an hour and 2 at once per tenant). ``outbox``: the quiz service's; admin notices are queued in it
+        with the flag that causes them (without one they are posted directly, best effort).
         """
         if runs_per_hour < 1:
             raise ConfigurationError("disputes per hour must be at least 1")
@@ -229,6 +232,7 @@ class DisputeService:
         self._per_hour = runs_per_hour
         self._timeout = run_timeout_s
         self._quota = quota or RunnerQuota(clock)
+        self._outbox = outbox if outbox is not None and outbox.enabled else None
         self._health: RunnerHealth | None = None
         self._health_at = 0.0
 
@@ -415,6 +419,7 @@ class DisputeService:
             shortfall,
         )
         notice: AdminNotice | None = None
+        notice_id: int | None = None
         async with self._uow() as uow:
             record = DisputeRecord(
                 player_pk=player_pk,
@@ -455,10 +460,23 @@ class DisputeService:
                         flag_id,
                         actor.player.display_name,
                     )
+                    if self._outbox is not None:
+                        # Queued with the flag, in its transaction: a refused notice is retried (and
+                        # given up with a word in the log), never lost with a platform hiccup.
+                        notice_id = await self._outbox.queue(
+                            uow, challenge, "notice", admin_notice_payload(notice), key=str(flag_id)
+                        )
         card = dataclasses.replace(card, dispute_id=dispute_id)
-        if notice is not None and self._platform is not None:
+        if notice_id is not None and self._outbox is not None:
             try:
-                await self._platform.post_admin_notice(notice)
+                await self._outbox.deliver(notice_id)
+            except Exception:  # queued: the outbox job delivers it; the player's verdict stands
+                log.exception(
+                    "could not deliver the admin notice of flag %s now; the outbox retries", notice_id
+                )
+        elif notice is not None and self._platform is not None:
+            try:
+                await self._platform.post_admin_notice(notice, challenge.channel)
             except Exception:  # the flag is stored; a platform hiccup must not lose the player's verdict
                 log.exception("could not post the admin notice for flag %s", notice.flag_id)
         return card

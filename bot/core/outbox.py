@@ -1,5 +1,8 @@
-"""The outbox: every outgoing post (the daily post, its reminder, its results) is a row written in the
-transaction of the state change that causes it, and marked sent only after the platform accepted it.
+"""The outbox: every outgoing post (the daily post, also of a challenge ``play`` opened before its slot;
+its reminder; its results; a channel's weekly summary; the admins' notice of a question a dispute
+flagged) is a row written in the transaction of the state change that causes it, and marked sent only
+after the platform accepted it. A post of several messages records each accepted one (bot/core/parts.py),
+so a retry sends only the rest.
 
 Why: a close committed before its results were posted used to lose them for good when the post failed
 (the retry found the challenge "already closed"), and a crash between creating the day's challenge and
@@ -34,11 +37,15 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 from typing import Any, Literal
 
-from bot.core.cards import ChallengeCard, DeliveryNotice, ReminderCard, ResultsCard
+from bot.core import parts
+from bot.core.cards import ChallengeCard, DeliveryNotice, LeaderboardCard, ReminderCard, ResultsCard
+from bot.core.disputes import AdminNotice
 from bot.core.errors import RankZeroError
-from bot.core.models import Challenge, ChannelRef
+from bot.core.models import Challenge, ChannelRef, Tenant
 from bot.core.ports import AlreadyExistsError, ChatPlatform, Clock, UnitOfWork
 from bot.core.repositories.outbox import OutboxItem, OutboxKind
+from bot.core.standings import PeriodKey, ScopeKey
+from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
 
@@ -60,6 +67,8 @@ SEND_SHARE_OF_LEASE = 0.8
 #: ``PURGE_BATCH`` per pass: the table holds weeks of posts, not years.
 KEEP_FINISHED = dt.timedelta(days=30)
 PURGE_BATCH = 500
+#: Players a weekly summary lists.
+SUMMARY_TOP = 10
 
 
 @dataclass(frozen=True)
@@ -145,23 +154,44 @@ class Outbox:
         challenge: Challenge,
         kind: OutboxKind,
         payload: dict[str, Any] | None = None,
+        *,
+        key: str | None = None,
     ) -> int | None:
         """Queue ``kind`` for ``challenge`` in the caller's transaction ``uow``; its id (the existing one
-        when it was queued before), or None when there is no platform.
+        when it was queued before), or None when there is no platform. ``key``: what makes the post
+        unique among its kind (default: the challenge; an admin notice: its flag).
         """
+        return await self._add(
+            uow, challenge.channel.tenant, challenge.channel_pk, challenge.id, kind, payload or {}, key
+        )
+
+    async def queue_summary(
+        self, uow: UnitOfWork, channel: ChannelRef, channel_pk: int, title: str, week_day: dt.date, key: str
+    ) -> int | None:
+        """Queue the weekly summary of ``channel`` (the week of ``week_day``) in the caller's transaction,
+        once per ``key`` (the channel and week); its id, or None when there is no platform.
+        """
+        payload = summary_payload(title, week_day)
+        return await self._add(uow, channel.tenant, channel_pk, None, "summary", payload, key)
+
+    async def _add(
+        self,
+        uow: UnitOfWork,
+        tenant: Tenant,
+        channel_pk: int,
+        challenge_id: int | None,
+        kind: OutboxKind,
+        payload: dict[str, Any],
+        key: str | None,
+    ) -> int | None:
         if self.platform is None:
             return None
         try:
             return await uow.outbox.add(
-                challenge.channel.tenant,
-                challenge.channel_pk,
-                challenge.id,
-                kind,
-                payload or {},
-                self._clock.now(),
+                tenant, channel_pk, challenge_id, kind, payload, self._clock.now(), key=key
             )
         except AlreadyExistsError:
-            found = await uow.outbox.find(challenge.id, kind)
+            found = await uow.outbox.find(challenge_id, kind, key=key)
             return found.id if found is not None else None
 
     async def deliver(self, item_id: int, *, now_due: bool = False, reraise: bool = False) -> Delivery:
@@ -176,43 +206,78 @@ class Outbox:
             item = await uow.outbox.claim(
                 item_id, now, now + dt.timedelta(seconds=self.timing.lease_s), any_time=now_due
             )
-            challenge = await uow.challenges.get_challenge_by_id(item.challenge_id) if item else None
-            if item is None or challenge is None:
+            if item is None:
                 return Delivery("busy")
+            challenge: Challenge | None = None
+            if item.challenge_id is not None:
+                challenge = await uow.challenges.get_challenge_by_id(item.challenge_id)
+                if challenge is None:
+                    return Delivery("busy")
+            channel = challenge.channel if challenge is not None else item.channel
+            if channel is None:  # the channel row is gone (its cascade deletes the row too)
+                return Delivery("busy")
+            about = _About.of(item, challenge)
             skip = self._pointless(item, challenge, now)
             if skip is None:
                 card: Any = await self._card(uow, item, challenge)
             else:
                 await uow.outbox.mark_failed(item.id, skip, item.told, None, attempt=item.attempts)
         if skip is not None:
-            log.info("outbox: %s of challenge %s skipped: %s", item.kind, challenge.id, skip)
+            log.info("outbox: %s of %s skipped: %s", item.kind, about.label, skip)
             return Delivery("skipped", skip)
         if item.attempts > 1 and self._expired(item, now):
             # Past its give-up time: not tried again. Checked here, before the send, and not only when a
             # send fails: a sender that crashes mid-send never reaches _failed, and without this check the
             # row would be claimed and sent forever. The admins get the last notice.
-            return await self._failed(item, challenge, OutboxExpiredError(item.attempts - 1, item.last_error))
+            return await self._failed(
+                item, channel, about, OutboxExpiredError(item.attempts - 1, item.last_error)
+            )
         assert self.platform is not None
         try:
             async with asyncio.timeout(self.timing.lease_s * SEND_SHARE_OF_LEASE):
-                ref = await self._send(challenge, item, card)
+                with parts.ledger(parts.PartLedger(item.parts_sent, self._part_recorder(item))):
+                    ref = await self._send(channel, challenge, item, card)
         except asyncio.CancelledError:
             # Cancelled (a job deadline, shutdown): release the claim for an early retry, so the row does
             # not wait out the lease; recorded even though this task is being cancelled.
             await asyncio.shield(self._release(item))
             raise
+        except parts.LeaseLostError:
+            # Another sender took the post over (this one outlived its lease): the rest is theirs.
+            log.warning("outbox: %s of %s taken over by another sender mid-send", item.kind, about.label)
+            return Delivery("busy")
         except Exception as exc:
-            delivery = await self._failed(item, challenge, exc)
+            delivery = await self._failed(item, channel, about, exc)
             if reraise:
                 raise
             return delivery
         async with self._uow() as uow:
             await uow.outbox.mark_sent(item.id, self._clock.now(), ref, attempt=item.attempts)
-            if item.kind == "challenge" and ref is not None:
+            if item.kind == "challenge" and ref is not None and challenge is not None:
                 await uow.challenges.set_message_ref(challenge.id, ref)
         if item.attempts > 1:
-            log.warning("outbox: %s of challenge %s sent at try %d", item.kind, challenge.id, item.attempts)
+            log.warning("outbox: %s of %s sent at try %d", item.kind, about.label, item.attempts)
         return Delivery("sent", message_ref=ref)
+
+    def _part_recorder(self, item: OutboxItem) -> Callable[[int], Awaitable[bool]]:
+        """How a post in several messages records each accepted one (fenced by this claim's try)."""
+
+        async def record(count: int) -> bool:
+            async with self._uow() as uow:
+                return await uow.outbox.mark_parts(item.id, count, attempt=item.attempts)
+
+        return record
+
+    async def deliver_pending(self, challenge_id: int, kind: OutboxKind) -> Delivery | None:
+        """Deliver ``kind`` of a challenge now if it is still queued (not sent, not given up), whatever its
+        next try says; None when there is nothing pending. For a console close run again: the results an
+        earlier close queued but could not print (a failure, the process stopped) print now.
+        """
+        async with self._uow() as uow:
+            item = await uow.outbox.find(challenge_id, kind)
+        if item is None or item.status != "pending":
+            return None
+        return await self.deliver(item.id, now_due=True)
 
     async def drain(self, serves: Callable[[ChannelRef], bool] | None = None) -> list[Delivery]:
         """Deliver every due post of the channels this process ``serves`` (None: all); what each did.
@@ -241,8 +306,10 @@ class Outbox:
 
     # ------------------------------------------------------------------ the steps
     @staticmethod
-    def _pointless(item: OutboxItem, challenge: Challenge, now: dt.datetime) -> str | None:
+    def _pointless(item: OutboxItem, challenge: Challenge | None, now: dt.datetime) -> str | None:
         """Why sending ``item`` now could no longer matter (None: send it)."""
+        if challenge is None:
+            return None
         if item.kind == "reminder" and (
             challenge.status != "open" or (challenge.closes_at is not None and now >= challenge.closes_at)
         ):
@@ -251,7 +318,12 @@ class Outbox:
             return "the challenge closed before it could be posted (its results say so)"
         return None
 
-    async def _card(self, uow: UnitOfWork, item: OutboxItem, challenge: Challenge) -> Any:
+    async def _card(self, uow: UnitOfWork, item: OutboxItem, challenge: Challenge | None) -> Any:
+        if item.kind == "summary":
+            return await summary_card(uow, item.channel_pk, item.payload)
+        if item.kind == "notice":
+            return admin_notice_from(item.payload)
+        assert challenge is not None  # the other kinds belong to a challenge
         if item.kind == "results":
             card = await self._results(uow, challenge)
             return dataclasses.replace(card, notes=tuple(str(n) for n in item.payload.get("notes", ())))
@@ -260,14 +332,22 @@ class Outbox:
             return ReminderCard(challenge.id, challenge.title, challenge.day, challenge.closes_at)
         return self._challenge_card(challenge)
 
-    async def _send(self, challenge: Challenge, item: OutboxItem, card: Any) -> str | None:
+    async def _send(
+        self, channel: ChannelRef, challenge: Challenge | None, item: OutboxItem, card: Any
+    ) -> str | None:
         assert self.platform is not None
-        channel = challenge.channel
+        message_ref = challenge.message_ref if challenge is not None else None
         if item.kind == "results":
-            await self.platform.post_results(channel, card, challenge.message_ref)
+            await self.platform.post_results(channel, card, message_ref)
             return None
         if item.kind == "reminder":
-            await self.platform.post_reminder(channel, card, challenge.message_ref)
+            await self.platform.post_reminder(channel, card, message_ref)
+            return None
+        if item.kind == "summary":
+            await self.platform.post_weekly_summary(channel, card)
+            return None
+        if item.kind == "notice":
+            await self.platform.post_admin_notice(card, channel)
             return None
         return await self.platform.post_challenge(channel, card)
 
@@ -292,14 +372,14 @@ class Outbox:
         except Exception as exc:  # the lease ends anyway: the row is retried then
             log.warning("outbox: could not release post %s after a cancel: %s", item.id, cause_of(exc))
 
-    async def _failed(self, item: OutboxItem, challenge: Challenge, exc: Exception) -> Delivery:
+    async def _failed(self, item: OutboxItem, channel: ChannelRef, about: _About, exc: Exception) -> Delivery:
         now = self._clock.now()
         cause = cause_of(exc)
         retry_at: dt.datetime | None = now + self.retry_delay(item.attempts)
         if self._expired(item, now):
             retry_at = None
         notice = DeliveryNotice(
-            item.kind, challenge.id, challenge.title, challenge.day, cause, retry_at, item.attempts
+            item.kind, about.challenge_id, about.title, about.day, cause, retry_at, item.attempts
         )
         # Once per cause: a refusal repeats at every retry until someone fixes it. The daily post's own
         # refusal is told by the platform already (it knows the permission to grant); its give-up is ours.
@@ -307,9 +387,9 @@ class Outbox:
         tell = retry_at is None or (cause != item.told and item.kind != "challenge")
         log.log(
             logging.ERROR if retry_at is None else logging.WARNING,
-            "outbox: %s of challenge %s failed (try %d): %s; %s",
+            "outbox: %s of %s failed (try %d): %s; %s",
             item.kind,
-            challenge.id,
+            about.label,
             item.attempts,
             cause,
             "given up" if retry_at is None else f"retrying at {retry_at.isoformat()}",
@@ -317,7 +397,7 @@ class Outbox:
         )
         if tell and self.platform is not None:
             try:
-                await self.platform.post_delivery_notice(challenge.channel, notice)
+                await self.platform.post_delivery_notice(channel, notice)
                 told = cause
             except Exception as failed:  # the admin channel is unreachable too: the log is the report
                 log.error("outbox: could not tell the admins either: %s", cause_of(failed))
@@ -326,3 +406,61 @@ class Outbox:
         if retry_at is None:
             return Delivery("gave_up", cause)
         return Delivery("retrying", cause, retry_at)
+
+
+@dataclass(frozen=True)
+class _About:
+    """What a post is about, for the log and the admins' notice: its challenge, or (a weekly summary)
+    the week it covers.
+    """
+
+    challenge_id: int | None
+    title: str
+    day: dt.date
+
+    @property
+    def label(self) -> str:
+        return f"challenge {self.challenge_id}" if self.challenge_id is not None else repr(self.title)
+
+    @classmethod
+    def of(cls, item: OutboxItem, challenge: Challenge | None) -> _About:
+        if challenge is not None:
+            return cls(challenge.id, challenge.title, challenge.day)
+        day = dt.date.fromisoformat(str(item.payload.get("day", item.created_at.date().isoformat())))
+        return cls(None, str(item.payload.get("title", item.kind)), day)
+
+
+def summary_payload(title: str, week_day: dt.date) -> dict[str, Any]:
+    """The stored form of a weekly summary: its title and a day of the week it covers."""
+    return {"title": title, "day": week_day.isoformat()}
+
+
+async def summary_card(uow: UnitOfWork, channel_pk: int, payload: dict[str, Any]) -> LeaderboardCard:
+    """The weekly summary of ``channel_pk`` from its stored form: the week's leaderboard as it stands (a
+    retry after a correction shows the corrected standings, as the channel's leaderboard does).
+    """
+    week = PeriodKey.week(dt.date.fromisoformat(str(payload["day"])))
+    rows, _, total = await uow.standings.leaderboard(ScopeKey.channel(channel_pk), week, SUMMARY_TOP, None)
+    return LeaderboardCard(Scope.CHANNEL, Period.WEEK, str(payload["title"]), tuple(rows), None, total)
+
+
+def admin_notice_payload(notice: AdminNotice) -> dict[str, Any]:
+    """The stored form of an admin notice (its fields: plain strings and numbers)."""
+    return dataclasses.asdict(notice)
+
+
+def admin_notice_from(payload: dict[str, Any]) -> AdminNotice:
+    """The admin notice of :func:`admin_notice_payload`."""
+    return AdminNotice(
+        question_id=str(payload["question_id"]),
+        question_version=int(payload["question_version"]),
+        official_letter=_opt_str(payload.get("official_letter")),
+        matched_letter=_opt_str(payload.get("matched_letter")),
+        explanation=str(payload["explanation"]),
+        flag_id=int(payload["flag_id"]),
+        raised_by=str(payload["raised_by"]),
+    )
+
+
+def _opt_str(value: object) -> str | None:
+    return None if value is None else str(value)

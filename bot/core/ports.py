@@ -100,8 +100,10 @@ class ChatPlatform(Protocol):
         """Post the week's leaderboard of the channel (scheduled channels with a weekly summary)."""
         ...
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
-        """Tell the configured admin channel something needs a human (e.g. a contradicted answer)."""
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
+        """Tell the configured admin channel something needs a human (e.g. a contradicted answer).
+        ``channel``: where it arose (a router sends it to that channel's platform only; None: every one).
+        """
         ...
 
     async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:

@@ -17,6 +17,7 @@ from typing import Literal
 from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard
 from bot.core.errors import NotAdminError, NotFoundError, ScheduleConflictError
 from bot.core.models import Actor, Challenge, ChannelRef, OpenWindow
+from bot.core.outbox import summary_card, summary_payload
 from bot.core.ports import ChatPlatform, Clock, UnitOfWork
 from bot.core.schedule import (
     Schedule,
@@ -30,9 +31,8 @@ from bot.core.schedule import (
 )
 from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
-from bot.core.standings import PeriodKey, ScopeKey
+from bot.core.standings import PeriodKey
 from bot.core.tenancy import OutboundGate
-from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
 
@@ -459,8 +459,15 @@ class ScheduleService:
         """The day's challenge was opened without a window (``rankzero play`` before the post): it gets the
         schedule's window and is posted now, by the one caller that gave it the window.
         """
+        item_id: int | None = None
         async with self._uow() as uow:
             adopted = await uow.challenges.adopt_window(challenge.id, closes_at)
+            if adopted:
+                # Its post is queued with the window, in one transaction: a refused post is retried and
+                # told to the admins by the outbox, not lost (nobody would post it again: it has a window).
+                item_id = await self._quiz.outbox.queue(
+                    uow, replace(challenge, closes_at=closes_at), "challenge"
+                )
         if not adopted:  # another process adopted it first
             async with self._uow() as uow:
                 current = await uow.challenges.get_challenge_by_id(challenge.id)
@@ -468,12 +475,10 @@ class ScheduleService:
             reminder = self.reminder_at(schedule, closes) if closes else None
             return PostOutcome("posted", "already posted", challenge.id, closes, reminder)
         log.info("challenge %s, opened by play, gets the schedule's window until %s", challenge.id, closes_at)
-        if self._platform is not None:
-            card = QuizService.challenge_card(replace(challenge, closes_at=closes_at))
-            ref = await self._platform.post_challenge(schedule.channel, card)
-            if ref is not None:
-                async with self._uow() as uow:
-                    await uow.challenges.set_message_ref(challenge.id, ref)
+        if item_id is not None:
+            # Delivered now; a failure stays queued (the outbox job retries it). The challenge is kept
+            # whatever happens: players who opened it with `play` have played it already.
+            await self._quiz.outbox.deliver(item_id)
         return PostOutcome(
             "posted",
             "opened earlier; given the schedule's window",
@@ -568,14 +573,18 @@ class ScheduleService:
             # not from now: a summary made up after midnight still reports the same week.
             week_day = local_date(cfg, slot) - dt.timedelta(days=1)
             week = PeriodKey.week(week_day)
-            if not await uow.schedules.claim("summary", f"{channel_pk}:{week.key}", now):
+            key = f"{channel_pk}:{week.key}"
+            if not await uow.schedules.claim("summary", key, now):
                 return None
-            rows, _, total = await uow.standings.leaderboard(ScopeKey.channel(channel_pk), week, 10, None)
-        card = LeaderboardCard(
-            Scope.CHANNEL, Period.WEEK, f"Weekly summary · {week.label}", tuple(rows), None, total
-        )
-        if self._platform is not None:
-            await self._platform.post_weekly_summary(schedule.channel, card)
+            title = f"Weekly summary · {week.label}"
+            card = await summary_card(uow, channel_pk, summary_payload(title, week_day))
+            # Queued with its claim: a refused post is retried and told to the admins, not lost (the
+            # claim alone made a failed post final: nobody posted that week's summary again).
+            item_id = await self._quiz.outbox.queue_summary(
+                uow, schedule.channel, channel_pk, title, week_day, key
+            )
+        if item_id is not None:
+            await self._quiz.outbox.deliver(item_id)
         return card
 
 

@@ -662,10 +662,13 @@ class OutboxRow(Base):
     __tablename__ = "outbox"
     __table_args__ = (
         UniqueConstraint("kind", "key"),
-        CheckConstraint("kind IN ('challenge', 'reminder', 'results')", name="kind_valid"),
+        CheckConstraint(
+            "kind IN ('challenge', 'reminder', 'results', 'summary', 'notice')", name="kind_valid"
+        ),
         CheckConstraint("status IN ('pending', 'sent', 'failed')", name="status_valid"),
         CheckConstraint("tenant <> ''", name="tenant_not_empty"),
         CheckConstraint("attempts >= 0", name="attempts_not_negative"),
+        CheckConstraint("parts_sent >= 0", name="parts_sent_not_negative"),
         Index("ix_outbox_status_next_attempt_at", "status", "next_attempt_at"),
     )
 
@@ -673,7 +676,10 @@ class OutboxRow(Base):
     #: The tenant of the channel it goes to (``<platform>:<workspace id>``).
     tenant: Mapped[str] = mapped_column(TENANT_KEY, index=True)
     channel_pk: Mapped[int] = mapped_column(ForeignKey("channels.id", ondelete="CASCADE"))
-    challenge_id: Mapped[int] = mapped_column(ForeignKey("challenges.id", ondelete="CASCADE"), index=True)
+    #: The challenge it belongs to; NULL for a weekly summary (a channel's week, no one challenge).
+    challenge_id: Mapped[int | None] = mapped_column(
+        ForeignKey("challenges.id", ondelete="CASCADE"), index=True
+    )
     kind: Mapped[str] = mapped_column(String(16))
     key: Mapped[str] = mapped_column(String(120))
     #: What the post needs beyond the stored challenge (the results' correction notes).
@@ -687,6 +693,8 @@ class OutboxRow(Base):
     #: The cause the admins were last told of (each cause is told once).
     told: Mapped[str | None] = mapped_column(String(200))
     message_ref: Mapped[str | None] = mapped_column(String(200))
+    #: How many messages of a post in several parts the platform accepted (a retry sends the rest).
+    parts_sent: Mapped[int] = mapped_column(Integer, default=0, server_default="0")
     created_at: Mapped[dt.datetime]
     sent_at: Mapped[dt.datetime | None]
 

@@ -91,7 +91,7 @@ class ConsolePlatform:
         """Print the results."""
         self._console.print(render.results(card))
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Print the notice (the terminal is its own admin channel)."""
         self._console.print(dispute_render.admin_notice(notice))
 

@@ -19,6 +19,7 @@ from bot.core.cards import (
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
+from bot.core.parts import send_parts
 
 log = logging.getLogger(__name__)
 
@@ -105,10 +106,17 @@ class DiscordPlatform:
         await self._tell_admins(channel, text)
 
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
-        """Post the results and disable the original post's Start button (best effort)."""
+        """Post the results and disable the original post's Start button (best effort).
+
+        Results over one embed's limits are several messages: sent through ``send_parts``, so an outbox
+        retry after a failure at message 2 sends messages 2 and on, not message 1 again.
+        """
         target = self._channel(channel)
-        for embed in render.results_embeds(card):
+
+        async def send(embed: discord.Embed) -> None:
             await target.send(embed=embed, allowed_mentions=no_mentions())
+
+        await send_parts(render.results_embeds(card), send)
         if message_ref and message_ref.isdigit():
             try:
                 await target.get_partial_message(int(message_ref)).edit(view=None)
@@ -139,15 +147,19 @@ class DiscordPlatform:
             embed=render.leaderboard_embed(card), allowed_mentions=no_mentions()
         )
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Send an admin notice to the configured admin channel (logged when none is configured)."""
         text = dispute_render.admin_notice_text(notice)  # escaped: the explanation quotes runner output
         if self.admin_channel_id is None:
             log.warning("admin notice (no RANKZERO_DISCORD_ADMIN_CHANNEL_ID set): %s", text)
             return
         target = self.client.get_partial_messageable(self.admin_channel_id)
-        for chunk in split_text(text):
+
+        async def send(chunk: str) -> None:
             await target.send(chunk, allowed_mentions=no_mentions())
+
+        # A long notice is several messages: each sent once across the outbox's retries.
+        await send_parts(split_text(text), send)
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """DM the player (Discord answers 403 code 50007 when their DMs are closed: that propagates)."""

@@ -258,15 +258,20 @@ class SlackPlatform:
         await self._tell_admins(f":warning: {bk.esc(notice.text())} (channel <#{channel.channel_id}>)")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
-        """Post the week's leaderboard."""
-        await self._post(
-            channel.channel_id,
-            bk.leaderboard_blocks(card),
-            bk.esc(card.title),
-            client=await self.client_for(channel),
-        )
+        """Post the week's leaderboard (a refusal: a PostRefusedError saying what to do, for the outbox's
+        notice to the admins).
+        """
+        try:
+            await self._post(
+                channel.channel_id,
+                bk.leaderboard_blocks(card),
+                bk.esc(card.title),
+                client=await self.client_for(channel),
+            )
+        except SlackApiError as exc:
+            raise permissions.refusal(exc, channel.channel_id) from exc
 
-    async def post_admin_notice(self, notice: AdminNotice) -> None:
+    async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Post a notice (an official answer the runner contradicted) to the admin channel, if one is set."""
         if self.installations is not None:
             log.warning("admin notice (OAuth mode: no one workspace's channel to post it in): %s", notice)
@@ -274,7 +279,12 @@ class SlackPlatform:
         if not self.admin_channel:
             log.warning("admin notice (no RANKZERO_SLACK_ADMIN_CHANNEL_ID set): %s", notice)
             return
-        await self._post(self.admin_channel, dbk.admin_notice_blocks(notice), dbk.admin_notice_text(notice))
+        try:
+            await self._post(
+                self.admin_channel, dbk.admin_notice_blocks(notice), dbk.admin_notice_text(notice)
+            )
+        except SlackApiError as exc:  # said in words for the log (the outbox retries it)
+            raise permissions.refusal(exc, self.admin_channel) from exc
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """DM the player: a user id as channel posts to the app's Messages tab with them (chat:write)."""

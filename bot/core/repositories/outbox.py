@@ -8,8 +8,9 @@ from typing import Any, Literal, Protocol
 
 from bot.core.models import ChannelRef, Tenant
 
-#: What the outbox delivers.
-OutboxKind = Literal["challenge", "reminder", "results"]
+#: What the outbox delivers: a challenge's post, reminder and results; a channel's weekly summary; an
+#: admin notice (a question a dispute flagged).
+OutboxKind = Literal["challenge", "reminder", "results", "summary", "notice"]
 
 
 @dataclass(frozen=True)
@@ -19,7 +20,8 @@ class OutboxItem:
     id: int
     tenant: Tenant
     channel_pk: int
-    challenge_id: int
+    #: None for a weekly summary (it belongs to the channel's week, not to one challenge).
+    challenge_id: int | None
     kind: OutboxKind
     key: str
     payload: dict[str, Any]
@@ -30,6 +32,10 @@ class OutboxItem:
     #: The cause the admins were last told of.
     told: str | None
     created_at: dt.datetime
+    #: How many messages of a post in several parts the platform accepted already (skipped on a retry).
+    parts_sent: int = 0
+    #: The channel it goes to.
+    channel: ChannelRef | None = None
 
 
 class OutboxRepository(Protocol):
@@ -39,18 +45,22 @@ class OutboxRepository(Protocol):
         self,
         tenant: Tenant,
         channel_pk: int,
-        challenge_id: int,
+        challenge_id: int | None,
         kind: OutboxKind,
         payload: dict[str, Any],
         now: dt.datetime,
+        *,
+        key: str | None = None,
     ) -> int:
-        """Queue a post (due now) and return its id; the key is ``<challenge id>`` per kind, so a post is
-        queued once (a second add raises AlreadyExistsError).
+        """Queue a post (due now) and return its id; the key (default ``<challenge id>``) is unique per
+        kind, so a post is queued once (a second add raises AlreadyExistsError).
         """
         ...
 
-    async def find(self, challenge_id: int, kind: OutboxKind) -> OutboxItem | None:
-        """The queued post of that kind for a challenge, whatever its state."""
+    async def find(
+        self, challenge_id: int | None, kind: OutboxKind, *, key: str | None = None
+    ) -> OutboxItem | None:
+        """The queued post of that kind for a challenge (or under ``key``), whatever its state."""
         ...
 
     async def due(self, now: dt.datetime, limit: int, offset: int = 0) -> list[tuple[int, ChannelRef]]:
@@ -77,6 +87,13 @@ class OutboxRepository(Protocol):
         """The platform accepted it; False when it was not pending (nothing changes then). ``attempt``: the
         claim's try number; the row changes only while that claim is the latest (a fence: a sender whose
         lease ran out and was taken over changes nothing).
+        """
+        ...
+
+    async def mark_parts(self, item_id: int, parts_sent: int, *, attempt: int) -> bool:
+        """The platform accepted the first ``parts_sent`` messages of a post in several parts; False (and
+        nothing changes) unless the claim of try ``attempt`` still holds the pending row (the fence of
+        :meth:`mark_sent`): a sender taken over must stop sending.
         """
         ...
 

@@ -24,7 +24,7 @@ from bot.storage.models import ChannelRow, OutboxRow
 from bot.storage.sql import SqlRepository
 
 
-def _item(row: OutboxRow) -> OutboxItem:
+def _item(row: OutboxRow, channel: ChannelRef | None = None) -> OutboxItem:
     return OutboxItem(
         id=row.id,
         tenant=Tenant.from_key(row.tenant),
@@ -39,6 +39,8 @@ def _item(row: OutboxRow) -> OutboxItem:
         last_error=row.last_error,
         told=row.told,
         created_at=row.created_at,
+        parts_sent=row.parts_sent,
+        channel=channel,
     )
 
 
@@ -53,10 +55,12 @@ class SqlOutboxRepository(SqlRepository):
         self,
         tenant: Tenant,
         channel_pk: int,
-        challenge_id: int,
+        challenge_id: int | None,
         kind: OutboxKind,
         payload: dict[str, Any],
         now: dt.datetime,
+        *,
+        key: str | None = None,
     ) -> int:
         """Queue a post, due now."""
         row = OutboxRow(
@@ -64,10 +68,11 @@ class SqlOutboxRepository(SqlRepository):
             channel_pk=channel_pk,
             challenge_id=challenge_id,
             kind=kind,
-            key=str(challenge_id),
+            key=key if key is not None else str(challenge_id),
             payload=payload,
             status="pending",
             attempts=0,
+            parts_sent=0,
             next_attempt_at=now,
             created_at=now,
         )
@@ -77,14 +82,15 @@ class SqlOutboxRepository(SqlRepository):
                 self.s.add(row)
                 await self.s.flush()
         except IntegrityError:
-            raise AlreadyExistsError(f"the {kind} of challenge {challenge_id} is queued already") from None
+            raise AlreadyExistsError(f"the {kind} {key or challenge_id} is queued already") from None
         return row.id
 
-    async def find(self, challenge_id: int, kind: OutboxKind) -> OutboxItem | None:
-        """The queued post of that kind for a challenge."""
-        row = await self.s.scalar(
-            select(OutboxRow).where(OutboxRow.kind == kind, OutboxRow.key == str(challenge_id))
-        )
+    async def find(
+        self, challenge_id: int | None, kind: OutboxKind, *, key: str | None = None
+    ) -> OutboxItem | None:
+        """The queued post of that kind for a challenge (or under ``key``)."""
+        wanted = key if key is not None else str(challenge_id)
+        row = await self.s.scalar(select(OutboxRow).where(OutboxRow.kind == kind, OutboxRow.key == wanted))
         return _item(row) if row is not None else None
 
     async def due(self, now: dt.datetime, limit: int, offset: int = 0) -> list[tuple[int, ChannelRef]]:
@@ -135,7 +141,10 @@ class SqlOutboxRepository(SqlRepository):
         if _count(result) != 1:
             return None
         row = await self.s.get(OutboxRow, item_id, populate_existing=True)
-        return _item(row) if row is not None else None
+        if row is None:
+            return None
+        channel = await self.s.get(ChannelRow, row.channel_pk)
+        return _item(row, to_channel_ref(channel) if channel is not None else None)
 
     async def mark_sent(
         self, item_id: int, now: dt.datetime, message_ref: str | None, *, attempt: int | None = None
@@ -145,6 +154,16 @@ class SqlOutboxRepository(SqlRepository):
             update(OutboxRow)
             .where(OutboxRow.id == item_id, OutboxRow.status == "pending", *_fence(attempt))
             .values(status="sent", sent_at=now, message_ref=message_ref, claimed_until=None, last_error=None)
+            .execution_options(synchronize_session=False)
+        )
+        return _count(result) == 1
+
+    async def mark_parts(self, item_id: int, parts_sent: int, *, attempt: int) -> bool:
+        """The first ``parts_sent`` messages were accepted (fenced by ``attempt``, see the port)."""
+        result = await self.s.execute(
+            update(OutboxRow)
+            .where(OutboxRow.id == item_id, OutboxRow.status == "pending", *_fence(attempt))
+            .values(parts_sent=parts_sent)
             .execution_options(synchronize_session=False)
         )
         return _count(result) == 1

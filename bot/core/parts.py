@@ -1,0 +1,74 @@
+"""Posts in several messages, sent once per part across retries.
+
+A platform adapter that sends one post as several messages (Discord's results when a large tie is over one
+embed's limits, a long admin notice split in chunks) sends them through :func:`send_parts`. When the outbox
+delivers the post it sets a :class:`PartLedger` for the duration of the send: each message the platform
+accepted is recorded in the outbox row (fenced by the claim, like the row's other writes) before the next
+one is sent, and a retry skips the messages recorded. Without the ledger, a failure at message 2 of 3 made
+the retry send message 1 again.
+
+Why a context variable rather than a parameter of every ``ChatPlatform`` method: the ledger is the outbox's
+business, and the port has many implementations (each adapter, the router, the metrics wrapper, fakes)
+that only pass the call through; the adapters that split a post are the only ones that need to look.
+
+What remains at least once: a message the platform accepted while the process died before its record
+committed (one database write) is sent again, as for a post of one message (bot/core/outbox.py).
+"""
+
+from __future__ import annotations
+
+import contextlib
+from collections.abc import Awaitable, Callable, Iterable, Iterator
+from contextvars import ContextVar
+from typing import TypeVar
+
+T = TypeVar("T")
+
+
+class LeaseLostError(Exception):
+    """The sender's claim on the post ended (another sender took it over): stop sending its parts."""
+
+
+class PartLedger:
+    """The parts of one post accepted so far (``done``: the first ``done`` messages), and how to record one
+    more (``record(n)``: False when the claim no longer holds the post).
+    """
+
+    def __init__(self, done: int, record: Callable[[int], Awaitable[bool]]) -> None:
+        self.done = done
+        self._record = record
+
+    async def accepted(self, count: int) -> None:
+        """The first ``count`` messages were accepted: record it, or raise LeaseLostError."""
+        if not await self._record(count):
+            raise LeaseLostError("another sender holds this post now: the rest of its parts are theirs")
+        self.done = count
+
+
+_LEDGER: ContextVar[PartLedger | None] = ContextVar("rankzero_part_ledger", default=None)
+
+
+@contextlib.contextmanager
+def ledger(current: PartLedger) -> Iterator[PartLedger]:
+    """Use ``current`` for the sends made inside the block (the outbox's delivery of one post)."""
+    token = _LEDGER.set(current)
+    try:
+        yield current
+    finally:
+        _LEDGER.reset(token)
+
+
+async def send_parts(parts: Iterable[T], send: Callable[[T], Awaitable[object]]) -> int:
+    """Send each part in order, skipping those the current ledger says were accepted already, and record
+    each accepted one before the next; how many were sent now. Without a ledger (a direct call), all.
+    """
+    current = _LEDGER.get()
+    sent = 0
+    for index, part in enumerate(parts):
+        if current is not None and index < current.done:
+            continue
+        await send(part)
+        sent += 1
+        if current is not None:
+            await current.accepted(index + 1)
+    return sent
