@@ -33,14 +33,14 @@ def fresh_url(request: pytest.FixtureRequest, tmp_path: Path) -> Iterator[str]:
 
 
 def test_summary_rows_and_parts_then_back(fresh_url: str) -> None:
-    upgrade(fresh_url, "0014")
+    upgrade(fresh_url, "0015")
     asyncio.run(run_sql(fresh_url, CHANNEL, (ROW, {"kind": "summary", "key": "1:w:2026-W47"})))
     [row] = asyncio.run(fetch_rows(fresh_url, "SELECT kind, challenge_id, parts_sent FROM outbox"))
     assert row == {"kind": "summary", "challenge_id": None, "parts_sent": 0}
     with pytest.raises(sqlalchemy.exc.IntegrityError):  # still a closed list of kinds
         asyncio.run(run_sql(fresh_url, (ROW, {"kind": "tweet", "key": "x"})))
-    command.downgrade(alembic_config(fresh_url), "0013")
-    assert asyncio.run(fetch_rows(fresh_url, "SELECT id FROM outbox")) == []  # 0013 has no such rows
+    command.downgrade(alembic_config(fresh_url), "0014")
+    assert asyncio.run(fetch_rows(fresh_url, "SELECT id FROM outbox")) == []  # 0014 has no such rows
     with pytest.raises(sqlalchemy.exc.IntegrityError):
         asyncio.run(run_sql(fresh_url, (ROW, {"kind": "summary", "key": "1:w:2026-W48"})))
     upgrade(fresh_url, "head")

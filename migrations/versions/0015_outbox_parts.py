@@ -2,8 +2,8 @@
 the summary), and a post of several messages records how many of them the platform accepted, so a retry
 sends only the rest (issue 25 section 1, follow-up)
 
-Revision ID: 0014
-Revises: 0013
+Revision ID: 0015
+Revises: 0014
 Create Date: 2026-11-27
 
 Existing rows: ``parts_sent`` 0 (a pending row is then sent whole, as before this revision).
@@ -15,8 +15,8 @@ from collections.abc import Sequence
 import sqlalchemy as sa
 from alembic import op
 
-revision: str = "0014"
-down_revision: str | None = "0013"
+revision: str = "0015"
+down_revision: str | None = "0014"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 
