@@ -1,0 +1,262 @@
+"""Independent derivations of computed families' answers, checked per instance by the build.
+
+A family's ``value`` formula and the derivation here are written separately, and where it is cheap the
+derivation simulates what the question describes (the ring's steps, the sampler's indices, the pipeline's
+schedule, the DDP buckets, the ranks torchrun numbers) instead of restating the closed form. The build
+(:func:`questions.answer_key.cross_check_problems`) prints the derived value the way the family prints its
+answer and refuses the instance unless it is the keyed choice.
+
+Each derivation receives the instance's context (its params and ``let`` values) and must not call
+:mod:`questions.formulas`: a shared mistake would then agree with itself.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Derived = float | int | str
+Context = Mapping[str, Any]
+
+
+@dataclass(frozen=True)
+class CrossCheck:
+    """How an answer is derived a second time (``how`` is named in the build's error)."""
+
+    how: str
+    derive: Callable[[Context], Derived]
+
+
+CROSS_CHECKS: dict[str, CrossCheck] = {}
+
+
+Derivation = Callable[[Context], Derived]
+
+
+def cross_check(family_id: str, how: str) -> Callable[[Derivation], Derivation]:
+    """Register a derivation for ``family_id``."""
+
+    def register(fn: Derivation) -> Derivation:
+        if family_id in CROSS_CHECKS:
+            raise ValueError(f"two cross-checks for {family_id}")
+        CROSS_CHECKS[family_id] = CrossCheck(how, fn)
+        return fn
+
+    return register
+
+
+# ------------------------------------------------------------------------------------ batch arithmetic
+@cross_check("fam-effective-batch", "count the samples every rank feeds into one optimizer step")
+def _effective_batch(c: Context) -> int:
+    samples = 0
+    for _rank in range(c["gpus"]):
+        for _micro in range(c["accum"]):
+            samples += c["per_gpu"]
+    return samples
+
+
+@cross_check("fam-accumulation-steps", "add micro-batches until the global batch is reached")
+def _accumulation_steps(c: Context) -> int:
+    steps = 0
+    while steps * c["per_gpu"] * c["gpus"] < c["target"]:
+        steps += 1
+    return steps
+
+
+@cross_check("fam-elastic-keep-batch", "add accumulation steps on the new world until the old global batch")
+def _elastic_keep_batch(c: Context) -> int:
+    old_global = c["before"] * c["per_gpu"] * 4
+    steps = 1
+    while c["after"] * c["per_gpu"] * steps < old_global:
+        steps += 1
+    return steps
+
+
+@cross_check("fam-syncbn-batch", "sum the per-GPU batch over the ranks BatchNorm reduces its statistics over")
+def _syncbn_batch(c: Context) -> int:
+    group = range(c["world_size"]) if c["sync"] else range(1)
+    return sum(c["per_gpu"] for _ in group)
+
+
+@cross_check("fam-allreduces-per-step", "walk the micro-batches of one step and count the bucket all-reduces")
+def _allreduces_per_step(c: Context) -> int:
+    count = 0
+    for micro in range(c["accum"]):
+        synced = not c["no_sync"] or micro == c["accum"] - 1
+        if synced:
+            count += c["buckets"]
+    return count
+
+
+@cross_check("fam-grad-accum-loss-scale", "sum accum unscaled micro-batch gradients against one averaged one")
+def _grad_accum_loss_scale(c: Context) -> float:
+    # Without dividing the loss by accum, the accumulated gradient is the sum of accum mean-gradients: an SGD
+    # step then moves as far as lr x accum would with the averaged gradient.
+    summed = sum(1.0 for _ in range(c["accum"]))
+    return float(c["lr"] * summed)
+
+
+# ------------------------------------------------------------------------------------ ranks and meshes
+@cross_check("fam-torchrun-global-rank", "number every process node by node, local rank by local rank")
+def _torchrun_global_rank(c: Context) -> int:
+    rank = 0
+    for node in range(4):
+        for local in range(c["nproc"]):
+            if (node, local) == (c["node"], c["local"]):
+                return rank
+            rank += 1
+    raise ValueError("the process is not in the job")
+
+
+@cross_check("fam-loader-processes", "count the main process and workers of every rank on every node")
+def _loader_processes(c: Context) -> int:
+    processes = 0
+    for _node in range(c["nodes"]):
+        for _rank in range(c["gpus"]):
+            processes += 1 + c["workers"]
+    return processes
+
+
+def _mesh(rows: int, cols: int) -> list[list[int]]:
+    """A 2-D device mesh filled row-major, as init_device_mesh lays out ranks."""
+    ranks = iter(range(rows * cols))
+    return [[next(ranks) for _ in range(cols)] for _ in range(rows)]
+
+
+@cross_check("fam-mesh-global-rank", "fill the mesh row-major and read the coordinate")
+def _mesh_global_rank(c: Context) -> int:
+    return _mesh(c["a"], c["b"])[c["i"]][c["j"]]
+
+
+@cross_check("fam-mesh-group-members", "fill the mesh row-major and read the rank's row (tp) or column (dp)")
+def _mesh_group_members(c: Context) -> str:
+    mesh = _mesh(c["a"], c["b"])
+    row = next(r for r in mesh if c["rank"] in r)
+    col_index = row.index(c["rank"])
+    members = row if c["dim"] == "tp" else [r[col_index] for r in mesh]
+    return str(members)
+
+
+@cross_check("fam-parallel-dims", "find the data-parallel size that fills the (pp, dp, tp) mesh")
+def _parallel_dims(c: Context) -> int:
+    return next(dp for dp in range(1, c["gpus"] + 1) if c["pp"] * dp * c["tp"] == c["gpus"])
+
+
+# ------------------------------------------------------------------------------------------ the ring
+def _ring_sent(world: int, size: float, phases: int) -> float:
+    """What rank 0 sends in ``phases`` ring passes (reduce-scatter, all-gather) over ``world`` ranks: each
+    pass is world - 1 steps, and in each step every rank sends one of the world chunks to its neighbour.
+    """
+    chunk = size / world
+    sent = 0.0
+    for _phase in range(phases):
+        # Rank 0 starts holding its own chunk index 0 (its reduced chunk, or its shard) and forwards, at
+        # each step, the chunk it received the step before; it stops once every rank has every chunk.
+        holding = {0}
+        forwarding = 0
+        while len(holding) < world:
+            sent += chunk
+            forwarding = (forwarding - 1) % world  # what its left neighbour sent it
+            holding.add(forwarding)
+    return sent
+
+
+@cross_check("fam-ring-allreduce-bytes", "step a ring reduce-scatter, then all-gather; add what a rank sends")
+def _ring_allreduce(c: Context) -> float:
+    return _ring_sent(c["world_size"], float(c["size_mb"]), phases=2)
+
+
+@cross_check("fam-ring-allgather-bytes", "step a ring all-gather and add what a rank sends")
+def _ring_allgather(c: Context) -> float:
+    return _ring_sent(c["world_size"], float(c["size_mb"]), phases=1)
+
+
+# ----------------------------------------------------------------------------------------- samplers
+def _sampler_indices(n: int, world: int, drop_last: bool) -> list[list[int]]:
+    """Each rank's indices, the way DistributedSampler (shuffle=False) builds them: the sample count per
+    rank is ceil((n - world) / world) with drop_last and ceil(n / world) otherwise (torch's own
+    expressions), the list is padded by repeating from the start or truncated, then strided by rank.
+    """
+    per_rank = math.ceil((n - world) / world) if drop_last and n % world else math.ceil(n / world)
+    total = per_rank * world
+    indices = list(range(n))
+    while len(indices) < total:
+        indices += indices[: total - len(indices)]
+    indices = indices[:total]
+    return [indices[r:total:world] for r in range(world)]
+
+
+@cross_check("fam-sampler-samples", "build DistributedSampler's index lists and count a rank's")
+def _sampler_samples(c: Context) -> int:
+    lists = _sampler_indices(c["n"], c["world_size"], c["drop_last"])
+    if len({len(x) for x in lists}) != 1:
+        raise ValueError("ranks got different counts")
+    return len(lists[0])
+
+
+@cross_check("fam-sampler-padding", "build DistributedSampler's index lists and count the repeated samples")
+def _sampler_padding(c: Context) -> int:
+    seen = Counter(i for ranks in _sampler_indices(c["n"], c["world_size"], False) for i in ranks)
+    return sum(k - 1 for k in seen.values())
+
+
+@cross_check("fam-steps-per-epoch", "take DataLoader batches off a rank's sampler length until none is left")
+def _steps_per_epoch(c: Context) -> int:
+    left = math.ceil(c["n"] / c["world_size"])  # DistributedSampler, drop_last=False
+    steps = 0
+    while left > 0:
+        left -= min(c["batch"], left)
+        steps += 1
+    return steps
+
+
+# ---------------------------------------------------------------------------------------- schedules
+@cross_check("fam-pipeline-bubble", "simulate the GPipe schedule slot by slot and measure the idle time")
+def _pipeline_bubble(c: Context) -> float:
+    stages, micro = c["stages"], c["micro"]
+    fwd, bwd = 1.0, 2.0
+    f_end = [[0.0] * micro for _ in range(stages)]
+    for s in range(stages):
+        for m in range(micro):
+            ready = max(f_end[s - 1][m] if s else 0.0, f_end[s][m - 1] if m else 0.0)
+            f_end[s][m] = ready + fwd
+    b_end = [[0.0] * micro for _ in range(stages)]
+    for s in reversed(range(stages)):
+        for m in range(micro):
+            ready = max(
+                b_end[s + 1][m] if s + 1 < stages else f_end[stages - 1][micro - 1],
+                b_end[s][m - 1] if m else f_end[s][micro - 1],
+            )
+            b_end[s][m] = ready + bwd
+    step = max(b_end[0])
+    busy = micro * (fwd + bwd)
+    return float(100 * (1 - busy / step))
+
+
+@cross_check("fam-step-time-overlap", "simulate the 10 DDP buckets' all-reduces one after another")
+def _step_time_overlap(c: Context) -> float:
+    compute, comm = float(c["compute_ms"]), float(c["comm_ms"])
+    if not c["overlap"]:
+        return compute + comm
+    forward, backward, buckets = compute / 3, 2 * compute / 3, 10
+    link_free = 0.0
+    for b in range(1, buckets + 1):
+        ready = forward + backward * b / buckets
+        link_free = max(link_free, ready) + comm / buckets
+    return max(compute, link_free)
+
+
+@cross_check("fam-tp-collective-count", "list each layer's collectives, forward and backward, and count them")
+def _tp_collective_count(c: Context) -> int:
+    forward_per_layer: list[str] = []
+    for _block in ("attention", "mlp"):
+        # Colwise then rowwise linear: the rowwise output holds partial sums.
+        if c["sp"]:
+            forward_per_layer += ["all-gather (before colwise)", "reduce-scatter (after rowwise)"]
+        else:
+            forward_per_layer += ["all-reduce (after rowwise)"]
+    passes = 1 if c["scope"] == "forward" else 2  # backward: one conjugate per forward collective
+    return sum(len(forward_per_layer) for _layer in range(c["layers"]) for _pass in range(passes))
