@@ -94,6 +94,22 @@ def key_problems(
     return problems
 
 
+def _printed(value: float | int | str, answer_format: str | None, unit: str) -> dict[str, None]:
+    """The ways the family could print ``value`` (an ordered set, the usual one first).
+
+    A formula that multiplies ints gives an int, which prints without ``answer_format`` ("28 GB"), while a
+    derivation may reach the same number as a float ("28.00 GB"): both are the same answer.
+    """
+    if isinstance(value, str):
+        return {rendered(value): None}
+    forms: list[float | int] = [value]
+    if isinstance(value, float) and value.is_integer():
+        forms.append(int(value))
+    elif isinstance(value, int):
+        forms.append(float(value))
+    return {rendered(Answer.from_value(v, answer_format, unit).text): None for v in forms}
+
+
 def cross_check_problems(
     family_id: str,
     context: Mapping[str, Any],
@@ -110,16 +126,17 @@ def cross_check_problems(
     if check is None:
         return None
     value = check.derive(context)
-    text = value if isinstance(value, str) else Answer.from_value(value, answer_format, unit).text
+    printed = _printed(value, answer_format, unit)
     marked = [i for i, c in enumerate(choices) if c.get("correct")]
     if len(marked) != 1:
         return []  # key_problems reports it
     key = marked[0]
     keyed = str(choices[key].get("text", ""))
-    if rendered(keyed) == rendered(text):
+    if rendered(keyed) in printed:
         return []
     texts = [str(c.get("text", "")) for c in choices]
-    where = next((i for i, t in enumerate(texts) if rendered(t) == rendered(text)), None)
+    where = next((i for i, t in enumerate(texts) if rendered(t) in printed), None)
+    text = next(iter(printed))
     found = (
         f"choice {_letter(where)}, not the keyed {_letter(key)}"
         if where is not None

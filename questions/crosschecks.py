@@ -16,6 +16,7 @@ import math
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
+from fractions import Fraction
 from typing import Any
 
 Derived = float | int | str
@@ -260,3 +261,204 @@ def _tp_collective_count(c: Context) -> int:
             forward_per_layer += ["all-reduce (after rowwise)"]
     passes = 1 if c["scope"] == "forward" else 2  # backward: one conjugate per forward collective
     return sum(len(forward_per_layer) for _layer in range(c["layers"]) for _pass in range(passes))
+
+
+# ------------------------------------------------------------------------------ memory, bytes per param
+#: Bytes per parameter of mixed-precision Adam's model state, and the ZeRO stage that starts sharding it.
+_MODEL_STATE = {"parameters": (2, 3), "gradients": (2, 2), "optimizer": (12, 1)}
+
+
+def _model_state_gb(params_b: float, stage: int, ranks: int) -> float:
+    total = 0.0
+    for nbytes, sharded_from in _MODEL_STATE.values():
+        total += params_b * nbytes / (ranks if stage >= sharded_from else 1)
+    return total
+
+
+@cross_check("fam-zero-stage-memory", "add parameters, gradients and optimizer state, each sharded or not")
+def _zero_stage_memory(c: Context) -> float:
+    return _model_state_gb(c["params_b"], c["stage"], c["gpus"])
+
+
+@cross_check("fam-hsdp-memory", "add the model state, all of it sharded over the shard dimension only")
+def _hsdp_memory(c: Context) -> float:
+    return _model_state_gb(c["params_b"], 3, c["shard"])
+
+
+@cross_check("fam-fsdp-sharded-params", "chunk the flat parameters across ranks and size one chunk")
+def _fsdp_sharded_params(c: Context) -> float:
+    params = round(c["params_b"] * 10**9)
+    largest_chunk = -(-params // c["gpus"])
+    return float(largest_chunk * c["nbytes"] / 1e9)
+
+
+@cross_check("fam-checkpoint-size", "add the bytes of every saved tensor per parameter")
+def _checkpoint_size(c: Context) -> float:
+    tensors = [c["wbytes"]] + ([4, 4] if c["adam"] else [])  # weights, then exp_avg and exp_avg_sq
+    return float(sum(c["params_b"] * b for b in tensors))
+
+
+@cross_check("fam-optimizer-state", "list the optimizer's fp32 state tensors and shard them")
+def _optimizer_state(c: Context) -> float:
+    state = {"adamw": ["exp_avg", "exp_avg_sq"], "sgdm": ["momentum_buffer"], "sgd": []}[c["opt"]]
+    return float(sum(c["params_b"] * 4 / c["ws"] for _ in state))
+
+
+@cross_check("fam-min-gpus-weights", "add GPUs until the weights fit")
+def _min_gpus_weights(c: Context) -> int:
+    gpus = 1
+    while gpus * c["mem"] < c["params_b"] * c["nbytes"]:
+        gpus += 1
+    return gpus
+
+
+@cross_check("fam-ddp-grad-memory", "add the gradients and, unless they are views of them, the buckets")
+def _ddp_grad_memory(c: Context) -> float:
+    grads = c["params_b"] * c["nbytes"]
+    buckets = 0.0 if c["view"] else grads
+    return float(grads + buckets)
+
+
+@cross_check("fam-zero-comm-volume", "list the collectives of one step and add their traffic")
+def _zero_comm_volume(c: Context) -> float:
+    size = c["params_b"] * 2  # GB of bf16 gradients or parameters
+    # An all-reduce is a reduce-scatter plus an all-gather; each moves the whole size once per rank.
+    steps = ["reduce-scatter grads", "all-gather"]
+    if c["stage"] == 3:
+        steps = ["all-gather params (forward)", "all-gather params (backward)", "reduce-scatter grads"]
+    return float(sum(size for _ in steps))
+
+
+# ------------------------------------------------------------------------------- time and throughput
+@cross_check("fam-allreduce-time", "add the time of every ring step, one chunk over one link each")
+def _allreduce_time(c: Context) -> float:
+    # Exact fractions: the answer often lands on a half millisecond, where float noise would flip rounding.
+    n = c["world_size"]
+    seconds = Fraction(0)
+    for _step in range(2 * (n - 1)):
+        seconds += Fraction(c["size_gb"]) / n / c["bw"]
+    return float(1000 * seconds)
+
+
+@cross_check("fam-scaling-efficiency", "compare the measured time with the ideal time t1 / gpus")
+def _scaling_efficiency(c: Context) -> float:
+    ideal = c["t1"] / c["gpus"]
+    return float(100 * ideal / c["tn"])
+
+
+@cross_check("fam-weak-scaling", "compare the measured throughput with gpus x one GPU's")
+def _weak_scaling(c: Context) -> float:
+    return float(100 * c["tputn"] / (c["tput1"] * c["gpus"]))
+
+
+@cross_check("fam-amdahl", "time one step of unit length with its serial part unsplit")
+def _amdahl(c: Context) -> float:
+    serial = c["serial_pct"] / 100
+    step_on_n = serial + (1 - serial) / c["gpus"]
+    return float(1 / step_on_n)
+
+
+@cross_check("fam-mfu", "divide the FLOP/s the tokens need by the cluster's peak")
+def _mfu(c: Context) -> float:
+    needed = c["tokens"] * 6 * c["params_b"] * 1e9
+    return float(100 * needed / (989e12 * c["gpus"]))
+
+
+@cross_check("fam-tokens-per-step", "add the tokens of every micro-batch of every data-parallel rank")
+def _tokens_per_step(c: Context) -> float:
+    tokens = 0
+    for _rank in range(c["dp"]):  # tensor-parallel ranks share their data-parallel rank's tokens
+        for _micro_step in range(c["accum"]):
+            tokens += c["micro"] * c["seq"]
+    return tokens / 1e6
+
+
+# ------------------------------------------------------------------------------- learning rates
+@cross_check("fam-linear-lr-scaling", "keep the learning rate per sample constant")
+def _linear_lr(c: Context) -> float:
+    per_sample = c["base_lr"] / (c["gpus_from"] * 32)
+    return float(per_sample * c["gpus_to"] * 32)
+
+
+@cross_check("fam-sqrt-lr-scaling", "multiply by the square root of the batch ratio")
+def _sqrt_lr(c: Context) -> float:
+    return float(c["base_lr"] * math.sqrt(c["batch_to"] / c["batch_from"]))
+
+
+@cross_check("fam-manual-dp-sum-lr", "add the ranks' equal gradients as the all-reduce does")
+def _manual_dp_sum_lr(c: Context) -> float:
+    return float(sum(c["lr"] for _ in range(c["world_size"])))
+
+
+# ----------------------------------------------------------------------------- launch and checkpoints
+@cross_check("fam-world-size-basics", "count the training processes the launcher starts")
+def _world_size_basics(c: Context) -> int:
+    if c["launcher"] != "torchrun":
+        return 1  # DataParallel: one process drives every GPU
+    return sum(1 for _node in range(c["nodes"]) for _gpu in range(c["gpus"]))
+
+
+@cross_check("fam-resume-step", "replay the steps and remember the last completed save")
+def _resume_step(c: Context) -> int:
+    last = 0
+    for step in range(1, c["crash"]):  # the crash step never completes
+        if step % c["every"] == 0:
+            last = step
+    return last
+
+
+@cross_check("fam-sampler-epoch-seed", "replay the epochs and the sampler's epoch attribute")
+def _sampler_epoch_seed(c: Context) -> int:
+    sampler_epoch = 0
+    for epoch in range(c["epoch"] + 1):
+        if c["set_epoch"]:
+            sampler_epoch = epoch
+    return int(c["seed"] + sampler_epoch)
+
+
+@cross_check("fam-dcp-file-count", "list the files every rank's writer threads create, plus the metadata")
+def _dcp_file_count(c: Context) -> int:
+    files = {f"__{rank}_{thread}.distcp" for rank in range(c["world_size"]) for thread in range(c["threads"])}
+    files.add(".metadata")
+    return len(files)
+
+
+# ------------------------------------------------------------------------------------ parallel layouts
+@cross_check("fam-tp-heads-per-rank", "deal the heads to the tensor-parallel ranks and count rank 0's")
+def _tp_heads_per_rank(c: Context) -> int:
+    owner = [head * c["tp"] // c["heads"] for head in range(c["heads"])]  # contiguous colwise blocks
+    return owner.count(0)
+
+
+@cross_check("fam-layers-per-chunk", "lay the layers over the virtual stages in order and count the first")
+def _layers_per_chunk(c: Context) -> int:
+    virtual = c["stages"] * c["chunks"]
+    owner = [layer * virtual // c["layers"] for layer in range(c["layers"])]
+    return owner.count(0)
+
+
+@cross_check("fam-pipeline-inflight", "walk the first stage's schedule and track the activations held")
+def _pipeline_inflight(c: Context) -> int:
+    stages, micro = c["stages"], c["micro"]
+    if c["sched"] == "gpipe":
+        ops = ["F"] * micro + ["B"] * micro
+    else:  # 1F1B: the first stage warms up with stages - 1 forwards
+        warm = stages - 1
+        ops = ["F"] * warm + ["F", "B"] * (micro - warm) + ["B"] * warm
+    held = peak = 0
+    for op in ops:
+        held += 1 if op == "F" else -1
+        peak = max(peak, held)
+    return peak
+
+
+@cross_check("fam-collective-latency-steps", "count the ring's passes, or the tree's levels up and down")
+def _collective_latency_steps(c: Context) -> int:
+    n = c["n"]
+    if c["algo"] == "ring":
+        return sum(1 for _phase in range(2) for _step in range(n - 1))
+    levels, width = 0, 1
+    while width < n:
+        width *= 2
+        levels += 1
+    return 2 * levels  # reduce up the tree, broadcast back down
