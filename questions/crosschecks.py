@@ -13,6 +13,7 @@ Each derivation receives the instance's context (its params and ``let`` values) 
 from __future__ import annotations
 
 import math
+import struct
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -462,3 +463,159 @@ def _collective_latency_steps(c: Context) -> int:
         width *= 2
         levels += 1
     return 2 * levels  # reduce up the tree, broadcast back down
+
+
+# ------------------------------------------------------------------------------ shapes and placements
+def _torch_chunk_lengths(n: int, parts: int) -> list[int]:
+    """Slice ``range(n)`` the way torch.chunk (DTensor Shard, DataParallel scatter) does: equal ceil-sized
+    slices, so trailing parts may be short or missing.
+    """
+    size = -(-n // parts)
+    items = list(range(n))
+    return [len(items[start : start + size]) for start in range(0, n, size)]
+
+
+@cross_check("fam-dp-scatter-chunks", "slice the batch into ceil-sized pieces, device by device")
+def _dp_scatter_chunks(c: Context) -> str:
+    return str(_torch_chunk_lengths(c["batch"], c["gpus"]))
+
+
+@cross_check("fam-dcp-reshard-rows", "slice the rows over the new ranks as Shard(0) does")
+def _dcp_reshard_rows(c: Context) -> int:
+    lengths = _torch_chunk_lengths(c["rows"], c["new_ws"])
+    lengths += [0] * (c["new_ws"] - len(lengths))  # ranks past the last piece hold nothing
+    return lengths[0] if c["which"] == "first" else lengths[-1]
+
+
+@cross_check("fam-dtensor-2d-local-shape", "apply each mesh dimension's placement to the shape in turn")
+def _dtensor_2d_local_shape(c: Context) -> str:
+    shape = [c["rows"], c["cols"]]
+    mesh_sizes = (2, 4)
+    placements = c["names"][c["pl"]].strip("[]").split(", ")
+    for size, placement in zip(mesh_sizes, placements, strict=True):
+        if placement.startswith("Shard("):
+            dim = int(placement[len("Shard(") : -1])
+            shape[dim] = _torch_chunk_lengths(shape[dim], size)[0]
+    return str(shape)
+
+
+@cross_check("fam-collective-tensor-shape", "stack or split the per-rank inputs")
+def _collective_tensor_shape(c: Context) -> str:
+    if c["op"] == "ag":
+        rows = sum(c["rows"] for _rank in range(c["world_size"]))  # every rank's input, concatenated
+    else:
+        rows = _torch_chunk_lengths(c["rows"], c["world_size"])[0]
+    return str([rows, 4])
+
+
+@cross_check("fam-fsdp-comm-per-step", "walk forward and backward block by block and list the collectives")
+def _fsdp_comm_per_step(c: Context) -> int:
+    events: list[str] = []
+    for _block in range(c["layers"]):
+        events.append("all-gather")  # forward unshards
+    for _block in range(c["layers"]):
+        if c["reshard"]:
+            events.append("all-gather")  # resharded after forward: gather again for backward
+        events.append("reduce-scatter")
+    wanted = "all-gather" if c["what"] == "gather" else "reduce-scatter"
+    return events.count(wanted)
+
+
+# ------------------------------------------------------------------------------- numerics
+@cross_check("fam-gradscaler-scale", "replay GradScaler's update rule step by step")
+def _gradscaler_scale(c: Context) -> float:
+    scale, tracker = 65536.0, 0
+    for step in range(c["overflows"] + c["clean"]):
+        if step < c["overflows"]:
+            scale *= 0.5  # backoff, and the growth streak restarts
+            tracker = 0
+        else:
+            tracker += 1
+            if tracker == 2000:
+                scale *= 2.0
+                tracker = 0
+    return scale
+
+
+@cross_check("fam-bf16-rounding", "round the bits: float32's top 16 bits to nearest even, or IEEE half")
+def _bf16_rounding(c: Context) -> float:
+    value = 1 + c["x"]
+    if c["dtype"] == "float16":
+        return float(struct.unpack("<e", struct.pack("<e", value))[0])
+    (bits,) = struct.unpack("<I", struct.pack("<f", value))
+    lower = bits & 0xFFFF
+    upper = bits >> 16
+    if lower > 0x8000 or (lower == 0x8000 and upper & 1):
+        upper += 1
+    return float(struct.unpack("<f", struct.pack("<I", upper << 16))[0])
+
+
+@cross_check("fam-moe-capacity", "spread the routed token slots evenly with exact fractions, then pad")
+def _moe_capacity(c: Context) -> int:
+    slots = Fraction(c["tokens"] * c["topk"], c["experts"])
+    return math.ceil(Fraction(str(c["cf"])) * slots)
+
+
+# ------------------------------------------------------------------------------- wall-clock estimates
+@cross_check("fam-gpu-days", "divide the run's FLOPs by the cluster's sustained FLOP/s, in days")
+def _gpu_days(c: Context) -> float:
+    flops = 6 * (c["params_b"] * 1e9) * (c["tokens_t"] * 1e12)
+    sustained = c["gpus"] * 989e12 * (c["mfu"] / 100)
+    return float(flops / sustained / (24 * 3600))
+
+
+@cross_check("fam-training-days", "divide the tokens by the cluster's tokens per day")
+def _training_days(c: Context) -> float:
+    per_day = c["tps_gpu"] * c["gpus"] * 24 * 3600
+    return float(c["tokens_b"] * 1e9 / per_day)
+
+
+@cross_check("fam-hsdp-replica-allreduce", "size one rank's reduce-scattered gradient shard")
+def _hsdp_replica_allreduce(c: Context) -> float:
+    return float(c["params_b"] * c["nbytes"] / c["shard"])
+
+
+@cross_check("fam-exposed-comm", "lay the step out: hidden communication, then what is left exposed")
+def _exposed_comm(c: Context) -> float:
+    hideable = c["comp"] * c["ovl"] / 100
+    hidden = min(c["comm"], hideable)
+    step = c["comp"] + (c["comm"] - hidden)
+    return float(100 * c["comp"] / step)
+
+
+@cross_check("fam-checkpoint-write-time", "split the state over the writers and time one at 2 GB/s")
+def _checkpoint_write_time(c: Context) -> float:
+    writers = c["ranks"] if c["mode"] == "dcp" else 1
+    return float(c["size_gb"] / writers / 2)
+
+
+@cross_check("fam-cluster-mtbf", "add the nodes' failure rates and invert the sum")
+def _cluster_mtbf(c: Context) -> float:
+    failures_per_hour = sum(Fraction(1, c["node_mtbf_days"] * 24) for _node in range(c["nodes"]))
+    return float(1 / failures_per_hour)
+
+
+@cross_check("fam-tp-allreduce-size", "count the output elements, two bytes each, in MiB")
+def _tp_allreduce_size(c: Context) -> float:
+    elements = c["micro"] * c["seq"] * c["hidden"]  # [micro, seq, hidden]
+    return float(elements * 2 / 1024 / 1024)
+
+
+@cross_check("fam-fsdp-peak-params", "add every block's shard and the two gathered blocks")
+def _fsdp_peak_params(c: Context) -> float:
+    block_gb = c["params_b"] * 2 / c["layers"]
+    shards = sum(block_gb / c["world_size"] for _block in range(c["layers"]))
+    return float(shards + block_gb + block_gb)  # the current block and the prefetched one
+
+
+@cross_check("fam-training-flops", "multiply FLOPs per token (6 N) by the tokens, in 1e21")
+def _training_flops(c: Context) -> float:
+    n = c["params_b"] * 1e9
+    tokens = n * c["tokens_per_param"]
+    return float(6 * n * tokens / 1e21)
+
+
+@cross_check("fam-dp-replica-broadcast", "add the fp32 copy sent to each GPU other than GPU 0")
+def _dp_replica_broadcast(c: Context) -> float:
+    copy_gb = c["params_m"] * 1e6 * 4 / 1e9
+    return float(sum(copy_gb for _gpu in range(1, c["gpus"])))
