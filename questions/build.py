@@ -29,6 +29,7 @@ from bot.core.dispute_service import question_from_spec
 from bot.core.disputes import match_verdict
 from bot.core.ports import RunnerClient
 from bot.core.verdicts import Hardware, RankException, RankOutcome, RunSpec, RunVerdict, StuckAt
+from questions.answer_key import cross_check_problems, key_problems
 from questions.families import (
     Instance,
     InstanceError,
@@ -124,6 +125,8 @@ class BuildReport:
     ran: int = 0
     reused: int = 0
     computed: int = 0
+    #: Computed instances whose key an independent derivation (questions/crosschecks.py) confirmed.
+    cross_checked: int = 0
     written: int = 0
     errors: list[str] = field(default_factory=list)
     torch_changes: list[str] = field(default_factory=list)
@@ -205,13 +208,31 @@ def _outcome_answer(inst: Instance, verdict: RunVerdict) -> Answer:
     return verdict_answer(inst)
 
 
+def checked_spec(inst: Instance, answer: Answer) -> tuple[dict[str, Any], bool]:
+    """Assemble an instance and refuse it unless its answer key is sound (questions.answer_key).
+
+    Returns the spec and whether an independent derivation (questions/crosschecks.py) confirmed the key.
+    """
+    spec = assemble(inst, answer).spec
+    problems = key_problems(spec["choices"], answer=answer.text)
+    crossed = None
+    if not inst.family.runs:
+        crossed = cross_check_problems(
+            inst.family.id, inst.context, spec["choices"], inst.family.answer_format, inst.family.unit
+        )
+        problems += crossed or []
+    if problems:
+        raise InstanceError("answer key refused: " + "; ".join(problems))
+    return spec, crossed is not None
+
+
 def _finish(inst: Instance, verdict: RunVerdict) -> dict[str, Any]:
     """Assemble a run instance and require the dispute matcher to confirm exactly its correct choice."""
-    assembled = assemble(inst, _outcome_answer(inst, verdict))
-    match = match_verdict(question_from_spec(assembled.spec), verdict)
+    spec, _ = checked_spec(inst, _outcome_answer(inst, verdict))
+    match = match_verdict(question_from_spec(spec), verdict)
     if match.verification != "confirmed":
         raise InstanceError(f"the runner does not confirm the assembled question: {match.explanation}")
-    return assembled.spec
+    return spec
 
 
 async def build(
@@ -283,8 +304,10 @@ async def build(
             record: dict[str, Any] | None = None
             try:
                 if not inst.family.runs:
-                    questions.append(assemble(inst, computed_answer(inst)).spec)
+                    spec, crossed = checked_spec(inst, computed_answer(inst))
+                    questions.append(spec)
                     report.computed += 1
+                    report.cross_checked += crossed
                     continue
                 if inst.id in fresh:
                     verdict = fresh[inst.id]

@@ -19,6 +19,7 @@ from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS as MULTIPLE_CHOICE_KINDS
 from bot.core.vocabulary import RUNNABLE_KINDS as RUNNABLE_KINDS
 from bot.core.vocabulary import Difficulty as Difficulty
 from bot.core.vocabulary import Kind as Kind
+from questions.answer_key import rendered
 from questions.display import display_problems, invisible_problems
 
 #: The top-level topics (the single list; /work/coord/TAXONOMY.md in issue 14). Sub-topics go in ``tags``.
@@ -351,9 +352,18 @@ def _choice_problems(choices: list[ChoiceSpec] | None, kind: Kind) -> list[str]:
     n_correct = sum(c.correct for c in choices)
     if n_correct != 1:
         problems.append(f"'choices' has {n_correct} items with correct: true; mark exactly one as correct")
-    texts = [c.text.strip() for c in choices]
-    if len(set(texts)) != len(texts):
-        problems.append("'choices' repeats the same text; every choice must differ")
+    # Compared as a player reads them: `x` and x, or two spaces and one, look the same in chat.
+    seen: dict[str, int] = {}
+    for i, choice in enumerate(choices):
+        shown = rendered(choice.text)
+        if shown in seen:
+            problems.append(
+                f"'choices' {LETTERS[seen[shown]]} and {LETTERS[i]} render the same text ({shown!r}) once "
+                "whitespace and Markdown markers are normalised: drop one, or word them so a player can tell "
+                "them apart"
+            )
+        else:
+            seen.setdefault(shown, i)
     return problems
 
 

@@ -143,9 +143,9 @@ def test_a_field_over_its_limit_does_not_hide_the_other_errors_of_the_file() -> 
     # Both choice problems of the third question, each on its own line with its fix.
     choices = [e for e in errors if e.startswith("bank.yaml:27: questions[2] (q-choices).choices:")]
     assert len(choices) == 2, errors
-    assert "mark exactly one as correct" in choices[0] and "every choice must differ" in choices[1]
+    assert "mark exactly one as correct" in choices[0] and "render the same text" in choices[1]
     # The long prompt's own question is checked too (its cut copy): its repeated choice is reported.
-    assert any("questions[0] (q-long).choices: 'choices' repeats" in e for e in errors)
+    assert any("questions[0] (q-long).choices: 'choices' A and B render the same" in e for e in errors)
     assert len(errors) == 5, errors
 
 

@@ -89,7 +89,8 @@ def questions_build(
         click.echo(f"out of date: {path} (run `rankzero questions build` and commit it)", err=True)
     click.echo(
         f"{report.instances} instances (torch {report.torch}) in {time.monotonic() - started:.1f} s: "
-        f"{report.ran} run, {report.reused} unchanged (not re-run), {report.computed} computed, "
+        f"{report.ran} run, {report.reused} unchanged (not re-run), {report.computed} computed "
+        f"({report.cross_checked} cross-checked), "
         f"{report.written} written; {len(report.errors)} errors, {len(report.torch_changes)} changed by torch"
         + (f"; wrote {', '.join(report.files)}" if report.files else "")
     )
