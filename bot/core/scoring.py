@@ -206,6 +206,12 @@ def experience_last_seen(candidates: Iterable[QuestionCandidate]) -> dict[str, d
     return last
 
 
+def _met_within(c: QuestionCandidate, seen: dict[str, dt.date], day: dt.date, days: int) -> bool:
+    """Whether the channel met ``c``'s experience less than ``days`` days before ``day``."""
+    last = seen.get(c.experience_key)
+    return last is not None and (day - last).days < days
+
+
 def _day_rotation(day: dt.date | None) -> dict[str, int]:
     """Each rotated style's place on ``day`` (0 first); arithmetic and other styles come after them."""
     shift = day.toordinal() % len(ROTATION_STYLES) if day is not None else 0
@@ -230,16 +236,18 @@ def pick_problems(
     1. never two questions of one family or one experience (:attr:`QuestionCandidate.experience_key`) in a
        challenge;
     2. no experience the channel met less than ``experience_rest_days`` before ``day`` (without a day:
-       none it ever met); when every one was, a least-used question of the experience met longest ago;
+       none it ever met); when every one was, the least-used questions, of experiences not met within half
+       that, a quarter... (the experience met longest ago ranks first);
     3. no family asked in the channel less than ``family_rest_days`` before ``day``;
     4. at most :data:`MAX_ARITHMETIC_PER_DAY` arithmetic questions.
 
     Among what is left, the slot's difficulty (:func:`difficulty_ramp`, nearest level as fallback) comes
-    first, then a style not yet in the challenge, then a question never asked in the channel, then the
-    day's rotation of :data:`ROTATION_STYLES` (arithmetic after them), then a topic not yet in it, then an
-    experience the channel never met, then the least-used question, then the family with the smallest
-    share of its instances used (families drain evenly). Last, a challenge without a question of
-    :data:`DISPUTABLE_KINDS` gets one when the candidates have one (see :func:`_with_a_disputable`).
+    first, then a question never asked in the channel, then a style not yet in the challenge, then the
+    experience met longest ago, then the day's rotation of :data:`ROTATION_STYLES` (arithmetic after
+    them), then a topic not yet in it, then an experience the channel never met, then the least-used
+    question, then the family with the smallest share of its instances used (families drain evenly).
+    Last, a challenge without a question of :data:`DISPUTABLE_KINDS` gets one when the candidates have
+    one (see :func:`_with_a_disputable`).
     Returned in ramp order.
     """
     remaining = list(candidates)
@@ -270,15 +278,19 @@ def pick_problems(
             c for c in remaining if c.family not in families and c.experience_key not in experiences
         ] or remaining
         fresh = [c for c in eligible if c.experience_key not in recent]
-        if not fresh:
-            # Every experience was met lately: a question never asked here before a repeated one, and of
-            # those the experience met longest ago (a never-dated one counts as oldest).
+        window = experience_rest_days
+        while not fresh:
+            # Every experience was met lately: widen step by step (half the window each time) so the
+            # style and difficulty rules still have a choice; the oldest go first in the ranking below.
             # The family rest still holds here (it is the weaker rule only among fresh experiences).
+            window //= 2
+            # A question never asked here goes before an asked one whatever its experience's age.
             rested = [c for c in eligible if c.family not in resting] or eligible
             least = min(c.uses for c in rested)
             unasked = [c for c in rested if c.uses == least]
-            oldest = min(seen.get(c.experience_key, dt.date.min) for c in unasked)
-            fresh = [c for c in unasked if seen.get(c.experience_key, dt.date.min) == oldest]
+            fresh = [
+                c for c in unasked if day is None or window == 0 or not _met_within(c, seen, day, window)
+            ]
         eligible = [c for c in fresh if c.family not in resting] or fresh
         if sum(1 for c in chosen if c.style_key == ARITHMETIC) >= MAX_ARITHMETIC_PER_DAY:
             eligible = [c for c in eligible if c.style_key != ARITHMETIC] or eligible
@@ -290,11 +302,12 @@ def pick_problems(
             target: Difficulty = target,
             styles: list[str] = styles,
             topics: set[str] = topics,
-        ) -> tuple[int, int, int, int, int, int, int, float]:
+        ) -> tuple[int, int, int, int, int, int, int, int, float]:
             return (
                 abs(_RANKS[c.difficulty] - target.rank),
-                styles.count(c.style_key),
                 1 if c.uses else 0,  # a question never asked here before one asked 4+ months ago
+                styles.count(c.style_key),
+                seen.get(c.experience_key, dt.date.min).toordinal(),  # then the experience met longest ago
                 rotation.get(c.style_key, len(rotation)),
                 1 if c.topic in topics else 0,
                 1 if met[c.experience_key] else 0,
@@ -316,7 +329,7 @@ def _with_a_disputable(
     """Make one of ``chosen`` a question of :data:`DISPUTABLE_KINDS` when none is and one can be: the
     least-used such candidate (of a family and an experience not in the challenge, an experience not met
     lately and a family not resting where possible) takes the place of the chosen problem closest to it in
-    difficulty, the most-used of those first.
+    difficulty, the most-used of those first. One met lately only replaces a problem met lately too.
     """
     if not chosen or any(c.kind in DISPUTABLE_KINDS for c in chosen):
         return
@@ -327,14 +340,21 @@ def _with_a_disputable(
         for c in remaining
         if c.kind in DISPUTABLE_KINDS and c.family not in families and c.experience_key not in experiences
     ]
-    runnable = [c for c in runnable if c.experience_key not in recent] or runnable
+    fresh = [c for c in runnable if c.experience_key not in recent]
+    slots = list(range(len(chosen)))
+    if fresh:
+        runnable = fresh
+    else:
+        # Disputability never costs the experience rule: a runnable question met lately only takes the
+        # place of a problem that repeats an experience too.
+        slots = [i for i, c in enumerate(chosen) if c.experience_key in recent]
     runnable = [c for c in runnable if c.family not in resting] or runnable
-    if not runnable:
+    if not runnable or not slots:
         return
     least = min(c.uses for c in runnable)
     pool = [c for c in runnable if c.uses == least]
     slot, best = min(
-        ((i, c) for i in range(len(chosen)) for c in pool),
+        ((i, c) for i in slots for c in pool),
         key=lambda p: (abs(_RANKS[p[1].difficulty] - _RANKS[chosen[p[0]].difficulty]), -chosen[p[0]].uses),
     )
     remaining.append(chosen[slot])
