@@ -227,3 +227,16 @@ async def test_the_service_rotates_concepts_through_the_real_storage(service: Qu
         asked += [p.question.id for p in challenge.problems]
     assert len(asked) == len(set(asked)) == 50
     assert not {"twin-a", "twin-b"} <= set(asked), "one concept asked twice within 120 days"
+
+
+def test_once_every_experience_repeats_the_arithmetic_cap_beats_the_oldest() -> None:
+    # Everything was met lately; the arithmetic experiences longest ago. Without the cap, all 5 would be
+    # arithmetic (the oldest first); with it, 2 are and the rest are the newer non-arithmetic ones.
+    old, new = DAY - dt.timedelta(days=100), DAY - dt.timedelta(days=10)
+    bank = [
+        replace(c, uses=1, last_used=old if c.style_key == scoring.ARITHMETIC else new)
+        for c in _bank(20, 1, (scoring.ARITHMETIC, scoring.ARITHMETIC, "conceptual", "debug"))
+    ]
+    for seed in range(10):
+        picks = scoring.pick_problems(bank, 5, random.Random(seed), DAY)
+        assert sum(1 for p in picks if p.style_key == scoring.ARITHMETIC) == scoring.MAX_ARITHMETIC_PER_DAY

@@ -239,7 +239,8 @@ def pick_problems(
        none it ever met); when every one was, the least-used questions, of experiences not met within half
        that, a quarter... (the experience met longest ago ranks first);
     3. no family asked in the channel less than ``family_rest_days`` before ``day``;
-    4. at most :data:`MAX_ARITHMETIC_PER_DAY` arithmetic questions.
+    4. at most :data:`MAX_ARITHMETIC_PER_DAY` arithmetic questions (this bends before rule 2 while fresh
+       experiences exist, and before the age of a repeated one once none does).
 
     Among what is left, the slot's difficulty (:func:`difficulty_ramp`, nearest level as fallback) comes
     first, then a question never asked in the channel, then a style not yet in the challenge, then the
@@ -277,6 +278,7 @@ def pick_problems(
         eligible = [
             c for c in remaining if c.family not in families and c.experience_key not in experiences
         ] or remaining
+        capped = sum(1 for c in chosen if c.style_key == ARITHMETIC) >= MAX_ARITHMETIC_PER_DAY
         fresh = [c for c in eligible if c.experience_key not in recent]
         window = experience_rest_days
         while not fresh:
@@ -286,13 +288,15 @@ def pick_problems(
             window //= 2
             # A question never asked here goes before an asked one whatever its experience's age.
             rested = [c for c in eligible if c.family not in resting] or eligible
+            if capped:  # every experience repeats anyway: the day's mix wins over the oldest one
+                rested = [c for c in rested if c.style_key != ARITHMETIC] or rested
             least = min(c.uses for c in rested)
             unasked = [c for c in rested if c.uses == least]
             fresh = [
                 c for c in unasked if day is None or window == 0 or not _met_within(c, seen, day, window)
             ]
         eligible = [c for c in fresh if c.family not in resting] or fresh
-        if sum(1 for c in chosen if c.style_key == ARITHMETIC) >= MAX_ARITHMETIC_PER_DAY:
+        if capped:
             eligible = [c for c in eligible if c.style_key != ARITHMETIC] or eligible
         styles = [c.style_key for c in chosen]
         topics = {c.topic for c in chosen}
