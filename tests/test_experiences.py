@@ -221,6 +221,12 @@ async def test_the_service_rotates_concepts_through_the_real_storage(service: Qu
         *[make_spec(f"more-{i}", LEVELS[i % 3], "Scaling & batch size") for i in range(40)],
     ]
     await service.admin_import(ADMIN, bank)
+    async with service._uow() as uow:
+        channel_pk = await uow.players.ensure_channel(CHANNEL)
+        stored = await uow.questions.question_candidates(CHANNEL.tenant, channel_pk, ["conceptual"])
+    by_id = {c.question_id: c for c in stored}
+    assert by_id["twin-a"].experience == by_id["twin-b"].experience == "global-batch-product"
+    assert by_id["more-0"].experience == "more-0" and by_id["more-0"].style == "conceptual"
     asked: list[str] = []
     for offset in range(10):  # 50 picks from 18 + 40 + 1 = 59 experiences: never a repeat
         challenge, _ = await service.open_challenge(CHANNEL, DAY + dt.timedelta(days=offset))
