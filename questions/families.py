@@ -40,7 +40,7 @@ from questions.reading import (
     repeated_ids,
 )
 from questions.rules import RULES, Answer, RuleContext, RuleError, apply_rule, normalise
-from questions.schema import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, QuestionSpec
+from questions.schema import MULTIPLE_CHOICE_KINDS, SLUG_RE, Difficulty, Kind, QuestionSpec
 
 FAMILY_SLUG = re.compile(r"^[a-z0-9][a-z0-9-]{2,39}$")
 PARAM_NAME = re.compile(r"^[a-z][a-z0-9_]{0,15}$")
@@ -292,6 +292,13 @@ class FamilySpec(_Strict):
     time_limit_s: Annotated[int, Field(ge=10, le=3600)] = 120
     attempts: Annotated[int, Field(ge=1, le=5)] = 2
     source: str | None = None
+    #: The concept the family tests (a slug shared with near-duplicates elsewhere in the bank); the family
+    #: id when not given.
+    concept: str | None = None
+    #: The parameters whose values change what a player must reason about (an op, a placement, a flag, a
+    #: regime, a code path); the others only change numbers. Each combination of their values is one
+    #: experience; none declared: the whole family is one.
+    reasoning: list[str] = Field(default_factory=list)
 
     @field_validator("id")
     @classmethod
@@ -340,7 +347,21 @@ class FamilySpec(_Strict):
                 raise ValueError("'expect' is only for predict_output families with code")
         if self.min_choices > self.max_choices:
             raise ValueError("min_choices is larger than max_choices")
+        unknown = [name for name in self.reasoning if name not in self.params]
+        if unknown:
+            raise ValueError(f"reasoning names {', '.join(unknown)}: not parameters of this family")
+        if len(set(self.reasoning)) != len(self.reasoning):
+            raise ValueError("reasoning names a parameter twice")
+        if self.concept is not None and not SLUG_RE.match(self.concept):
+            raise ValueError(f"concept {self.concept!r}: use a slug (3-64 lowercase letters, digits, '-')")
         return self
+
+    def experience(self, params: Mapping[str, Scalar]) -> str:
+        """The experience of an instance: the concept and the values of the reasoning parameters."""
+        concept = self.concept or self.id
+        if not self.reasoning:
+            return concept
+        return concept + "/" + ",".join(f"{n}={param_text(params[n])}" for n in self.reasoning)
 
     @property
     def runs(self) -> bool:
@@ -518,6 +539,10 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
     spec["attempts"] = fam.attempts
     spec["tags"] = [*fam.tags, "family"]
     spec["source"] = f"family {fam.id}"
+    spec["concept"] = fam.concept or fam.id
+    spec["experience"] = fam.experience(inst.params)
+    if fam.value is not None:
+        spec["arithmetic"] = True
     try:
         QuestionSpec.model_validate(spec)
     except ValidationError as exc:

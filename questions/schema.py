@@ -12,6 +12,7 @@ from typing import Annotated, Any, Literal
 from pydantic import BaseModel, ConfigDict, Field, field_validator, model_validator
 
 from bot.core.grading import keyword_problems, model_answer_problems
+from bot.core.scoring import MAX_EXPERIENCE, experience_of, style_of
 
 # The fixed lists are the core's vocabulary (defined once), re-exported because the bank's modules and
 # tests name them through the schema.
@@ -201,6 +202,21 @@ class QuestionSpec(_Strict):
     source: Annotated[str | None, Field(description="Where the question came from, e.g. 'seed 001 #2'")] = (
         None
     )
+    concept: Annotated[
+        str | None,
+        Field(
+            description="The concept the question tests (a slug); near-duplicates anywhere in the bank share "
+            "it, so the daily pick counts them as one experience"
+        ),
+    ] = None
+    experience: Annotated[
+        str | None,
+        Field(description="Written by the family build (concept and reasoning parameters); not by hand"),
+    ] = None
+    arithmetic: Annotated[
+        bool | None,
+        Field(description="true: answering is mostly arithmetic (the family build sets it for formulas)"),
+    ] = None
     retired: Annotated[
         bool | None,
         Field(description="true: no longer picked; importing retires it, past attempts keep their version"),
@@ -219,6 +235,33 @@ class QuestionSpec(_Strict):
                 "letter or digit (e.g. 'ddp-bucket-order')"
             )
         return value
+
+    @field_validator("concept")
+    @classmethod
+    def _concept_slug(cls, value: str | None) -> str | None:
+        if value is not None and not SLUG_RE.match(value):
+            raise ValueError(f"concept {value!r}: use a slug (3-64 lowercase letters, digits, '-')")
+        return value
+
+    @model_validator(mode="after")
+    def _experience_from_a_family(self) -> QuestionSpec:
+        # A hand-written question names its concept; only the family build derives an experience key
+        # (concept and reasoning parameters), so two authors cannot spell one experience two ways.
+        if self.experience is not None and "/" not in self.id:
+            raise ValueError("'experience' is derived by the family build: write 'concept' instead")
+        if self.experience is not None and len(self.experience) > MAX_EXPERIENCE:
+            raise ValueError(f"experience key longer than {MAX_EXPERIENCE} characters")
+        return self
+
+    @property
+    def experience_key(self) -> str:
+        """What a player experiences answering it (see :func:`bot.core.scoring.experience_of`)."""
+        return experience_of(self.id, self.concept, self.experience)
+
+    @property
+    def style(self) -> str:
+        """The kind of reasoning the daily mix rotates (see :func:`bot.core.scoring.style_of`)."""
+        return style_of(self.kind, bool(self.arithmetic))
 
     @field_validator("topic")
     @classmethod

@@ -3,6 +3,12 @@
 ``days_without_repeat`` runs the real daily picker (:func:`bot.core.scoring.pick_problems`, with the
 family rest rule) over an empty channel history, 5 problems a day, until a day would have to show a
 question the channel has already seen.
+
+``experiences`` counts what a player must reason about (concept × the values of a family's reasoning
+parameters, :attr:`questions.schema.QuestionSpec.experience_key`), and ``fresh_weekdays`` replays the same
+picker on weekdays only (a channel's schedule) until a pick repeats an experience the channel met in the
+previous :data:`~bot.core.scoring.EXPERIENCE_REST_DAYS` days; ``style_shares`` is each reasoning style's
+share of the picks over :data:`SHARE_WEEKDAYS` simulated weekdays.
 """
 
 from __future__ import annotations
@@ -11,20 +17,24 @@ import datetime as dt
 import random
 from collections import Counter
 from collections.abc import Sequence
-from dataclasses import replace
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
 import yaml
 
 from bot.core.models import QuestionCandidate
-from bot.core.scoring import FAMILY_REST_DAYS, pick_problems
+from bot.core.scoring import EXPERIENCE_REST_DAYS, FAMILY_REST_DAYS, pick_problems
 from questions.families import family_of
 from questions.loader import LoadedQuestion, iter_yaml_files
 from questions.schema import MULTIPLE_CHOICE_KINDS
 
 #: Stop simulating after this many days (a bank that lasts longer is reported as at least this).
 MAX_SIMULATED_DAYS = 3650
+#: Weekdays over which ``style_shares`` is measured (a year of a weekday schedule).
+SHARE_WEEKDAYS = 260
+#: Stop the weekday replay after this many weekdays (five years): reported as at least this.
+MAX_SIMULATED_WEEKDAYS = 1300
 
 
 def days_without_repeat(
@@ -51,6 +61,59 @@ def days_without_repeat(
     return MAX_SIMULATED_DAYS
 
 
+@dataclass(frozen=True)
+class WeekdayReplay:
+    """What replaying the daily picker on weekdays shows."""
+
+    #: Weekdays before a pick repeats an experience met in the previous ``EXPERIENCE_REST_DAYS`` days.
+    fresh_weekdays: int
+    #: Each style's share of the picks over the first ``share_days`` weekdays (rounded to 3 places).
+    style_shares: dict[str, float]
+    #: Weekdays the shares cover (fewer when the bank cannot fill them).
+    share_days: int
+
+
+def replay_weekdays(
+    candidates: Sequence[QuestionCandidate],
+    per_day: int = 5,
+    start: dt.date = dt.date(2027, 1, 4),
+    share_days: int = SHARE_WEEKDAYS,
+    limit: int = MAX_SIMULATED_WEEKDAYS,
+) -> WeekdayReplay:
+    """Replay the real picker for one channel on weekdays from ``start`` (Saturdays and Sundays have no
+    challenge): count the weekdays before a pick repeats an experience the channel met in the previous
+    ``EXPERIENCE_REST_DAYS`` days (capped at ``limit``), and tally the styles of the first ``share_days``.
+    """
+    state = {c.question_id: c for c in candidates}
+    met: dict[str, dt.date] = {}
+    styles: Counter[str] = Counter()
+    fresh: int | None = None
+    day = start
+    weekdays = 0
+    while weekdays < limit and (fresh is None or weekdays < share_days):
+        if day.weekday() >= 5:
+            day += dt.timedelta(days=1)
+            continue
+        rng = random.Random(f"stats:{day.isoformat()}")
+        picks = pick_problems(list(state.values()), per_day, rng, day)
+        if not picks:
+            break
+        lately = {e for e, d in met.items() if (day - d).days < EXPERIENCE_REST_DAYS}
+        repeat = any(p.experience_key in lately for p in picks)
+        if fresh is None and repeat:
+            fresh = weekdays
+        if weekdays < share_days:
+            styles.update(p.style_key for p in picks)
+        for p in picks:
+            state[p.question_id] = replace(p, uses=p.uses + 1, last_used=day)
+            met[p.experience_key] = day
+        weekdays += 1
+        day += dt.timedelta(days=1)
+    total = sum(styles.values())
+    shares = {s: round(n / total, 3) for s, n in sorted(styles.items())} if total else {}
+    return WeekdayReplay(weekdays if fresh is None else fresh, shares, min(weekdays, share_days))
+
+
 def verified_ids(bank_paths: Sequence[str | Path]) -> set[str]:
     """Question ids whose answer a build confirmed on the runner (the ``generated:`` run records)."""
     out: set[str] = set()
@@ -70,7 +133,11 @@ def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str
     mc = [q.spec for q in loaded if q.spec.kind in MULTIPLE_CHOICE_KINDS]
     instances = [s for s in mc if "/" in s.id]
     families = {family_of(s.id) for s in instances}
-    candidates = [QuestionCandidate(i, s.id, s.topic, s.difficulty, s.kind, 0) for i, s in enumerate(mc)]
+    candidates = [
+        QuestionCandidate(i, s.id, s.topic, s.difficulty, s.kind, 0, None, s.experience_key, s.style)
+        for i, s in enumerate(mc)
+    ]
+    replay = replay_weekdays(candidates)
     return {
         "questions": len(loaded),
         "multiple_choice": len(mc),
@@ -84,4 +151,8 @@ def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str
         "by_difficulty": dict(sorted(Counter(s.difficulty for s in mc).items())),
         "family_sizes": dict(sorted(Counter(family_of(s.id) for s in instances).items())),
         "days_without_repeat": days_without_repeat(candidates),
+        "experiences": len({s.experience_key for s in mc}),
+        "fresh_weekdays": replay.fresh_weekdays,
+        "style_shares": replay.style_shares,
+        "style_share_weekdays": replay.share_days,
     }

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import datetime as dt
 import random
 
@@ -43,6 +44,8 @@ def test_a_family_rests_seven_days_in_a_channel() -> None:
         *[QuestionCandidate(20 + i, f"fam1/n={i}", "t", "expert", "conceptual", 0) for i in range(1, 12)],
         *[QuestionCandidate(40 + i, f"base-{i}", "u", "advanced", "conceptual", 0) for i in range(8)],
     ]
+    # Each instance its own experience: only the family rest rule is at play (not the 120-day one).
+    cands = [dataclasses.replace(c, experience=c.question_id) for c in cands]
     for seed in range(30):
         picked = scoring.pick_problems(cands, 5, random.Random(seed), day)
         assert "fam0" not in {c.family for c in picked}, "asked 6 days ago: still resting"

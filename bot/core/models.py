@@ -271,6 +271,21 @@ class QuestionCandidate:
     uses: int
     #: The last day this question was asked in the channel (None: never).
     last_used: dt.date | None = None
+    #: What a player experiences answering it (:func:`bot.core.scoring.experience_of`); "" counts the
+    #: question's family as one experience (a candidate built without one).
+    experience: str = ""
+    #: The reasoning style the daily mix rotates (:func:`bot.core.scoring.style_of`); "" is the kind.
+    style: str = ""
+
+    @property
+    def experience_key(self) -> str:
+        """The experience the picker rotates: the stored key, else the family."""
+        return self.experience or self.family
+
+    @property
+    def style_key(self) -> str:
+        """The style the daily mix balances: the stored one, else the kind."""
+        return self.style or self.kind
 
     @property
     def family(self) -> str:

@@ -154,11 +154,69 @@ _RANKS: dict[str, int] = {level.value: level.rank for level in Difficulty}
 
 #: Days a family rests in a channel after one of its instances was asked there.
 FAMILY_REST_DAYS = 7
+#: Days before a channel meets an experience again (a concept with the same reasoning), while the bank
+#: still has experiences the channel has not seen in that time.
+EXPERIENCE_REST_DAYS = 120
+#: The style of questions whose answer is mostly arithmetic (a formula family, a metrics question).
+ARITHMETIC = "arithmetic"
+#: At most this many arithmetic questions in one day's challenge (while others can fill the slot).
+MAX_ARITHMETIC_PER_DAY = 2
+#: The styles each day's mix rotates through; the day's ordinal decides which comes first.
+ROTATION_STYLES: tuple[str, ...] = (
+    Kind.DEBUG.value,
+    Kind.CONCEPTUAL.value,
+    Kind.MODEL_CHOICE.value,
+    Kind.PREDICT_OUTPUT.value,
+)
+#: The longest experience key (a 64-character concept and a few short reasoning parameters).
+MAX_EXPERIENCE = 160
 #: Kinds whose questions carry code the runner can run (the bank requires a runner block with the code of
 #: a predict_output question): each challenge has one when the bank does, so that at least one of its
 #: problems can be disputed (`rankzero dispute today:N` was refused for every problem of a day of
 #: metrics and conceptual questions).
 DISPUTABLE_KINDS = frozenset({Kind.PREDICT_OUTPUT.value})
+
+
+def experience_of(question_id: str, concept: str | None, experience: str | None) -> str:
+    """What a player experiences answering a question: the key the family build derived (its concept and
+    the values of the parameters that change the reasoning), else the concept the question names, else
+    its family (an instance's family id; a base question is its own family).
+    """
+    return experience or concept or question_id.split("/", 1)[0]
+
+
+def style_of(kind: str, arithmetic: bool) -> str:
+    """The reasoning style a question asks for: :data:`ARITHMETIC` for a formula or a metrics question,
+    ``conceptual`` for a hyperparameter choice argued in words, else its kind.
+    """
+    if arithmetic or kind == Kind.METRICS.value:
+        return ARITHMETIC
+    if kind == Kind.HYPERPARAMETER.value:
+        return Kind.CONCEPTUAL.value
+    return kind
+
+
+def experience_last_seen(candidates: Iterable[QuestionCandidate]) -> dict[str, dt.date]:
+    """The last day the channel met each experience (any of its questions)."""
+    last: dict[str, dt.date] = {}
+    for c in candidates:
+        key = c.experience_key
+        if c.last_used is not None and (key not in last or c.last_used > last[key]):
+            last[key] = c.last_used
+    return last
+
+
+def _met_within(c: QuestionCandidate, seen: dict[str, dt.date], day: dt.date, days: int) -> bool:
+    """Whether the channel met ``c``'s experience less than ``days`` days before ``day``."""
+    last = seen.get(c.experience_key)
+    return last is not None and (day - last).days < days
+
+
+def _day_rotation(day: dt.date | None) -> dict[str, int]:
+    """Each rotated style's place on ``day`` (0 first); arithmetic and other styles come after them."""
+    shift = day.toordinal() % len(ROTATION_STYLES) if day is not None else 0
+    order = ROTATION_STYLES[shift:] + ROTATION_STYLES[:shift]
+    return {style: i for i, style in enumerate(order)}
 
 
 def pick_problems(
@@ -168,74 +226,139 @@ def pick_problems(
     day: dt.date | None = None,
     *,
     family_rest_days: int = FAMILY_REST_DAYS,
+    experience_rest_days: int = EXPERIENCE_REST_DAYS,
 ) -> list[QuestionCandidate]:
     """Choose n questions for a challenge.
 
-    Rules: instances of one family count as one question for spreading: never two of a family in one
-    challenge, and a family asked in this channel less than ``family_rest_days`` before ``day`` is not
-    picked while other families can fill the slot (a base question is its own family). Then no question
-    repeats in a channel until every eligible candidate has been used as often (least-used first);
-    difficulty follows :func:`difficulty_ramp`, falling back to the nearest level; topics are mixed (a
-    topic already in the challenge is avoided while others remain); among equals, the family with the
-    smallest share of its instances used goes first, so families drain evenly. Last, a challenge without
-    a question of :data:`DISPUTABLE_KINDS` gets one when the candidates have one (see
-    :func:`_with_a_disputable`). Returned in ramp order.
+    Rules, each a filter that falls back to the candidates before it when it would leave none (a bank too
+    small for the rules still gets a challenge):
+
+    1. never two questions of one family or one experience (:attr:`QuestionCandidate.experience_key`) in a
+       challenge;
+    2. no experience the channel met less than ``experience_rest_days`` before ``day`` (without a day:
+       none it ever met); when every one was, the least-used questions, of experiences not met within half
+       that, a quarter... (the experience met longest ago ranks first);
+    3. no family asked in the channel less than ``family_rest_days`` before ``day``;
+    4. at most :data:`MAX_ARITHMETIC_PER_DAY` arithmetic questions (this bends before rule 2 while fresh
+       experiences exist, and before the age of a repeated one once none does).
+
+    Among what is left, the slot's difficulty (:func:`difficulty_ramp`, nearest level as fallback) comes
+    first, then a question never asked in the channel, then a style not yet in the challenge, then the
+    experience met longest ago, then the day's rotation of :data:`ROTATION_STYLES` (arithmetic after
+    them), then a topic not yet in it, then an experience the channel never met, then the least-used
+    question, then the family with the smallest share of its instances used (families drain evenly).
+    Last, a challenge without a question of :data:`DISPUTABLE_KINDS` gets one when the candidates have
+    one (see :func:`_with_a_disputable`).
+    Returned in ramp order.
     """
     remaining = list(candidates)
     rng.shuffle(remaining)
     size: dict[str, int] = {}
     used: dict[str, int] = {}
     last: dict[str, dt.date] = {}
+    met: dict[str, int] = {}
     for c in candidates:
         size[c.family] = size.get(c.family, 0) + 1
         used[c.family] = used.get(c.family, 0) + (1 if c.uses else 0)
+        met[c.experience_key] = met.get(c.experience_key, 0) + c.uses
         if c.last_used is not None and (c.family not in last or c.last_used > last[c.family]):
             last[c.family] = c.last_used
-    resting = set()
+    seen = experience_last_seen(candidates)
+    resting: set[str] = set()
     if day is not None:
         resting = {f for f, d in last.items() if (day - d).days < family_rest_days}
+        recent = {e for e, d in seen.items() if (day - d).days < experience_rest_days}
+    else:
+        recent = {e for e, k in met.items() if k}
+    rotation = _day_rotation(day)
     chosen: list[QuestionCandidate] = []
     for target in difficulty_ramp(min(n, len(candidates))):
-        in_challenge = {c.family for c in chosen}
-        fresh = [c for c in remaining if c.family not in in_challenge]
-        # Fall back step by step rather than fail: a bank too small for the rules still gets a challenge.
-        eligible = [c for c in fresh if c.family not in resting] or fresh or remaining
-        least = min(c.uses for c in eligible)
-        pool = [c for c in eligible if c.uses == least]
+        families = {c.family for c in chosen}
+        experiences = {c.experience_key for c in chosen}
+        eligible = [
+            c for c in remaining if c.family not in families and c.experience_key not in experiences
+        ] or remaining
+        capped = sum(1 for c in chosen if c.style_key == ARITHMETIC) >= MAX_ARITHMETIC_PER_DAY
+        fresh = [c for c in eligible if c.experience_key not in recent]
+        window = experience_rest_days
+        while not fresh:
+            # Every experience was met lately: widen step by step (half the window each time) so the
+            # style and difficulty rules still have a choice; the oldest go first in the ranking below.
+            # The family rest still holds here (it is the weaker rule only among fresh experiences).
+            window //= 2
+            # A question never asked here goes before an asked one whatever its experience's age.
+            rested = [c for c in eligible if c.family not in resting] or eligible
+            if capped:  # every experience repeats anyway: the day's mix wins over the oldest one
+                rested = [c for c in rested if c.style_key != ARITHMETIC] or rested
+            least = min(c.uses for c in rested)
+            unasked = [c for c in rested if c.uses == least]
+            fresh = [
+                c for c in unasked if day is None or window == 0 or not _met_within(c, seen, day, window)
+            ]
+        eligible = [c for c in fresh if c.family not in resting] or fresh
+        if capped:
+            eligible = [c for c in eligible if c.style_key != ARITHMETIC] or eligible
+        styles = [c.style_key for c in chosen]
         topics = {c.topic for c in chosen}
 
         def rank(
-            c: QuestionCandidate, target: Difficulty = target, topics: set[str] = topics
-        ) -> tuple[int, int, float]:
-            distance = abs(_RANKS[c.difficulty] - target.rank)
-            return (distance, 1 if c.topic in topics else 0, used[c.family] / size[c.family])
+            c: QuestionCandidate,
+            target: Difficulty = target,
+            styles: list[str] = styles,
+            topics: set[str] = topics,
+        ) -> tuple[int, int, int, int, int, int, int, int, float]:
+            return (
+                abs(_RANKS[c.difficulty] - target.rank),
+                1 if c.uses else 0,  # a question never asked here before one asked 4+ months ago
+                styles.count(c.style_key),
+                seen.get(c.experience_key, dt.date.min).toordinal(),  # then the experience met longest ago
+                rotation.get(c.style_key, len(rotation)),
+                1 if c.topic in topics else 0,
+                1 if met[c.experience_key] else 0,
+                c.uses,
+                used[c.family] / size[c.family],
+            )
 
-        best = min(pool, key=rank)
+        best = min(eligible, key=rank)
         chosen.append(best)
         remaining.remove(best)
-    _with_a_disputable(chosen, remaining, resting)
+    _with_a_disputable(chosen, remaining, resting, recent)
     chosen.sort(key=lambda c: _RANKS[c.difficulty])
     return chosen
 
 
 def _with_a_disputable(
-    chosen: list[QuestionCandidate], remaining: list[QuestionCandidate], resting: set[str]
+    chosen: list[QuestionCandidate], remaining: list[QuestionCandidate], resting: set[str], recent: set[str]
 ) -> None:
     """Make one of ``chosen`` a question of :data:`DISPUTABLE_KINDS` when none is and one can be: the
-    least-used such candidate (of a family not in the challenge, not resting where possible) takes the
-    place of the chosen problem closest to it in difficulty, the most-used of those first.
+    least-used such candidate (of a family and an experience not in the challenge, an experience not met
+    lately and a family not resting where possible) takes the place of the chosen problem closest to it in
+    difficulty, the most-used of those first. One met lately only replaces a problem met lately too.
     """
     if not chosen or any(c.kind in DISPUTABLE_KINDS for c in chosen):
         return
     families = {c.family for c in chosen}
-    runnable = [c for c in remaining if c.kind in DISPUTABLE_KINDS and c.family not in families]
+    experiences = {c.experience_key for c in chosen}
+    runnable = [
+        c
+        for c in remaining
+        if c.kind in DISPUTABLE_KINDS and c.family not in families and c.experience_key not in experiences
+    ]
+    fresh = [c for c in runnable if c.experience_key not in recent]
+    slots = list(range(len(chosen)))
+    if fresh:
+        runnable = fresh
+    else:
+        # Disputability never costs the experience rule: a runnable question met lately only takes the
+        # place of a problem that repeats an experience too.
+        slots = [i for i, c in enumerate(chosen) if c.experience_key in recent]
     runnable = [c for c in runnable if c.family not in resting] or runnable
-    if not runnable:
+    if not runnable or not slots:
         return
     least = min(c.uses for c in runnable)
     pool = [c for c in runnable if c.uses == least]
     slot, best = min(
-        ((i, c) for i in range(len(chosen)) for c in pool),
+        ((i, c) for i in slots for c in pool),
         key=lambda p: (abs(_RANKS[p[1].difficulty] - _RANKS[chosen[p[0]].difficulty]), -chosen[p[0]].uses),
     )
     remaining.append(chosen[slot])

@@ -14,6 +14,7 @@ from sqlalchemy import and_, delete, exists, func, or_, select, update
 from bot.core.errors import QuestionBankError
 from bot.core.models import Question, QuestionCandidate, Tenant
 from bot.core.repositories import QuestionRow, SyncReport
+from bot.core.scoring import experience_of, style_of
 from bot.storage.mapping import content_hash, question_from_version
 from bot.storage.models import (
     AnswerCorrectionRow,
@@ -322,7 +323,18 @@ class SqlQuestionRepository(SqlRepository):
             .order_by(QuestionVersionRow.question_id)
         )
         return [
-            QuestionCandidate(v.id, v.question_id, v.topic, v.difficulty, v.kind, int(n), last)
+            QuestionCandidate(
+                v.id,
+                v.question_id,
+                v.topic,
+                v.difficulty,
+                v.kind,
+                int(n),
+                last,
+                # Versions imported before experiences existed carry none: their family stands for it.
+                experience_of(v.question_id, v.spec.get("concept"), v.spec.get("experience")),
+                style_of(v.kind, bool(v.spec.get("arithmetic"))),
+            )
             for v, n, last in (await self.s.execute(stmt)).tuples()
         ]
 
