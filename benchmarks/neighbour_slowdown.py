@@ -8,6 +8,9 @@ full; then, for each hostile kind, the hostile job is started (deadline ``--hold
 later, ``--runs`` benign verdicts are asked one after the other, each as soon as the previous came back
 (so later ones wait for the pool's refill, which the hostile job competes with).  Hostile kinds:
 
+  * idle:       not hostile, the baseline: a job that imports torch (so it takes a warm sandbox, as the
+    cpu-hog does) and sleeps.  The benign verdicts back to back then wait for the pool's refill with no
+    hostile work at all: what is left of the slowdown beyond this is the hostile job's doing;
   * fork-storm: one process that forks children that fork in turn, up to the sandbox's process limit,
     each spinning on the CPU (mode python, so it gets every core a job may have);
   * cpu-hog:    8 ranks (mode ddp), each spinning 4 threads.
@@ -63,7 +66,14 @@ for _ in range(4):
 spin()
 """
 
+IDLE = """
+import time
+import torch
+time.sleep(3600)
+"""
+
 HOSTILE = {
+    "idle": RunRequest(code=IDLE, mode=Mode.PYTHON),
     "fork-storm": RunRequest(code=FORK_STORM, mode=Mode.PYTHON),
     "cpu-hog": RunRequest(code=CPU_HOG, mode=Mode.DDP, nproc=8),
 }

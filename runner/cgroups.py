@@ -4,8 +4,11 @@ The rlimits set inside the sandbox always apply; a cgroup adds a limit on the wh
 memory (tmpfs included) and process count, and tells an out-of-memory kill apart from any other SIGKILL.
 Where the cpu controller is available too, each sandbox also gets an equal CPU weight and a quota of at
 most one core per rank: a job that starts hundreds of spinners, each in a session of its own, competes as
-one cgroup, not as hundreds of sessions.  The CPU time a job used and the time its threads waited for a CPU
-are read from here to judge its deadline fairly (runner/executor.py).
+one cgroup, not as hundreds of sessions.  While several sandboxes compete (running jobs, and the warm
+pool's warm-ups, each counted as one), none may hold more than its fair share of the cores (CpuShares):
+a job alone gets its whole quota, a hostile job next to others only its share.  The CPU time a job used
+and the time its threads waited for a CPU are read from here to judge its deadline fairly
+(runner/executor.py).
 cgroup v2 is used when the runner's own cgroup can delegate the memory and pids controllers, else the v1
 memory, pids, cpu and cpuacct hierarchies; when neither is writable the runner goes on with rlimits alone.
 """
@@ -25,6 +28,11 @@ log = logging.getLogger(__name__)
 
 ROOT = Path("/sys/fs/cgroup")
 CPU_PERIOD_US = 100_000
+MIN_QUOTA_US = 1_000
+"""The kernel refuses a CFS quota below 1 ms."""
+MIN_FAIR_CORES = 1.0
+"""A competing sandbox's quota is never cut below one core: one thread of every job runs at full speed
+when the host has the cores (the weights share them out when it does not)."""
 
 
 def _own_path(controller: str, table: str) -> str | None:
@@ -50,7 +58,13 @@ class JobCgroup:
     memory_note: str | None = None
     """Set when the memory limit is the job's fair share of the host, below what its ranks asked for."""
     cpus: float = 0.0
-    """The CPU quota in cores (0: none)."""
+    """The CPU the sandbox is entitled to, in cores (0: none): its quota while it runs alone."""
+    quota_cpus: float = 0.0
+    """The CPU quota in force now, in cores: ``cpus``, or less while others compete (CpuShares)."""
+    capped_throttled: float = 0.0
+    """Seconds the sandbox was throttled while its quota was cut below ``cpus`` for others (ended spells)."""
+    capped_since: float | None = None
+    """``throttled_s()`` when the current cut began (None: not cut now)."""
 
     def add(self, pid: int) -> None:
         """Move ``pid`` (and so its future children) into the cgroup."""
@@ -84,8 +98,46 @@ class JobCgroup:
         except OSError as exc:
             log.warning("could not resize the job cgroup %s: %s", self.dirs, exc)
             return False
+        self._end_cut()
         self.cpus = cpus
+        if cpus > 0:
+            self.quota_cpus = cpus
         return True
+
+    def set_quota(self, cpus: float) -> bool:
+        """Write a CPU quota of ``cpus`` cores without changing what the sandbox is entitled to."""
+        quota = max(int(cpus * CPU_PERIOD_US), MIN_QUOTA_US)
+        try:
+            for folder in self.dirs:
+                if self.version == 2 and (folder / "cpu.max").exists():
+                    (folder / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
+                elif self.version == 1 and (folder / "cpu.cfs_quota_us").exists():
+                    (folder / "cpu.cfs_quota_us").write_text(str(quota))
+        except OSError as exc:
+            # The sandbox is being removed (its folder is gone): nothing left to limit.
+            log.debug("could not set the CPU quota of %s: %s", self.dirs, exc)
+            return False
+        self._end_cut()
+        if cpus < self.cpus:
+            self.capped_since = self.throttled_s()
+        self.quota_cpus = cpus
+        return True
+
+    def _end_cut(self) -> None:
+        if self.capped_since is not None:
+            self.capped_throttled += max(self.throttled_s() - self.capped_since, 0.0)
+            self.capped_since = None
+
+    def own_throttled_s(self) -> float:
+        """Time the sandbox was stopped by the quota it is entitled to: its own doing, not its neighbours'.
+
+        Throttling while CpuShares cut its quota to its share for others counts as waiting behind them.
+        """
+        now = self.throttled_s()
+        cut = self.capped_throttled
+        if self.capped_since is not None:
+            cut += max(now - self.capped_since, 0.0)
+        return max(now - cut, 0.0)
 
     def memory_limit(self) -> int | None:
         """The memory limit now in force, in bytes (None where it cannot be read)."""
@@ -164,6 +216,63 @@ class JobCgroup:
         return busy
 
 
+class CpuShares:
+    """Caps every competing sandbox at its fair share of the cores while more than one competes.
+
+    Equal weights alone do not keep a job with dozens of busy threads from slowing a neighbour: the
+    neighbour's threads get their share of CPU time, but each wake-up waits behind the busy job's
+    threads on every core, and a warm-up (a single thread importing torch) that a waiting job needs
+    gets a third of the host next to a hostile job and a second warm-up.  A quota is a hard cap: with a
+    hostile job held to its share, the other cores stay free for the others' wake-ups and warm-ups.
+
+    Competing: a sandbox warming up (the pool's refill, or one a job started cold) and a sandbox running a
+    job, each counted once however many threads it has; a warm sandbox waiting idle in the pool is not.
+    Each competing sandbox's quota is ``min(its own, max(cores / competing, MIN_FAIR_CORES))``: alone, a job
+    keeps its whole quota (at most one core per rank); the caps are recomputed whenever one starts or stops
+    competing.
+    """
+
+    def __init__(self, cores: int) -> None:
+        self.cores = max(cores, 1)
+        self._lock = threading.Lock()
+        self._competing: dict[int, JobCgroup] = {}
+
+    def fair_cores(self, competing: int) -> float:
+        """The most cores one sandbox may hold while ``competing`` sandboxes compete."""
+        return max(self.cores / max(competing, 1), MIN_FAIR_CORES)
+
+    def quota_for(self, own_cpus: float, competing: int) -> float:
+        """The quota, in cores, of a sandbox entitled to ``own_cpus`` next to ``competing - 1`` others."""
+        return min(own_cpus, self.fair_cores(competing))
+
+    @property
+    def competing(self) -> int:
+        """How many sandboxes compete for the CPU now."""
+        with self._lock:
+            return len(self._competing)
+
+    def compete(self, cgroup: JobCgroup) -> None:
+        """``cgroup`` competes from now on (a warm-up or a job started); every cap is recomputed."""
+        if cgroup.cpus <= 0:
+            return
+        with self._lock:
+            self._competing[id(cgroup)] = cgroup
+            self._apply()
+
+    def rest(self, cgroup: JobCgroup) -> None:
+        """``cgroup`` stopped competing (warmed and idle in the pool, or removed); caps are recomputed."""
+        with self._lock:
+            if self._competing.pop(id(cgroup), None) is not None:
+                self._apply()
+
+    def _apply(self) -> None:
+        count = len(self._competing)
+        for cgroup in self._competing.values():
+            quota = self.quota_for(cgroup.cpus, count)
+            if quota != cgroup.quota_cpus:
+                cgroup.set_quota(quota)
+
+
 class CgroupManager:
     """Creates job cgroups under the runner's own cgroup; ``available`` is False where that is refused."""
 
@@ -181,6 +290,7 @@ class CgroupManager:
         self.cpu = False
         self.bases: list[Path] = []
         self.tcp_uncharged_logged = False
+        self.shares = CpuShares(os.cpu_count() or 1)
         try:
             table = Path("/proc/self/cgroup").read_text()
         except OSError:
@@ -289,7 +399,11 @@ class CgroupManager:
             log.warning("could not set up the job cgroup %s: %s", name, exc)
             self.discard(JobCgroup(dirs, self.version))
             return None
-        return JobCgroup(dirs, self.version)
+        cgroup = JobCgroup(dirs, self.version, cpus=cpus if self.cpu else 0.0)
+        cgroup.quota_cpus = cgroup.cpus
+        # It is created for a sandbox that starts now: its warm-up competes from the start.
+        self.shares.compete(cgroup)
+        return cgroup
 
     def _limit_tcp_v1(self, folder: Path, tcp_bytes: int) -> None:
         tcp = folder / "memory.kmem.tcp.limit_in_bytes"
@@ -311,6 +425,7 @@ class CgroupManager:
 
     def discard(self, cgroup: JobCgroup) -> None:
         """Remove a sandbox's cgroup now, or later if the kernel still holds it."""
+        self.shares.rest(cgroup)
         busy = cgroup.remove()
         with self._lock:
             self._busy += busy

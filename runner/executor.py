@@ -73,7 +73,8 @@ class CpuWait:
     A job's threads are in its CPU cgroup; the kernel counts, per thread, the time it was runnable but
     waiting for a CPU (the second field of ``/proc/<tid>/schedstat``).  The job's wait is the longest such
     wait of any of its threads since the job started, less the time its cgroup was throttled by its own
-    quota (waiting on itself is the job's own doing), and never more than the CPU it was entitled to and
+    quota (waiting on itself is the job's own doing; a quota cut to its fair share while others compete is
+    theirs, runner/cgroups.py CpuShares), and never more than the CPU it was entitled to and
     did not get (elapsed time less its CPU time divided by its quota): a job that had its whole quota was
     kept waiting only by its own threads.  A job that sleeps or blocks in a collective waits for nothing:
     its clock is the wall clock.
@@ -84,7 +85,7 @@ class CpuWait:
         # The supervisor's threads existed before the job (importing torch in the pool): their earlier
         # waits are not the job's.
         self.base = {tid: delay for tid in cgroup.threads() if (delay := _run_delay(tid)) is not None}
-        self.base_throttled = cgroup.throttled_s()
+        self.base_throttled = cgroup.own_throttled_s()
         self.base_cpu = cgroup.cpu_usage_s()
         self.worst: dict[int, float] = {}
 
@@ -94,7 +95,7 @@ class CpuWait:
             delay = _run_delay(tid)
             if delay is not None:
                 self.worst[tid] = max(self.worst.get(tid, 0.0), delay - self.base.get(tid, 0.0))
-        own_quota = self.cgroup.throttled_s() - self.base_throttled
+        own_quota = self.cgroup.own_throttled_s() - self.base_throttled
         waited = max(self.worst.values(), default=0.0) - own_quota
         used = self.cpu_s()
         if used is not None and self.cgroup.cpus > 0:

@@ -267,6 +267,8 @@ class WarmPool:
                     if ok:
                         self._refill_worked()
                         if not entry.claimed:
+                            # Idle until a job takes it: the CPU goes to those that compete for it.
+                            self.launcher.rest(sandbox)
                             self._ready[capacity].append(sandbox)
                     self._cond.notify_all()
             if not ok and not entry.claimed:

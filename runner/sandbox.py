@@ -400,11 +400,19 @@ class SandboxLauncher:
         if cgroup is None:
             return
         budget, note, cpus = self._job_limits(nproc, cpu_ranks)
-        if sandbox.nproc == nproc and cgroup.cpus == cpus:
-            return
-        if not cgroup.resize(budget, cpus):
-            raise RuntimeError(f"the sandbox's cgroup could not be sized for {nproc} ranks")
-        cgroup.memory_note = note
+        if sandbox.nproc != nproc or cgroup.cpus != cpus:
+            if not cgroup.resize(budget, cpus):
+                raise RuntimeError(f"the sandbox's cgroup could not be sized for {nproc} ranks")
+            cgroup.memory_note = note
+        if self.cgroups is not None:
+            # The job competes for the CPU from now until its sandbox is removed: its quota, and every
+            # other competing sandbox's, is its fair share while others compete (CpuShares).
+            self.cgroups.shares.compete(cgroup)
+
+    def rest(self, sandbox: Sandbox) -> None:
+        """A warm sandbox waits idle in the pool: it no longer competes for the CPU (CpuShares)."""
+        if sandbox.cgroup is not None and self.cgroups is not None:
+            self.cgroups.shares.rest(sandbox.cgroup)
 
     def _namespace_args(self) -> list[str]:
         args = [
