@@ -21,15 +21,25 @@ from typing import Any
 from questions.crosschecks import CROSS_CHECKS
 from questions.rules import Answer
 
-# Markdown that changes how a choice looks, not what it says: inline code ticks, bold/italic asterisks.
-# Underscores stay (identifiers such as weights_only carry them).
-_MARKUP = re.compile(r"`+|\*+")
+# Markdown that changes how a choice looks, not what it says: paired inline-code ticks and bold/italic
+# asterisks around text (`x`, *x*, **x**). A lone or inner `*` is content (`2**3`, `a * b`), and
+# underscores stay (identifiers such as weights_only carry them).
+_MARKUP = re.compile(r"(`+)(.+?)\1|(?<![\w*])(\*{1,3})(?=\S)(.+?)(?<=\S)\3(?![\w*])")
 LETTERS = "ABCDEF"
 
 
 def rendered(text: str) -> str:
     """The text a player reads for a choice: Markdown code/emphasis markers dropped, whitespace collapsed."""
-    return " ".join(_MARKUP.sub("", text).split())
+    for _ in range(4):  # nested markers (**`x`**) peel one layer a pass
+        peeled = _MARKUP.sub(_inner, text)
+        if peeled == text:
+            break
+        text = peeled
+    return " ".join(text.split())
+
+
+def _inner(match: re.Match[str]) -> str:
+    return match.group(2) if match.group(2) is not None else match.group(4)
 
 
 def _letter(index: int) -> str:
@@ -125,7 +135,13 @@ def cross_check_problems(
     check = CROSS_CHECKS.get(family_id)
     if check is None:
         return None
-    value = check.derive(context)
+    try:
+        value = check.derive(context)
+    except Exception as exc:  # a renamed parameter, a bad value: this family's problem, not the build's
+        return [
+            f"its cross-check could not run ({type(exc).__name__}: {exc}): fix the family's params or "
+            f"its derivation in questions/crosschecks.py"
+        ]
     printed = _printed(value, answer_format, unit)
     marked = [i for i, c in enumerate(choices) if c.get("correct")]
     if len(marked) != 1:

@@ -102,6 +102,20 @@ async def test_an_independent_answer_offered_as_a_distractor_is_named(tmp_path: 
     assert "gives '16', which is choice " in errors[0] and ", not the keyed " in errors[0]
 
 
+def test_only_paired_markup_is_dropped_when_choices_are_compared() -> None:
+    assert rendered("`torch.float32`") == rendered("torch.float32") == rendered("**torch.float32**")
+    assert rendered("2**3") != rendered("23")  # Python's power, not emphasis
+    assert rendered("a * b") != rendered("a b") and rendered("a*b") != rendered("ab")
+    assert key_problems([{"text": "2**3", "correct": True}, {"text": "23"}]) == []
+
+
+def test_a_cross_check_that_cannot_run_is_a_problem_of_its_family_not_a_crash() -> None:
+    family_id = next(iter(CROSS_CHECKS))
+    choices = [{"text": "1", "correct": True}, {"text": "2"}]
+    (problem,) = cross_check_problems(family_id, {}, choices, None, "") or ["no problem reported"]
+    assert "its cross-check could not run" in problem
+
+
 def test_key_problems_name_each_fault() -> None:
     ok = [{"text": "1", "correct": True}, {"text": "2"}, {"text": "3"}]
     assert key_problems(ok) == []

@@ -32,7 +32,9 @@ class Refusing(FakePlatform):
         super().__init__()
         self.refuse: set[str] = set()
         #: Each results post in parts: the parts sent, in order (see ``post_results``).
-        self.parts: list[int] = []
+        self.parts: list[int | str] = []
+        #: The split a results post is sent as (a test changes it between tries, as live standings can).
+        self.split: list[int | str] = [0, 1, 2]
         self.during_part: dict[int, Any] = {}
 
     def _check(self, kind: str) -> None:
@@ -45,12 +47,13 @@ class Refusing(FakePlatform):
 
     async def post_results(self, *args: Any) -> None:
         # Three messages, as Discord sends a results post over one embed's limits.
-        async def send(index: int) -> None:
+        async def send(part: int | str) -> None:
+            index = self.split.index(part)
             if index in self.during_part:
                 await self.during_part.pop(index)()
-            self.parts.append(index)
+            self.parts.append(part)
 
-        await parts.send_parts(range(3), send)
+        await parts.send_parts(list(self.split), send)
         await super().post_results(*args)
 
     async def post_weekly_summary(self, *args: Any) -> None:
@@ -212,6 +215,22 @@ async def test_a_retry_of_a_post_in_parts_sends_only_the_parts_not_accepted(
     await service.outbox.drain()
     assert platform.parts == [0, 1, 2]  # message 1 once, messages 2 and 3 at the retry
     assert len(platform.results) == 1
+
+
+async def test_a_post_split_differently_at_the_retry_is_sent_whole_again(
+    service: QuizService, platform: Refusing, clock: FrozenClock
+) -> None:
+    # Results are rendered from live standings: a renamed player can change how they split. Skipping "the
+    # first message" of the new split would drop the names it now holds; the whole new split is sent.
+    challenge_id = await _results_failing_at_part(service, platform, clock, 1)
+    assert platform.parts == [0]
+    platform.split = ["a", "b"]
+    clock.advance(TIMING.retry_base_s)
+    await service.outbox.drain()
+    assert platform.parts == [0, "a", "b"]
+    async with service._uow() as uow:
+        row = await uow.outbox.find(challenge_id, "results")
+    assert row is not None and row.status == "sent" and row.parts_sent == 2
 
 
 async def test_a_sender_taken_over_mid_parts_stops_and_records_nothing(

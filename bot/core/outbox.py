@@ -63,6 +63,8 @@ DRAIN_MAX_PAGES = 20
 #: A send may use this share of the lease: a sender never holds a post past its lease (the next sender
 #: would post it again), so the platform call is cut off first and counts as a failed try.
 SEND_SHARE_OF_LEASE = 0.8
+#: The payload key of a post in parts' split digest (bot/core/parts.py): recorded with its count.
+PARTS_DIGEST = "parts_digest"
 #: Finished rows (sent or given up) are kept this long for the record, then deleted, at most
 #: ``PURGE_BATCH`` per pass: the table holds weeks of posts, not years.
 KEEP_FINISHED = dt.timedelta(days=30)
@@ -235,7 +237,10 @@ class Outbox:
         assert self.platform is not None
         try:
             async with asyncio.timeout(self.timing.lease_s * SEND_SHARE_OF_LEASE):
-                with parts.ledger(parts.PartLedger(item.parts_sent, self._part_recorder(item))):
+                ledger = parts.PartLedger(
+                    item.parts_sent, self._part_recorder(item), item.payload.get(PARTS_DIGEST)
+                )
+                with parts.ledger(ledger):
                     ref = await self._send(channel, challenge, item, card)
         except asyncio.CancelledError:
             # Cancelled (a job deadline, shutdown): release the claim for an early retry, so the row does
@@ -259,12 +264,13 @@ class Outbox:
             log.warning("outbox: %s of %s sent at try %d", item.kind, about.label, item.attempts)
         return Delivery("sent", message_ref=ref)
 
-    def _part_recorder(self, item: OutboxItem) -> Callable[[int], Awaitable[bool]]:
+    def _part_recorder(self, item: OutboxItem) -> Callable[[int, str], Awaitable[bool]]:
         """How a post in several messages records each accepted one (fenced by this claim's try)."""
 
-        async def record(count: int) -> bool:
+        async def record(count: int, digest: str) -> bool:
+            payload = {**item.payload, PARTS_DIGEST: digest}
             async with self._uow() as uow:
-                return await uow.outbox.mark_parts(item.id, count, attempt=item.attempts)
+                return await uow.outbox.mark_parts(item.id, count, attempt=item.attempts, payload=payload)
 
         return record
 

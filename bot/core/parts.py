@@ -12,15 +12,23 @@ business, and the port has many implementations (each adapter, the router, the m
 that only pass the call through; the adapters that split a post are the only ones that need to look.
 
 What remains at least once: a message the platform accepted while the process died before its record
-committed (one database write) is sent again, as for a post of one message (bot/core/outbox.py).
+committed (one database write) is sent again, as for a post of one message (bot/core/outbox.py). And a
+post rebuilt differently at the retry (results are rendered from live standings: a renamed player, a
+correction) is split differently, so skipping "the first k messages" would drop or repeat content: the
+ledger keeps a digest of the whole split with its count, and a retry whose split differs sends it all again
+(some lines twice, rather than some never).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
 from typing import TypeVar
+
+log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
@@ -30,19 +38,36 @@ class LeaseLostError(Exception):
 
 
 class PartLedger:
-    """The parts of one post accepted so far (``done``: the first ``done`` messages), and how to record one
-    more (``record(n)``: False when the claim no longer holds the post).
+    """The parts of one post accepted so far (``done``: the first ``done`` messages of the split whose
+    digest is ``digest``), and how to record one more (``record(n, digest)``: False when the claim no longer
+    holds the post).
     """
 
-    def __init__(self, done: int, record: Callable[[int], Awaitable[bool]]) -> None:
+    def __init__(
+        self, done: int, record: Callable[[int, str], Awaitable[bool]], digest: str | None = None
+    ) -> None:
         self.done = done
+        self.digest = digest
         self._record = record
 
-    async def accepted(self, count: int) -> None:
-        """The first ``count`` messages were accepted: record it, or raise LeaseLostError."""
-        if not await self._record(count):
+    async def accepted(self, count: int, digest: str) -> None:
+        """The first ``count`` messages of the split ``digest`` were accepted: record it, or raise
+        LeaseLostError.
+        """
+        if not await self._record(count, digest):
             raise LeaseLostError("another sender holds this post now: the rest of its parts are theirs")
         self.done = count
+        self.digest = digest
+
+
+def digest_of(keys: Iterable[str]) -> str:
+    """A digest of a split (each part's text, in order): equal splits, equal digests."""
+    hashed = hashlib.sha256()
+    for key in keys:
+        part = key.encode("utf-8", "surrogatepass")
+        # Length-prefixed: two splits never collide by joining their parts differently.
+        hashed.update(len(part).to_bytes(8, "big") + part)
+    return hashed.hexdigest()[:32]
 
 
 _LEDGER: ContextVar[PartLedger | None] = ContextVar("rankzero_part_ledger", default=None)
@@ -58,17 +83,26 @@ def ledger(current: PartLedger) -> Iterator[PartLedger]:
         _LEDGER.reset(token)
 
 
-async def send_parts(parts: Iterable[T], send: Callable[[T], Awaitable[object]]) -> int:
+async def send_parts(
+    parts: Iterable[T], send: Callable[[T], Awaitable[object]], key: Callable[[T], str] = repr
+) -> int:
     """Send each part in order, skipping those the current ledger says were accepted already, and record
     each accepted one before the next; how many were sent now. Without a ledger (a direct call), all.
+    ``key`` gives a part's content as text (for the split's digest).
     """
     current = _LEDGER.get()
+    split = list(parts)
+    digest = digest_of(key(part) for part in split)
+    # The first try's split differs from this one: its "first k" are other messages; send everything.
+    done = current.done if current is not None and current.digest in (None, digest) else 0
+    if current is not None and current.done and current.digest not in (None, digest):
+        log.warning("a post in parts changed between tries: all %d parts are sent again", len(split))
     sent = 0
-    for index, part in enumerate(parts):
-        if current is not None and index < current.done:
+    for index, part in enumerate(split):
+        if current is not None and index < done:
             continue
         await send(part)
         sent += 1
         if current is not None:
-            await current.accepted(index + 1)
+            await current.accepted(index + 1, digest)
     return sent

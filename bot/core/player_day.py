@@ -26,9 +26,18 @@ class InvalidTimezoneError(RankZeroError):
     """A timezone name that is not an IANA zone."""
 
 
+# Names in the tz database that are not places: "localtime" would make a player's day follow the bot
+# server's /etc/localtime, the others are build artefacts.
+_NOT_ZONES = frozenset({"localtime", "Factory", "posixrules", "posix", "right"})
+
+
 @functools.cache
 def _zones() -> frozenset[str]:
-    return frozenset(zoneinfo.available_timezones())
+    return frozenset(
+        z
+        for z in zoneinfo.available_timezones()
+        if z not in _NOT_ZONES and not z.startswith(("posix/", "right/"))
+    )
 
 
 def platform_timezone(name: object) -> str | None:

@@ -280,7 +280,7 @@ def pick_problems(
         ] or remaining
         capped = sum(1 for c in chosen if c.style_key == ARITHMETIC) >= MAX_ARITHMETIC_PER_DAY
         fresh = [c for c in eligible if c.experience_key not in recent]
-        window = experience_rest_days
+        window = max(experience_rest_days, 0)  # a negative rest would never halve to 0
         while not fresh:
             # Every experience was met lately: widen step by step (half the window each time) so the
             # style and difficulty rules still have a choice; the oldest go first in the ranking below.

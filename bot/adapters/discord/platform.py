@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import logging
 
 import discord
@@ -22,6 +23,12 @@ from bot.core.models import ChannelRef, PlayerRef
 from bot.core.parts import send_parts
 
 log = logging.getLogger(__name__)
+
+
+def embed_text(embed: discord.Embed) -> str:
+    """An embed's content as text (what a post in parts' digest compares between tries)."""
+    return json.dumps(embed.to_dict(), sort_keys=True, default=str)
+
 
 #: Discord's error code for a reply without Read Message History in the channel.
 CANNOT_REPLY_WITHOUT_HISTORY = 160002
@@ -116,7 +123,7 @@ class DiscordPlatform:
         async def send(embed: discord.Embed) -> None:
             await target.send(embed=embed, allowed_mentions=no_mentions())
 
-        await send_parts(render.results_embeds(card), send)
+        await send_parts(render.results_embeds(card), send, key=embed_text)
         if message_ref and message_ref.isdigit():
             try:
                 await target.get_partial_message(int(message_ref)).edit(view=None)
@@ -159,7 +166,7 @@ class DiscordPlatform:
             await target.send(chunk, allowed_mentions=no_mentions())
 
         # A long notice is several messages: each sent once across the outbox's retries.
-        await send_parts(split_text(text), send)
+        await send_parts(split_text(text), send, key=str)
 
     async def send_practice_nudge(self, player: PlayerRef, card: PracticeNudgeCard) -> None:
         """DM the player (Discord answers 403 code 50007 when their DMs are closed: that propagates)."""

@@ -90,10 +90,13 @@ class OutboxRepository(Protocol):
         """
         ...
 
-    async def mark_parts(self, item_id: int, parts_sent: int, *, attempt: int) -> bool:
+    async def mark_parts(
+        self, item_id: int, parts_sent: int, *, attempt: int, payload: dict[str, Any] | None = None
+    ) -> bool:
         """The platform accepted the first ``parts_sent`` messages of a post in several parts; False (and
         nothing changes) unless the claim of try ``attempt`` still holds the pending row (the fence of
-        :meth:`mark_sent`): a sender taken over must stop sending.
+        :meth:`mark_sent`): a sender taken over must stop sending. ``payload``, when given, replaces the
+        row's payload in the same write (the split's digest goes with its count).
         """
         ...
 

@@ -158,12 +158,17 @@ class SqlOutboxRepository(SqlRepository):
         )
         return _count(result) == 1
 
-    async def mark_parts(self, item_id: int, parts_sent: int, *, attempt: int) -> bool:
+    async def mark_parts(
+        self, item_id: int, parts_sent: int, *, attempt: int, payload: dict[str, Any] | None = None
+    ) -> bool:
         """The first ``parts_sent`` messages were accepted (fenced by ``attempt``, see the port)."""
+        values: dict[str, Any] = {"parts_sent": parts_sent}
+        if payload is not None:
+            values["payload"] = payload
         result = await self.s.execute(
             update(OutboxRow)
             .where(OutboxRow.id == item_id, OutboxRow.status == "pending", *_fence(attempt))
-            .values(parts_sent=parts_sent)
+            .values(**values)
             .execution_options(synchronize_session=False)
         )
         return _count(result) == 1
