@@ -4,8 +4,6 @@ grader would refuse; with the grader rule that the words of a stated misconcepti
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
@@ -15,8 +13,7 @@ from bot.bootstrap import shipped_bank_specs
 from bot.commands.questions import QuestionInvalid, validate_question
 from bot.core.grading import grade_explanation, model_answer_problems
 from questions.loader import FIELD_CAPS, MAX_ERRORS_PER_FILE, BankValidationError, validate_text
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.cli import rankzero
 
 #: An explain prompt in the bank's own form; the tests swap in a model answer.
 EXPLAIN = """questions:
@@ -100,14 +97,7 @@ def test_every_shipped_explain_prompt_earns_full_marks_from_its_own_model_answer
 def test_the_cli_refuses_the_file_and_exits_1(tmp_path: Path) -> None:
     bad = tmp_path / "explain.yaml"
     bad.write_text(EXPLAIN.format(answer="It copies the model to every GPU."))
-    done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "questions", "validate", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=ROOT,
-    )
+    done = rankzero("questions", "validate", str(bad))
     assert done.returncode == 1, done.stderr
     assert f"{bad}:19: questions[0] (explain-dp-basics).model_answer: " in done.stderr
     assert "2 error(s); fix them and validate again" in done.stderr
