@@ -9,11 +9,11 @@ from pathlib import Path
 import pytest
 import yaml
 
-from bot.bootstrap import shipped_bank_specs
 from bot.commands.questions import QuestionInvalid, validate_question
 from bot.core.grading import grade_explanation, model_answer_problems
 from questions.loader import FIELD_CAPS, MAX_ERRORS_PER_FILE, BankValidationError, validate_text
 from tests.cli import rankzero
+from tests.shipped import shipped_specs
 
 #: An explain prompt in the bank's own form; the tests swap in a model answer.
 EXPLAIN = """questions:
@@ -88,7 +88,7 @@ def test_a_prompt_added_from_chat_is_graded_the_same_way() -> None:
 
 
 def test_every_shipped_explain_prompt_earns_full_marks_from_its_own_model_answer() -> None:
-    explain = [s for s in shipped_bank_specs() if s["kind"] == "explain"]
+    explain = [s for s in shipped_specs() if s["kind"] == "explain"]
     assert len(explain) >= 14
     for spec in explain:
         assert model_answer_problems(spec["model_answer"], spec["concepts"]) == [], spec["id"]
@@ -161,7 +161,7 @@ def test_the_errors_of_one_file_are_bounded_and_the_rest_counted() -> None:
 
 
 # ------------------------------------------------------------------ 3. a stated claim earns nothing
-DDP = next(s for s in shipped_bank_specs() if s["id"] == "explain-ddp-replicas-in-sync")
+DDP = next(s for s in shipped_specs() if s["id"] == "explain-ddp-replicas-in-sync")
 
 
 def test_the_words_of_a_stated_misconception_earn_no_other_concept() -> None:
