@@ -26,12 +26,14 @@ from typing import Any
 
 import discord
 import pytest
+from sqlalchemy import text
 from sqlalchemy.engine import make_url
 
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.service import QuizService
 from bot.storage.db import make_engine, upgrade
 from bot.storage.group_commit import GroupCommit, default_lanes
+from bot.storage.models import Base
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
@@ -44,7 +46,7 @@ CHANNEL = ChannelRef("test", "ws1", "general", "general")
 TESTS = Path(__file__).resolve().parent
 # Imports that make a module's tests start processes (``process``) or real sandboxes (``sandbox``); a
 # module that only names the RunnerServer type is neither (the ``runner`` fixture marks its users).
-PROCESS_IMPORTS = {"subprocess", "multiprocessing", "tests.runner_server.runner_server"}
+PROCESS_IMPORTS = {"subprocess", "multiprocessing", "pexpect", "tests.runner_server.runner_server"}
 SANDBOX_IMPORTS = {"tests.runner_server.runner_server", "runner.service", "runner.pool", "runner.sandbox"}
 # Fixtures that make a test start a runner server with its sandboxes.
 RUNNER_FIXTURES = {"runner"}
@@ -115,43 +117,20 @@ def _pg_available() -> str | None:
     return None
 
 
-def _pg_url(name: str) -> str:
-    return make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
-
-
-def _pg_migrated(prefix: str) -> Iterator[str]:
-    """A fresh PostgreSQL database migrated to head, named ``prefix`` and a random suffix (so two sessions
-    on one server never share one); dropped afterwards. Skips (fails under CI) when no server answers."""
+@pytest.fixture(scope="session")
+def pg_database() -> Iterator[str]:
+    """A fresh PostgreSQL database for this test session, migrated to head; dropped afterwards."""
     problem = _pg_available()
     if problem is not None:
         if os.environ.get("CI"):
             pytest.fail(f"PostgreSQL at {PG_URL} does not answer under CI: {problem}")
         pytest.skip(f"no PostgreSQL server answers at {PG_URL}: {problem}")
-    name = f"{prefix}_{uuid.uuid4().hex[:10]}"
+    name = f"rz_test_{uuid.uuid4().hex[:10]}"
     asyncio.run(_pg_admin(f'CREATE DATABASE "{name}"'))
-    try:
-        upgrade(_pg_url(name))
-        yield name
-    finally:
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
-
-
-@pytest.fixture(scope="session")
-def pg_database() -> Iterator[str]:
-    """A fresh PostgreSQL database for this test session, migrated to head; dropped afterwards. Shared by
-    the tests that take it directly (servers, proxies, pools): they tolerate one another's rows."""
-    for name in _pg_migrated("rz_test"):
-        yield _pg_url(name)
-
-
-@pytest.fixture(scope="session")
-def pg_template() -> Iterator[str]:
-    """The name of a PostgreSQL database migrated once per session that ``db_url`` copies for each test.
-
-    Nothing connects to it after its migration: PostgreSQL copies a template only while no session is
-    connected to it (CREATE DATABASE ... TEMPLATE refuses otherwise), so it is never handed to a test.
-    """
-    yield from _pg_migrated("rz_tpl")
+    url = make_url(PG_URL).set(database=name).render_as_string(hide_password=False)
+    upgrade(url)
+    yield url
+    asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
 
 
 @pytest.fixture(scope="session")
@@ -170,16 +149,20 @@ def db_url(request: pytest.FixtureRequest, tmp_path: Path, sqlite_template: Path
         shutil.copy(sqlite_template, target)
         yield f"sqlite+aiosqlite:///{target}"
         return
-    # A copy of the session's migrated template: a file-level copy made by the server (about 0.2 s), where
-    # truncating every table of a shared database took 0.3-0.5 s, and each test owns its database.
-    template: str = request.getfixturevalue("pg_template")
-    name = f"rz_case_{uuid.uuid4().hex[:10]}"
-    asyncio.run(_pg_admin(f'CREATE DATABASE "{name}" TEMPLATE "{template}"'))
-    try:
-        yield _pg_url(name)
-    finally:
-        # FORCE: a test that failed may have left a connection open.
-        asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{name}" WITH (FORCE)'))
+    # Truncating the session's database, not a copy of a template per test: CREATE DATABASE ... TEMPLATE
+    # measured 0.5 s a test on a quiet 2-core machine (issue 29: 62 PostgreSQL tests took 34-38 s that
+    # way, 15 s truncating), so a per-test database is only worth it for running tests in parallel.
+    url: str = request.getfixturevalue("pg_database")
+    tables = ", ".join(f'"{t.name}"' for t in Base.metadata.sorted_tables)
+
+    async def truncate() -> None:
+        engine = make_engine(url)
+        async with engine.begin() as conn:
+            await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
+        await engine.dispose()
+
+    asyncio.run(truncate())
+    yield url
 
 
 @pytest.fixture
