@@ -8,9 +8,10 @@ from collections import Counter
 import pytest
 
 from bot.core.service import QuizService
-from questions.loader import BankValidationError, default_bank_dir, load_paths, validate_text
+from questions.loader import BankValidationError, validate_text
 from questions.schema import MULTIPLE_CHOICE_KINDS, TOPICS
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
+from tests.shipped import shipped_questions
 
 GOOD = """\
 questions:
@@ -49,7 +50,7 @@ def test_replaced_by_is_only_for_retired_questions() -> None:
 
 
 def test_shipped_bank_uses_the_taxonomy_and_retires_into_active_questions() -> None:
-    specs = {q.spec.id: q.spec for q in load_paths([default_bank_dir()])}
+    specs = {q.spec.id: q.spec for q in shipped_questions()}
     assert {s.topic for s in specs.values()} <= set(TOPICS)
     for s in specs.values():
         if s.replaced_by is not None:

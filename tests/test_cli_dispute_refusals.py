@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
+import asyncio
 import os
-import subprocess
-import sys
 from pathlib import Path
 from typing import NoReturn
 
@@ -16,9 +15,8 @@ from bot.cli.dispute import dispute_with_progress
 from bot.config import Settings
 from bot.core.errors import NotFoundError, TooEarlyError
 from bot.core.verdicts import RunnerHealth, RunSpec
+from tests.cli import rankzero
 from tests.conftest import ADMIN, actor, make_spec
-
-RANKZERO = str(Path(sys.executable).parent / "rankzero")
 
 
 class UntouchableRunner:
@@ -74,19 +72,24 @@ async def test_a_dispute_that_cannot_run_is_refused_without_the_runner(
     assert runner.calls == [] and steps == []
 
 
-async def test_the_cli_says_there_is_nothing_to_run_without_starting_a_sandbox(tmp_path: Path) -> None:
+async def test_the_cli_says_there_is_nothing_to_run_without_starting_a_sandbox(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     db = f"sqlite+aiosqlite:///{tmp_path / 'rz.db'}"
     await _closed_challenge(db)
     # No RANKZERO_RUNNER_URL: before the fix this started a local runner first.
-    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
-    done = subprocess.run(
-        [RANKZERO, "--db", db, "dispute", "today:1", "--player", "alice"],
-        cwd=tmp_path,
+    env: dict[str, str | None] = {k: None for k in os.environ if k.startswith("RANKZERO_")}
+    monkeypatch.chdir(tmp_path)
+    # In a thread: the command runs its own event loop, as it does in a process.
+    done = await asyncio.to_thread(
+        rankzero,
+        "--db",
+        db,
+        "dispute",
+        "today:1",
+        "--player",
+        "alice",
         env={**env, "XDG_DATA_HOME": str(tmp_path)},
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
     )
     assert done.returncode == 1, done.stdout + done.stderr
     assert "question 'no-code-here' has no runnable code" in done.stderr

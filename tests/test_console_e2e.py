@@ -10,7 +10,6 @@ import asyncio
 import datetime as dt
 import os
 import re
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import yaml
 from bot.bootstrap import build_app
 from bot.cli import CONSOLE_CHANNEL
 from bot.config import Settings
+from tests.cli import Ran, rankzero
 
 
 def _spawn(tmp_path: Path, *args: str) -> pexpect.spawn:
@@ -107,17 +107,10 @@ def _write_bank(path: Path) -> None:
     path.write_text(yaml.safe_dump({"questions": questions}, sort_keys=False), encoding="utf-8")
 
 
-def _cli(tmp_path: Path, *args: str) -> subprocess.CompletedProcess[str]:
-    env = dict(os.environ, HOME=str(tmp_path), XDG_DATA_HOME=str(tmp_path / "data"), COLUMNS="120")
-    env.pop("RANKZERO_DATABASE_URL", None)
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", *args],
-        capture_output=True,
-        text=True,
-        env=env,
-        timeout=180,
-        check=False,
-    )
+def _cli(tmp_path: Path, *args: str) -> Ran:
+    """A command that is not interactive, in-process (``play`` itself runs in a real terminal above)."""
+    env = {"HOME": str(tmp_path), "XDG_DATA_HOME": str(tmp_path / "data"), "COLUMNS": "120"}
+    return rankzero(*args, env={**env, "RANKZERO_DATABASE_URL": None})
 
 
 def _open_today_from_the_test_bank(url: str) -> list[str]:

@@ -24,15 +24,15 @@ from bot.core.deck import (
 from bot.core.models import Choice, Question
 from bot.storage.mapping import question_from_version
 from bot.storage.models import QuestionVersionRow
-from questions.loader import default_bank_dir, load_paths
 from questions.schema import TOPICS
+from tests.shipped import shipped_questions
 
 
 @functools.cache
 def _bank() -> dict[str, Question]:
     """The shipped bank's active questions as the domain questions the service reads."""
     out = {}
-    for i, loaded in enumerate(load_paths([default_bank_dir()]), start=1):
+    for i, loaded in enumerate(shipped_questions(), start=1):
         spec = loaded.spec
         if spec.retired:
             continue

@@ -22,9 +22,10 @@ from bot.adapters.slack import practice_blocks as slack_practice
 from bot.core.cards import Feedback, HintCard, ProblemCard, ResultsCard, Reveal
 from bot.core.models import Choice, StandingRow
 from bot.core.practice_models import QuizFeedback, QuizQuestionCard
-from questions.loader import LoadedQuestion, default_bank_dir, load_paths
+from questions.loader import LoadedQuestion
 from questions.schema import LETTERS
 from tests.discord_fake import embed_problems
+from tests.shipped import shipped_questions
 from tests.slack_fake import MAX_MESSAGE_BLOCKS, block_problems, view_problems
 
 NOW = dt.datetime(2026, 11, 27, 9, 0, tzinfo=dt.UTC)
@@ -33,7 +34,7 @@ NOW = dt.datetime(2026, 11, 27, 9, 0, tzinfo=dt.UTC)
 @pytest.fixture(scope="module")
 def bank() -> list[LoadedQuestion]:
     """Every multiple-choice question shipped (questions/bank and questions/bank/generated)."""
-    return [q for q in load_paths([default_bank_dir()]) if q.spec.choices]
+    return [q for q in shipped_questions() if q.spec.choices]
 
 
 def _cards(q: LoadedQuestion) -> tuple[ProblemCard, Feedback, HintCard | None]:

@@ -10,13 +10,13 @@ import random
 
 from bot.core import scoring
 from bot.core.models import QuestionCandidate
-from questions.loader import default_bank_dir, load_paths
+from tests.shipped import shipped_questions
 
 DAY = dt.date(2026, 11, 27)
 
 
 def test_a_challenge_of_the_shipped_bank_always_has_a_runnable_problem() -> None:
-    specs = [q.spec for q in load_paths([default_bank_dir()]) if q.spec.choices and not q.spec.retired]
+    specs = [q.spec for q in shipped_questions() if q.spec.choices and not q.spec.retired]
     candidates = [
         QuestionCandidate(i, s.id, s.topic, s.difficulty.value, s.kind.value, 0) for i, s in enumerate(specs)
     ]

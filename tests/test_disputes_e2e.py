@@ -14,7 +14,6 @@ from typing import Any
 
 import pytest
 
-from bot.bootstrap import shipped_bank_specs
 from bot.core.dispute_service import DisputeService
 from bot.core.errors import NotAdminError, RateLimitedError, TooEarlyError
 from bot.core.service import QuizService
@@ -24,6 +23,7 @@ from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor
 from tests.fakes import FakePlatform, FrozenClock
 from tests.runner_server import RunnerServer
+from tests.shipped import shipped_specs
 
 HANG_CODE = """\
 import os
@@ -77,7 +77,7 @@ GPU_SPEC: dict[str, Any] = {
 
 def seed_spec() -> dict[str, Any]:
     """The bank's seed 000 #1 (DataParallel output shape), whose official answer is right."""
-    return next(dict(s) for s in shipped_bank_specs() if s["id"] == "s000-dp-output-shape")
+    return next(dict(s) for s in shipped_specs() if s["id"] == "s000-dp-output-shape")
 
 
 @dataclass

@@ -12,11 +12,11 @@ from typing import Any
 import pytest
 from pydantic import ValidationError
 
-from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import ExplainGrade, grade_explanation, is_salad, keyword_problems
 from questions.schema import QuestionSpec
+from tests.shipped import shipped_specs
 
-EXPLAIN = {s["id"]: s for s in shipped_bank_specs() if s["kind"] == "explain"}
+EXPLAIN = {s["id"]: s for s in shipped_specs() if s["kind"] == "explain"}
 
 
 def _grade(qid: str, answer: str) -> ExplainGrade:

@@ -1,19 +1,17 @@
-"""``rankzero questions stats --json`` on a small bank, run as the real command."""
+"""``rankzero questions stats --json`` on a small bank, run as the real command (in-process)."""
 
 from __future__ import annotations
 
 import json
-import subprocess
-import sys
 from pathlib import Path
 
 import yaml
 
 from bot.core.models import QuestionCandidate
 from questions.stats import days_without_repeat
+from tests.cli import rankzero
 from tests.conftest import make_spec
 
-RANKZERO = str(Path(sys.executable).parent / "rankzero")
 LEVELS = ("intermediate", "advanced", "expert")
 
 
@@ -28,9 +26,7 @@ def test_stats_json_counts_families_verified_and_days(tmp_path: Path) -> None:
     (bank / "generated" / "a.yaml").write_text(
         yaml.safe_dump({"generated": {"source": "a.yaml", "instances": records}, "questions": inst})
     )
-    done = subprocess.run(
-        [RANKZERO, "questions", "stats", "--json", str(bank)], capture_output=True, text=True, timeout=120
-    )
+    done = rankzero("questions", "stats", "--json", str(bank))
     assert done.returncode == 0, done.stderr
     stats = json.loads(done.stdout)
     assert stats["multiple_choice"] == 16

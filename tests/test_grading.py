@@ -10,11 +10,11 @@ import pytest
 import yaml
 from pydantic import ValidationError
 
-from bot.bootstrap import shipped_bank_specs
 from bot.core.grading import grade_explanation, is_salad, stem, tokenize
 from questions.schema import TOPICS, ConceptSpec
+from tests.shipped import shipped_specs
 
-EXPLAIN = {s["id"]: s for s in shipped_bank_specs() if s["kind"] == "explain"}
+EXPLAIN = {s["id"]: s for s in shipped_specs() if s["kind"] == "explain"}
 
 
 def _grade(qid: str, answer: str) -> tuple[int, int, tuple[str, ...]]:

@@ -22,6 +22,7 @@ from questions.loader import (
     validate_text,
     validate_text_async,
 )
+from tests.cli import rankzero
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -153,11 +154,6 @@ async def test_validate_text_async_parses_off_the_event_loop(monkeypatch: pytest
 def test_preview_of_a_bad_file_prints_its_errors_not_a_traceback(tmp_path: Path) -> None:
     bad = tmp_path / "bomb.yaml"
     bad.write_text("questions:\n  - &a {id: x}\n  - *a\n")
-    done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "--db", str(tmp_path / "p.db"), "questions", "preview", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-    )
+    done = rankzero("--db", str(tmp_path / "p.db"), "questions", "preview", str(bad))
     assert done.returncode == 1 and "Traceback" not in done.stderr
     assert f"{bad}:2: (yaml): YAML anchors and aliases" in done.stderr

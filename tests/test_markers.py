@@ -13,6 +13,7 @@ from tests.conftest import module_kinds
     [
         ("import asyncio\nfrom bot.core import service\n", (), set()),
         ("import subprocess\n", (), {"process"}),
+        ("import pexpect\n", (), {"process"}),  # a CLI in a pseudo-terminal
         ("from tests.runner_server import runner_server\n", (), {"process", "sandbox"}),
         ("from tests.runner_server import RunnerServer\n", (), set()),
         ("from runner.service import RunnerService\n", (), {"sandbox"}),

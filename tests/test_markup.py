@@ -5,7 +5,7 @@ from __future__ import annotations
 import pytest
 
 from bot.adapters.markup import to_discord, to_slack_mrkdwn
-from questions.loader import default_bank_dir, load_paths
+from tests.shipped import shipped_questions
 
 FENCED = "Saving code:\n\n```python\nif rank == 0:\n    torch.save(sd, 'a.pt')\n```\n\nWhat is wrong?"
 
@@ -62,7 +62,7 @@ def test_no_bank_prompt_or_explanation_loses_a_code_block() -> None:
     """Every fenced block of the bank survives on both platforms, without its language tag on Slack."""
     fenced = [
         text
-        for q in load_paths([default_bank_dir()])
+        for q in shipped_questions()
         for text in (q.spec.prompt, q.spec.explanation)
         if text and "```" in text
     ]

@@ -9,7 +9,6 @@ from typing import Any
 
 import pytest
 
-from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import InvalidAnswerError, NotFoundError
 from bot.core.practice import EXPLAIN_RETRY_AFTER, PracticeError, PracticeService
 from bot.core.service import QuizService
@@ -17,6 +16,7 @@ from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
+from tests.shipped import shipped_specs
 
 ALICE = actor("alice")
 BOB = actor("bob")
@@ -38,7 +38,7 @@ def _cards() -> list[dict[str, Any]]:
 
 
 def _explains() -> list[dict[str, Any]]:
-    return [s for s in shipped_bank_specs() if s["kind"] == "explain"]
+    return [s for s in shipped_specs() if s["kind"] == "explain"]
 
 
 @pytest.fixture

@@ -20,6 +20,7 @@ underscore names such as ``os._exit`` are documented API or a separate review).
 from __future__ import annotations
 
 import ast
+import functools
 import importlib
 import inspect
 import re
@@ -88,8 +89,13 @@ def resolve(path: str) -> object | None:
     return None
 
 
-def base_private_names(base: type) -> set[str]:
-    """Private names a third-party class (and its third-party ancestors) defines or sets on self."""
+@functools.cache
+def base_private_names(base: type) -> frozenset[str]:
+    """Private names a third-party class (and its third-party ancestors) defines or sets on self.
+
+    Cached per class: ``inspect.getsource`` parses the class's whole module, and the same few classes
+    (discord.py's, SQLAlchemy's) are bases or imports of many scanned modules.
+    """
     names: set[str] = set()
     for cls in base.__mro__:
         if cls is object or not third_party(cls.__module__):
@@ -100,7 +106,7 @@ def base_private_names(base: type) -> set[str]:
         except (OSError, TypeError):
             continue
         names.update(n for n in re.findall(r"self\.(_\w+)", source) if is_private(n))
-    return names
+    return frozenset(names)
 
 
 def violations(path: Path) -> Iterator[str]:

@@ -2,14 +2,13 @@
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 
 from questions.loader import BankValidationError, default_bank_dir, load_paths, validate_text
 from questions.schema import MULTIPLE_CHOICE_KINDS, json_schema
+from tests.cli import Ran, rankzero
 
 GOOD = """\
 questions:
@@ -127,14 +126,8 @@ def test_schema_json_is_current() -> None:
     assert on_disk == json_schema(), "run `rankzero questions schema` to regenerate questions/schema.json"
 
 
-def _cli(*args: str, db: str) -> subprocess.CompletedProcess[str]:
-    return subprocess.run(
-        [sys.executable, "-m", "bot.cli", "--db", db, *args],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+def _cli(*args: str, db: str) -> Ran:
+    return rankzero("--db", db, *args)
 
 
 def test_cli_validate_import_export_retire(tmp_path: Path) -> None:
@@ -171,11 +164,5 @@ def test_cli_validate_import_export_retire(tmp_path: Path) -> None:
 
 
 def test_cli_validates_the_shipped_bank() -> None:
-    r = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "questions", "validate", str(default_bank_dir())],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-    )
+    r = rankzero("questions", "validate", str(default_bank_dir()))
     assert r.returncode == 0 and r.stdout.startswith("ok:"), r.stderr

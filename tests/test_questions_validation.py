@@ -4,19 +4,16 @@ grader would refuse; with the grader rule that the words of a stated misconcepti
 
 from __future__ import annotations
 
-import subprocess
-import sys
 from pathlib import Path
 
 import pytest
 import yaml
 
-from bot.bootstrap import shipped_bank_specs
 from bot.commands.questions import QuestionInvalid, validate_question
 from bot.core.grading import grade_explanation, model_answer_problems
 from questions.loader import FIELD_CAPS, MAX_ERRORS_PER_FILE, BankValidationError, validate_text
-
-ROOT = Path(__file__).resolve().parents[1]
+from tests.cli import rankzero
+from tests.shipped import shipped_specs
 
 #: An explain prompt in the bank's own form; the tests swap in a model answer.
 EXPLAIN = """questions:
@@ -91,7 +88,7 @@ def test_a_prompt_added_from_chat_is_graded_the_same_way() -> None:
 
 
 def test_every_shipped_explain_prompt_earns_full_marks_from_its_own_model_answer() -> None:
-    explain = [s for s in shipped_bank_specs() if s["kind"] == "explain"]
+    explain = [s for s in shipped_specs() if s["kind"] == "explain"]
     assert len(explain) >= 14
     for spec in explain:
         assert model_answer_problems(spec["model_answer"], spec["concepts"]) == [], spec["id"]
@@ -100,14 +97,7 @@ def test_every_shipped_explain_prompt_earns_full_marks_from_its_own_model_answer
 def test_the_cli_refuses_the_file_and_exits_1(tmp_path: Path) -> None:
     bad = tmp_path / "explain.yaml"
     bad.write_text(EXPLAIN.format(answer="It copies the model to every GPU."))
-    done = subprocess.run(
-        [sys.executable, "-m", "bot.cli", "questions", "validate", str(bad)],
-        capture_output=True,
-        text=True,
-        timeout=120,
-        check=False,
-        cwd=ROOT,
-    )
+    done = rankzero("questions", "validate", str(bad))
     assert done.returncode == 1, done.stderr
     assert f"{bad}:19: questions[0] (explain-dp-basics).model_answer: " in done.stderr
     assert "2 error(s); fix them and validate again" in done.stderr
@@ -171,7 +161,7 @@ def test_the_errors_of_one_file_are_bounded_and_the_rest_counted() -> None:
 
 
 # ------------------------------------------------------------------ 3. a stated claim earns nothing
-DDP = next(s for s in shipped_bank_specs() if s["id"] == "explain-ddp-replicas-in-sync")
+DDP = next(s for s in shipped_specs() if s["id"] == "explain-ddp-replicas-in-sync")
 
 
 def test_the_words_of_a_stated_misconception_earn_no_other_concept() -> None:

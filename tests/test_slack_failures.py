@@ -17,10 +17,10 @@ from bot.adapters.slack import dispute_blocks as dbk
 from bot.adapters.slack import failures
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.listeners.actions import TOO_LONG
-from bot.bootstrap import shipped_bank_specs
 from bot.core.errors import ConfigurationError
 from bot.core.ports import TransientConflictError
 from tests.conftest import make_spec, test_bank
+from tests.shipped import shipped_specs
 from tests.test_slack_adapter import OWNER, PLAYER, SLACK_TENANT, Harness, _harness, buttons, text_of
 from tests.test_slack_practice import _command_modal
 
@@ -162,7 +162,7 @@ async def test_a_stalled_preview_save_answers_in_time_and_saves(
 async def test_a_stalled_explain_grading_answers_in_time(
     tmp_path: Path, sqlite_template: Path, monkeypatch: pytest.MonkeyPatch
 ) -> None:
-    explains = [s for s in shipped_bank_specs() if s["kind"] == "explain"]
+    explains = [s for s in shipped_specs() if s["kind"] == "explain"]
     async for h in _harness(tmp_path, sqlite_template, test_bank() + explains):
         _, view = await _command_modal(h, PLAYER, "explain basics")
         practice = h.services.app.practice

@@ -17,10 +17,10 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import async_sessionmaker
 
 from bot.adapters.slack import practice_blocks as pb
-from bot.bootstrap import shipped_bank_specs
 from bot.core.models import Actor, PlayerRef
 from bot.storage.models import AttemptRow, ChallengeRow, ReviewCardModel
 from tests.conftest import START, test_bank
+from tests.shipped import shipped_specs
 from tests.test_slack_adapter import OWNER, PLAYER, Harness, _harness, buttons, text_of
 
 PAT = PlayerRef("slack", PLAYER, "Pat")
@@ -44,7 +44,7 @@ def _cards() -> list[dict[str, Any]]:
 @pytest.fixture
 async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Harness]:
     """The adapter over the test bank (answer A), two flashcards and the shipped explain prompts."""
-    explains = [s for s in shipped_bank_specs() if s["kind"] == "explain"]
+    explains = [s for s in shipped_specs() if s["kind"] == "explain"]
     async for h in _harness(tmp_path, sqlite_template, test_bank() + _cards() + explains):
         yield h
 
