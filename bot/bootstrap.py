@@ -31,6 +31,7 @@ from bot.core.cards import (
 )
 from bot.core.dispute_service import DisputeService
 from bot.core.disputes import AdminNotice
+from bot.core.fanout import FanoutGate, PlatformBudget, db_slots_for
 from bot.core.models import ChannelRef, PlayerRef
 from bot.core.outbox import OutboxTiming
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, SystemClock
@@ -77,6 +78,19 @@ def engine_timeouts(settings: Settings) -> EngineTimeouts:
         pool_s=settings.db_pool_timeout_s,
         sqlite_busy_s=settings.sqlite_busy_timeout_s,
     )
+
+
+def fanout_gate(settings: Settings) -> FanoutGate:
+    """The gate of the scheduled posts (bot/core/fanout.py): the platforms' budgets from the settings,
+    the database slots from the pool (SQLite: its one connection is shared in turn, so the slots bound how
+    many jobs queue on it, the PostgreSQL pool's size less the reserve).
+    """
+    pool = settings.db_pool_size + settings.db_pool_overflow
+    budgets = {
+        "discord": PlatformBudget(settings.post_concurrency_discord, settings.post_rate_discord),
+        "slack": PlatformBudget(settings.post_concurrency_slack, settings.post_rate_slack),
+    }
+    return FanoutGate(db_slots_for(pool, settings.post_db_reserve), budgets)
 
 
 def _configured_runner(settings: Settings) -> HttpRunnerClient | FleetRunnerClient | None:
@@ -377,6 +391,7 @@ async def build_services(
         nudge=lambda: app.practice.send_nudges(router, platforms=served),
         optimize=_optimizer_job(app, served),
         on_job_start=metrics.job_started,
+        fanout=fanout_gate(settings),
     )
     installations, states = (None, None)
     if settings.slack_oauth:

@@ -210,6 +210,16 @@ class Settings(BaseSettings):
     outbox_give_up_s: float = Field(default=86400.0, gt=0, le=7 * 86400)
     #: How often the scheduler delivers the queued posts that are due, seconds.
     outbox_interval_s: float = Field(default=15.0, gt=0, le=3600)
+    # --- fan-out of scheduled posts (bot/core/fanout.py: the rates and their sources)
+    #: Scheduled posts of one platform under way at once.
+    post_concurrency_discord: int = Field(default=16, ge=1, le=1000)
+    post_concurrency_slack: int = Field(default=16, ge=1, le=1000)
+    #: Scheduled posts started per second, at most, per platform (Discord's global limit is 50 requests/s
+    #: per bot; Slack's chat.postMessage is 1/s per channel with an unpublished workspace limit).
+    post_rate_discord: float = Field(default=40.0, gt=0, le=1000)
+    post_rate_slack: float = Field(default=20.0, gt=0, le=1000)
+    #: Pooled connections kept for clicks and other jobs while posts fan out (the posts get the rest).
+    post_db_reserve: int = Field(default=4, ge=0, le=1000)
 
     @field_validator("allowed_tenants")
     @classmethod

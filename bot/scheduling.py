@@ -41,6 +41,7 @@ from apscheduler.triggers.date import DateTrigger
 from apscheduler.triggers.interval import IntervalTrigger
 
 from bot.core.calendar import zone
+from bot.core.fanout import FanoutGate
 from bot.core.models import ChannelRef
 from bot.core.ports import Clock
 from bot.core.schedule import DAY_NAMES, Schedule, days_text
@@ -214,6 +215,7 @@ class RankZeroScheduler:
         job_deadline_s: float | None = 120.0,
         on_job_start: Callable[[str, float], None] | None = None,
         outbox_interval_s: float = 15.0,
+        fanout: FanoutGate | None = None,
     ) -> None:
         """``platforms``: channel platforms served by this process (None: all). ``owns``: whether this
         process serves a channel (Discord sharding: its guild's shard is one of ours; None: every channel).
@@ -229,8 +231,14 @@ class RankZeroScheduler:
         (None: no bound); past it the run is cancelled and counts as a failure. ``on_job_start(job id, lag)``:
         told of every run the job table starts, ``lag`` seconds after its due time (the scheduler-lag metric).
         ``outbox_interval_s``: how often the outbox's due posts are delivered (each post's own backoff decides
-        when it is due).
+        when it is due). ``fanout``: the gate every post, close, reminder and summary job of a channel passes
+        before its body runs (bot/core/fanout.py: bounded per platform, fair between tenants, within the
+        database pool); the wait there is outside the job's deadline. None: jobs run as they fall due.
         """
+        self.fanout = fanout
+        #: The channel of each scheduled channel pk and open window (the gate's platform and tenant).
+        self._channels: dict[int, ChannelRef] = {}
+        self._window_channels: dict[int, ChannelRef] = {}
         self._outbox_interval_s = outbox_interval_s
         self._schedules = schedules
         self._retry_base_s = retry_base_s
@@ -356,6 +364,7 @@ class RankZeroScheduler:
             if job.id.startswith(("post:", "summary:")):
                 self.jobs.remove(job.id)
         for s in schedules:
+            self._channels[s.channel_pk] = s.channel
             if s.config.paused:
                 continue
             tz = zone(s.config.timezone)
@@ -388,6 +397,7 @@ class RankZeroScheduler:
         for challenge_id, channel_pk, closes_at, channel in await self._schedules.open_windows():
             if not self._serves(channel):
                 continue  # another process serves that platform or shard
+            self._window_channels[challenge_id] = channel
             current = self.next_run(f"close:{challenge_id}")
             if current is None or current != closes_at:
                 remind_at = self._schedules.reminder_at(by_pk.get(channel_pk), closes_at)
@@ -422,13 +432,33 @@ class RankZeroScheduler:
         await asyncio.ensure_future(job)
 
     async def _guard(
-        self, what: str, body: Callable[[], Awaitable[None]], deadline_s: float | None = None
+        self,
+        what: str,
+        body: Callable[[], Awaitable[None]],
+        deadline_s: float | None = None,
+        channel: ChannelRef | None = None,
     ) -> None:
         """Run a job body, tracked for ``idle()``; a failure is logged, shown on /healthz and retried.
 
         One line per failure; the traceback only with the first failure of an outage. The body is cancelled
         after ``deadline_s`` (default: the scheduler's ``job_deadline_s``), which counts as a failure.
+        ``channel``: the job's channel; with a fan-out gate the body waits for its slot first (that wait
+        does not count against the deadline: 1,500 posts due at once must not time out queueing).
         """
+        if self.fanout is not None and channel is not None:
+            task = asyncio.current_task()
+            if task is not None:  # tracked while it waits too: idle() and tick() wait for queued jobs
+                self._running.add(task)
+                task.add_done_callback(self._running.discard)
+            async with self.fanout.slot(channel.platform, channel.tenant.key):
+                await self._guarded(what, body, deadline_s)
+            return
+        await self._guarded(what, body, deadline_s)
+
+    async def _guarded(
+        self, what: str, body: Callable[[], Awaitable[None]], deadline_s: float | None = None
+    ) -> None:
+        """:meth:`_guard`'s body: tracked, under the deadline, failures recorded."""
         limit = self._job_deadline_s if deadline_s is None else deadline_s
         # The job's log lines carry its id as their request id (a job runs in a task of its own).
         log_context(request_id=f"job:{what}")
@@ -487,28 +517,31 @@ class RankZeroScheduler:
             outcome = await self._schedules.post_scheduled(channel_pk)
             log.info("post for channel %s: %s (%s)", channel_pk, outcome.status, outcome.reason)
             if outcome.challenge_id is not None and outcome.closes_at is not None:
+                channel = self._channels.get(channel_pk)
+                if channel is not None:
+                    self._window_channels[outcome.challenge_id] = channel
                 self._window_jobs(outcome.challenge_id, outcome.closes_at, outcome.reminder_at)
 
-        await self._guard(f"post:{channel_pk}", body)
+        await self._guard(f"post:{channel_pk}", body, channel=self._channels.get(channel_pk))
 
     async def _close(self, challenge_id: int) -> None:
         async def body() -> None:
             card = await self._schedules.close_window(challenge_id)
             log.info("challenge %s closed%s", challenge_id, "" if card else " (already, elsewhere)")
 
-        await self._guard(f"close:{challenge_id}", body)
+        await self._guard(f"close:{challenge_id}", body, channel=self._window_channels.get(challenge_id))
 
     async def _remind(self, challenge_id: int) -> None:
         async def body() -> None:
             await self._schedules.remind(challenge_id)
 
-        await self._guard(f"remind:{challenge_id}", body)
+        await self._guard(f"remind:{challenge_id}", body, channel=self._window_channels.get(challenge_id))
 
     async def _summary(self, channel_pk: int) -> None:
         async def body() -> None:
             await self._schedules.weekly_summary(channel_pk)
 
-        await self._guard(f"summary:{channel_pk}", body)
+        await self._guard(f"summary:{channel_pk}", body, channel=self._channels.get(channel_pk))
 
     async def _outbox(self) -> None:
         async def body() -> None:
