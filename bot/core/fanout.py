@@ -160,10 +160,12 @@ class TokenBucket:
                 now = self.now()
                 self._tokens = min(float(self.burst), self._tokens + (now - self._stamp) * self.rate_per_s)
                 self._stamp = now
-                if self._tokens >= 1.0:
-                    self._tokens -= 1.0
+                # A tolerance: after sleeping exactly the missing share, rounding can leave 0.999...; a
+                # wait for the last 1e-17 of a token would not move the clock (a busy loop).
+                if self._tokens >= 1.0 - 1e-9:
+                    self._tokens = max(self._tokens - 1.0, 0.0)
                     return
-                await self.sleep((1.0 - self._tokens) / self.rate_per_s)
+                await self.sleep(max((1.0 - self._tokens) / self.rate_per_s, 1e-6))
 
 
 class FanoutGate:
