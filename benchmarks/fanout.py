@@ -25,9 +25,6 @@ import sys
 import tempfile
 import time
 from collections import Counter
-from typing import Any
-
-from sqlalchemy import event
 
 from bot.bootstrap import fanout_gate
 from bot.config import Settings
@@ -40,6 +37,7 @@ from bot.storage.db import make_engine, upgrade
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, START, test_bank
 from tests.fakes import FakePlatform, FrozenClock
+from tests.pool_watch import PoolWatch
 
 
 class SlowPlatform(FakePlatform):
@@ -77,19 +75,7 @@ def layout(channels: int, tenants: int) -> list[ChannelRef]:
 async def measure(args: argparse.Namespace, url: str) -> None:
     settings = Settings(database_url=url, db_pool_size=args.pool, db_pool_overflow=args.pool)
     engine = make_engine(url, pool_size=args.pool, max_overflow=args.pool)
-    checked_out = peak = 0
-
-    @event.listens_for(engine.sync_engine, "checkout")
-    def _out(*_: Any) -> None:
-        nonlocal checked_out, peak
-        checked_out += 1
-        peak = max(peak, checked_out)
-
-    @event.listens_for(engine.sync_engine, "checkin")
-    def _in(*_: Any) -> None:
-        nonlocal checked_out
-        checked_out -= 1
-
+    pool = PoolWatch(engine)
     factory = session_factory(engine)
     clock = FrozenClock(START)
     platform = SlowPlatform()
@@ -124,7 +110,7 @@ async def measure(args: argparse.Namespace, url: str) -> None:
             )
         print(
             f"peak posts in flight: discord {platform.peak['discord']}, slack {platform.peak['slack']}; "
-            f"peak pool checkouts {peak}; gate's database slots {gate.db.capacity} (peak {gate.db.peak})"
+            f"peak pool checkouts {pool.peak}; gate's database slots {gate.db.capacity} (peak {gate.db.peak})"
         )
     finally:
         await sched.shutdown()

@@ -528,6 +528,7 @@ class RankZeroScheduler:
         async def body() -> None:
             card = await self._schedules.close_window(challenge_id)
             log.info("challenge %s closed%s", challenge_id, "" if card else " (already, elsewhere)")
+            self._window_channels.pop(challenge_id, None)  # the window is over: no job of it is left
 
         await self._guard(f"close:{challenge_id}", body, channel=self._window_channels.get(challenge_id))
 

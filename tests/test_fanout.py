@@ -13,10 +13,8 @@ import asyncio
 import datetime as dt
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Any
 
 import pytest
-from sqlalchemy import event
 
 from bot.core.cards import ChallengeCard
 from bot.core.fanout import FairSlots, FanoutGate, PlatformBudget, TokenBucket, db_slots_for
@@ -28,6 +26,7 @@ from bot.storage.db import EngineTimeouts, make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, START, test_bank
 from tests.fakes import FakePlatform, FrozenClock
+from tests.pool_watch import PoolWatch
 
 #: Channels across tenants: 3 Discord servers (one large) and 2 Slack workspaces.
 LAYOUT = {
@@ -75,19 +74,7 @@ async def test_every_channel_posted_once_within_the_bounds_and_the_pool(db_url: 
     # (the outbox job, due at the same tick, and the players' clicks use those).
     pool_size = 4
     engine = make_engine(db_url, pool_size=pool_size, max_overflow=0, timeouts=EngineTimeouts(pool_s=300))
-    checked_out = 0
-    peak_checked_out = 0
-
-    @event.listens_for(engine.sync_engine, "checkout")
-    def _out(*_: Any) -> None:
-        nonlocal checked_out, peak_checked_out
-        checked_out += 1
-        peak_checked_out = max(peak_checked_out, checked_out)
-
-    @event.listens_for(engine.sync_engine, "checkin")
-    def _in(*_: Any) -> None:
-        nonlocal checked_out
-        checked_out -= 1
+    pool = PoolWatch(engine)
 
     factory = session_factory(engine)
 
@@ -125,8 +112,8 @@ async def test_every_channel_posted_once_within_the_bounds_and_the_pool(db_url: 
         # the posts in flight of all platforms together too.
         assert 1 <= platform.peak["all"] <= gate.db.peak <= gate.db.capacity == 2
         if capacity > 1:
-            assert peak_checked_out < capacity, "a connection was always free for the players"
-        assert peak_checked_out <= capacity
+            assert pool.peak < capacity, "a connection was always free for the players"
+        assert pool.peak <= capacity
         # A second run of the same minute (a retry, a restart) posts nothing again.
         first = (await schedules.schedules())[0].channel_pk
         await sched._own_task(sched._post(first))

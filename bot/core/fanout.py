@@ -16,7 +16,8 @@ A scheduled post job (bot/scheduling.py) takes, in this order, before its body r
 
 The outbox row stays the claim (bot/core/outbox.py): the gate only decides when a job runs, never whether.
 
-The rates assumed (a setting each, RANKZERO_POST_*; the sources, read November 2026):
+The rates assumed (a setting each, RANKZERO_POST_*, whose defaults bot/config.py holds; the sources,
+read November 2026):
 
 - Discord: "All bots can make up to 50 requests per second to our API" (the global limit,
   https://discord.com/developers/docs/topics/rate-limits#global-rate-limit); the per-route bucket of
@@ -49,18 +50,11 @@ class PlatformBudget:
     burst: int = 10
 
 
-#: The defaults (see the module doc for the sources).
-DEFAULT_BUDGETS: dict[str, PlatformBudget] = {
-    "discord": PlatformBudget(concurrency=16, rate_per_s=40.0, burst=10),
-    "slack": PlatformBudget(concurrency=16, rate_per_s=20.0, burst=10),
-}
-#: A platform not listed (the console, tests): bounded, with no rate.
+#: A platform without a budget of its own (the console, tests): bounded, with no rate.
 FALLBACK_BUDGET = PlatformBudget(concurrency=8, rate_per_s=None)
-#: Pooled connections left to the players' clicks and the other jobs while posts fan out.
-DB_RESERVE = 4
 
 
-def db_slots_for(pool_limit: int, reserve: int = DB_RESERVE) -> int:
+def db_slots_for(pool_limit: int, reserve: int) -> int:
     """The database slots for a pool of ``pool_limit`` connections (size + overflow): what is left after
     ``reserve``, at least one.
     """
@@ -174,13 +168,13 @@ class FanoutGate:
     def __init__(
         self,
         db_slots: int,
-        budgets: dict[str, PlatformBudget] | None = None,
+        budgets: dict[str, PlatformBudget],
         *,
         now: Callable[[], float] = time.monotonic,
         sleep: Callable[[float], Awaitable[None]] = asyncio.sleep,
     ) -> None:
         """``db_slots``: post jobs in their database-using body at once (:func:`db_slots_for` the pool)."""
-        self.budgets = dict(DEFAULT_BUDGETS if budgets is None else budgets)
+        self.budgets = dict(budgets)
         self.db = FairSlots(db_slots)
         self._slots: dict[str, FairSlots] = {}
         self._buckets: dict[str, TokenBucket | None] = {}
