@@ -35,6 +35,17 @@ MIN_FAIR_CORES = 1.0
 when the host has the cores (the weights share them out when it does not)."""
 
 
+def _write_quota(folder: Path, cpus: float) -> None:
+    """Write a CFS quota of ``cpus`` cores into ``folder`` (v2's cpu.max or v1's cpu.cfs_quota_us, whichever
+    the folder has: a v1 memory or pids folder has neither).
+    """
+    quota = max(int(cpus * CPU_PERIOD_US), MIN_QUOTA_US)
+    if (folder / "cpu.max").exists():
+        (folder / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
+    elif (folder / "cpu.cfs_quota_us").exists():
+        (folder / "cpu.cfs_quota_us").write_text(str(quota))
+
+
 def _own_path(controller: str, table: str) -> str | None:
     """The runner's cgroup path for ``controller`` ("" = the v2 unified line) from /proc/self/cgroup."""
     for line in table.splitlines():
@@ -89,12 +100,10 @@ class JobCgroup:
                 controller = "" if self.version == 2 else folder.relative_to(ROOT).parts[0]
                 if self.version == 2:
                     (folder / "memory.max").write_text(str(memory_bytes))
-                    if (folder / "cpu.max").exists() and cpus > 0:
-                        (folder / "cpu.max").write_text(f"{int(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
                 elif controller == "memory":
                     (folder / "memory.limit_in_bytes").write_text(str(memory_bytes))
-                elif controller == "cpu" and cpus > 0 and (folder / "cpu.cfs_quota_us").exists():
-                    (folder / "cpu.cfs_quota_us").write_text(str(int(cpus * CPU_PERIOD_US)))
+                if cpus > 0:
+                    _write_quota(folder, cpus)
         except OSError as exc:
             log.warning("could not resize the job cgroup %s: %s", self.dirs, exc)
             return False
@@ -106,13 +115,9 @@ class JobCgroup:
 
     def set_quota(self, cpus: float) -> bool:
         """Write a CPU quota of ``cpus`` cores without changing what the sandbox is entitled to."""
-        quota = max(int(cpus * CPU_PERIOD_US), MIN_QUOTA_US)
         try:
             for folder in self.dirs:
-                if self.version == 2 and (folder / "cpu.max").exists():
-                    (folder / "cpu.max").write_text(f"{quota} {CPU_PERIOD_US}")
-                elif self.version == 1 and (folder / "cpu.cfs_quota_us").exists():
-                    (folder / "cpu.cfs_quota_us").write_text(str(quota))
+                _write_quota(folder, cpus)
         except OSError as exc:
             # The sandbox is being removed (its folder is gone): nothing left to limit.
             log.debug("could not set the CPU quota of %s: %s", self.dirs, exc)
@@ -383,7 +388,7 @@ class CgroupManager:
                     if self.cpu:
                         (folder / "cpu.weight").write_text("100")
                         if cpus > 0:
-                            (folder / "cpu.max").write_text(f"{int(cpus * CPU_PERIOD_US)} {CPU_PERIOD_US}")
+                            _write_quota(folder, cpus)
                 elif controller == "memory":
                     (folder / "memory.limit_in_bytes").write_text(str(memory_bytes))
                     if tcp_bytes > 0:
@@ -394,7 +399,7 @@ class CgroupManager:
                     (folder / "cpu.shares").write_text("1024")
                     if cpus > 0:
                         (folder / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
-                        (folder / "cpu.cfs_quota_us").write_text(str(int(cpus * CPU_PERIOD_US)))
+                        _write_quota(folder, cpus)
         except OSError as exc:
             log.warning("could not set up the job cgroup %s: %s", name, exc)
             self.discard(JobCgroup(dirs, self.version))
