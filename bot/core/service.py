@@ -124,6 +124,48 @@ def _award(code: str) -> BadgeAward:
     return BadgeAward(info.code, info.name, info.emoji, info.description)
 
 
+def _deadline(challenge: Challenge, problem: Problem, now: dt.datetime) -> dt.datetime:
+    """When a problem started at ``now`` times out: its time limit, but never after the challenge's end
+    (no answer counts after the end).
+    """
+    deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
+    return deadline if challenge.closes_at is None else min(deadline, challenge.closes_at)
+
+
+def _card(
+    challenge: Challenge,
+    problem: Problem,
+    started_at: dt.datetime,
+    deadline: dt.datetime,
+    attempts: Sequence[Attempt],
+    *,
+    hint_used: bool,
+    over: bool,
+) -> ProblemCard:
+    """What a player sees of ``problem`` after ``attempts``: the one builder of every problem card."""
+    q = problem.question
+    return ProblemCard(
+        challenge_id=challenge.id,
+        problem_id=problem.id,
+        position=problem.position,
+        total=challenge.problem_count,
+        kind=q.kind,
+        topic=q.topic,
+        difficulty=q.difficulty,
+        prompt=q.prompt,
+        code=q.code,
+        choices=tuple((c.letter, c.text) for c in q.choices),
+        attempts_left=max(0, q.attempts - len(attempts)),
+        attempts_total=q.attempts,
+        started_at=started_at,
+        deadline=deadline,
+        has_hint=bool(q.hint),
+        hint=q.hint if hint_used else None,
+        wrong_letters=tuple(a.letter for a in attempts if not a.correct),
+        over=over,
+    )
+
+
 class QuizService:
     """RankZero's use cases over a unit-of-work factory, a clock and (optionally) a chat platform."""
 
@@ -367,27 +409,15 @@ class QuizService:
         return challenge, next(p for p in challenge.problems if p.id == problem_id)
 
     def _problem_card(self, challenge: Challenge, problem: Problem, session: PlaySession) -> ProblemCard:
-        q = problem.question
-        used = len(session.attempts)
-        return ProblemCard(
-            challenge_id=challenge.id,
-            problem_id=problem.id,
-            position=problem.position,
-            total=challenge.problem_count,
-            kind=q.kind,
-            topic=q.topic,
-            difficulty=q.difficulty,
-            prompt=q.prompt,
-            code=q.code,
-            choices=tuple((c.letter, c.text) for c in q.choices),
-            attempts_left=max(0, q.attempts - used),
-            attempts_total=q.attempts,
-            started_at=session.started_at,
-            deadline=session.deadline,
-            has_hint=bool(q.hint),
-            hint=q.hint if session.hint_used else None,
-            wrong_letters=tuple(a.letter for a in session.attempts if not a.correct),
-            over=session.finished or self._clock.now() >= session.deadline,
+        over = session.finished or self._clock.now() >= session.deadline
+        return _card(
+            challenge,
+            problem,
+            session.started_at,
+            session.deadline,
+            session.attempts,
+            hint_used=session.hint_used,
+            over=over,
         )
 
     async def next_problem(self, actor: Actor, challenge_id: int) -> Problem | None:
@@ -427,10 +457,7 @@ class QuizService:
                 player_pk = ctx.player_pk
                 if player_pk is None:
                     player_pk = await uow.players.ensure_player(actor.player, likely_new=True)
-                deadline = now + dt.timedelta(seconds=problem.question.time_limit_s)
-                if challenge.closes_at is not None:
-                    # The countdown ends with the challenge: no answer counts after its end.
-                    deadline = min(deadline, challenge.closes_at)
+                deadline = _deadline(challenge, problem, now)
                 session = await uow.plays.create_session(problem_id, player_pk, now, deadline)
             if not session.finished and now >= session.deadline:
                 await self._finish_timeout(uow, challenge, session)
@@ -476,27 +503,8 @@ class QuizService:
 
     def _unstarted_card(self, challenge: Challenge, problem: Problem, now: dt.datetime) -> ProblemCard:
         """A problem as it will look when started at ``now`` (nothing stored)."""
-        q = problem.question
-        deadline = now + dt.timedelta(seconds=q.time_limit_s)
-        if challenge.closes_at is not None:
-            deadline = min(deadline, challenge.closes_at)
-        return ProblemCard(
-            challenge_id=challenge.id,
-            problem_id=problem.id,
-            position=problem.position,
-            total=challenge.problem_count,
-            kind=q.kind,
-            topic=q.topic,
-            difficulty=q.difficulty,
-            prompt=q.prompt,
-            code=q.code,
-            choices=tuple((c.letter, c.text) for c in q.choices),
-            attempts_left=q.attempts,
-            attempts_total=q.attempts,
-            started_at=now,
-            deadline=deadline,
-            has_hint=bool(q.hint),
-            hint=None,
+        return _card(
+            challenge, problem, now, _deadline(challenge, problem, now), (), hint_used=False, over=False
         )
 
     async def view_problem(self, actor: Actor, problem_id: int) -> ProblemCard:
