@@ -15,13 +15,12 @@ from bot.adapters.console.play import ConsoleGame, KeyReader
 from bot.core.dispute_service import DisputeService
 from bot.core.errors import RateLimitedError, RunnerUnavailableError
 from bot.core.service import QuizService
-from bot.core.verdicts import Hardware, RankOutcome, RunnerHealth, RunSpec, RunVerdict
+from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec
 from tests.fakes import FakePlatform, FrozenClock
-
-CPU = Hardware(0, (), "2.13.0+cpu", None)
+from tests.verdicts import cpu_health, printed_verdict
 
 
 class FakeRunner:
@@ -32,12 +31,11 @@ class FakeRunner:
         self.specs: list[RunSpec] = []
 
     async def health(self) -> RunnerHealth:
-        return RunnerHealth(CPU, ("python", "dp", "ddp"), ("gloo",), True, 8, 300.0)
+        return cpu_health()
 
     async def run(self, spec: RunSpec) -> RunVerdict:
         self.specs.append(spec)
-        rank = RankOutcome(0, 0, None, self.stdout, "", False, None, None)
-        return RunVerdict("ok", spec.mode, 1, None, 0.1, CPU, True, None, (), (rank,))
+        return printed_verdict(spec, self.stdout)
 
 
 async def test_d_disputes_the_problem_just_over(

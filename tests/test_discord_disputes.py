@@ -33,7 +33,6 @@ from bot.core.models import ChannelRef, PlayerRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.core.verdicts import (
-    Hardware,
     RankException,
     RankOutcome,
     RunnerHealth,
@@ -55,6 +54,7 @@ from tests.discord_fake import (
 )
 from tests.fakes import FrozenClock
 from tests.runner_server import RunnerServer
+from tests.verdicts import CPU, cpu_health, printed_verdict
 
 
 @pytest.fixture(autouse=True)
@@ -66,7 +66,6 @@ def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
 
 CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
 ADMIN_CHANNEL = 700000000000000099
-CPU = Hardware(0, (), "2.13.0+cpu", None)
 ALICE = PlayerRef("discord", "111", "alice")
 
 ALL_REDUCE = (
@@ -96,8 +95,7 @@ HANG_SPEC: dict[str, Any] = {
 
 def all_reduce_verdict(spec: RunSpec) -> RunVerdict:
     """Two gloo ranks that each print the all-reduced tensor."""
-    ranks = tuple(RankOutcome(r, 0, None, "tensor([3.])\n", "", False, None, None) for r in range(spec.nproc))
-    return RunVerdict("ok", spec.mode, spec.nproc, "gloo", 1.25, CPU, True, None, (), ranks)
+    return printed_verdict(spec, *["tensor([3.])\n"] * spec.nproc, backend="gloo", seconds=1.25)
 
 
 def hang_verdict(spec: RunSpec) -> RunVerdict:
@@ -119,7 +117,7 @@ class ScriptedRunner:
         self.error: Exception | None = None
 
     async def health(self) -> RunnerHealth:
-        return RunnerHealth(CPU, ("python", "dp", "ddp"), ("gloo",), True, 8, 300.0)
+        return cpu_health()
 
     async def run(self, spec: RunSpec) -> RunVerdict:
         self.specs.append(spec)

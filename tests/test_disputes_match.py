@@ -9,7 +9,6 @@ from bot.core.disputes import explain_hang, gpu_shortfall, match_verdict, normal
 from bot.core.models import Attempt, PlaySession
 from bot.core.repositories import QuestionPlay
 from bot.core.verdicts import (
-    Hardware,
     RankException,
     RankOutcome,
     RunnerHealth,
@@ -18,8 +17,7 @@ from bot.core.verdicts import (
     StuckAt,
 )
 from tests.conftest import CHANNEL, START
-
-CPU = Hardware(0, (), "2.13.0+cpu", None)
+from tests.verdicts import CPU
 
 
 def rank(n: int, stdout: str = "", **kw: Any) -> RankOutcome:

@@ -17,9 +17,10 @@ from bot.core.dispute_service import DisputeService
 from bot.core.outbox import OutboxTiming
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
-from bot.core.verdicts import Hardware, RankOutcome, RunnerHealth, RunSpec, RunVerdict
+from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec
 from tests.fakes import FakePlatform, FrozenClock
+from tests.verdicts import cpu_health, printed_verdict
 
 TIMING = OutboxTiming(lease_s=60, retry_base_s=30, retry_max_s=600, give_up_s=3 * 3600)
 UTC = dt.UTC
@@ -136,18 +137,14 @@ async def test_a_refused_post_of_a_challenge_play_opened_is_retried(
     assert len(platform.posts) == 1
 
 
-CPU = Hardware(0, (), "2.13.0+cpu", None)
-
-
 class ContradictingRunner:
     """Every run prints what makes choice C right (the official answer is A)."""
 
     async def health(self) -> RunnerHealth:
-        return RunnerHealth(CPU, ("python",), ("gloo",), True, 8, 300.0)
+        return cpu_health(("python",))
 
     async def run(self, spec: RunSpec) -> RunVerdict:
-        rank = RankOutcome(0, 0, None, "outbox-dispute choice 2\n", "", False, None, None)
-        return RunVerdict("ok", spec.mode, 1, None, 0.1, CPU, True, None, (), (rank,))
+        return printed_verdict(spec, "outbox-dispute choice 2\n")
 
 
 async def test_a_refused_admin_notice_of_a_dispute_is_retried_once_per_flag(

@@ -31,7 +31,6 @@ from bot.core.disputes import AdminNotice, match_verdict
 from bot.core.errors import RunnerUnavailableError
 from bot.core.models import PlayerRef
 from bot.core.verdicts import (
-    Hardware,
     RankException,
     RankOutcome,
     RunnerHealth,
@@ -43,8 +42,8 @@ from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import make_spec
 from tests.slack_fake import TEAM
 from tests.test_slack_adapter import OWNER, PLAYER, SLACK_TENANT, Harness, _harness, buttons
+from tests.verdicts import CPU, cpu_health, printed_verdict
 
-CPU = Hardware(0, (), "2.13.0+cpu", None)
 ADMIN_CHANNEL = "CADMIN"
 RUNNER = {"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False}
 
@@ -61,7 +60,7 @@ class PrintRunner:
         self.error: Exception | None = None
 
     async def health(self) -> RunnerHealth:
-        return RunnerHealth(CPU, ("python", "dp", "ddp"), ("gloo",), True, 8, 300.0)
+        return cpu_health()
 
     async def run(self, spec: RunSpec) -> RunVerdict:
         self.specs.append(spec)
@@ -79,11 +78,8 @@ class PrintRunner:
             and isinstance(node.args[0], ast.Constant)
         )
         n = spec.nproc if spec.mode == "ddp" else 1
-        ranks = tuple(
-            RankOutcome(r, 0, None, printed if r == 0 else "", "", False, None, None) for r in range(n)
-        )
         backend = "gloo" if spec.init_process_group else None
-        return RunVerdict("ok", spec.mode, n, backend, 0.25, CPU, True, None, (), ranks)
+        return printed_verdict(spec, printed, *[""] * (n - 1), backend=backend, seconds=0.25)
 
 
 def contradicted_bank() -> list[dict[str, Any]]:
