@@ -84,7 +84,7 @@ runner: setup
 lint: setup
 	$(BIN)/ruff check bot questions runner tests benchmarks migrations
 	$(BIN)/ruff format --check bot questions runner tests benchmarks migrations
-	$(BIN)/mypy --strict bot runner questions
+	$(BIN)/mypy --strict bot runner questions migrations benchmarks
 	$(BIN)/lint-imports
 
 bench: setup

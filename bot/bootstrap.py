@@ -189,7 +189,7 @@ async def build_app(
     )
 
 
-def shipped_bank_specs() -> list[dict[str, object]]:
+def shipped_bank_specs() -> list[dict[str, Any]]:
     """The bank shipped in questions/bank, validated, as spec dicts ready to import."""
     return [q.spec.model_dump(mode="json", exclude_none=True) for q in load_paths([default_bank_dir()])]
 

@@ -12,8 +12,10 @@ import contextlib
 import fcntl
 from collections.abc import Iterator
 from pathlib import Path
+from typing import Any, Literal
 
 from alembic import context
+from alembic.autogenerate.api import AutogenContext
 from sqlalchemy import text
 from sqlalchemy.engine import Connection, make_url
 
@@ -35,7 +37,7 @@ def _url() -> str:
     return Settings().database_url
 
 
-def _render_item(type_: str, obj: object, autogen_context: object) -> str | bool:
+def _render_item(type_: str, obj: Any, autogen_context: AutogenContext) -> str | Literal[False]:
     # Migrations must not import our models: render the UTC decorator as the plain column type.
     if type_ == "type" and isinstance(obj, UtcDateTime):
         return "sa.DateTime(timezone=True)"

@@ -56,7 +56,7 @@ import json
 import math
 import re
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -425,15 +425,20 @@ class FakeGateway:
 
     async def _identify(self, ws: web.WebSocketResponse, d: dict[str, Any]) -> int | None:
         if self.token is not None and d.get("token") != self.token:
-            return await self._refuse(ws, CLOSE_AUTHENTICATION_FAILED, "Authentication failed.")
+            await self._refuse(ws, CLOSE_AUTHENTICATION_FAILED, "Authentication failed.")
+            return None
         shard = d.get("shard", [0, 1])  # without "shard": one connection for every guild
         if not (isinstance(shard, list) and len(shard) == 2 and all(type(n) is int for n in shard)):
-            return await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
-        shard_id, count = shard
+            await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
+            return None
+        shard_id: int = shard[0]
+        count: int = shard[1]
         if count < 1 or not 0 <= shard_id < count:
-            return await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
+            await self._refuse(ws, CLOSE_INVALID_SHARD, "Invalid shard.")
+            return None
         if count < self.min_shards:
-            return await self._refuse(ws, CLOSE_SHARDING_REQUIRED, "Sharding required.")
+            await self._refuse(ws, CLOSE_SHARDING_REQUIRED, "Sharding required.")
+            return None
         self.identified.append((shard_id, count))
         mine = [g for g in sorted(self.guilds) if guild_shard(g, count) == shard_id]
         seq = [1]
@@ -457,7 +462,6 @@ class FakeGateway:
     async def _refuse(self, ws: web.WebSocketResponse, code: int, reason: str) -> None:
         self.refused.append(code)
         await ws.close(code=code, message=reason.encode())
-        return None
 
 
 class FakeDiscord:
@@ -585,7 +589,7 @@ class FakeDiscord:
         }
 
     def guild_payload(
-        self, guild_id: int, channel_ids: list[int], role_ids: list[int] | tuple[int, ...] = ()
+        self, guild_id: int, channel_ids: list[int], role_ids: Sequence[int] = ()
     ) -> dict[str, Any]:
         """A GUILD_CREATE payload as the gateway sends it on connect (guilds intent): the guild, its roles
         (@everyone, the bot's managed role, ``role_ids``), the bot's own member and the text channels.
@@ -1017,12 +1021,12 @@ class Interactions:
             "attachment_size_limit": 10 * 1024 * 1024,
         }
 
-    def join_guild(self, client: discord.Client, role_ids: list[int] = ()) -> None:  # type: ignore[assignment]
+    def join_guild(self, client: discord.Client, role_ids: Sequence[int] = ()) -> None:
         """GUILD_CREATE as the gateway sends it on connect (guilds intent): the guild, its roles, the
         channel; member roles of later interactions resolve through this cache.
         """
         payload = self.fake.guild_payload(GUILD_ID, [CHANNEL_ID], role_ids)
-        client._connection.parse_guild_create(payload)  # type: ignore[arg-type]
+        client._connection.parse_guild_create(payload)
 
     def channel_payload(self, channel_id: int) -> dict[str, Any]:
         """A guild text channel whose overwrites deny the bot's role what the permission table denies."""
@@ -1030,7 +1034,7 @@ class Interactions:
 
     def channel_update(self, client: discord.Client, channel_id: int = CHANNEL_ID) -> None:
         """CHANNEL_UPDATE as the gateway sends it when an admin edits a channel's permissions."""
-        client._connection.parse_channel_update(self.channel_payload(channel_id))  # type: ignore[arg-type]
+        client._connection.parse_channel_update(self.channel_payload(channel_id))
 
     def click(
         self,
@@ -1192,7 +1196,7 @@ _MAX_INTEGER = 2**53
 def _option_value_problem(declared: dict[str, Any], sent: dict[str, Any]) -> str | None:
     """Why Discord's client would not send this option value (wrong type, out of range), or None."""
     kind = int(declared["type"])
-    value = sent.get("value")
+    value: Any = sent.get("value")
     if sent.get("focused"):  # an autocomplete's focused option is whatever is typed so far
         return None if isinstance(value, str) else "a focused option is sent as the text typed so far"
     if "type" in sent and int(sent["type"]) != kind:

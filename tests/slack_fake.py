@@ -645,6 +645,8 @@ class FakeSlackApi:
         problems = view_problems(view)
         if problems:
             raise SlackRefusal("invalid_arguments", messages=problems)
+        if not isinstance(view, dict):
+            raise SlackRefusal("invalid_arguments", messages=["[ERROR] missing required field: view"])
         return dict(view)
 
     def _blocks_arg(self, args: dict[str, Any]) -> None:
@@ -669,7 +671,7 @@ class FakeSlackApi:
             token = self.tokens[str(args["_token"])]
             team = self.teams.get(token.team, Team(token.team))
             suffix = "" if args["_token"] == self.bot_token else token.team
-            body = {
+            body: dict[str, Any] = {
                 "user_id": f"UBOT{suffix}",
                 "bot_id": f"BBOT{suffix}",
                 "user": "rankzero",
@@ -1039,6 +1041,8 @@ class SlackSender:
                 self.api.show(f"V{next(self.api._ts):04d}", answer["view"], view_id)
         elif action == "errors":
             shown = self.api.views.get(view_id)
+            if shown is None:
+                raise AssertionError(f"Slack refuses response_action errors for an unknown view {view_id}")
             inputs = {b.get("block_id") for b in shown.view.get("blocks", []) if b.get("type") == "input"}
             unknown = set(answer.get("errors") or {}) - inputs
             if shown.view.get("blocks") and unknown:

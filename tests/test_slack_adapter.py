@@ -20,10 +20,11 @@ from pydantic import SecretStr
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack.app import EVENTS_PATH, SlackAdapter, build_adapter
-from bot.bootstrap import Services, build_services
+from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.errors import ConfigurationError
 from bot.core.models import Actor, PlayerRef, Tenant
+from bot.services import Services
 from tests.conftest import ADMIN, START, make_spec, test_bank
 from tests.fakes import FrozenClock
 from tests.slack_fake import SECRET, TEAM, FakeSlackApi, SlackSender, sign
@@ -100,7 +101,8 @@ class Harness:
         n = len(self.api.of("views.update"))
         r = await self.send.click(user, action_id, view_id=view_id, **kw)
         assert r.status_code == 200
-        return (await self.api.wait_for("views.update", n + 1))[-1].args["view"]
+        view: dict[str, Any] = (await self.api.wait_for("views.update", n + 1))[-1].args["view"]
+        return view
 
 
 def buttons(view: dict[str, Any]) -> list[str]:
@@ -474,7 +476,10 @@ async def test_help_and_leaderboard_commands(slack: Harness) -> None:
 def test_registry_picks_http_or_socket_mode() -> None:
     from bot.adapters.registry import build_adapters
 
-    base = {"database_url": "sqlite+aiosqlite:///unused.db", "slack_bot_token": SecretStr("xoxb-x")}
+    base: dict[str, Any] = {
+        "database_url": "sqlite+aiosqlite:///unused.db",
+        "slack_bot_token": SecretStr("xoxb-x"),
+    }
     # A bot token alone cannot receive anything: named as half a configuration, not silently left out.
     with pytest.raises(ConfigurationError, match="Slack is half configured"):
         build_adapters(Settings(**base))

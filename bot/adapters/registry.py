@@ -26,7 +26,11 @@ class Adapter(Protocol):
 
     #: The ChannelRef.platform of the channels it serves ("discord", "slack", "console", "file").
     name: str
-    platform: ChatPlatform
+
+    @property
+    def platform(self) -> ChatPlatform:
+        """Outbound posts (read-only here, so an adapter may declare its own platform's subtype)."""
+        ...
 
     async def start(self, services: Services) -> None:
         """Connect and register inbound handlers (admin commands call ``services.schedules``)."""

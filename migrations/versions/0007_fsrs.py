@@ -40,7 +40,8 @@ W8, W9, W10 = 1.8722, 0.1666, 0.796  # FSRS-6 default parameters 8, 9, 10
 
 def _growth(stability: float) -> float:
     """Stability growth per difficulty point of a Good answered at 90 % retrievability."""
-    return math.exp(W8) * stability ** -W9 * (math.exp(0.1 * W10) - 1)
+    # float ** float is typed Any (a negative base gives a complex); stability is always positive.
+    return math.exp(W8) * float(stability**-W9) * (math.exp(0.1 * W10) - 1)
 
 
 def difficulty_from_sm2(ease: int, interval_days: int) -> tuple[float, float]:
