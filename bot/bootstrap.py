@@ -48,6 +48,7 @@ from bot.storage.db import EngineTimeouts, is_sqlite, make_engine, upgrade_async
 from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.repositories.deliveries import SqlDeliveryLog
 from bot.storage.repositories.drafts import SqlDraftRepository
+from bot.storage.repositories.form_drafts import SqlFormDraftRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from questions.loader import default_bank_dir, load_paths
 
@@ -408,6 +409,7 @@ async def build_services(
         app,
         deliveries=SqlDeliveryLog(app.engine),
         drafts=SqlDraftRepository(app.engine),
+        form_drafts=SqlFormDraftRepository(app.engine),
         slack_installations=installations,
         slack_oauth_states=states,
         metrics=metrics,

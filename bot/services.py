@@ -23,6 +23,7 @@ if TYPE_CHECKING:
     from bot.core.ports import Clock
     from bot.core.practice import PracticeService
     from bot.core.repositories.drafts import DraftRepository
+    from bot.core.repositories.form_drafts import FormDraftRepository
     from bot.core.schedule_service import ScheduleService
     from bot.core.service import QuizService
     from bot.metrics import BotMetrics
@@ -75,6 +76,8 @@ class Services:
     deliveries: DeliveryLog | None = None
     #: Where admins' question drafts are written through (bot/adapters/drafts.py's DraftStore).
     drafts: DraftRepository | None = None
+    #: What admins typed into question forms, kept a day (Discord reopens a lost form filled in).
+    form_drafts: FormDraftRepository | None = None
     #: Slack OAuth mode: each workspace's install and bot token, and the OAuth states (in our database).
     slack_installations: AsyncInstallationStore | None = None
     slack_oauth_states: AsyncOAuthStateStore | None = None

@@ -11,7 +11,10 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   author 256, 6000 characters over all embeds: ``MAX_EMBED_SIZE_EXCEEDED``) -- docs: Message resource,
   "Embed Limits"; components (5 action rows, 5 buttons a row or one select, custom_id 1..100, label 80,
   25 select options, unique custom ids) -- docs: "Component Reference"; modals (title 45, 1..5 inputs,
-  label 45, value/max_length 4000, placeholder 100) -- docs: "Interaction Response Object / Modal".
+  label 45, value/max_length 4000, a value within the input's max_length, placeholder 100) -- docs:
+  "Interaction Response Object / Modal". A submission (:meth:`Interactions.submit_modal`) is of a modal the
+  bot opened, carries every input (pre-filled values where the user typed nothing), and only what Discord's
+  client lets through: known inputs, required ones filled, none over its max_length.
 - 400 ``50006 Cannot send an empty message``.
 - 400 ``40060 Interaction has already been acknowledged`` for a second callback of one interaction;
   404 ``10062 Unknown interaction`` for a callback later than 3 s (and so after 15 minutes);
@@ -251,6 +254,9 @@ def modal_problems(data: dict[str, Any]) -> list[Problem]:
                 if row.get("type") != 18:
                     _bad_len(problems, f"{cat}.label", comp.get("label"), 1, 45)
                 _max_len(problems, f"{cat}.value", comp.get("value"), 4000)
+                # A pre-filled value must fit the input's own max_length (the client could not hold it).
+                if comp.get("max_length") is not None:
+                    _max_len(problems, f"{cat}.value", comp.get("value"), int(comp["max_length"]))
                 _max_len(problems, f"{cat}.placeholder", comp.get("placeholder"), 100)
                 for key in ("min_length", "max_length"):
                     n = comp.get(key)
@@ -488,6 +494,8 @@ class FakeDiscord:
         #: Autocomplete answers by interaction token: the choices the bot offered.
         self.suggestions: dict[str, list[dict[str, Any]]] = {}
         self.acknowledged: set[int] = set()
+        #: Modals the bot opened, by custom_id (the last one opened under each id).
+        self.modals: dict[str, dict[str, Any]] = {}
         #: Requests answered with an error status: (status, method, path, body)
         self.rejected: list[tuple[int, str, str, Any]] = []
         #: Message creation per channel: 5 per 5 s, as the API's X-RateLimit headers report it.
@@ -916,6 +924,8 @@ class FakeDiscord:
         if problems:
             return _json(form_error(problems), status=400)
         self.acknowledged.add(interaction_id)
+        if kind == 9:  # a modal the user now sees: only it can be submitted (Interactions.submit_modal)
+            self.modals[str(data.get("custom_id"))] = data
         message_id: int | None = None
         if kind in (4, 5):  # a new (maybe ephemeral, maybe "thinking") response message
             message_id = self.next_id()
@@ -1045,9 +1055,10 @@ class Interactions:
         user_id: int = 111,
         name: str = "alice",
         permissions: int = 0,
+        guild_id: int = GUILD_ID,
     ) -> str:
-        """Click a button of a message the fake holds; return the interaction token."""
-        payload = self._base(3, user_id, name, permissions, [])
+        """Click a button of a message the fake holds (from ``guild_id``); return the interaction token."""
+        payload = self._base(3, user_id, name, permissions, [], guild_id=guild_id)
         payload["message"] = self.fake.messages[message_id]
         payload["data"] = {"custom_id": custom_id, "component_type": 2}
         self.fake.originals[payload["token"]] = message_id
@@ -1168,11 +1179,14 @@ class Interactions:
         user_id: int = 111,
         permissions: int = 0,
         message_id: int | None = None,
+        guild_id: int = GUILD_ID,
     ) -> str:
-        """Submit a modal the bot opened, with text input values by custom_id; ``message_id``: the message
-        whose button opened it (its @original, as for a click).
+        """Submit a modal the bot opened, with text input values by custom_id (an input not given keeps its
+        pre-filled value, as the user left it); ``message_id``: the message whose button opened it (its
+        @original, as for a click). ValueError for what Discord's client would not send.
         """
-        payload = self._base(5, user_id, "admin", permissions, [])
+        submitted = modal_submission(self.fake.modals, custom_id, values)
+        payload = self._base(5, user_id, "admin", permissions, [], guild_id=guild_id)
         if message_id is not None:
             payload["message"] = self.fake.messages[message_id]
             self.fake.originals[payload["token"]] = message_id
@@ -1180,11 +1194,46 @@ class Interactions:
             "custom_id": custom_id,
             "components": [
                 {"type": 1, "components": [{"type": 4, "custom_id": k, "value": v}]}
-                for k, v in values.items()
+                for k, v in submitted.items()
             ],
         }
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])
+
+
+def modal_submission(
+    modals: dict[str, dict[str, Any]], custom_id: str, values: dict[str, str]
+) -> dict[str, str]:
+    """Every input of the opened modal ``custom_id`` with the value the user leaves in it: ``values``
+    over the pre-filled ones. ValueError for what Discord's client does not send: a modal never opened, an
+    input it does not have, a required input left empty, a value over the input's max_length.
+    """
+    modal = modals.get(custom_id)
+    if modal is None:
+        raise ValueError(
+            f"no modal {custom_id!r} was opened: Discord sends submissions of opened modals only"
+        )
+    inputs = [
+        comp
+        for row in modal.get("components") or []
+        for comp in ([row.get("component")] if row.get("type") == 18 else row.get("components") or [])
+        if comp and comp.get("type") == 4
+    ]
+    known = {str(comp["custom_id"]): comp for comp in inputs}
+    unknown = sorted(set(values) - set(known))
+    if unknown:
+        raise ValueError(f"modal {custom_id!r} has no inputs {unknown} (it has {sorted(known)})")
+    out: dict[str, str] = {}
+    for cid, comp in known.items():
+        value = values.get(cid, str(comp.get("value") or ""))
+        if comp.get("required", True) and not value:
+            raise ValueError(f"input {cid!r} is required: Discord's client does not submit it empty")
+        if comp.get("max_length") is not None and len(value) > int(comp["max_length"]):
+            raise ValueError(f"input {cid!r} takes at most {comp['max_length']} characters")
+        if len(value) < int(comp.get("min_length") or 0):
+            raise ValueError(f"input {cid!r} needs at least {comp['min_length']} characters")
+        out[cid] = value
+    return out
 
 
 #: Option types (docs: "Application Command Option Type") and the JSON values Discord's client sends.

@@ -558,7 +558,7 @@ async def test_slash_commands_sync_to_the_configured_guild(
         names = {c["name"]: c for c in put.body}
         assert set(names) == {"leaderboard", "stats", "challenge", "dispute", "rankzero", "question"}
         subs = {o["name"] for o in names["question"]["options"]}
-        assert subs == {"add", "import", "retire", "preview", "correct", "flags"}
+        assert subs == {"add", "restore", "import", "retire", "preview", "correct", "flags"}
         scope = next(o for o in names["leaderboard"]["options"] if o["name"] == "scope")
         assert [c["value"] for c in scope["choices"]] == ["channel", "server"]
     finally:

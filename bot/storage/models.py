@@ -632,6 +632,38 @@ class QuestionDraftRow(Base):
     closed_at: Mapped[dt.datetime | None]
 
 
+class FormDraftRow(Base):
+    """What an admin typed into a question form (bot/core/repositories/form_drafts.py), kept a day so a
+    form lost to a timeout or a restart can be reopened filled in. Tenant- and owner-scoped.
+    """
+
+    __tablename__ = "form_drafts"
+    __table_args__ = (
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
+        CheckConstraint("owner_id <> ''", name="owner_not_empty"),
+        CheckConstraint("nonce <> ''", name="nonce_not_empty"),
+        CheckConstraint("expires_at > updated_at", name="expires_after_update"),
+        # An error is the outcome of a submission: a form only opened has none.
+        CheckConstraint("error IS NULL OR submitted_at IS NOT NULL", name="error_needs_submission"),
+        Index("ix_form_drafts_tenant_owner_id_updated_at", "tenant", "owner_id", "updated_at"),
+    )
+
+    #: The random part of the form's custom id (``rz:qform:<nonce>``).
+    nonce: Mapped[str] = mapped_column(String(32), primary_key=True)
+    tenant: Mapped[str] = mapped_column(TENANT_KEY)
+    owner_id: Mapped[str] = mapped_column(String(64))
+    question_id: Mapped[str] = mapped_column(String(64))
+    kind: Mapped[str] = mapped_column(String(32))
+    topic: Mapped[str] = mapped_column(String(80))
+    difficulty: Mapped[str] = mapped_column(String(32))
+    #: The five text fields by name ({} until the first submission).
+    inputs: Mapped[dict[str, Any]]
+    error: Mapped[str | None] = mapped_column(String(2000))
+    submitted_at: Mapped[dt.datetime | None]
+    updated_at: Mapped[dt.datetime]
+    expires_at: Mapped[dt.datetime] = mapped_column(index=True)
+
+
 class DeliveredEventRow(Base):
     """A chat platform event already handled (its delivery id), so a redelivery reaching any process is
     dropped; rows older than an hour are purged (platforms retry within minutes).

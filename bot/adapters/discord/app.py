@@ -28,6 +28,7 @@ from bot.adapters.discord.platform import DiscordPlatform
 from bot.adapters.discord.play import PLATFORM, PlayHandler, admin_policy
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
 from bot.adapters.discord.practice_components import PracticeButton
+from bot.adapters.discord.question_form import EditFormButton, QuestionForms, route_submission
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.config import Settings
@@ -50,7 +51,7 @@ def intents() -> discord.Intents:
 
 def _equip(client: discord.Client) -> app_commands.CommandTree[Any]:
     # DynamicItems are routed by custom_id: a click on a message from any earlier process works.
-    client.add_dynamic_items(RankZeroButton, PracticeButton, DraftButton)
+    client.add_dynamic_items(RankZeroButton, PracticeButton, DraftButton, EditFormButton)
     return RankZeroTree(client)
 
 
@@ -88,6 +89,18 @@ class _ObservedEvents:
         if event == "interaction" and args:
             self.rankzero_acks.received(args[0].id)
         super().dispatch(event, *args, **kwargs)  # type: ignore[misc]
+
+
+class _FormEvents:
+    """Question forms are answered by custom id, never by a View held in memory (question_form.py): a
+    submission that arrives after discord.py's modal timed out, after a restart, or at another process is
+    still handled. discord.py dispatches ``interaction`` for every interaction, after its View routing
+    (which holds nothing for these forms). Mixed into both clients.
+    """
+
+    async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
+        """Route a question form's submission (anything else is routed by the tree or a View)."""
+        await route_submission(interaction)
 
 
 #: Who pauses a server's schedules when the bot is removed from it (the service wants an admin actor).
@@ -152,7 +165,7 @@ def _can_post(permissions: discord.Permissions) -> bool:
     return permissions.view_channel and permissions.send_messages and permissions.embed_links
 
 
-class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.Client):
+class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, _FormEvents, discord.Client):
     """A client with a command tree and a ``rankzero`` button handler (set when the adapter starts)."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -165,6 +178,7 @@ class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
+        self.rankzero_forms: QuestionForms | None = None
         self.rankzero_reposter: Reposter | None = None
         self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
@@ -172,7 +186,9 @@ class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.
         self.tree = _equip(self)
 
 
-class RankZeroShardedClient(_ObservedEvents, _TenantEvents, _PermissionEvents, discord.AutoShardedClient):
+class RankZeroShardedClient(
+    _ObservedEvents, _TenantEvents, _PermissionEvents, _FormEvents, discord.AutoShardedClient
+):
     """The same, sharded (RANKZERO_DISCORD_SHARDED=true), for bots in many servers."""
 
     def __init__(self, **kwargs: Any) -> None:
@@ -185,6 +201,7 @@ class RankZeroShardedClient(_ObservedEvents, _TenantEvents, _PermissionEvents, d
         self.rankzero: PlayHandler | None = None
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
+        self.rankzero_forms: QuestionForms | None = None
         self.rankzero_reposter: Reposter | None = None
         self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
@@ -251,11 +268,15 @@ class DiscordAdapter:
             admin_roles=self.admin_roles,
             timezone=self.timezone,
             practice=getattr(services.app, "practice", None),
+            clock=self.clock,
+            drafts=getattr(services, "drafts", None),
+            form_drafts=getattr(services, "form_drafts", None),
         )
         register_commands(self.client.tree, self.commands)
         self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)
         self.client.rankzero_schedules = services.schedules
         self.client.rankzero_drafts = self.commands.disputes_ui
+        self.client.rankzero_forms = self.commands.forms
         if self.commands.practice is not None:
             self.practice = PracticeHandler(self.commands.practice, admins=admins)
             self.client.rankzero_practice = self.practice
@@ -342,14 +363,19 @@ class DiscordAdapter:
     async def start(self, services: Services) -> None:
         """Log in, sync commands and connect to the gateway in the background."""
         self.attach(services)
+        assert self.commands is not None
+        loaded = await self.commands.disputes_ui.drafts.load()  # admins' previews from before a restart
+        log.info("Discord: %d question drafts loaded", loaded)
         await self.client.login(self._token)
         await self.sync_commands()
         self._runner = asyncio.create_task(self.client.connect(reconnect=True))
 
     async def stop(self) -> None:
-        """Cancel countdowns and disconnect."""
+        """Cancel countdowns, finish the drafts' writes and disconnect."""
         if self.play is not None:
             await self.play.countdowns.close()
+        if self.commands is not None:  # the previews' last writes reach the database before we go
+            await self.commands.disputes_ui.drafts.flush()
         await self.client.close()
         if self._runner is not None:
             self._runner.cancel()

@@ -19,8 +19,8 @@ from discord import app_commands
 
 from bot.adapters.discord import dispute_render, practice_render, render
 from bot.adapters.discord.disputes import DisputeHandler, VariantModal, VariantRunner
-from bot.adapters.discord.failures import SafeModal
 from bot.adapters.discord.play import PLATFORM, actor_of, admin_policy, channel_of
+from bot.adapters.discord.question_form import QuestionForms
 from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
@@ -31,13 +31,17 @@ from bot.adapters.discord.sanitize import (
     safe_text,
     truncate,
 )
+from bot.adapters.drafts import DraftStore
 from bot.commands import questions
 from bot.commands.deadline import within
 from bot.commands.handlers import Commands, NoChallenge, PostCheck
 from bot.commands.parsing import parse_period, parse_retire, parse_scope
 from bot.core.errors import PostRefusedError, RankZeroError
 from bot.core.models import Actor, PlayerRef, bounded_display_name
+from bot.core.ports import Clock, SystemClock
 from bot.core.practice import PracticeService
+from bot.core.repositories.drafts import DraftRepository
+from bot.core.repositories.form_drafts import FormDraftRepository
 from bot.core.schedule_service import ScheduleService
 from bot.core.schedule_text import describe_schedule, meanwhile_text
 from bot.core.service import QuizService
@@ -81,59 +85,6 @@ def missing_post_permissions(permissions: discord.Permissions) -> list[str]:
     return [label for name, label in POST_PERMISSIONS.items() if not getattr(permissions, name)]
 
 
-class QuestionModal(SafeModal, title="Add a question"):
-    """Prompt, code, choices, correct letter, hint/explanation; validated with QuestionSpec on submit."""
-
-    prompt: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Prompt (Markdown)", style=discord.TextStyle.paragraph, max_length=4000
-    )
-    code: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Code; 1st line may be: runner: ddp 2 init",
-        style=discord.TextStyle.paragraph,
-        required=False,
-        max_length=4000,
-        placeholder="runner: MODE [RANKS] [gpus=N] [init]  (python, dp or ddp), then the snippet",
-    )
-    choices: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Choices, one per line (A, B, C...)",
-        style=discord.TextStyle.paragraph,
-        max_length=3000,
-        placeholder="one choice per line; write \\n for a line break inside a choice (several ranks' output)",
-    )
-    correct: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Correct letter", style=discord.TextStyle.short, max_length=1
-    )
-    notes: discord.ui.TextInput[QuestionModal] = discord.ui.TextInput(
-        label="Hint, then a line '---', then the explanation",
-        style=discord.TextStyle.paragraph,
-        required=False,
-        max_length=3000,
-    )
-
-    def __init__(self, handler: CommandHandler, qid: str, kind: str, topic: str, difficulty: str) -> None:
-        super().__init__(timeout=900)
-        self.handler = handler
-        self.meta = {"qid": qid, "kind": kind, "topic": topic, "difficulty": difficulty}
-
-    async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
-        """Validate and import, or show the admin exactly what to fix."""
-        await interaction.response.defer(ephemeral=True, thinking=True)
-        try:
-            spec = questions.spec_from_text_form(
-                **self.meta,
-                prompt=self.prompt.value,
-                code=self.code.value,
-                choices=self.choices.value,
-                correct=self.correct.value,
-                notes=self.notes.value,
-            )
-        except questions.RunnerLineError as exc:
-            error = render.error_text(f"the question was not added:\n• code: {exc}")
-            await send_private(interaction, error)
-            return
-        await self.handler.add_question(interaction, spec)
-
-
 class CommandHandler:
     """The slash commands' bodies."""
 
@@ -146,6 +97,9 @@ class CommandHandler:
         admin_roles: Sequence[int] = (),
         timezone: str = "UTC",
         practice: PracticeService | None = None,
+        clock: Clock | None = None,
+        drafts: DraftRepository | None = None,
+        form_drafts: FormDraftRepository | None = None,
     ) -> None:
         self.quiz = quiz
         self.timezone = timezone
@@ -154,7 +108,14 @@ class CommandHandler:
         #: The platform-neutral command bodies; this handler translates and renders.
         self.commands = Commands(quiz, schedules, self.admins, disputes=disputes, practice=practice)
         #: The runner preview of new questions (Save/Cancel), /question correct and /question flags.
-        self.disputes_ui = DisputeHandler(self.commands, self.admins)
+        # Its drafts are written through to the database when one is wired (services.drafts), so a Save
+        # after a restart, or in another process, still finds the admin's question.
+        self.disputes_ui = DisputeHandler(self.commands, self.admins, DraftStore(repository=drafts))
+        #: The "Add a question" form, whose typing is kept a day (question_form.py).
+        self.forms = QuestionForms(
+            self.commands, self.admins, clock or SystemClock(), self.disputes_ui, form_drafts
+        )
+        self.disputes_ui.on_saved = self.forms.discard
 
     @property
     def schedules(self) -> ScheduleService:
@@ -412,25 +373,6 @@ class CommandHandler:
             text = "Closed; results posted."
         await self._send(interaction, text)
 
-    async def add_question(self, interaction: discord.Interaction[Any], spec: dict[str, Any]) -> None:
-        """Validate a modal's question with the YAML schema, then import it (or list the errors)."""
-        try:
-            dumped = questions.validate_question(spec)
-        except questions.QuestionInvalid as exc:
-            errors = "\n".join(f"• {e}" for e in questions.runner_hint(exc.lines()))
-            await self._send(interaction, render.error_text(f"the question was not added:\n{errors}"))
-            return
-        if questions.wants_preview(dumped):  # the admin sees the runner's real output; only Save imports
-            await self.disputes_ui.preview_draft(interaction, dumped)
-            return
-        try:
-            report = await self.commands.import_questions(self.actor(interaction), [dumped])
-        except RankZeroError as exc:
-            await self._send(interaction, render.error_text(str(exc)))
-            return
-        state = "added" if report.added else ("updated" if report.updated else "unchanged")
-        await self._send(interaction, f"Question `{dumped['id']}` {state}.")
-
     async def import_questions(self, interaction: discord.Interaction[Any], file: discord.Attachment) -> None:
         """Import a YAML bank file attached to the command."""
         if file.size > MAX_IMPORT_BYTES:
@@ -603,7 +545,12 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
         if not h.actor(interaction).is_admin:
             await interaction.response.send_message(render.error_text(h.admins.refusal), ephemeral=True)
             return
-        await interaction.response.send_modal(QuestionModal(h, id, kind, topic, difficulty))
+        await h.forms.open(interaction, id, kind, topic, difficulty)
+
+    @question.command(name="restore", description="Reopen your last question form, as you typed it (24 h)")
+    async def question_restore(interaction: discord.Interaction[Any]) -> None:
+        # The form must be the first response: no deferral; the handler refuses non-admins itself.
+        await h.forms.restore(interaction)
 
     @question.command(name="import", description="Import questions from an attached YAML bank file")
     async def question_import(interaction: discord.Interaction[Any], file: discord.Attachment) -> None:

@@ -4,11 +4,12 @@ variant typed in a form, ``/question correct`` and ``/question flags``.
 The runner settings of a question added through the form go on the **first line of its Code field**
 (``runner: ddp 2 init``; read by bot.commands.questions, which every platform's form shares).
 
-The preview. A valid ``predict_output`` question with code is not imported on submit: its draft is kept in
-this process under a random key (:class:`DraftStore`, one hour, oldest dropped past 200) and the admin gets
-an ephemeral message with the runner's verdict (per rank output, status, the choice it matches) and
-**Save** / **Cancel** buttons whose custom ids carry the key. Only Save imports. The buttons are a
-DynamicItem, so after a restart a click still gets an answer: the draft is gone, submit the form again.
+The preview. A valid ``predict_output`` question with code is not imported on submit: its draft is kept
+under a random key (:class:`DraftStore`, written through to the database of services.drafts; one hour,
+oldest dropped past 200) and the admin gets an ephemeral message with the runner's verdict (per rank
+output, status, the choice it matches) and **Save** / **Cancel** buttons whose custom ids carry the key.
+Only Save imports. The buttons are a DynamicItem, so after a restart a click still saves the draft (read
+back from the database).
 """
 
 from __future__ import annotations
@@ -22,7 +23,7 @@ import discord
 
 from bot.adapters.discord import dispute_render, render
 from bot.adapters.discord.failures import SafeModal, served_here, tell_failure
-from bot.adapters.discord.play import actor_of
+from bot.adapters.discord.play import PLATFORM, actor_of
 from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import no_mentions, safe_text
 from bot.adapters.drafts import DraftStore
@@ -31,6 +32,7 @@ from bot.commands.deadline import within
 from bot.commands.handlers import Commands
 from bot.commands.parsing import parse_correct
 from bot.core.errors import ConfigurationError, RankZeroError
+from bot.core.models import Tenant
 
 if TYPE_CHECKING:
     from bot.core.repositories import SyncReport
@@ -41,9 +43,17 @@ log = logging.getLogger(__name__)
 MAX_VARIANT_INPUT = 4000
 
 EXPIRED = (
-    "This draft is gone (drafts are kept one hour in memory, and a restart drops them): run `/question add` "
-    "again."
+    "This draft is gone (a preview waits one hour for Save): reopen your form with `/question restore`, or "
+    "run `/question add` again."
 )
+
+
+def draft_owner(interaction: discord.Interaction[Any]) -> str:
+    """Who may save a previewed draft: this admin in this server (``<guild id>:<user id>``), so a draft's
+    button never saves into another server, whoever clicks it.
+    """
+    return f"{interaction.guild_id}:{interaction.user.id}"
+
 
 #: Runs a variant typed in the form: (the form's interaction, its code).
 VariantRunner = Callable[[discord.Interaction[Any], str], Awaitable[None]]
@@ -137,16 +147,19 @@ class VariantModal(SafeModal, title="Dispute with your variant"):
 class DisputeHandler:
     """The runner preview of a new question, its Save/Cancel, and the admin commands on flags."""
 
-    def __init__(self, commands: Commands, admins: AdminPolicy) -> None:
+    def __init__(self, commands: Commands, admins: AdminPolicy, drafts: DraftStore | None = None) -> None:
         self.commands = commands
         self.admins = admins
-        self.drafts = DraftStore()
+        #: Memory only unless given a store written through to the database (the adapter passes one).
+        self.drafts = drafts if drafts is not None else DraftStore()
+        #: Told (tenant key, admin id, question id) once a draft is saved: its typed forms are discarded.
+        self.on_saved: Callable[[str, str, str], Awaitable[None]] | None = None
 
     async def preview_draft(self, interaction: discord.Interaction[Any], spec: dict[str, Any]) -> None:
         """Run a valid draft on the runner and show the verdict with Save / Cancel (nothing imported yet)."""
         actor = actor_of(interaction, self.admins)
         question_id = str(spec.get("id", "?"))
-        key = self.drafts.put(spec, str(interaction.user.id))
+        key = self.drafts.put(spec, draft_owner(interaction))
         try:
             if self.commands.disputes is None:
                 raise ConfigurationError("no runner is configured on this bot (RANKZERO_RUNNER_URL)")
@@ -172,12 +185,12 @@ class DisputeHandler:
     async def on_draft(self, interaction: discord.Interaction[Any], verb: str, key: str) -> None:
         """Save imports the draft, Cancel drops it; the preview message says which, buttons removed."""
         await interaction.response.defer()  # a deferred update of the preview message
-        draft = self.drafts.get(key)
+        draft = await self.drafts.fetch(key)  # also one made before a restart, or by another process
         if draft is None:
             await self._close_message(interaction, self.drafts.outcome(key) or EXPIRED)
             return
         actor = actor_of(interaction, self.admins)
-        if not actor.is_admin or str(interaction.user.id) != draft.owner_id:
+        if not actor.is_admin or draft_owner(interaction) != draft.owner_id:
             await interaction.followup.send(
                 render.error_text("only the admin who filled in this form can save or cancel it"),
                 ephemeral=True,
@@ -214,6 +227,9 @@ class DisputeHandler:
         state = "added" if report.added else ("updated" if report.updated else "unchanged")
         outcome = f"Question `{qid}` {state}."
         self.drafts.close(key, outcome)
+        if self.on_saved is not None and interaction.guild_id is not None:
+            tenant = Tenant(PLATFORM, str(interaction.guild_id)).key
+            await self.on_saved(tenant, str(interaction.user.id), draft.question_id)
         await self._close_message(interaction, outcome)
 
     @staticmethod
