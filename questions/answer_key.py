@@ -18,6 +18,7 @@ import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from questions import crosschecks_choice  # noqa: F401  (registers the model-choice families' derivations)
 from questions.crosschecks import CROSS_CHECKS
 from questions.rules import Answer
 
