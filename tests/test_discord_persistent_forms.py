@@ -305,7 +305,9 @@ async def test_an_explanation_that_could_not_be_graded_is_given_back_and_prefill
     "custom_id",
     [
         "rz:explain:" + "1" * 200,  # over Discord's 100 characters
-        "rz:explain:" + "9" * 19,  # more digits than any id
+        "rz:explain:" + "9" * 11,  # more digits than any id
+        "rz:explain:2147483648",  # past an INTEGER key (PostgreSQL would refuse the query)
+        "rz:variant:2147483648",
         "rz:explain:0",
         "rz:explain:-1",
         "rz:explain:1/../2",
@@ -328,8 +330,9 @@ async def test_a_forged_form_id_is_refused_clearly(practice: tp.Bot, custom_id: 
 
 
 async def test_an_unknown_prompt_or_problem_id_is_refused_by_its_handler(practice: tp.Bot) -> None:
-    prompt = practice.act.forge_modal(practice.client, "rz:explain:987654", {ANSWER_INPUT: ANSWER})
-    assert "no explain prompt with version id 987654" in (await _texts(practice, prompt))[0]
+    for version in (987654, submissions.MAX_ROW_ID):  # well-formed, within an INTEGER key: no such prompt
+        prompt = practice.act.forge_modal(practice.client, f"rz:explain:{version}", {ANSWER_INPUT: ANSWER})
+        assert f"no explain prompt with version id {version}" in (await _texts(practice, prompt))[0]
     # No runner on this bot: the variant is refused, and given back.
     variant = practice.act.forge_modal(practice.client, "rz:variant:987654", {VARIANT_INPUT: VARIANT})
     said = await _texts(practice, variant, 3)

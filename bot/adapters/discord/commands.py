@@ -228,8 +228,8 @@ class CommandHandler:
             return
         await self._send(
             interaction,
-            "Your code was not run, but it is not lost: here it is to copy. Once the problem above is fixed, "
-            f"run `/dispute problem:{key} variant:True` again and paste it.",
+            "Your code is not lost: here it is to copy. Once the problem above is fixed, run "
+            f"`/dispute problem:{key} variant:True` again and paste it.",
         )
         await give_back(interaction, code, "py")
 

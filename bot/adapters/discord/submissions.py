@@ -33,8 +33,11 @@ log = logging.getLogger(__name__)
 
 #: Discord's longest custom id (docs: Component Reference, "custom_id ... max 100 characters").
 MAX_CUSTOM_ID = 100
-#: A database id in a custom id: a positive integer of at most 18 digits (below 2^63).
-ROW_ID = r"[1-9][0-9]{0,17}"
+#: A database id in a custom id: a positive integer of at most 10 ASCII digits, and at most MAX_ROW_ID.
+ROW_ID = r"[1-9][0-9]{0,9}"
+#: The largest id an INTEGER key holds on both backends; a bigger one is refused here, before PostgreSQL
+#: would refuse the query itself ("out of int32 range").
+MAX_ROW_ID = 2**31 - 1
 
 FORGED = (
     "⚠️ I do not recognise this form (its id is not one I issued, or it is damaged): nothing was done. "
@@ -57,6 +60,8 @@ class ModalRoute:
     attribute: str
     method: str
     what: str
+    #: The largest key a numeric route takes (None: the key is not a number).
+    largest: int | None = None
     #: Whether the router bounds the handler by the interaction deadline; False for handlers that bound
     #: their own work, so that what the user typed is given back when time runs out.
     bounded: bool = True
@@ -64,9 +69,15 @@ class ModalRoute:
     def custom_id(self, key: str) -> str:
         """The custom id of this kind's form for ``key`` (checked against the pattern and Discord's limit)."""
         custom_id = f"{self.prefix}{key}"
-        if not self.key.fullmatch(key) or len(custom_id) > MAX_CUSTOM_ID:
+        if not self.takes(key) or len(custom_id) > MAX_CUSTOM_ID:
             raise ValueError(f"not a {self.what} key: {key!r}")
         return custom_id
+
+    def takes(self, key: str) -> bool:
+        """Whether ``key`` is one this kind issues (its whole pattern; a number within ``largest``)."""
+        if not self.key.fullmatch(key):
+            return False
+        return self.largest is None or int(key) <= self.largest
 
     def handler(self, client: Any) -> SubmissionHandler | None:
         """The bound handler on ``client`` (None while the adapter is not attached)."""
@@ -79,10 +90,22 @@ QUESTION_FORM = ModalRoute(
     "rz:qform:", re.compile(r"[A-Za-z0-9_-]{8,32}"), "rankzero_forms", "on_submit", "question form"
 )
 VARIANT_FORM = ModalRoute(
-    "rz:variant:", re.compile(ROW_ID), "rankzero_commands", "on_variant", "variant form", bounded=False
+    "rz:variant:",
+    re.compile(ROW_ID),
+    "rankzero_commands",
+    "on_variant",
+    "variant form",
+    largest=MAX_ROW_ID,
+    bounded=False,
 )
 EXPLAIN_FORM = ModalRoute(
-    "rz:explain:", re.compile(ROW_ID), "rankzero_practice", "on_explain", "explanation form", bounded=False
+    "rz:explain:",
+    re.compile(ROW_ID),
+    "rankzero_practice",
+    "on_explain",
+    "explanation form",
+    largest=MAX_ROW_ID,
+    bounded=False,
 )
 #: Every form kind, by prefix (no prefix is a prefix of another).
 ROUTES: dict[str, ModalRoute] = {r.prefix: r for r in (QUESTION_FORM, VARIANT_FORM, EXPLAIN_FORM)}
@@ -95,7 +118,7 @@ def parse_custom_id(custom_id: str) -> tuple[ModalRoute, str] | None:
     for prefix, route in ROUTES.items():
         if custom_id.startswith(prefix):
             key = custom_id[len(prefix) :]
-            return (route, key) if route.key.fullmatch(key) else None
+            return (route, key) if route.takes(key) else None
     return None
 
 
