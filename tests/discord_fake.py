@@ -1200,6 +1200,30 @@ class Interactions:
         client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
         return str(payload["token"])
 
+    def forge_modal(
+        self,
+        client: discord.Client,
+        custom_id: str,
+        values: dict[str, str],
+        *,
+        user_id: int = 111,
+        guild_id: int = GUILD_ID,
+    ) -> str:
+        """A modal submission from a hostile client, not Discord's: any custom id (one the bot never
+        opened, malformed, over Discord's 100 characters) with any input values. For tests of what the
+        bot does with ids it did not issue; everything else goes through :meth:`submit_modal`.
+        """
+        payload = self._base(5, user_id, "mallory", 0, [], guild_id=guild_id)
+        payload["data"] = {
+            "custom_id": custom_id,
+            "components": [
+                {"type": 1, "components": [{"type": 4, "custom_id": k, "value": v}]}
+                for k, v in values.items()
+            ],
+        }
+        client._connection.parse_interaction_create(payload)  # type: ignore[arg-type]
+        return str(payload["token"])
+
 
 def modal_submission(
     modals: dict[str, dict[str, Any]], custom_id: str, values: dict[str, str]

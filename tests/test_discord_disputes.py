@@ -215,7 +215,12 @@ class Bot:
         return [q.id for q in await self.quiz.list_questions(view=CHANNEL.tenant)]
 
 
-async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner) -> Bot:
+async def _open(
+    fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner, act: Interactions | None = None
+) -> Bot:
+    """An adapter with disputes wired; ``act``: the interactions of the process before a restart (their
+    tokens go on counting: none is reused).
+    """
     adapter = DiscordAdapter("test-token", clock=clock, admin_channel_id=ADMIN_CHANNEL)
     engine = make_engine(db)
     factory = session_factory(engine)
@@ -225,7 +230,7 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: Scripted
     services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=disputes))
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
-    act = Interactions(fake)
+    act = act or Interactions(fake)
     act.join_guild(adapter.client)
     return Bot(adapter, quiz, runner, fake, act, engine)
 

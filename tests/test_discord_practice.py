@@ -148,7 +148,10 @@ class Bot:
             return int((await conn.execute(select(func.count()).select_from(ChallengeRow))).scalar_one())
 
 
-async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> Bot:
+async def _open(
+    fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool, act: Interactions | None = None
+) -> Bot:
+    """An adapter with practice wired; ``act``: the interactions of the process before a restart."""
     adapter = DiscordAdapter("test-token", clock=clock)
     engine = make_engine(db)
     factory = session_factory(engine)
@@ -162,7 +165,7 @@ async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: 
     )
     await adapter.client.login("test-token")
     adapter.attach(services)  # type: ignore[arg-type]
-    act = Interactions(fake)
+    act = act or Interactions(fake)
     act.join_guild(adapter.client)
     return Bot(adapter, quiz, practice, schedules, fake, act, clock, engine)
 

@@ -8,11 +8,14 @@ from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
+from sqlalchemy import select
 
 from bot.core.errors import InvalidAnswerError, NotFoundError
+from bot.core.models import Actor, PlayerRef, Tenant
 from bot.core.practice import EXPLAIN_RETRY_AFTER, PracticeError, PracticeService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
+from bot.storage.models import QuestionVersionRow
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
@@ -431,3 +434,40 @@ async def test_a_failed_explain_prompt_comes_back_before_unseen_ones_until_passe
     for _ in range(5):
         nxt = await practice.explain_prompt(ALICE.player)
         assert nxt.question_id != first.question_id and not nxt.retry
+
+
+async def test_an_explanation_from_a_tenant_is_graded_only_for_a_prompt_it_sees(
+    services: tuple[QuizService, PracticeService], db_url: str
+) -> None:
+    """A version id that came back from a client (a Discord form's custom id) is checked against the
+    tenant the answer comes from: another tenant's own prompt is refused as a missing one (issue 25).
+    """
+    quiz, practice = services
+    ours, theirs = Tenant("discord", "1"), Tenant("discord", "2")
+    spec = {
+        "id": "explain-theirs",
+        "kind": "explain",
+        "topic": "DDP",
+        "difficulty": "intermediate",
+        "prompt": "Explain what DDP all-reduces.",
+        "concepts": [{"name": "Gradients are averaged", "keywords": ["gradient"]}],
+        "model_answer": "The gradients, averaged in backward.",
+    }
+    await quiz.admin_import(Actor(PlayerRef("discord", "9", "boss"), is_admin=True, tenant=theirs), [spec])
+    engine = make_engine(db_url)
+    async with engine.connect() as conn:
+        version = (
+            await conn.execute(
+                select(QuestionVersionRow.id).where(QuestionVersionRow.question_id == spec["id"])
+            )
+        ).scalar_one()
+    await engine.dispose()
+    answer = "The gradients are all-reduced."
+    with pytest.raises(NotFoundError, match=f"no explain prompt with version id {version}"):
+        await practice.submit_explanation(ALICE.player, version, answer, tenant=ours)
+    assert (await practice.stats(ALICE.player)).explain_attempts == 0
+    graded = await practice.submit_explanation(ALICE.player, version, answer, tenant=theirs)
+    assert graded.covered == 1
+    shared = await practice.explain_prompt(ALICE.player)  # the shared bank's: every tenant sees it
+    await practice.submit_explanation(ALICE.player, shared.version_id, answer, tenant=ours)
+    assert (await practice.stats(ALICE.player)).explain_attempts == 2

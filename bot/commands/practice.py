@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bot.core.models import PlayerRef
+from bot.core.models import PlayerRef, Tenant
 from bot.core.practice import PracticeService
 from bot.core.practice_models import (
     ExplainPromptCard,
@@ -134,6 +134,8 @@ class PracticeFlow:
         """A concept to explain in one's own words."""
         return await self.practice.explain_prompt(player, topic)
 
-    async def submit_explanation(self, player: PlayerRef, version_id: int, answer: str) -> ExplainResultCard:
-        """Grade an explanation by the concepts it names."""
-        return await self.practice.submit_explanation(player, version_id, answer)
+    async def submit_explanation(
+        self, player: PlayerRef, version_id: int, answer: str, *, tenant: Tenant | None = None
+    ) -> ExplainResultCard:
+        """Grade an explanation by the concepts it names (of a prompt ``tenant`` sees, when given)."""
+        return await self.practice.submit_explanation(player, version_id, answer, tenant=tenant)

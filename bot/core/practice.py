@@ -23,7 +23,7 @@ from bot.core.cards import PracticeNudgeCard
 from bot.core.deck import deck_card, one_line, why_of
 from bot.core.errors import InvalidAnswerError, NotFoundError, RankZeroError
 from bot.core.grading import grade_explanation
-from bot.core.models import PlayerRef, Question, QuestionCandidate
+from bot.core.models import PlayerRef, Question, QuestionCandidate, Tenant
 from bot.core.player_day import PlayerDay, day_streak, parse_timezone, player_day
 from bot.core.ports import Clock, UnitOfWork
 from bot.core.practice_models import (
@@ -706,8 +706,14 @@ class PracticeService:
             retry=retry,
         )
 
-    async def submit_explanation(self, player: PlayerRef, version_id: int, answer: str) -> ExplainResultCard:
-        """Grade a free-text answer by the concepts it covers, store the attempt, return the grade."""
+    async def submit_explanation(
+        self, player: PlayerRef, version_id: int, answer: str, *, tenant: Tenant | None = None
+    ) -> ExplainResultCard:
+        """Grade a free-text answer by the concepts it covers, store the attempt, return the grade.
+
+        ``tenant``: where the answer comes from (a server, a workspace), when the version id came back
+        from a client (a form's custom id): a prompt that tenant does not see is refused as a missing one.
+        """
         text = answer.strip()
         if not text:
             raise PracticeError("your answer is empty: explain in a sentence or more, in your own words")
@@ -719,7 +725,8 @@ class PracticeService:
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
             q = await uow.questions.question_version(version_id)
-            if q is None or q.kind != Kind.EXPLAIN:
+            unseen = tenant is not None and not await uow.questions.version_seen_by(tenant, version_id)
+            if q is None or q.kind != Kind.EXPLAIN or unseen:
                 raise NotFoundError(f"no explain prompt with version id {version_id}")
             grade = grade_explanation(text, _concepts(q))
             attempt_id = await uow.practice.add_explain_attempt(

@@ -28,9 +28,10 @@ from bot.adapters.discord.platform import DiscordPlatform
 from bot.adapters.discord.play import PLATFORM, PlayHandler, admin_policy
 from bot.adapters.discord.practice import PracticeHandler, register_practice_commands
 from bot.adapters.discord.practice_components import PracticeButton
-from bot.adapters.discord.question_form import EditFormButton, QuestionForms, route_submission
+from bot.adapters.discord.question_form import EditFormButton, QuestionForms
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
+from bot.adapters.discord.submissions import route_submission
 from bot.config import Settings
 from bot.core.models import Actor, PlayerRef, Tenant
 from bot.core.ports import Clock, SystemClock
@@ -92,14 +93,15 @@ class _ObservedEvents:
 
 
 class _FormEvents:
-    """Question forms are answered by custom id, never by a View held in memory (question_form.py): a
-    submission that arrives after discord.py's modal timed out, after a restart, or at another process is
-    still handled. discord.py dispatches ``interaction`` for every interaction, after its View routing
-    (which holds nothing for these forms). Mixed into both clients.
+    """Every form (the question form, the dispute variant, the explanation) is answered by its custom id,
+    never by a View held in memory (submissions.py): a submission that arrives after discord.py's modal
+    timed out, after a restart, or at another process is still handled. discord.py dispatches
+    ``interaction`` for every interaction, after its View routing (which holds nothing for these forms).
+    Mixed into both clients.
     """
 
     async def on_interaction(self, interaction: discord.Interaction[Any]) -> None:
-        """Route a question form's submission (anything else is routed by the tree or a View)."""
+        """Route a form's submission (anything else is routed by the tree or a DynamicItem)."""
         await route_submission(interaction)
 
 
@@ -179,6 +181,7 @@ class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, _FormEve
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_forms: QuestionForms | None = None
+        self.rankzero_commands: CommandHandler | None = None
         self.rankzero_reposter: Reposter | None = None
         self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
@@ -202,6 +205,7 @@ class RankZeroShardedClient(
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_forms: QuestionForms | None = None
+        self.rankzero_commands: CommandHandler | None = None
         self.rankzero_reposter: Reposter | None = None
         self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
@@ -277,6 +281,7 @@ class DiscordAdapter:
         self.client.rankzero_schedules = services.schedules
         self.client.rankzero_drafts = self.commands.disputes_ui
         self.client.rankzero_forms = self.commands.forms
+        self.client.rankzero_commands = self.commands
         if self.commands.practice is not None:
             self.practice = PracticeHandler(self.commands.practice, admins=admins)
             self.client.rankzero_practice = self.practice

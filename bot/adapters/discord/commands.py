@@ -1,14 +1,16 @@
 """Slash commands and the question modal: payload -> one service call -> render.
 
 Every command acknowledges first (a deferred ephemeral response, within Discord's 3 s), except
-``/question add`` whose first response must be the modal itself. The bodies are the command layer's
-(bot.commands): this module turns interactions into its calls (Actor, ChannelRef, typed options) and
+``/question add`` and ``/dispute variant:True`` whose first response must be the form itself (no form keeps
+a View: submissions.py routes their submissions by custom id, however late). The bodies are the command
+layer's (bot.commands): this module turns interactions into its calls (Actor, ChannelRef, typed options) and
 renders the cards. Admin rights are decided by the layer from what Discord reports (Manage Server, the
 member's roles) and enforced again by the services (NotAdminError).
 """
 
 from __future__ import annotations
 
+import asyncio
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Sequence
 from enum import StrEnum
@@ -18,10 +20,11 @@ import discord
 from discord import app_commands
 
 from bot.adapters.discord import dispute_render, practice_render, render
-from bot.adapters.discord.disputes import DisputeHandler, VariantModal, VariantRunner
+from bot.adapters.discord.disputes import MAX_VARIANT_INPUT, VARIANT_INPUT, DisputeHandler, variant_form
+from bot.adapters.discord.failures import tell_failure
 from bot.adapters.discord.play import PLATFORM, actor_of, admin_policy, channel_of
-from bot.adapters.discord.question_form import QuestionForms
-from bot.adapters.discord.replies import send_private
+from bot.adapters.discord.question_form import FIRST_RESPONSE_BUDGET_S, QuestionForms
+from bot.adapters.discord.replies import give_back, send_private
 from bot.adapters.discord.sanitize import (
     FIELD_VALUE,
     code_block,
@@ -31,12 +34,13 @@ from bot.adapters.discord.sanitize import (
     safe_text,
     truncate,
 )
+from bot.adapters.discord.submissions import submitted_values
 from bot.adapters.drafts import DraftStore
 from bot.commands import questions
 from bot.commands.deadline import within
 from bot.commands.handlers import Commands, NoChallenge, PostCheck
 from bot.commands.parsing import parse_period, parse_retire, parse_scope
-from bot.core.errors import PostRefusedError, RankZeroError
+from bot.core.errors import ConfigurationError, PostRefusedError, RankZeroError
 from bot.core.models import Actor, PlayerRef, bounded_display_name
 from bot.core.ports import Clock, SystemClock
 from bot.core.practice import PracticeService
@@ -68,6 +72,10 @@ MAX_CHOICES = 25
 MAX_CHOICE_NAME = 100
 #: The longest text /dispute's problem option takes (a question id is at most 64; Discord enforces it).
 PROBLEM_OPTION_MAX = 100
+VARIANT_SLOW = (
+    "the database did not answer in time, so the variant form could not open: try again in a moment"
+)
+VARIANT_EMPTY = "your variant is empty: type your version of the code in the form"
 
 Reply = Callable[[str | None, discord.Embed | None], Awaitable[None]]
 
@@ -167,13 +175,63 @@ class CommandHandler:
         except RankZeroError as exc:
             await self._send(interaction, render.error_text(str(exc)))
 
-    def variant_runner(self, problem: str) -> VariantRunner:
-        """What the variant form runs on submit: ``/dispute`` of ``problem`` with the typed code."""
+    # ------------------------------------------------------------------ the variant form
+    async def open_variant(self, interaction: discord.Interaction[Any], problem: str) -> None:
+        """``/dispute problem:<ref> variant:True``: resolve ``problem`` to its id and check the player may
+        dispute it (so nobody types code for a dispute that would be refused), then open the form whose
+        custom id carries the id (``rz:variant:<id>``). The form is the first response, so the checks get
+        the time a first response leaves; a database slower than that is said, and nothing opens.
+        """
+        actor = self.actor(interaction)
+        channel = channel_of(interaction, self.timezone)
 
-        async def run_variant(interaction: discord.Interaction[Any], code: str) -> None:
-            await self.run(interaction, lambda: self.dispute(interaction, problem, code))
+        async def checked() -> int:
+            disputes = self.disputes
+            if disputes is None:
+                raise ConfigurationError("the runner is not configured on this bot")
+            problem_id = await self.commands.resolve_problem(channel, problem)
+            await disputes.check_dispute(actor, problem_id)
+            return problem_id
 
-        return run_variant
+        try:
+            problem_id = await asyncio.wait_for(checked(), FIRST_RESPONSE_BUDGET_S)
+        except RankZeroError as exc:
+            text = render.error_text(str(exc))
+        except TimeoutError:
+            text = render.error_text(VARIANT_SLOW)
+        else:
+            await interaction.response.send_modal(variant_form(problem_id))
+            return
+        await interaction.response.send_message(text, ephemeral=True, allowed_mentions=no_mentions())
+
+    async def on_variant(self, interaction: discord.Interaction[Any], key: str) -> None:
+        """A variant form's submission, whenever it arrives (``key``: the problem id of its custom id, digits
+        only): ``/dispute`` of that problem with the typed code, through the same checks as ever (the
+        problem must be this server's and over for the player, the hour's runs left). When it cannot run,
+        the player is told why and given the code back to copy.
+        """
+        await interaction.response.defer(ephemeral=True, thinking=True)
+        code = submitted_values(interaction.data).get(VARIANT_INPUT, "")[:MAX_VARIANT_INPUT]
+        if not code.strip():  # the client requires it; a forged submission may not
+            await self._send(interaction, render.error_text(VARIANT_EMPTY))
+            return
+        try:
+            if self.disputes is None:  # a form opened before the runner was unconfigured
+                raise ConfigurationError("the runner is not configured on this bot")
+            deadline = getattr(interaction.client, "rankzero_deadline_s", None)
+            await within(deadline, self.dispute(interaction, key, code))
+        except RankZeroError as exc:
+            await self._send(interaction, render.error_text(str(exc)))
+        except Exception as exc:  # the runner or the database failed: say so, and keep the code
+            await tell_failure(interaction, exc, "variant form")
+        else:
+            return
+        await self._send(
+            interaction,
+            "Your code is not lost: here it is to copy. Once the problem above is fixed, run "
+            f"`/dispute problem:{key} variant:True` again and paste it.",
+        )
+        await give_back(interaction, code, "py")
 
     # ------------------------------------------------------------------ players
     async def leaderboard(self, interaction: discord.Interaction[Any], scope: str, period: str) -> None:
@@ -455,7 +513,7 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
         # str(): a client that still has the tree where this option was an integer sends a number.
         typed = str(problem)
         if variant and h.disputes is not None:  # the form must be the first response
-            await interaction.response.send_modal(VariantModal(h.variant_runner(typed)))
+            await h.open_variant(interaction, typed)
             return
         await h.run(interaction, lambda: h.dispute(interaction, typed, None))
 

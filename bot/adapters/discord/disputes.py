@@ -22,10 +22,11 @@ from typing import TYPE_CHECKING, Any, Protocol
 import discord
 
 from bot.adapters.discord import dispute_render, render
-from bot.adapters.discord.failures import SafeModal, served_here, tell_failure
+from bot.adapters.discord.failures import served_here, tell_failure
 from bot.adapters.discord.play import PLATFORM, actor_of
 from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import no_mentions, safe_text
+from bot.adapters.discord.submissions import VARIANT_FORM
 from bot.adapters.drafts import DraftStore
 from bot.commands.admin import AdminPolicy
 from bot.commands.deadline import within
@@ -41,6 +42,8 @@ log = logging.getLogger(__name__)
 
 #: The longest variant the form takes (Discord's limit for a text input).
 MAX_VARIANT_INPUT = 4000
+#: The custom id of the variant form's one input.
+VARIANT_INPUT = "rz:vcode"
 
 EXPIRED = (
     "This draft is gone (a preview waits one hour for Save): reopen your form with `/question restore`, or "
@@ -53,10 +56,6 @@ def draft_owner(interaction: discord.Interaction[Any]) -> str:
     button never saves into another server, whoever clicks it.
     """
     return f"{interaction.guild_id}:{interaction.user.id}"
-
-
-#: Runs a variant typed in the form: (the form's interaction, its code).
-VariantRunner = Callable[[discord.Interaction[Any], str], Awaitable[None]]
 
 
 # ---------------------------------------------------------------------- the Save / Cancel buttons
@@ -124,23 +123,27 @@ def draft_view(key: str, *, verified: bool) -> discord.ui.View:
 
 
 # ---------------------------------------------------------------------- the variant form
-class VariantModal(SafeModal, title="Dispute with your variant"):
-    """``/dispute problem:<id> variant:True``: the variant's code in a paragraph input."""
+def variant_form(problem_id: int) -> discord.ui.Modal:
+    """``/dispute problem:<id> variant:True``: the variant's code in a paragraph input.
 
-    code: discord.ui.TextInput[VariantModal] = discord.ui.TextInput(
-        label="Your version of the code",
-        style=discord.TextStyle.paragraph,
-        placeholder="e.g. the snippet with world_size=4; it runs with the question's runner settings",
-        max_length=MAX_VARIANT_INPUT,
+    Its custom id ``rz:variant:<problem id>`` carries the problem, so no View is kept: the submission is
+    routed by submissions.py whenever it comes (after discord.py's timeout, after a restart) and handled
+    by ``CommandHandler.on_variant``, which checks again that the problem is this server's.
+    """
+    modal = discord.ui.Modal(
+        title="Dispute with your variant", custom_id=VARIANT_FORM.custom_id(str(problem_id)), timeout=None
     )
-
-    def __init__(self, run_variant: VariantRunner) -> None:
-        super().__init__(timeout=900)
-        self.run_variant = run_variant
-
-    async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
-        """Run the variant and show the verdict (like ``/dispute`` without one)."""
-        await self.run_variant(interaction, self.code.value)
+    modal.add_item(
+        discord.ui.TextInput(
+            label="Your version of the code",
+            style=discord.TextStyle.paragraph,
+            custom_id=VARIANT_INPUT,
+            placeholder="e.g. the snippet with world_size=4; it runs with the question's runner settings",
+            max_length=MAX_VARIANT_INPUT,
+        )
+    )
+    modal.stop()  # discord.py keeps no View for it: the submission is routed by its custom id
+    return modal
 
 
 # ---------------------------------------------------------------------- the handler

@@ -4,7 +4,8 @@ is logged.
 discord.py swallows a DynamicItem callback's exception (it only logs it), leaves a deferred slash command
 on "thinking…" when its body raises, and a modal's ``on_error`` only logs. Every entry point of the
 adapter therefore ends in :func:`tell_failure`: the command tree's ``on_error`` (:class:`RankZeroTree`),
-the button wrappers (components.py, practice_components.py, disputes.py) and :class:`SafeModal`.
+the button wrappers (components.py, practice_components.py, disputes.py) and the router of form
+submissions (submissions.py).
 """
 
 from __future__ import annotations
@@ -123,18 +124,3 @@ class RankZeroTree(app_commands.CommandTree[Any]):
         """Tell the user briefly and log the cause."""
         name = interaction.command.qualified_name if interaction.command is not None else "a command"
         await tell_failure(interaction, error, f"/{name}")
-
-
-class SafeModal(discord.ui.Modal):
-    """A modal whose submit handler, if it raises, still answers the user."""
-
-    async def interaction_check(self, interaction: discord.Interaction[Any], /) -> bool:
-        """Take forms of allowed servers only (:func:`served_here`): one opened before the server was
-        dropped is refused on submit.
-        """
-        return await served_here(interaction, "form")
-
-    # discord.py's Modal narrows BaseView.on_error the same way (no item): mypy flags that override.
-    async def on_error(self, interaction: discord.Interaction[Any], error: Exception, /) -> None:  # type: ignore[override]
-        """Tell the user briefly and log the cause."""
-        await tell_failure(interaction, error, f"form {type(self).__name__}")

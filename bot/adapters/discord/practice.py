@@ -3,12 +3,15 @@
 The Discord twin of bot/adapters/console/practice.py: payload -> one PracticeService call -> render.
 Commands acknowledge with a deferred ephemeral response and then fill it in; button clicks on that
 message acknowledge with a deferred update and edit it in place; the explain Answer button's first (and
-acknowledging) response is the answer form itself. Buttons are persistent (practice_components.py).
+acknowledging) response is the answer form itself. Buttons are persistent (practice_components.py), and
+so is the answer form: its custom id ``rz:explain:<version id>`` names the prompt and no View is kept, so
+an answer submitted after discord.py's timeout or a restart is still graded (submissions.py routes it).
 """
 
 from __future__ import annotations
 
 import logging
+from collections import OrderedDict
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, field
 from typing import Any, Literal
@@ -17,15 +20,17 @@ import discord
 from discord import app_commands
 
 from bot.adapters.discord import practice_render as render
-from bot.adapters.discord.failures import SafeModal
+from bot.adapters.discord.failures import tell_failure
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.render import error_text
+from bot.adapters.discord.replies import give_back
 from bot.adapters.discord.sanitize import no_mentions
+from bot.adapters.discord.submissions import EXPLAIN_FORM, submitted_values
 from bot.commands.admin import AdminPolicy
 from bot.commands.deadline import within
 from bot.commands.practice import PracticeFlow
 from bot.core.errors import RankZeroError
-from bot.core.models import PlayerRef
+from bot.core.models import PlayerRef, Tenant
 from bot.core.player_day import zone_choices
 from bot.core.practice import MAX_ANSWER_CHARS, PracticeService
 
@@ -33,6 +38,12 @@ log = logging.getLogger(__name__)
 
 #: Discord's limit for a text input's value.
 TEXT_INPUT_MAX = 4000
+#: The explanation form's one input: its custom id and its longest value.
+ANSWER_INPUT = "rz:xanswer"
+ANSWER_MAX = min(TEXT_INPUT_MAX, MAX_ANSWER_CHARS)
+#: Answers that could not be graded, kept to pre-fill the next form of the same player and prompt (bounded;
+#: the oldest go first). The player is also sent the text, which survives a restart.
+MAX_UNGRADED = 200
 
 
 @dataclass
@@ -44,29 +55,30 @@ class Screen:
     view: discord.ui.View | None = None
 
 
-class ExplainModal(SafeModal, title="Your explanation"):
-    """A paragraph answer to an explain prompt; graded on submit.
+def explain_form(version_id: int, typed: str | None = None) -> discord.ui.Modal:
+    """The answer form of the explain prompt ``version_id`` (pre-filled with ``typed``, cut to the input's
+    limit, when a player's earlier answer could not be graded).
 
-    The form lives in this process only (discord.py keeps modals in memory): a form opened before a
-    restart is lost, the Answer button still works and opens a new one.
+    Its custom id ``rz:explain:<version id>`` carries the prompt, so no View is kept (the modal is stopped
+    before it is sent): a submission is routed by submissions.py whenever it comes, after discord.py's
+    timeout or a restart, to :meth:`PracticeHandler.on_explain`, which checks the prompt is this server's.
     """
-
-    answer: discord.ui.TextInput[ExplainModal] = discord.ui.TextInput(
-        label="Explain in your own words",
-        style=discord.TextStyle.paragraph,
-        placeholder="A few sentences: what happens, and why.",
-        max_length=min(TEXT_INPUT_MAX, MAX_ANSWER_CHARS),
+    modal = discord.ui.Modal(
+        title="Your explanation", custom_id=EXPLAIN_FORM.custom_id(str(version_id)), timeout=None
     )
-
-    def __init__(self, handler: PracticeHandler, version_id: int) -> None:
-        super().__init__(timeout=1800)
-        self.handler = handler
-        self.version_id = version_id
-
-    async def on_submit(self, interaction: discord.Interaction[Any]) -> None:
-        """Acknowledge (a deferred update of the prompt's message), grade, show the result."""
-        await interaction.response.defer()
-        await self.handler.submit_explanation(interaction, self.version_id, self.answer.value)
+    modal.add_item(
+        discord.ui.TextInput(
+            label="Explain in your own words",
+            style=discord.TextStyle.paragraph,
+            custom_id=ANSWER_INPUT,
+            placeholder="A few sentences: what happens, and why.",
+            max_length=ANSWER_MAX,
+            # Discord refuses a default longer than the input's max_length.
+            default=typed[:ANSWER_MAX] if typed else None,
+        )
+    )
+    modal.stop()
+    return modal
 
 
 class PracticeHandler:
@@ -77,6 +89,8 @@ class PracticeHandler:
         self.admins = admins
         #: The platform-neutral practice steps (bot.commands.practice); this handler renders them.
         self.flow = PracticeFlow(practice)
+        #: (user id, version id) -> an answer that could not be graded, to pre-fill the next form.
+        self._ungraded: OrderedDict[tuple[str, int], str] = OrderedDict()
 
     def _player(self, interaction: discord.Interaction[Any]) -> PlayerRef:
         return actor_of(interaction, self.admins).player
@@ -169,7 +183,8 @@ class PracticeHandler:
                     error_text("this button is malformed"), ephemeral=True
                 )
                 return
-            await interaction.response.send_modal(ExplainModal(self, version_id))
+            typed = self._ungraded.get((str(interaction.user.id), version_id))
+            await interaction.response.send_modal(explain_form(version_id, typed))
             return
         await interaction.response.defer()
         player = self._player(interaction)
@@ -243,17 +258,45 @@ class PracticeHandler:
             view=render.flashcard_front_view(step.card, reviewed),
         )
 
+    async def on_explain(self, interaction: discord.Interaction[Any], key: str) -> None:
+        """An explanation form's submission, whenever it arrives (``key``: the prompt's version id from the
+        custom id, digits only): acknowledge (a deferred update of the prompt's message), grade, show.
+        """
+        if interaction.message is not None:
+            await interaction.response.defer()
+        else:  # not opened from the prompt's message (Discord refuses to update no message): a new one
+            await interaction.response.defer(ephemeral=True, thinking=True)
+        text = submitted_values(interaction.data).get(ANSWER_INPUT, "")[:ANSWER_MAX]
+        await self.submit_explanation(interaction, int(key), text)
+
     async def submit_explanation(
         self, interaction: discord.Interaction[Any], version_id: int, text: str
     ) -> None:
-        """Grade a submitted explanation and show it under the prompt (the Answer button goes away)."""
+        """Grade a submitted explanation of a prompt this server sees and show it under the prompt (the
+        Answer button goes away). When it cannot be graded the prompt and its button stay, the player is
+        told why and sent the answer back, and the next form of this prompt opens with it filled in.
+        """
+        mine = (str(interaction.user.id), version_id)
+        # The version id came back from the client: only a prompt this server sees is graded.
+        tenant = Tenant("discord", str(interaction.guild_id)) if interaction.guild_id is not None else None
         try:
-            result = await self.flow.submit_explanation(self._player(interaction), version_id, text)
+            deadline = getattr(interaction.client, "rankzero_deadline_s", None)
+            result = await within(
+                deadline,
+                self.flow.submit_explanation(self._player(interaction), version_id, text, tenant=tenant),
+            )
         except RankZeroError as exc:  # e.g. only blanks: the prompt and its Answer button stay
             await interaction.followup.send(
                 error_text(str(exc)), ephemeral=True, allowed_mentions=no_mentions()
             )
+            if text.strip():
+                await self._keep_ungraded(interaction, mine, text)
             return
+        except Exception as exc:  # the database failed or was too slow: say so, keep the answer
+            await tell_failure(interaction, exc, "explanation form")
+            await self._keep_ungraded(interaction, mine, text)
+            return
+        self._ungraded.pop(mine, None)
         prompt = interaction.message.embeds[:1] if interaction.message is not None else []
         await self._show(
             interaction,
@@ -261,6 +304,22 @@ class PracticeHandler:
                 embeds=[*prompt, render.explain_result_embed(result)], view=render.explain_result_view(result)
             ),
         )
+
+    async def _keep_ungraded(
+        self, interaction: discord.Interaction[Any], mine: tuple[str, int], text: str
+    ) -> None:
+        """Remember ``text`` to pre-fill the next form of this player and prompt, and send it to them."""
+        self._ungraded[mine] = text
+        self._ungraded.move_to_end(mine)
+        while len(self._ungraded) > MAX_UNGRADED:
+            self._ungraded.popitem(last=False)
+        await interaction.followup.send(
+            "Your answer was not graded, but it is not lost: **Answer** on the prompt reopens the form with "
+            "it filled in, and here it is to copy.",
+            ephemeral=True,
+            allowed_mentions=no_mentions(),
+        )
+        await give_back(interaction, text)
 
 
 #: Discord's most choices in an autocomplete answer.

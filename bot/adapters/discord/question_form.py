@@ -6,8 +6,9 @@ arrives, finds no View, and the admin's typing is dropped. So this form does not
 
 - Its custom id is ``rz:qform:<nonce>`` and its five text inputs have fixed ids (``rz:qf:<field>``). The
   modal object is stopped before it is sent, so discord.py keeps nothing for it; every submission, early or
-  late, in this process or another, is routed by the client's ``on_interaction`` (app.py) to
-  :meth:`QuestionForms.on_submit`, which reads the values from the interaction's data.
+  late, in this process or another, is routed by the client's ``on_interaction`` (app.py, through
+  submissions.py's table of form kinds) to :meth:`QuestionForms.on_submit`, which reads the values from
+  the interaction's data.
 - The command's options (id, kind, topic, difficulty) are stored under the nonce when the form opens; each
   submission stores the five fields and, when it is refused, the reason: a form draft
   (bot/core/repositories/form_drafts.py), per server and admin, for 24 hours.
@@ -23,7 +24,7 @@ import logging
 import re
 import secrets
 from collections import OrderedDict
-from collections.abc import Awaitable, Iterator, Mapping
+from collections.abc import Awaitable, Mapping
 from dataclasses import dataclass, replace
 from typing import TYPE_CHECKING, Any, Protocol, TypeVar
 
@@ -34,6 +35,7 @@ from bot.adapters.discord.failures import served_here, tell_failure
 from bot.adapters.discord.play import PLATFORM, actor_of
 from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import no_mentions, safe_text, truncate
+from bot.adapters.discord.submissions import QUESTION_FORM, submitted_values
 from bot.commands import questions
 from bot.commands.admin import AdminPolicy
 from bot.commands.deadline import within
@@ -56,10 +58,9 @@ log = logging.getLogger(__name__)
 
 T = TypeVar("T")
 
-FORM_PREFIX = "rz:qform:"
+#: A form's custom id is the prefix and its nonce (secrets.token_urlsafe(12): 16 URL-safe characters).
+FORM_PREFIX = QUESTION_FORM.prefix
 FIELD_PREFIX = "rz:qf:"
-#: A form's custom id: the prefix and its nonce (secrets.token_urlsafe(12): 16 URL-safe characters).
-FORM_ID = re.compile(r"rz:qform:(?P<nonce>[A-Za-z0-9_-]{8,32})")
 #: Discord's limits (docs: Interaction Response "Modal", Component Reference "Text Input").
 MODAL_TITLE = 45
 INPUT_LABEL = 45
@@ -125,30 +126,12 @@ assert tuple(INPUTS) == FORM_FIELDS and len(INPUTS) <= 5
 assert all(len(i.label) <= INPUT_LABEL for i in INPUTS.values())
 
 
-def form_nonce(custom_id: str) -> str | None:
-    """The nonce of a question form's custom id, or None for any other id."""
-    match = FORM_ID.fullmatch(custom_id)
-    return match["nonce"] if match else None
-
-
-def _walk(components: Any) -> Iterator[Mapping[str, Any]]:
-    """Every component of a submission, nested in action rows (type 1) or labels (type 18)."""
-    for component in components if isinstance(components, list) else []:
-        if not isinstance(component, Mapping):
-            continue
-        yield component
-        yield from _walk(component.get("components"))
-        inner = component.get("component")
-        if isinstance(inner, Mapping):
-            yield from _walk([inner])
-
-
 def submitted_inputs(data: Mapping[str, Any] | None) -> dict[str, str]:
     """The five fields of a submission, by name (a field Discord did not send is empty)."""
     typed = {
-        str(c["custom_id"]).removeprefix(FIELD_PREFIX): str(c.get("value") or "")
-        for c in _walk((data or {}).get("components"))
-        if str(c.get("custom_id", "")).startswith(FIELD_PREFIX)
+        custom_id.removeprefix(FIELD_PREFIX): value
+        for custom_id, value in submitted_values(data).items()
+        if custom_id.startswith(FIELD_PREFIX)
     }
     # Bounded by the form's own limits: a client cannot store more than the form lets it type.
     return {name: typed.get(name, "")[: spec.max_length] for name, spec in INPUTS.items()}
@@ -159,7 +142,7 @@ def build_form(draft: FormDraft) -> discord.ui.Modal:
     (its submission is routed by custom id, see the module's docstring).
     """
     title = truncate(f"Add a question: {draft.question_id}", MODAL_TITLE)
-    modal = discord.ui.Modal(title=title, custom_id=f"{FORM_PREFIX}{draft.nonce}", timeout=None)
+    modal = discord.ui.Modal(title=title, custom_id=QUESTION_FORM.custom_id(draft.nonce), timeout=None)
     for name, spec in INPUTS.items():
         default = draft.inputs.get(name) or None
         modal.add_item(
@@ -438,29 +421,3 @@ class QuestionForms:
             await self.repository.discard(tenant, owner, question_id)
         except Exception:
             log.exception("could not delete the form drafts of %s in %s", question_id, tenant)
-
-
-async def route_submission(interaction: discord.Interaction[Any]) -> bool:
-    """Handle ``interaction`` if it is a question form's submission (True), from the client's
-    ``on_interaction``: with or without a View, in any process.
-    """
-    if interaction.type is not discord.InteractionType.modal_submit:
-        return False
-    data: Mapping[str, Any] = interaction.data or {}
-    nonce = form_nonce(str(data.get("custom_id", "")))
-    if nonce is None:
-        return False
-    if not await served_here(interaction, "form"):
-        return True
-    handler: QuestionForms | None = getattr(interaction.client, "rankzero_forms", None)
-    try:
-        if handler is None:  # started without handlers (should not happen): still answer
-            await interaction.response.send_message(
-                "RankZero is starting, try again in a moment", ephemeral=True
-            )
-            return True
-        deadline = getattr(interaction.client, "rankzero_deadline_s", None)
-        await within(deadline, handler.on_submit(interaction, nonce))
-    except Exception as exc:  # discord.py would only log it: the admin must get an answer
-        await tell_failure(interaction, exc, "question form")
-    return True

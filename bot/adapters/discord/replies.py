@@ -6,7 +6,7 @@ from typing import Any
 
 import discord
 
-from bot.adapters.discord.sanitize import no_mentions, split_text
+from bot.adapters.discord.sanitize import MESSAGE_CONTENT, escape_fences, no_mentions, split_text
 
 
 async def send_private(
@@ -30,3 +30,17 @@ async def send_private(
             await interaction.followup.send(chunk, **kwargs)
         else:
             await interaction.followup.send(**kwargs)
+
+
+async def give_back(interaction: discord.Interaction[Any], typed: str, lang: str = "") -> None:
+    """Send the user what they typed into a form, in code blocks cut at line ends (each message within
+    Discord's 2000 characters), so a submission that could not be handled is never lost: they copy it
+    back into the form. The interaction must have been acknowledged.
+    """
+    fence = f"```{lang}\n"
+    room = MESSAGE_CONTENT - len(fence) - len("\n```")
+    # Fences inside are made inert, so the text cannot close the block early.
+    for chunk in split_text(escape_fences(typed.rstrip("\n")), room):
+        await interaction.followup.send(
+            f"{fence}{chunk}\n```", ephemeral=True, allowed_mentions=no_mentions()
+        )

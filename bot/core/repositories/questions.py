@@ -79,6 +79,12 @@ class QuestionRepository(Protocol):
         """A stored question version (ids come from rows already scoped: a problem, an attempt)."""
         ...
 
+    async def version_seen_by(self, view: Tenant, version_id: int) -> bool:
+        """Whether the tenant ``view`` sees the stored version ``version_id`` (a shared or its own question,
+        a shared version or its own correction); False for another tenant's, or no such version.
+        """
+        ...
+
     async def version_spec(self, version_id: int) -> dict[str, Any] | None:
         """The spec dict a question version was stored from."""
         ...

@@ -343,6 +343,15 @@ class SqlQuestionRepository(SqlRepository):
         row = await self.s.get(QuestionVersionRow, version_id)
         return question_from_version(row) if row is not None else None
 
+    async def version_seen_by(self, view: Tenant, version_id: int) -> bool:
+        """Whether ``view`` sees the version ``version_id`` (the one visibility rule, visible_versions)."""
+        found = await self.s.scalar(
+            select(QuestionVersionRow.id)
+            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+            .where(QuestionVersionRow.id == version_id, visible_versions(view.key))
+        )
+        return found is not None
+
     async def version_spec(self, version_id: int) -> dict[str, Any] | None:
         """The stored spec of a version."""
         row = await self.s.get(QuestionVersionRow, version_id)
