@@ -111,13 +111,13 @@ def test_only_paired_markup_is_dropped_when_choices_are_compared() -> None:
 
 def test_a_cross_check_that_cannot_run_is_a_problem_of_its_family_not_a_crash() -> None:
     family_id = next(iter(CROSS_CHECKS))
-    choices = [{"text": "1", "correct": True}, {"text": "2"}]
+    choices: list[dict[str, object]] = [{"text": "1", "correct": True}, {"text": "2"}]
     (problem,) = cross_check_problems(family_id, {}, choices, None, "") or ["no problem reported"]
     assert "its cross-check could not run" in problem
 
 
 def test_key_problems_name_each_fault() -> None:
-    ok = [{"text": "1", "correct": True}, {"text": "2"}, {"text": "3"}]
+    ok: list[dict[str, object]] = [{"text": "1", "correct": True}, {"text": "2"}, {"text": "3"}]
     assert key_problems(ok) == []
     assert key_problems(ok, key=0, answer="1") == []
 
@@ -137,7 +137,10 @@ def test_key_problems_name_each_fault() -> None:
     (elsewhere,) = key_problems(ok, answer="3")
     assert "the answer '3' is choice C, but A ('1') is keyed correct" in elsewhere
 
-    spaced = [{"text": "rank 0: 1\nrank 1:  1", "correct": True}, {"text": "rank 0: 1 rank 1: 1"}]
+    spaced: list[dict[str, object]] = [
+        {"text": "rank 0: 1\nrank 1:  1", "correct": True},
+        {"text": "rank 0: 1 rank 1: 1"},
+    ]
     (same,) = key_problems(spaced)
     assert "choices A and B render the same text ('rank 0: 1 rank 1: 1')" in same
     assert rendered("**`torch.float32`**") == "torch.float32"

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+from typing import Any
 
 import pytest
 from pydantic import ValidationError
@@ -36,7 +37,8 @@ async def test_the_pool_opens_size_plus_overflow_connections_and_no_more(pg_data
 )
 def test_a_pool_size_out_of_range_is_refused(field: str, bad: int) -> None:
     with pytest.raises(ValidationError, match=field):
-        Settings(**{field: bad})
+        settings: dict[str, Any] = {field: bad}
+        Settings(**settings)
 
 
 def test_the_defaults_keep_the_pool_of_before() -> None:

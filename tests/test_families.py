@@ -169,7 +169,9 @@ def test_every_instance_has_exactly_one_correct_choice_and_no_distractor_equals_
         q = QuestionSpec.model_validate(spec)
         assert q.choices is not None
         correct = [c.text for c in q.choices if c.correct]
-        assert correct == [str(inst.params["per_gpu"] * inst.params["world_size"])]
+        per_gpu, world_size = inst.params["per_gpu"], inst.params["world_size"]
+        assert isinstance(per_gpu, int | float) and isinstance(world_size, int | float)
+        assert correct == [str(per_gpu * world_size)]
         assert len({c.text for c in q.choices}) == len(q.choices)
 
 

@@ -13,7 +13,7 @@ import sys
 import tempfile
 import threading
 import time
-from collections.abc import Iterator
+from collections.abc import AsyncIterator, Iterator
 from pathlib import Path
 
 import httpx
@@ -38,14 +38,14 @@ AUTH = {"Authorization": f"Bearer {TOKEN}"}
 
 
 @pytest.fixture
-async def client(service) -> httpx.AsyncClient:
+async def client(service: RunnerService) -> AsyncIterator[httpx.AsyncClient]:
     app = create_app(service, TOKEN, manage_service=False)
     transport = httpx.ASGITransport(app=app)
     async with httpx.AsyncClient(transport=transport, base_url="http://runner", timeout=120) as http:
         yield http
 
 
-async def test_health_reports_capabilities(client):
+async def test_health_reports_capabilities(client: httpx.AsyncClient) -> None:
     response = await client.get("/v1/health", headers=AUTH)
     assert response.status_code == 200
     body = response.json()
@@ -60,14 +60,14 @@ async def test_health_reports_capabilities(client):
 
 
 @pytest.mark.parametrize("headers", [{}, {"Authorization": "Bearer wrong"}, {"Authorization": TOKEN}])
-async def test_missing_or_wrong_token_is_401(client, headers):
+async def test_missing_or_wrong_token_is_401(client: httpx.AsyncClient, headers: dict[str, str]) -> None:
     for method, path in (("GET", "/v1/health"), ("POST", "/v1/runs")):
         response = await client.request(method, path, headers=headers, json={"code": "print(1)"})
         assert response.status_code == 401
         assert response.headers["www-authenticate"] == "Bearer"
 
 
-async def test_run_answers_the_verdict(client):
+async def test_run_answers_the_verdict(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/runs", headers=AUTH, json={"code": "print(6 * 7)"})
     assert response.status_code == 200
     verdict = response.json()
@@ -75,7 +75,7 @@ async def test_run_answers_the_verdict(client):
     assert verdict["ranks"][0]["stdout"] == "42\n"
 
 
-async def test_ddp_run_with_all_fields(client):
+async def test_ddp_run_with_all_fields(client: httpx.AsyncClient) -> None:
     body = {
         "code": "import torch.distributed as dist\nprint(dist.get_rank(), dist.get_world_size())\n",
         "mode": "ddp",
@@ -90,19 +90,19 @@ async def test_ddp_run_with_all_fields(client):
     assert [r["stdout"] for r in verdict["ranks"]] == ["0 2\n", "1 2\n"]
 
 
-async def test_code_over_64_kib_is_413(client):
+async def test_code_over_64_kib_is_413(client: httpx.AsyncClient) -> None:
     code = "#" * (MAX_CODE_BYTES + 1)
     response = await client.post("/v1/runs", headers=AUTH, json={"code": code})
     assert response.status_code == 413
     assert "64 KiB" in response.json()["detail"]
 
 
-async def test_huge_body_is_413_before_parsing(client):
+async def test_huge_body_is_413_before_parsing(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/runs", headers=AUTH, content=b"{" + b" " * (1 << 20))
     assert response.status_code == 413
 
 
-async def test_lone_surrogate_in_code_is_a_clear_rejection(client):
+async def test_lone_surrogate_in_code_is_a_clear_rejection(client: httpx.AsyncClient) -> None:
     # Valid JSON, but "\ud800" decodes to a lone surrogate: no UTF-8 file can hold it.
     body = b'{"code": "print(\'\\ud800\')"}'
     response = await client.post(
@@ -114,13 +114,13 @@ async def test_lone_surrogate_in_code_is_a_clear_rejection(client):
     assert verdict["notes"] == ["code is not valid Unicode text: surrogates not allowed at character 7"]
 
 
-async def test_invalid_json_is_400(client):
+async def test_invalid_json_is_400(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/runs", headers=AUTH, content=b"{not json")
     assert response.status_code == 400
     assert "not valid JSON" in response.json()["detail"]
 
 
-async def test_non_object_is_400(client):
+async def test_non_object_is_400(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/runs", headers=AUTH, json=["print(1)"])
     assert response.status_code == 400
 
@@ -137,7 +137,9 @@ async def test_non_object_is_400(client):
         ({"code": 5}, "code"),
     ],
 )
-async def test_malformed_fields_are_422_with_a_clear_message(client, body, field):
+async def test_malformed_fields_are_422_with_a_clear_message(
+    client: httpx.AsyncClient, body: dict[str, object], field: str
+) -> None:
     response = await client.post("/v1/runs", headers=AUTH, json=body)
     assert response.status_code == 422
     errors = response.json()["detail"]
@@ -154,7 +156,7 @@ def _ready(http: httpx.Client, ranks: str) -> int:
 
 
 @pytest.fixture
-def live_server(service) -> Iterator[int]:
+def live_server(service: RunnerService) -> Iterator[int]:
     port = free_port()
     config = uvicorn.Config(create_app(service, TOKEN, manage_service=False), host="127.0.0.1", port=port)
     server = uvicorn.Server(config)
@@ -166,7 +168,7 @@ def live_server(service) -> Iterator[int]:
     thread.join(timeout=10)
 
 
-def test_real_server_on_loopback_and_its_port_is_unreachable_from_jobs(live_server):
+def test_real_server_on_loopback_and_its_port_is_unreachable_from_jobs(live_server: int) -> None:
     port = live_server
     code = (
         "import socket\n"
@@ -180,7 +182,9 @@ def test_real_server_on_loopback_and_its_port_is_unreachable_from_jobs(live_serv
     assert verdict["ranks"][0]["stdout"] == "ConnectionRefusedError\n"
 
 
-def test_serve_refuses_a_public_address_without_token(monkeypatch, capsys):
+def test_serve_refuses_a_public_address_without_token(
+    monkeypatch: pytest.MonkeyPatch, capsys: pytest.CaptureFixture[str]
+) -> None:
     monkeypatch.delenv("RANKZERO_RUNNER_TOKEN", raising=False)
     assert cli_main(["serve", "--host", "0.0.0.0"]) == 2
     assert "without a token" in capsys.readouterr().err
@@ -198,7 +202,7 @@ def _cgroup_folders_of(pid: int) -> list[str]:
     return found
 
 
-def test_cli_run_json_prints_exactly_one_object(tmp_path):
+def test_cli_run_json_prints_exactly_one_object(tmp_path: Path) -> None:
     snippet = tmp_path / "snippet.py"
     snippet.write_text("print('from the cli')\n")
     proc = subprocess.Popen(
@@ -216,7 +220,7 @@ def test_cli_run_json_prints_exactly_one_object(tmp_path):
     assert _cgroup_folders_of(proc.pid) == []
 
 
-def test_cli_run_readable_report_for_ddp(tmp_path):
+def test_cli_run_readable_report_for_ddp(tmp_path: Path) -> None:
     snippet = tmp_path / "boom.py"
     snippet.write_text(
         "import torch.distributed as dist\nif dist.get_rank() == 1:\n    raise KeyError('two')\nprint('ok')\n"
@@ -237,7 +241,7 @@ def test_cli_run_readable_report_for_ddp(tmp_path):
 # --- the service under abuse (issue 18, section 3) ---
 
 
-async def test_deeply_nested_json_is_400_not_500(client):
+async def test_deeply_nested_json_is_400_not_500(client: httpx.AsyncClient) -> None:
     deep = b'{"code": "print(1)", "extra": ' + b"[" * 100_000 + b"]" * 100_000 + b"}"
     response = await client.post(
         "/v1/runs", headers={**AUTH, "Content-Type": "application/json"}, content=deep
@@ -252,7 +256,7 @@ async def test_deeply_nested_json_is_400_not_500(client):
     }
 
 
-async def test_docs_are_off_and_the_schema_needs_the_token(client):
+async def test_docs_are_off_and_the_schema_needs_the_token(client: httpx.AsyncClient) -> None:
     for path in ("/docs", "/redoc", "/docs/oauth2-redirect"):
         assert (await client.get(path, headers=AUTH)).status_code == 404
         assert (await client.get(path)).status_code == 401
@@ -267,7 +271,7 @@ async def test_docs_are_off_and_the_schema_needs_the_token(client):
     }
 
 
-async def test_unauthenticated_bodies_are_not_even_parsed(client):
+async def test_unauthenticated_bodies_are_not_even_parsed(client: httpx.AsyncClient) -> None:
     response = await client.post("/v1/runs", content=b"[" * 100_000)
     assert response.status_code == 401
 
@@ -276,7 +280,7 @@ def _etc_folders(pid: int) -> list[Path]:
     return list(Path(tempfile.gettempdir()).glob(f"rankzero-etc-{pid}-*"))
 
 
-def test_cli_run_leaves_no_etc_folder(tmp_path):
+def test_cli_run_leaves_no_etc_folder(tmp_path: Path) -> None:
     snippet = tmp_path / "hello.py"
     snippet.write_text("print('hi')\n")
     private_tmp = tmp_path / "tmp"  # the runner's temporary files go here, away from other runners'
@@ -294,7 +298,7 @@ def test_cli_run_leaves_no_etc_folder(tmp_path):
     assert list(private_tmp.iterdir()) == []
 
 
-def test_etc_folders_of_dead_runners_are_removed_and_live_ones_kept():
+def test_etc_folders_of_dead_runners_are_removed_and_live_ones_kept() -> None:
     gone = subprocess.Popen([sys.executable, "-c", "pass"])
     gone.wait()
     stale = Path(tempfile.mkdtemp(prefix=f"rankzero-etc-{gone.pid}-"))
@@ -309,7 +313,7 @@ def test_etc_folders_of_dead_runners_are_removed_and_live_ones_kept():
         shutil.rmtree(stale, ignore_errors=True)
 
 
-def test_service_close_removes_its_etc_folder():
+def test_service_close_removes_its_etc_folder() -> None:
     svc = RunnerService(RunnerConfig(memory_mb=2048, pool={}))
     verdict = svc.run(RunRequest(code="print(1)\n"))
     assert verdict.status == Status.OK
@@ -328,7 +332,7 @@ def _limit_fds(limit: int) -> None:
     resource.setrlimit(resource.RLIMIT_NOFILE, (limit, limit))
 
 
-def test_idle_half_open_connections_cannot_exhaust_descriptors():
+def test_idle_half_open_connections_cannot_exhaust_descriptors() -> None:
     # The finding: ~1,000 connections that never finish their headers took every descriptor; runs got
     # 500 and the pool refill died. Reproduced at a smaller scale: the server may hold 700 descriptors
     # and 900 idle connections arrive (raw sockets to 127.0.0.1 only).
@@ -402,7 +406,7 @@ def test_idle_half_open_connections_cannot_exhaust_descriptors():
         server.wait(timeout=30)
 
 
-def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health():
+def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health() -> None:
     svc = RunnerService(RunnerConfig(memory_mb=2048, pool={1: 1}))
     real_bwrap = svc.launcher.bwrap
     # A sandbox that cannot start (bwrap replaced by a program that exits at once, as a broken
@@ -432,7 +436,7 @@ def test_pool_refill_failure_is_retried_with_backoff_and_shown_in_health():
         svc.close()
 
 
-async def test_a_run_that_cannot_get_a_sandbox_is_503_not_500():
+async def test_a_run_that_cannot_get_a_sandbox_is_503_not_500() -> None:
     svc = RunnerService(RunnerConfig(memory_mb=2048, pool={}))
     svc.launcher.check()
     svc.launcher.bwrap = "/bin/false"  # as a broken bubblewrap, or one that cannot get descriptors
@@ -449,7 +453,7 @@ async def test_a_run_that_cannot_get_a_sandbox_is_503_not_500():
         svc.close()
 
 
-def test_the_default_configuration_serves_on_this_host():
+def test_the_default_configuration_serves_on_this_host() -> None:
     # Defaults only (pool 8:2, 4 concurrent jobs, 4096 MiB per rank): the memory plan must accept them on
     # the development and CI machines (24 GiB), the capacity-8 sandboxes must warm under the syscall
     # filters and the per-job identity, and a job served by one of them gets the limits of its own size.
@@ -489,7 +493,7 @@ def test_the_default_configuration_serves_on_this_host():
         server.wait(timeout=30)
 
 
-async def test_probes_answer_without_a_token_and_readiness_follows_the_pool():
+async def test_probes_answer_without_a_token_and_readiness_follows_the_pool() -> None:
     """/livez and /readyz are for the kubelet (no token) and say nothing about the host; /readyz is 503
     until a sandbox warmed, and again while the refill fails."""
     svc = RunnerService(RunnerConfig(memory_mb=2048, pool={1: 1}))

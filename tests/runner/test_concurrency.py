@@ -27,7 +27,7 @@ dist.destroy_process_group()
 """
 
 
-async def test_two_ddp_jobs_at_once_both_on_port_29500(service):
+async def test_two_ddp_jobs_at_once_both_on_port_29500(service: RunnerService) -> None:
     first = RunRequest(code=DDP_ON_29500.format(offset=1), mode=Mode.DDP, nproc=2, timeout_s=90)
     second = RunRequest(code=DDP_ON_29500.format(offset=100), mode=Mode.DDP, nproc=2, timeout_s=90)
     a, b = await asyncio.gather(service.run_async(first), service.run_async(second))
@@ -38,7 +38,7 @@ async def test_two_ddp_jobs_at_once_both_on_port_29500(service):
     assert [r.stdout for r in b.ranks] == ["201.0\n", "201.0\n"]
 
 
-async def test_job_near_its_memory_limit_does_not_starve_another(service):
+async def test_job_near_its_memory_limit_does_not_starve_another(service: RunnerService) -> None:
     hog = textwrap.dedent(
         f"""
         import time
@@ -62,7 +62,7 @@ async def test_job_near_its_memory_limit_does_not_starve_another(service):
     assert bombed.status == Status.OOM, bombed.to_dict()
 
 
-async def test_processes_together_over_the_sandbox_budget_are_oom(service):
+async def test_processes_together_over_the_sandbox_budget_are_oom(service: RunnerService) -> None:
     """Each process stays under its rlimit; together they pass the sandbox's memory cgroup."""
     if service.launcher.cgroups is None or not service.launcher.cgroups.available:
         pytest.skip("this host does not let the runner create memory cgroups (rlimits still apply)")
@@ -115,7 +115,7 @@ def zygote_service() -> Iterator[RunnerService]:
     svc.close()
 
 
-def test_every_rank_count_up_to_the_limit_is_served_warm(zygote_service):
+def test_every_rank_count_up_to_the_limit_is_served_warm(zygote_service: RunnerService) -> None:
     pool = zygote_service.pool
     for nproc in (1, 3, 5, 8):
         assert pool.wait_full(120)
@@ -130,7 +130,7 @@ def test_every_rank_count_up_to_the_limit_is_served_warm(zygote_service):
         assert (pool.served_warm, pool.served_cold) == (before[0] + 1, before[1]), nproc
 
 
-def test_warm_sandboxes_have_imported_what_ddp_snippets_use(zygote_service):
+def test_warm_sandboxes_have_imported_what_ddp_snippets_use(zygote_service: RunnerService) -> None:
     # In a warm sandbox the DDP constructor, FSDP, DTensor and DataParallel import nothing new.
     code = """
     import sys
@@ -151,7 +151,9 @@ def test_warm_sandboxes_have_imported_what_ddp_snippets_use(zygote_service):
     assert [r.stdout for r in verdict.ranks] == ["0 []\n", "0 []\n"]
 
 
-def test_back_to_back_jobs_take_the_sandbox_being_warmed_instead_of_a_cold_one(zygote_service):
+def test_back_to_back_jobs_take_the_sandbox_being_warmed_instead_of_a_cold_one(
+    zygote_service: RunnerService,
+) -> None:
     pool = zygote_service.pool
     assert pool.wait_full(120)
     cold = pool.served_cold

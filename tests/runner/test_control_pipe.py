@@ -5,6 +5,7 @@ from __future__ import annotations
 import contextlib
 import json
 import os
+from collections.abc import Iterator
 
 import pytest
 
@@ -13,7 +14,7 @@ from runner.inside.supervisor import Supervisor
 
 
 @pytest.fixture
-def pipes():
+def pipes() -> Iterator[tuple[Supervisor, int]]:
     control_r, control_w = os.pipe()
     status_r, status_w = os.pipe()
     supervisor = Supervisor({"control_fd": control_r, "status_fd": status_w, "ranks": []})
@@ -26,7 +27,7 @@ def pipes():
 JOB = {"code": "print(1)\n", "mode": "python", "nproc": 1}
 
 
-def test_a_hint_read_while_warming_is_not_the_job(pipes) -> None:
+def test_a_hint_read_while_warming_is_not_the_job(pipes: tuple[Supervisor, int]) -> None:
     supervisor, host = pipes
     assert not supervisor.hinted_light()
     os.write(host, HINT_LIGHT)
@@ -35,7 +36,7 @@ def test_a_hint_read_while_warming_is_not_the_job(pipes) -> None:
     assert supervisor.wait_job() == JOB
 
 
-def test_a_hint_that_came_after_the_warm_up_looked_is_skipped(pipes) -> None:
+def test_a_hint_that_came_after_the_warm_up_looked_is_skipped(pipes: tuple[Supervisor, int]) -> None:
     # The host hinted after the supervisor's last look: hint and job are both still in the pipe.
     supervisor, host = pipes
     assert not supervisor.hinted_light()
@@ -43,14 +44,14 @@ def test_a_hint_that_came_after_the_warm_up_looked_is_skipped(pipes) -> None:
     assert supervisor.wait_job() == JOB
 
 
-def test_a_job_read_while_looking_for_the_hint_is_kept(pipes) -> None:
+def test_a_job_read_while_looking_for_the_hint_is_kept(pipes: tuple[Supervisor, int]) -> None:
     supervisor, host = pipes
     os.write(host, (json.dumps(JOB) + "\n").encode())
     assert not supervisor.hinted_light()  # it read the job line while looking
     assert supervisor.wait_job() == JOB
 
 
-def test_the_host_gone_before_the_job_is_none(pipes) -> None:
+def test_the_host_gone_before_the_job_is_none(pipes: tuple[Supervisor, int]) -> None:
     supervisor, host = pipes
     os.write(host, HINT_LIGHT)
     os.close(host)

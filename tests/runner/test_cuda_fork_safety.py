@@ -86,7 +86,7 @@ DRIVER = textwrap.dedent(
 )
 
 
-def test_the_supervisor_asks_cuda_nothing_that_poisons_its_forks(tmp_path):
+def test_the_supervisor_asks_cuda_nothing_that_poisons_its_forks(tmp_path: Path) -> None:
     """Warm-up and job start, for real: every torch.cuda call the supervisor makes is fork-safe."""
     driver = tmp_path / "driver.py"
     driver.write_text(DRIVER)
@@ -111,7 +111,7 @@ def test_the_supervisor_asks_cuda_nothing_that_poisons_its_forks(tmp_path):
 
 
 @pytest.fixture
-def cuda_build(monkeypatch):
+def cuda_build(monkeypatch: pytest.MonkeyPatch) -> list[str]:
     """torch as a CUDA build would behave, with the runtime's device count replaced by a recorder."""
     asked: list[str] = []
 
@@ -126,7 +126,9 @@ def cuda_build(monkeypatch):
 
 
 @pytest.mark.parametrize("nvml_devices", [1, -1], ids=["nvml", "no-nvml"])
-def test_the_guard_answers_device_queries_without_the_runtime(cuda_build, monkeypatch, nvml_devices):
+def test_the_guard_answers_device_queries_without_the_runtime(
+    cuda_build: list[str], monkeypatch: pytest.MonkeyPatch, nvml_devices: int
+) -> None:
     # -1 is what torch's NVML count returns when NVML cannot be loaded: torch then falls back to the runtime.
     monkeypatch.setattr(torch.cuda, "_device_count_nvml", lambda: nvml_devices)
     assert torch.cuda.is_available() is True
@@ -143,7 +145,7 @@ def test_the_guard_answers_device_queries_without_the_runtime(cuda_build, monkey
     assert warmup.NVML_CHECK not in os.environ
 
 
-def test_the_guard_keeps_an_operators_setting(cuda_build, monkeypatch):
+def test_the_guard_keeps_an_operators_setting(cuda_build: list[str], monkeypatch: pytest.MonkeyPatch) -> None:
     monkeypatch.setenv(warmup.NVML_CHECK, "0")
     with warmup.cuda_runtime_untouched(gpus=0):
         assert os.environ[warmup.NVML_CHECK] == "1"

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import threading
 import time
+from typing import Any
 
 import pytest
 import torch
@@ -33,7 +34,7 @@ dist.destroy_process_group()
 """
 
 
-def test_hardware_reports_the_gpus(service):
+def test_hardware_reports_the_gpus(service: RunnerService) -> None:
     verdict = run(service, "print('hi')\n")
     assert verdict.hardware.gpus == torch.cuda.device_count() == RUNNER_GPUS
     assert verdict.hardware.names == [torch.cuda.get_device_name(i) for i in range(RUNNER_GPUS)]
@@ -43,7 +44,7 @@ def test_hardware_reports_the_gpus(service):
     assert "nccl" in service.health()["backends"]
 
 
-def test_snippet_calling_cuda_runs_on_the_gpu(service):
+def test_snippet_calling_cuda_runs_on_the_gpu(service: RunnerService) -> None:
     code = """
     import torch
     x = torch.ones(4).cuda() * 2
@@ -54,7 +55,7 @@ def test_snippet_calling_cuda_runs_on_the_gpu(service):
     assert verdict.ranks[0].stdout == f"cuda 8.0 {RUNNER_GPUS}\n"
 
 
-def test_dataparallel_on_a_real_gpu(service):
+def test_dataparallel_on_a_real_gpu(service: RunnerService) -> None:
     code = """
     import torch
     model = torch.nn.DataParallel(torch.nn.Linear(4, 2).cuda())
@@ -67,7 +68,7 @@ def test_dataparallel_on_a_real_gpu(service):
     assert any(note.startswith(f"DataParallel saw {RUNNER_GPUS} GPUs") for note in verdict.notes)
 
 
-def test_one_gpu_nccl_ddp_job(service):
+def test_one_gpu_nccl_ddp_job(service: RunnerService) -> None:
     code = """
     import os, torch, torch.distributed as dist
     from torch.nn.parallel import DistributedDataParallel as DDP
@@ -84,7 +85,7 @@ def test_one_gpu_nccl_ddp_job(service):
     assert verdict.ranks[0].stdout == "nccl 1.0\n"
 
 
-def test_gpu_jobs_have_no_address_space_limit(service):
+def test_gpu_jobs_have_no_address_space_limit(service: RunnerService) -> None:
     # CUDA reserves far more virtual memory than any per-rank RLIMIT_AS would allow.
     code = "import resource\nprint(resource.getrlimit(resource.RLIMIT_AS)[0] == resource.RLIM_INFINITY)\n"
     verdict = run(service, code)
@@ -93,7 +94,7 @@ def test_gpu_jobs_have_no_address_space_limit(service):
     assert memory_rlimit_for(RUNNER_GPUS, has_cgroup=False) == "data"
 
 
-def _served_warm(service: RunnerService, code: str, **kwargs: object) -> Verdict:
+def _served_warm(service: RunnerService, code: str, **kwargs: Any) -> Verdict:
     """Run a job on a full pool and check that a warm sandbox served it."""
     assert service.pool.wait_full(180)
     before = service.pool.state()["served_warm"]
@@ -102,7 +103,7 @@ def _served_warm(service: RunnerService, code: str, **kwargs: object) -> Verdict
     return verdict
 
 
-def test_nccl_ddp_dataparallel_and_cuda_python_are_served_warm(service):
+def test_nccl_ddp_dataparallel_and_cuda_python_are_served_warm(service: RunnerService) -> None:
     # Section 1 of issue 23 (CUDA is not initialised before the fork) makes these work warm; here: that
     # the verdicts on a GPU come from the warm pool and are right.
     verdict = _served_warm(service, NCCL_STEP, mode="ddp", nproc=1, timeout_s=180)
@@ -122,7 +123,7 @@ def test_nccl_ddp_dataparallel_and_cuda_python_are_served_warm(service):
 
 
 @pytest.mark.skipif(RUNNER_GPUS >= 8, reason="one more rank than GPUs is over the runner's 8 ranks")
-def test_more_ranks_than_gpus_is_unsupported_with_the_hosts_count(service):
+def test_more_ranks_than_gpus_is_unsupported_with_the_hosts_count(service: RunnerService) -> None:
     nproc = RUNNER_GPUS + 1
     # backend auto chooses gloo for more ranks than GPUs; the snippet binds each rank to its GPU, as
     # torchrun scripts do, and rank RUNNER_GPUS has none: the same failure as a bare torchrun here.
@@ -141,7 +142,7 @@ def test_more_ranks_than_gpus_is_unsupported_with_the_hosts_count(service):
     assert verdict.notes[-1] == more_ranks_than_gpus(RUNNER_GPUS, nproc, "nccl")
 
 
-def test_concurrent_gpu_jobs_never_share_a_device(service):
+def test_concurrent_gpu_jobs_never_share_a_device(service: RunnerService) -> None:
     # A holds every GPU (DataParallel sees them all) until its deadline; B, a CUDA job, waits for A.
     results: dict[str, Verdict] = {}
     hold = """
@@ -181,7 +182,7 @@ def _compute_pids() -> set[str]:
 
 
 @pytest.mark.skipif(hardware.nvidia_smi(["--query-gpu=uuid"]) == [], reason="needs nvidia-smi")
-def test_a_jobs_gpu_memory_is_released_when_it_ends(service):
+def test_a_jobs_gpu_memory_is_released_when_it_ends(service: RunnerService) -> None:
     before = _compute_pids()
     free_before = hardware.gpu_memory()
     assert sorted(free_before) == list(range(RUNNER_GPUS)), "nvidia-smi's GPUs do not match torch's"
@@ -203,7 +204,7 @@ def test_a_jobs_gpu_memory_is_released_when_it_ends(service):
         assert free_after[index][1] > free - 2**30, (index, free, free_after[index])
 
 
-def test_a_cuda_oom_is_status_oom_with_the_devices_memory(service):
+def test_a_cuda_oom_is_status_oom_with_the_devices_memory(service: RunnerService) -> None:
     code = """
     import torch
     total = torch.cuda.get_device_properties(0).total_memory

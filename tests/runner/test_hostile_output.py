@@ -333,7 +333,7 @@ def test_judging_many_stuck_processes_parses_the_snippet_once_inside_the_jobs_sl
     # call is read from the snippet's syntax tree.  Once per verdict, not once per process (a 64 KiB
     # snippet took 5-25 s of host CPU that way), and while the job still holds its concurrency slot.
     parses: list[int] = []
-    real_parse = stacks.parse_snippet
+    real_parse = parse_snippet
 
     def counting_parse(source: str) -> ast.Module | None:
         parses.append(len(source))

@@ -17,6 +17,7 @@ from typing import Any
 
 import pytest
 
+from runner.service import RunnerService
 from runner.verdict import Status, Verdict
 from tests.runner.conftest import assert_healthy, run
 
@@ -438,12 +439,14 @@ def _host_processes_with(marker: str) -> list[int]:
     return found
 
 
-def test_there_are_at_least_thirty_hostile_snippets():
+def test_there_are_at_least_thirty_hostile_snippets() -> None:
     assert len(HOSTILE) >= 30
 
 
 @pytest.mark.parametrize("name", sorted(HOSTILE))
-def test_hostile_snippet(service, name, monkeypatch, tmp_path):
+def test_hostile_snippet(
+    service: RunnerService, name: str, monkeypatch: pytest.MonkeyPatch, tmp_path: Path
+) -> None:
     # Secrets the runner process holds: they must be invisible to the job whatever it tries.
     token_file = tmp_path / "token"
     token_file.write_text(SECRET)
@@ -466,7 +469,7 @@ def test_hostile_snippet(service, name, monkeypatch, tmp_path):
     assert_healthy(service)
 
 
-def test_host_services_are_really_listening():
+def test_host_services_are_really_listening() -> None:
     """Make ``host_postgres_unreachable`` meaningful: from the host, 127.0.0.1:5432 does accept a connection,
     so the refusal inside the sandbox comes from its own network namespace, not from an idle port.
 
@@ -482,7 +485,7 @@ def test_host_services_are_really_listening():
     assert peer == ("127.0.0.1", 5432)
 
 
-def test_daemon_does_not_outlive_its_job(service):
+def test_daemon_does_not_outlive_its_job(service: RunnerService) -> None:
     code = f"""
     import subprocess, sys
     subprocess.Popen([sys.executable, "-c", "import time; time.sleep(300)", "{MARKER}"],
@@ -495,7 +498,7 @@ def test_daemon_does_not_outlive_its_job(service):
     assert not _host_processes_with(MARKER)
 
 
-def test_files_left_by_a_job_are_gone_for_the_next(service):
+def test_files_left_by_a_job_are_gone_for_the_next(service: RunnerService) -> None:
     first = run(
         service, f"open('/tmp/{MARKER}', 'w').write('x')\nopen('/dev/shm/{MARKER}', 'w').write('x')\n"
     )
@@ -507,7 +510,7 @@ def test_files_left_by_a_job_are_gone_for_the_next(service):
     assert not os.path.exists(f"/dev/shm/{MARKER}")
 
 
-def test_cpu_time_limit_stops_a_multithreaded_burner():
+def test_cpu_time_limit_stops_a_multithreaded_burner() -> None:
     """RLIMIT_CPU counts every thread of a process: four hashing threads reach a 2 s budget long before
     the 30 s deadline (hashlib releases the GIL, so the threads really run in parallel)."""
     from runner.config import RunnerConfig

@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 from runner.analysis import source_line
-from runner.service import memory_rlimit_for
+from runner.service import RunnerService, memory_rlimit_for
 from runner.verdict import Status
 from tests.runner.conftest import TEST_MEMORY_MB, cpu_only, run
 
@@ -43,7 +43,7 @@ TOP_KEYS = {
 }
 
 
-def test_python_ok_has_the_full_contract(service):
+def test_python_ok_has_the_full_contract(service: RunnerService) -> None:
     verdict = run(service, "print('hello')\n")
     data = json.loads(json.dumps(verdict.to_dict()))
     assert set(data) == TOP_KEYS
@@ -60,7 +60,7 @@ def test_python_ok_has_the_full_contract(service):
     assert data["ranks"][0]["exit_code"] == 0
 
 
-def test_python_exception_reports_type_message_and_line(service):
+def test_python_exception_reports_type_message_and_line(service: RunnerService) -> None:
     verdict = run(service, "x = 1\n\ny = [][x]\n")
     assert verdict.status == Status.ERROR
     assert verdict.root_cause_rank == 0
@@ -72,14 +72,14 @@ def test_python_exception_reports_type_message_and_line(service):
     assert "runner/inside" not in verdict.ranks[0].stderr
 
 
-def test_long_non_ascii_exception_message_is_reported_whole(service):
+def test_long_non_ascii_exception_message_is_reported_whole(service: RunnerService) -> None:
     verdict = run(service, "raise ValueError('\u00e9' * 1400)\n")
     assert verdict.status == Status.ERROR
     assert verdict.ranks[0].exception is not None, verdict.to_dict()
     assert verdict.ranks[0].exception.message == "\u00e9" * 1400
 
 
-def test_very_long_exception_message_is_shortened_not_lost(service):
+def test_very_long_exception_message_is_shortened_not_lost(service: RunnerService) -> None:
     verdict = run(service, "raise ValueError('\u20ac' * 1500)\n")
     assert verdict.status == Status.ERROR, verdict.to_dict()
     exc = verdict.ranks[0].exception
@@ -87,7 +87,7 @@ def test_very_long_exception_message_is_shortened_not_lost(service):
     assert 500 < len(exc.message) < 1500 and set(exc.message) == {"\u20ac"}
 
 
-def test_lone_surrogate_in_an_exception_message_is_shown_escaped(service):
+def test_lone_surrogate_in_an_exception_message_is_shown_escaped(service: RunnerService) -> None:
     # The source is plain ASCII; the surrogate only exists at run time.
     verdict = run(service, "raise ValueError('\\ud800 at the start')\n")
     assert verdict.status == Status.ERROR, verdict.to_dict()
@@ -96,7 +96,7 @@ def test_lone_surrogate_in_an_exception_message_is_shown_escaped(service):
     json.dumps(verdict.to_dict(), ensure_ascii=False).encode("utf-8")  # what the HTTP layer does
 
 
-def test_syntax_error_points_at_the_snippet_line(service):
+def test_syntax_error_points_at_the_snippet_line(service: RunnerService) -> None:
     verdict = run(service, "x = 1\nprint(x\ny = 2 +\n")
     assert verdict.status == Status.ERROR
     exc = verdict.ranks[0].exception
@@ -106,7 +106,7 @@ def test_syntax_error_points_at_the_snippet_line(service):
     assert 'File "/tmp/main.py"' in verdict.ranks[0].stderr
 
 
-def test_snippet_runs_as_main_module_from_a_file(service):
+def test_snippet_runs_as_main_module_from_a_file(service: RunnerService) -> None:
     code = """
     import sys
     def main():
@@ -118,7 +118,7 @@ def test_snippet_runs_as_main_module_from_a_file(service):
     assert verdict.ranks[0].stdout == "__main__ /tmp/main.py /tmp/main.py\n"
 
 
-def test_stdout_and_stderr_are_separate_and_ordered(service):
+def test_stdout_and_stderr_are_separate_and_ordered(service: RunnerService) -> None:
     code = """
     import sys
     for i in range(3):
@@ -130,14 +130,14 @@ def test_stdout_and_stderr_are_separate_and_ordered(service):
     assert verdict.ranks[0].stderr == "err 0\nerr 1\nerr 2\n"
 
 
-def test_sys_exit_code_is_an_error_without_exception(service):
+def test_sys_exit_code_is_an_error_without_exception(service: RunnerService) -> None:
     verdict = run(service, "import sys\nprint('bye')\nsys.exit(3)\n")
     assert verdict.status == Status.ERROR
     assert verdict.ranks[0].exit_code == 3
     assert verdict.ranks[0].exception is None
 
 
-def test_mp_spawn_works_from_the_snippet(service):
+def test_mp_spawn_works_from_the_snippet(service: RunnerService) -> None:
     code = """
     import torch.multiprocessing as mp
 
@@ -155,7 +155,7 @@ def test_mp_spawn_works_from_the_snippet(service):
 
 
 @cpu_only
-def test_dp_mode_runs_as_pass_through_on_cpu(service):
+def test_dp_mode_runs_as_pass_through_on_cpu(service: RunnerService) -> None:
     code = """
     import torch
     model = torch.nn.DataParallel(torch.nn.Linear(4, 2))
@@ -167,7 +167,7 @@ def test_dp_mode_runs_as_pass_through_on_cpu(service):
     assert "ran with 0 GPUs: DataParallel was a pass-through" in verdict.notes
 
 
-def test_ddp_two_ranks_gloo(service):
+def test_ddp_two_ranks_gloo(service: RunnerService) -> None:
     verdict = run(service, DDP_TOY, mode="ddp", nproc=2)
     assert verdict.status == Status.OK, verdict.to_dict()
     assert verdict.backend == "gloo"
@@ -175,7 +175,7 @@ def test_ddp_two_ranks_gloo(service):
     assert all(r.stderr == "" for r in verdict.ranks), [r.stderr for r in verdict.ranks]
 
 
-def test_ddp_gets_the_torchrun_environment(service):
+def test_ddp_gets_the_torchrun_environment(service: RunnerService) -> None:
     code = """
     import os
     print(*(os.environ[k] for k in ["RANK", "LOCAL_RANK", "WORLD_SIZE", "LOCAL_WORLD_SIZE",
@@ -187,7 +187,7 @@ def test_ddp_gets_the_torchrun_environment(service):
     assert [r.stdout for r in verdict.ranks] == [f"{r} {r} 3 3 localhost 29500\n" for r in range(3)]
 
 
-def test_init_process_group_flag_initializes_before_the_snippet(service):
+def test_init_process_group_flag_initializes_before_the_snippet(service: RunnerService) -> None:
     code = """
     import torch, torch.distributed as dist
     t = torch.ones(1)
@@ -199,7 +199,7 @@ def test_init_process_group_flag_initializes_before_the_snippet(service):
     assert [r.stdout for r in verdict.ranks] == ["True gloo 2.0\n"] * 2
 
 
-def test_failing_rank_is_root_cause_and_others_stop_fast(service):
+def test_failing_rank_is_root_cause_and_others_stop_fast(service: RunnerService) -> None:
     code = """
     import time, torch.distributed as dist
     dist.init_process_group("gloo")
@@ -221,7 +221,7 @@ def test_failing_rank_is_root_cause_and_others_stop_fast(service):
     assert "rank 0 stopped by the runner after rank 1 failed" in verdict.notes
 
 
-def test_deadline_dumps_where_each_rank_is_stuck(service):
+def test_deadline_dumps_where_each_rank_is_stuck(service: RunnerService) -> None:
     code = """
     import time, torch, torch.distributed as dist
     dist.init_process_group("gloo")
@@ -241,7 +241,7 @@ def test_deadline_dumps_where_each_rank_is_stuck(service):
 
 
 @cpu_only
-def test_cpu_runner_limits_each_rank_address_space(service):
+def test_cpu_runner_limits_each_rank_address_space(service: RunnerService) -> None:
     code = """
     import resource
     soft, hard = resource.getrlimit(resource.RLIMIT_AS)
@@ -256,7 +256,7 @@ def test_cpu_runner_limits_each_rank_address_space(service):
 
 
 @cpu_only
-def test_cuda_on_cpu_runner_is_unsupported(service):
+def test_cuda_on_cpu_runner_is_unsupported(service: RunnerService) -> None:
     verdict = run(service, "import torch\nx = torch.ones(2).cuda()\nprint(x)\n")
     assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
     assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
@@ -275,21 +275,21 @@ def test_cuda_on_cpu_runner_is_unsupported(service):
         "torch.cuda.Stream()",
     ],
 )
-def test_cuda_calls_failing_on_a_missing_binding_are_unsupported(service, call):
+def test_cuda_calls_failing_on_a_missing_binding_are_unsupported(service: RunnerService, call: str) -> None:
     verdict = run(service, f"import torch\nprint('start')\n{call}\n")
     assert verdict.status == Status.UNSUPPORTED, verdict.to_dict()
     assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
 
 
 @cpu_only
-def test_nccl_on_cpu_runner_is_unsupported_without_running(service):
+def test_nccl_on_cpu_runner_is_unsupported_without_running(service: RunnerService) -> None:
     verdict = run(service, "print('never')\n", mode="ddp", nproc=2, backend="nccl")
     assert verdict.status == Status.UNSUPPORTED
     assert verdict.ranks == []
     assert "needs CUDA: this runner has 0 GPUs" in verdict.notes
 
 
-def test_world_size_mismatch_is_noted(service):
+def test_world_size_mismatch_is_noted(service: RunnerService) -> None:
     code = """
     import torch.distributed as dist
     try:
@@ -302,13 +302,13 @@ def test_world_size_mismatch_is_noted(service):
     assert "requested world_size=2, launched 1" in verdict.notes
 
 
-def test_invalid_utf8_and_nul_are_shown(service):
+def test_invalid_utf8_and_nul_are_shown(service: RunnerService) -> None:
     verdict = run(service, "import os\nos.write(1, b'a\\xffb\\x00c\\n')\n")
     assert verdict.status == Status.OK
     assert verdict.ranks[0].stdout == "a\\xffb\\x00c\n"
 
 
-def test_output_is_capped_per_rank(service):
+def test_output_is_capped_per_rank(service: RunnerService) -> None:
     verdict = run(service, "print('y' * 200_000)\nprint('done')\n")
     rank = verdict.ranks[0]
     assert rank.truncated
@@ -323,20 +323,22 @@ def test_output_is_capped_per_rank(service):
         ("python", 1, 10_000.0, "timeout_s must be in"),
     ],
 )
-def test_requests_beyond_the_runner_limits_are_rejected(service, mode, nproc, timeout_s, note):
+def test_requests_beyond_the_runner_limits_are_rejected(
+    service: RunnerService, mode: str, nproc: int, timeout_s: float | None, note: str
+) -> None:
     verdict = run(service, "print(1)\n", mode=mode, nproc=nproc, timeout_s=timeout_s)
     assert verdict.status == Status.REJECTED
     assert any(note in n for n in verdict.notes), verdict.notes
 
 
-def test_lone_surrogate_in_code_is_rejected_not_crashed(service):
+def test_lone_surrogate_in_code_is_rejected_not_crashed(service: RunnerService) -> None:
     verdict = run(service, "print('\ud800')\n# x\n")
     assert verdict.status == Status.REJECTED, verdict.to_dict()
     assert verdict.ranks == []
     assert verdict.notes[-1] == "code is not valid Unicode text: surrogates not allowed at character 7"
 
 
-def test_unsafe_mode_says_not_isolated():
+def test_unsafe_mode_says_not_isolated() -> None:
     from runner.config import RunnerConfig
     from runner.service import RunnerService
 
@@ -348,7 +350,7 @@ def test_unsafe_mode_says_not_isolated():
     assert "ran WITHOUT a sandbox (--unsafe-no-sandbox)" in verdict.notes
 
 
-def test_refuses_to_run_unsandboxed_without_the_explicit_flag(monkeypatch):
+def test_refuses_to_run_unsandboxed_without_the_explicit_flag(monkeypatch: pytest.MonkeyPatch) -> None:
     from runner import sandbox
     from runner.config import RunnerConfig
     from runner.service import RunnerService
@@ -366,7 +368,7 @@ ENV_SNIPPET = "import json, os\nprint(json.dumps(dict(os.environ)))\n"
 VARIES = {"MASTER_PORT", "TORCHELASTIC_RUN_ID", "TORCHELASTIC_ERROR_FILE"}
 
 
-def _torchrun_env(tmp_path, nproc: int) -> tuple[dict[str, str], list[dict[str, str]]]:
+def _torchrun_env(tmp_path: Path, nproc: int) -> tuple[dict[str, str], list[dict[str, str]]]:
     """What a real `torchrun --nproc_per_node=N` adds to the environment of its workers."""
     script = tmp_path / "env.py"
     script.write_text(ENV_SNIPPET)
@@ -385,7 +387,9 @@ def _torchrun_env(tmp_path, nproc: int) -> tuple[dict[str, str], list[dict[str, 
 
 
 @pytest.mark.parametrize("nproc", [1, 2])
-def test_ddp_environment_matches_real_torchrun_variable_for_variable(service, tmp_path, nproc):
+def test_ddp_environment_matches_real_torchrun_variable_for_variable(
+    service: RunnerService, tmp_path: Path, nproc: int
+) -> None:
     base, real = _torchrun_env(tmp_path, nproc)
     plain = json.loads(run(service, ENV_SNIPPET).ranks[0].stdout)
     verdict = run(service, ENV_SNIPPET, mode="ddp", nproc=nproc)
@@ -404,7 +408,7 @@ def test_ddp_environment_matches_real_torchrun_variable_for_variable(service, tm
             assert env["TORCHELASTIC_RUN_ID"] == (real if env is theirs else ours)[0]["TORCHELASTIC_RUN_ID"]
 
 
-def test_pytorch_tutorial_mp_spawn_with_its_own_port_hangs_as_under_torchrun(service):
+def test_pytorch_tutorial_mp_spawn_with_its_own_port_hangs_as_under_torchrun(service: RunnerService) -> None:
     # The "Getting Started with DDP" setup() submitted in ddp mode: under torchrun the children inherit
     # TORCHELASTIC_USE_AGENT_STORE=True, connect as clients to 12355 where nobody listens, and hang
     # (checked by hand: `torchrun --nproc_per_node=2` runs into its own timeout). No EADDRINUSE.
@@ -438,7 +442,7 @@ def test_pytorch_tutorial_mp_spawn_with_its_own_port_hangs_as_under_torchrun(ser
         ] * 2, stuck
 
 
-def test_mp_spawn_children_stream_lines_in_time_order_even_when_killed(service):
+def test_mp_spawn_children_stream_lines_in_time_order_even_when_killed(service: RunnerService) -> None:
     code = """
     import time
     import torch.multiprocessing as mp
@@ -462,7 +466,7 @@ def test_mp_spawn_children_stream_lines_in_time_order_even_when_killed(service):
     assert sorted((c.function, c.line, c.call) for c in children) == [("work", 11, "sleep")] * 2
 
 
-def test_torch_rank_prefix_on_tracebacks_as_under_torchrun(service, tmp_path):
+def test_torch_rank_prefix_on_tracebacks_as_under_torchrun(service: RunnerService, tmp_path: Path) -> None:
     code = (
         "import torch.distributed as dist\n"
         "dist.init_process_group('gloo')\n"
@@ -496,7 +500,7 @@ def test_torch_rank_prefix_on_tracebacks_as_under_torchrun(service, tmp_path):
 # --- notes for the usual user errors ---
 
 
-def test_required_argparse_argument_gets_a_note(service):
+def test_required_argparse_argument_gets_a_note(service: RunnerService) -> None:
     code = """
     import argparse
     parser = argparse.ArgumentParser(description="simple distributed training job")
@@ -512,7 +516,7 @@ def test_required_argparse_argument_gets_a_note(service):
     ), verdict.notes
 
 
-def test_dataset_download_gets_a_no_network_note(service):
+def test_dataset_download_gets_a_no_network_note(service: RunnerService) -> None:
     code = """
     import urllib.request
     urllib.request.urlretrieve("https://download.pytorch.org/tutorial/hymenoptera_data.zip", "data.zip")
@@ -522,7 +526,7 @@ def test_dataset_download_gets_a_no_network_note(service):
     assert any(n.startswith("the sandbox has no network") for n in verdict.notes), verdict.notes
 
 
-def test_missing_package_gets_a_note(service):
+def test_missing_package_gets_a_note(service: RunnerService) -> None:
     code = """
     import torch
     import torchvision
@@ -534,7 +538,7 @@ def test_missing_package_gets_a_note(service):
 
 
 @cpu_only
-def test_gpu_count_assertion_on_a_cpu_runner_is_unsupported(service):
+def test_gpu_count_assertion_on_a_cpu_runner_is_unsupported(service: RunnerService) -> None:
     code = """
     import torch
     import torch.distributed as dist
@@ -546,7 +550,7 @@ def test_gpu_count_assertion_on_a_cpu_runner_is_unsupported(service):
 
 
 @cpu_only
-def test_unsupported_verdict_names_the_backend_the_snippet_asked_for(service):
+def test_unsupported_verdict_names_the_backend_the_snippet_asked_for(service: RunnerService) -> None:
     code = """
     import torch
     import torch.distributed as dist
@@ -558,7 +562,7 @@ def test_unsupported_verdict_names_the_backend_the_snippet_asked_for(service):
     assert verdict.backend == "nccl"
 
 
-def test_record_decorator_writes_its_error_file_as_under_torchrun(service):
+def test_record_decorator_writes_its_error_file_as_under_torchrun(service: RunnerService) -> None:
     # torchrun scripts decorate main() with @record: it writes the failure to TORCHELASTIC_ERROR_FILE.
     code = """
     import json, os
@@ -605,7 +609,9 @@ if __name__ == "__main__":
 """
 
 
-def test_ddp_model_that_outlives_destroy_process_group_does_not_hang_warm_ranks(service):
+def test_ddp_model_that_outlives_destroy_process_group_does_not_hang_warm_ranks(
+    service: RunnerService,
+) -> None:
     # The model dies when main() returns, after its group was destroyed: its reducer then frees the gloo
     # group holding the GIL, and torch 2.13 could deadlock with gloo's work thread (runner/README.md, "Warm
     # pool"). Warm ranks hung in 3 of 4 runs before the runner kept destroyed groups referenced; a bare
@@ -641,7 +647,7 @@ for round in range(3):
 """
 
 
-def test_a_group_destroyed_and_made_again_works_as_under_torchrun(service):
+def test_a_group_destroyed_and_made_again_works_as_under_torchrun(service: RunnerService) -> None:
     # Only a destroyed group something else still holds (a live DDP model) is kept; one nothing holds
     # dies at once, as under torchrun. Keeping every one made a second init on the same store hang (1 run
     # in 2 warm).
@@ -674,7 +680,9 @@ def test_source_line_counts_lines_as_tracebacks_do(char: str) -> None:
 
 @cpu_only
 @pytest.mark.parametrize("char", ["\f", "\u2028"], ids=["form-feed", "U+2028"])
-def test_a_line_break_tracebacks_ignore_does_not_shift_the_explained_line(service, char):
+def test_a_line_break_tracebacks_ignore_does_not_shift_the_explained_line(
+    service: RunnerService, char: str
+) -> None:
     # The comment of line 2 holds a GPU check after a character str.splitlines breaks at: the error on
     # line 3 must stay an error, not become "line 3 checks for GPUs" (unsupported).
     code = f"import torch\nx = 1  # see{char}torch.cuda.device_count() >= 2\nraise ValueError('plain')\n"

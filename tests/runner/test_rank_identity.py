@@ -13,7 +13,7 @@ import ast
 import pytest
 
 from runner.analysis import observes_string_hashes
-from runner.service import FRESH_NOTE
+from runner.service import FRESH_NOTE, RunnerService
 from runner.verdict import Status
 from tests.runner.conftest import run
 
@@ -35,7 +35,7 @@ print(rank, hash("layer1.weight"), reach)
 """
 
 
-def test_ranks_of_a_snippet_that_hashes_have_seeds_of_their_own(service):
+def test_ranks_of_a_snippet_that_hashes_have_seeds_of_their_own(service: RunnerService) -> None:
     verdict = run(service, DDP_HASHES, mode="ddp", nproc=2, init_process_group=True, timeout_s=120)
     assert verdict.status == Status.OK, verdict.to_dict()
     lines = [r.stdout.split() for r in verdict.ranks]
@@ -57,7 +57,7 @@ if __name__ == "__main__":
 """
 
 
-def test_spawned_workers_of_a_snippet_that_hashes_have_seeds_of_their_own(service):
+def test_spawned_workers_of_a_snippet_that_hashes_have_seeds_of_their_own(service: RunnerService) -> None:
     verdict = run(service, SPAWN_HASHES, timeout_s=120)
     assert verdict.status == Status.OK, verdict.to_dict()
     hashes = {line.split()[1]: line.split()[2] for line in verdict.ranks[0].stdout.splitlines()}
@@ -66,7 +66,7 @@ def test_spawned_workers_of_a_snippet_that_hashes_have_seeds_of_their_own(servic
     assert FRESH_NOTE in verdict.notes
 
 
-def test_ranks_of_a_snippet_without_sets_stay_warm(service):
+def test_ranks_of_a_snippet_without_sets_stay_warm(service: RunnerService) -> None:
     code = "import os\nprint(os.environ['RANK'], [n for n in ('a', 'b')])\n"
     verdict = run(service, code, mode="ddp", nproc=2, timeout_s=120)
     assert verdict.status == Status.OK, verdict.to_dict()
@@ -89,7 +89,7 @@ def test_ranks_of_a_snippet_without_sets_stay_warm(service):
         ("def f(:", False),  # does not parse: fails alike everywhere
     ],
 )
-def test_which_snippets_observe_string_hashes(code, observes):
+def test_which_snippets_observe_string_hashes(code: str, observes: bool) -> None:
     try:
         tree: ast.Module | None = ast.parse(code)
     except SyntaxError:

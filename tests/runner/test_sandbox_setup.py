@@ -13,7 +13,7 @@ from pathlib import Path
 
 import pytest
 
-from runner import hardware, sandbox
+from runner import hardware
 from runner.config import RunnerConfig
 from runner.inside.identity import clamp_limits
 from runner.sandbox import ENTRY, GPU_SYS_PATHS, SandboxLauncher, _host_env
@@ -97,7 +97,7 @@ def test_gpu_runner_binds_only_the_topology_parts_of_sys(monkeypatch: pytest.Mon
         if launcher.bwrap is None:
             pytest.fail("bubblewrap is required for the runner tests (apt-get install bubblewrap)")
         # The one stand-in: this host may have no GPU, and the mounts are what is under test.
-        monkeypatch.setattr(sandbox.hardware, "probe", lambda: Hardware(1, ["stand-in"], "x", None))
+        monkeypatch.setattr(hardware, "probe", lambda: Hardware(1, ["stand-in"], "x", None))
         argv = [launcher.bwrap, *launcher._namespace_args(), *launcher._mount_args(), "--"]
         argv += [sys.executable, "-c", SYS_PROBE]
         result = subprocess.run(

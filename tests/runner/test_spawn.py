@@ -34,7 +34,7 @@ pytestmark = pytest.mark.slow
 def warm(service: RunnerService) -> Iterator[RunnerService]:
     """A service with warm_spawn "on" (its own pool; the shared ``service`` keeps the default, "auto")."""
     svc = RunnerService(
-        RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4, warm_spawn=True)
+        RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4, warm_spawn="on")
     )
     svc.start()
     yield svc
@@ -348,9 +348,9 @@ def test_spawned_processes_keep_the_jobs_uid_and_syscall_filters(warm: RunnerSer
     lines = sorted(verdict.ranks[0].stdout.splitlines())
     assert len(lines) == 3, lines
     for line in lines:
-        _method, _, uid, parent_uid, warm, *filtered = line.split(" ", 9)
+        _method, _, uid, parent_uid, imported, *filtered = line.split(" ", 9)
         # The job uid (1000 in its user namespace), imports inherited, every filter still in force.
-        assert uid == parent_uid == "1000" and warm == "True", line
+        assert uid == parent_uid == "1000" and imported == "True", line
         assert " ".join(filtered) == "-1 EPERM -1 EPERM ['2']", line
 
 
@@ -472,6 +472,7 @@ def test_the_warm_spawn_setting_decides_which_snippets_get_a_zygote() -> None:
     assert [serves_spawn_warm("on", c) for c in shapes] == [True, True, True, True, False]
     assert [serves_spawn_warm("off", c) for c in shapes] == [False] * 5
     assert RunnerConfig().warm_spawn == "auto"
+    # The old boolean setting, on purpose: it is still accepted at run time though the type says str.
     assert RunnerConfig(warm_spawn=True).warm_spawn == "on"  # type: ignore[arg-type]
     with pytest.raises(ValueError, match="warm_spawn must be one of auto, on, off, not 'sometimes'"):
         RunnerConfig(warm_spawn="sometimes")

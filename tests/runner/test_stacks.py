@@ -17,23 +17,23 @@ Current thread 0x00007f0000000002 (most recent call first):
 """
 
 
-def test_parse_threads_splits_and_orders_frames():
+def test_parse_threads_splits_and_orders_frames() -> None:
     threads = parse_threads(DUMP)
     assert len(threads) == 2
     assert threads[1][0].function == "all_reduce"
     assert threads[1][-1].file == SNIPPET
 
 
-def test_stuck_in_library_call_skips_forwarding_wrappers():
+def test_stuck_in_library_call_skips_forwarding_wrappers() -> None:
     assert stuck_at(DUMP, SNIPPET, SOURCE) == StuckAt(function="<module>", line=7, call="all_reduce")
 
 
-def test_stuck_in_c_call_names_the_call_on_the_line():
+def test_stuck_in_c_call_names_the_call_on_the_line() -> None:
     dump = 'Current thread 0x1 (most recent call first):\n  File "/tmp/main.py", line 6 in <module>\n'
     assert stuck_at(dump, SNIPPET, SOURCE) == StuckAt(function="<module>", line=6, call="sleep")
 
 
-def test_innermost_user_function_is_reported():
+def test_innermost_user_function_is_reported() -> None:
     source = "def train():\n    while True:\n        pass\n\ntrain()\n"
     dump = (
         "Current thread 0x1 (most recent call first):\n"
@@ -45,7 +45,7 @@ def test_innermost_user_function_is_reported():
     assert (found.function, found.line) == ("train", 3)
 
 
-def test_dump_without_user_frames_gives_none():
+def test_dump_without_user_frames_gives_none() -> None:
     empty = "Current thread 0x1 (most recent call first):\n  <no Python frame>\n"
     assert stuck_at(empty, SNIPPET, "") is None
     assert stuck_at("garbage \x00 not a dump", SNIPPET, "") is None
@@ -60,7 +60,7 @@ SPAWN_PY = "/venv/lib/python3.11/site-packages/torch/multiprocessing/spawn.py"
 PROCESS_PY = "/usr/lib/python3.11/multiprocessing/process.py"
 
 
-def test_a_worker_back_in_the_spawn_wrapper_has_returned_from_its_function():
+def test_a_worker_back_in_the_spawn_wrapper_has_returned_from_its_function() -> None:
     returned = _child_dump((SPAWN_PY, 87, "_wrap"), (PROCESS_PY, 108, "run"), (PROCESS_PY, 314, "_bootstrap"))
     assert returned_from_spawn_target(returned)
     # Still inside the function: the snippet's frame is innermost.

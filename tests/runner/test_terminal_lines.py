@@ -12,6 +12,7 @@ import re
 
 import pytest
 
+from runner.service import RunnerService
 from runner.verdict import Status
 from tests.runner.conftest import run
 
@@ -36,7 +37,7 @@ WHOLE_LINE = re.compile(r"Rank (\d) has data (\d+) end")
 
 
 @pytest.mark.parametrize("method", ["spawn", "fork"])
-def test_concurrent_workers_print_whole_lines(service, method):
+def test_concurrent_workers_print_whole_lines(service: RunnerService, method: str) -> None:
     verdict = run(service, CONCURRENT_PRINTS.replace("{method}", method), timeout_s=120)
     assert verdict.status == Status.OK, verdict.to_dict()
     lines = verdict.ranks[0].stdout.splitlines()
@@ -45,7 +46,7 @@ def test_concurrent_workers_print_whole_lines(service, method):
     assert len(lines) == WORKERS * LINES
 
 
-def test_streams_are_line_buffered_in_python_mode_and_unbuffered_in_ddp(service):
+def test_streams_are_line_buffered_in_python_mode_and_unbuffered_in_ddp(service: RunnerService) -> None:
     # Neither mode's snippet sees the supervisor's PYTHONUNBUFFERED: torchrun's workers get -u instead.
     code = (
         "import os, sys\n"

@@ -9,10 +9,12 @@ from __future__ import annotations
 
 import re
 import threading
+from typing import Any
 
 import pytest
 
 from runner.config import RunnerConfig
+from runner.sandbox_process import Sandbox
 from runner.service import RunnerService
 from runner.verdict import Status
 from tests.runner.conftest import TEST_MEMORY_MB, run
@@ -25,7 +27,7 @@ POOL_WAIT_S = 180
 SUPERVISOR_START = "open('/proc/1/stat').read().split()[21]"
 
 
-def test_fail_fast_stops_the_other_rank_when_one_fails(service):
+def test_fail_fast_stops_the_other_rank_when_one_fails(service: RunnerService) -> None:
     assert service.pool.wait_full(POOL_WAIT_S)
     code = """
     import os, time
@@ -43,7 +45,7 @@ def test_fail_fast_stops_the_other_rank_when_one_fails(service):
     assert not any(n.startswith("deadline of") for n in verdict.notes), verdict.notes
 
 
-def test_deadline_verdict_names_its_clock_and_where_each_rank_was(service):
+def test_deadline_verdict_names_its_clock_and_where_each_rank_was(service: RunnerService) -> None:
     assert service.pool.wait_full(POOL_WAIT_S)
     code = """
     import time, torch, torch.distributed as dist
@@ -62,11 +64,12 @@ def test_deadline_verdict_names_its_clock_and_where_each_rank_was(service):
     assert note.endswith("every rank's stack was dumped, then killed"), note
 
 
-def _pool(service) -> dict:
-    return service.health()["pool"]
+def _pool(service: RunnerService) -> dict[str, Any]:
+    pool: dict[str, Any] = service.health()["pool"]
+    return pool
 
 
-def test_torch_jobs_are_served_warm_by_fresh_sandboxes_and_the_pool_refills(service):
+def test_torch_jobs_are_served_warm_by_fresh_sandboxes_and_the_pool_refills(service: RunnerService) -> None:
     assert service.pool.wait_full(POOL_WAIT_S)
     targets = _pool(service)["targets"]
     assert _pool(service)["ready"] == targets
@@ -124,26 +127,27 @@ def test_a_job_without_a_ddp_model_cuts_short_the_warm_up_of_the_sandbox_it_take
         svc.close()
 
 
-def _service_that_lists_its_sandboxes() -> tuple[RunnerService, list, list[list[bool]]]:
+def _service_that_lists_its_sandboxes() -> tuple[RunnerService, list[Sandbox], list[list[bool]]]:
     """A started service with one warm 1-rank sandbox, the sandboxes it spawns (in order), and for each
     spawn which of the earlier ones were ready at that moment."""
     svc = RunnerService(RunnerConfig(memory_mb=TEST_MEMORY_MB, pool={1: 1}, max_concurrent_jobs=4))
-    spawned: list = []
+    spawned: list[Sandbox] = []
     ready_when_spawned: list[list[bool]] = []
     real_spawn = svc.launcher.spawn
 
-    def spawn(*args, **kwargs):
+    def spawn(nproc: int, preload: bool | str = True) -> Sandbox:
         ready_when_spawned.append([s.ready for s in spawned])
-        sandbox = real_spawn(*args, **kwargs)
+        sandbox = real_spawn(nproc, preload=preload)
         spawned.append(sandbox)
         return sandbox
 
+    # mypy forbids assigning to a method; wrapping this one launcher instance is the point here.
     svc.launcher.spawn = spawn  # type: ignore[method-assign]
     svc.start()
     return svc, spawned, ready_when_spawned
 
 
-def _take_the_ready_one_and_wait_for_the_next(svc: RunnerService, taken: list) -> None:
+def _take_the_ready_one_and_wait_for_the_next(svc: RunnerService, taken: list[Sandbox]) -> None:
     """Take the pool's ready sandbox (into ``taken``) and wait until the refill lists the next as warming,
     where a job can claim it."""
     assert svc.pool.wait_full(POOL_WAIT_S)
@@ -157,12 +161,12 @@ def test_a_sandbox_a_job_claims_is_handed_over_and_the_refill_starts_the_next_at
     # the third request finds a sandbox that has been warming about as long (before, each request after
     # the pool ran dry waited for a whole warm-up of its own).
     svc, spawned, ready_when_spawned = _service_that_lists_its_sandboxes()
-    taken = []
+    taken: list[Sandbox] = []
     try:
         _take_the_ready_one_and_wait_for_the_next(svc, taken)
         claimed = spawned[1]
         assert not claimed.ready  # a warm-up takes seconds
-        second: dict = {}
+        second: dict[str, Sandbox] = {}
         waiter = threading.Thread(target=lambda: second.setdefault("sandbox", svc.pool.acquire(1)))
         waiter.start()
         # The refill moves on while the claimed sandbox still warms.
@@ -186,12 +190,12 @@ def test_a_claimed_sandbox_that_fails_counts_as_a_refill_failure() -> None:
     # The job that claimed a warming sandbox waits for it itself; if it dies, the job falls back to a cold
     # sandbox, and the failure is the pool's too: shown in /v1/health and backed off like one of its own.
     svc, spawned, _ = _service_that_lists_its_sandboxes()
-    taken = []
+    taken: list[Sandbox] = []
     try:
         _take_the_ready_one_and_wait_for_the_next(svc, taken)
         assert _pool(svc)["refill"]["last_error"] is None
         claimed = spawned[1]
-        got: dict = {}
+        got: dict[str, Sandbox] = {}
         waiter = threading.Thread(target=lambda: got.setdefault("sandbox", svc.pool.acquire(1)))
         waiter.start()
         # Handed over: the refill has moved on to the next sandbox.
