@@ -295,9 +295,10 @@ class FamilySpec(_Strict):
     #: The concept the family tests (a slug shared with near-duplicates elsewhere in the bank); the family
     #: id when not given.
     concept: str | None = None
-    #: The parameters whose values change what a player must reason about (an op, a placement, a flag, a
-    #: regime, a code path); the others only change numbers. Each combination of their values is one
-    #: experience; none declared: the whole family is one.
+    #: The parameters or ``let`` values whose values change what a player must reason about (an op, a
+    #: placement, a flag, a regime, a code path); the others only change numbers. A regime that comes from
+    #: a comparison is a ``let`` label (``regime: "'warmup' if step < warmup else 'decay'"``) named here.
+    #: Each combination of their values is one experience; none declared: the whole family is one.
     reasoning: list[str] = Field(default_factory=list)
 
     @field_validator("id")
@@ -347,21 +348,44 @@ class FamilySpec(_Strict):
                 raise ValueError("'expect' is only for predict_output families with code")
         if self.min_choices > self.max_choices:
             raise ValueError("min_choices is larger than max_choices")
-        unknown = [name for name in self.reasoning if name not in self.params]
+        unknown = [name for name in self.reasoning if name not in self.params and name not in self.let]
         if unknown:
-            raise ValueError(f"reasoning names {', '.join(unknown)}: not parameters of this family")
+            lets = ", ".join(self.let) or "none"
+            names = ", ".join(repr(n) for n in unknown)
+            raise ValueError(
+                f"family {self.id}: reasoning names {names}, which is neither a "
+                f"parameter ({', '.join(self.params)}) nor a `let` value ({lets}): fix the spelling, or "
+                "compute the regime under `let` as a label and name that (e.g. `let: {regime: \"'warmup' "
+                "if step < warmup else 'decay'\"}` and `reasoning: [regime]`)"
+            )
         if len(set(self.reasoning)) != len(self.reasoning):
-            raise ValueError("reasoning names a parameter twice")
+            raise ValueError(f"family {self.id}: reasoning names a value twice")
         if self.concept is not None and not SLUG_RE.match(self.concept):
             raise ValueError(f"concept {self.concept!r}: use a slug (3-64 lowercase letters, digits, '-')")
         return self
 
-    def experience(self, params: Mapping[str, Scalar]) -> str:
-        """The experience of an instance: the concept and the values of the reasoning parameters."""
+    def experience(self, context: Mapping[str, Any]) -> str:
+        """The experience of an instance: the concept and the values of the reasoning parameters and
+        ``let`` labels (``context``: the instance's params and ``let`` values).
+        """
         concept = self.concept or self.id
         if not self.reasoning:
             return concept
-        return concept + "/" + ",".join(f"{n}={param_text(params[n])}" for n in self.reasoning)
+        return concept + "/" + ",".join(f"{n}={self._reasoning_text(n, context[n])}" for n in self.reasoning)
+
+    def _reasoning_text(self, name: str, value: Any) -> str:
+        """A reasoning value as it appears in the experience key. A parameter is checked when the file
+        loads; a ``let`` value is only known per instance, so it is checked here: it must be a label (a
+        short string, a flag or a whole number), because a fraction or a list is a number the player
+        computes, not a different thing to reason about.
+        """
+        if isinstance(value, (str, bool, int)) and PARAM_TEXT.match(param_text(value)):
+            return param_text(value)
+        raise TemplateError(
+            f"reasoning value {name!r} is {value!r} here; a reasoning value is a label (a string of at most "
+            "24 letters, digits or ._:+-, a true/false flag or a whole number): make its `let` expression "
+            "give one (e.g. \"'fits' if need <= mem else 'does-not-fit'\"), or leave it out of reasoning"
+        )
 
     @property
     def runs(self) -> bool:
@@ -439,6 +463,7 @@ def expand(family: FamilySpec, file: str = "", line: int = 0) -> list[Instance]:
                 "init_process_group": r.init_process_group,
             }
             timeout = r.timeout_s
+        family.experience(context)  # a reasoning `let` value that is not a label fails the family here
         code = render(family.code, context) if family.code is not None else None
         prompt = render(family.prompt, context)
         out.append(Instance(family, params, context, iid, prompt, code, runner, timeout, file, line))
@@ -540,7 +565,7 @@ def assemble(inst: Instance, answer: Answer) -> Assembled:
     spec["tags"] = [*fam.tags, "family"]
     spec["source"] = f"family {fam.id}"
     spec["concept"] = fam.concept or fam.id
-    spec["experience"] = fam.experience(inst.params)
+    spec["experience"] = fam.experience(inst.context)
     if fam.value is not None:
         spec["arithmetic"] = True
     try:

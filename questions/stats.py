@@ -16,7 +16,7 @@ from __future__ import annotations
 import datetime as dt
 import random
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
@@ -37,6 +37,34 @@ SHARE_WEEKDAYS = 260
 MAX_SIMULATED_WEEKDAYS = 1300
 
 
+def replay(
+    candidates: Sequence[QuestionCandidate],
+    per_day: int = 5,
+    start: dt.date = dt.date(2027, 1, 4),
+    *,
+    weekdays_only: bool = False,
+) -> Iterator[tuple[dt.date, list[QuestionCandidate]]]:
+    """Serve one channel with the real daily picker from ``start``: yield each day and its picks, then
+    record them as asked that day (so the next day's picks see them). With ``weekdays_only``, Saturdays
+    and Sundays have no challenge (a channel's schedule). Endless: the caller stops it.
+
+    The one replay both figures read; they cannot share one pass, because the picker's rest rules count
+    calendar days: ``days_without_repeat`` serves every day and ``fresh_weekdays`` weekdays only, so the
+    two schedules pick differently from the first weekend on.
+    """
+    state = {c.question_id: c for c in candidates}
+    day = start
+    while True:
+        if weekdays_only and day.weekday() >= 5:
+            day += dt.timedelta(days=1)
+            continue
+        picks = pick_problems(list(state.values()), per_day, random.Random(f"stats:{day.isoformat()}"), day)
+        yield day, picks
+        for p in picks:
+            state[p.question_id] = replace(p, uses=p.uses + 1, last_used=day)
+        day += dt.timedelta(days=1)
+
+
 def days_without_repeat(
     candidates: Sequence[QuestionCandidate], per_day: int = 5, start: dt.date = dt.date(2027, 1, 4)
 ) -> int:
@@ -44,20 +72,17 @@ def days_without_repeat(
     family rules (one instance of a family per challenge, a family rests 7 days): a day on which the picker
     has to bend either rule also ends the count.
     """
-    state = {c.question_id: c for c in candidates}
     family_last: dict[str, dt.date] = {}
-    day = start
-    for served in range(MAX_SIMULATED_DAYS):
-        picks = pick_problems(list(state.values()), per_day, random.Random(f"stats:{day.isoformat()}"), day)
+    days = replay(candidates, per_day, start)
+    for served, (day, picks) in enumerate(days):
+        if served == MAX_SIMULATED_DAYS:
+            break
         families = [p.family for p in picks]
         rested = all((day - family_last[f]).days >= FAMILY_REST_DAYS for f in families if f in family_last)
         repeat = any(p.uses for p in picks)
         if len(picks) < per_day or repeat or len(set(families)) < len(families) or not rested:
             return served
-        for p in picks:
-            state[p.question_id] = replace(p, uses=p.uses + 1, last_used=day)
-            family_last[p.family] = day
-        day += dt.timedelta(days=1)
+        family_last.update((f, day) for f in families)
     return MAX_SIMULATED_DAYS
 
 
@@ -80,35 +105,24 @@ def replay_weekdays(
     share_days: int = SHARE_WEEKDAYS,
     limit: int = MAX_SIMULATED_WEEKDAYS,
 ) -> WeekdayReplay:
-    """Replay the real picker for one channel on weekdays from ``start`` (Saturdays and Sundays have no
-    challenge): count the weekdays before a pick repeats an experience the channel met in the previous
-    ``EXPERIENCE_REST_DAYS`` days (capped at ``limit``), and tally the styles of the first ``share_days``.
+    """Replay the real picker for one channel on weekdays from ``start``: count the weekdays before a pick
+    repeats an experience the channel met in the previous ``EXPERIENCE_REST_DAYS`` days (capped at
+    ``limit``), and tally the styles of the first ``share_days``; one pass gives both.
     """
-    state = {c.question_id: c for c in candidates}
     met: dict[str, dt.date] = {}
     styles: Counter[str] = Counter()
     fresh: int | None = None
-    day = start
     weekdays = 0
-    while weekdays < limit and (fresh is None or weekdays < share_days):
-        if day.weekday() >= 5:
-            day += dt.timedelta(days=1)
-            continue
-        rng = random.Random(f"stats:{day.isoformat()}")
-        picks = pick_problems(list(state.values()), per_day, rng, day)
-        if not picks:
+    for day, picks in replay(candidates, per_day, start, weekdays_only=True):
+        if weekdays >= limit or (fresh is not None and weekdays >= share_days) or not picks:
             break
         lately = {e for e, d in met.items() if (day - d).days < EXPERIENCE_REST_DAYS}
-        repeat = any(p.experience_key in lately for p in picks)
-        if fresh is None and repeat:
+        if fresh is None and any(p.experience_key in lately for p in picks):
             fresh = weekdays
         if weekdays < share_days:
             styles.update(p.style_key for p in picks)
-        for p in picks:
-            state[p.question_id] = replace(p, uses=p.uses + 1, last_used=day)
-            met[p.experience_key] = day
+        met.update((p.experience_key, day) for p in picks)
         weekdays += 1
-        day += dt.timedelta(days=1)
     total = sum(styles.values())
     shares = {s: round(n / total, 3) for s, n in sorted(styles.items())} if total else {}
     return WeekdayReplay(weekdays if fresh is None else fresh, shares, min(weekdays, share_days))

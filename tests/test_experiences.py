@@ -22,8 +22,9 @@ import yaml
 from bot.core import scoring
 from bot.core.models import QuestionCandidate
 from bot.core.service import QuizService
-from questions.families import assemble, computed_answer, expand, load_family_text
+from questions.families import TemplateError, assemble, computed_answer, expand, load_family_text
 from questions.loader import LoadedQuestion
+from questions.reading import BankValidationError
 from questions.schema import QuestionSpec
 from questions.stats import bank_stats, replay_weekdays
 from tests.conftest import ADMIN, CHANNEL, make_spec
@@ -92,6 +93,73 @@ def test_a_family_refuses_an_unknown_reasoning_parameter() -> None:
     bad = FAMILIES.replace("reasoning: [op]", "reasoning: [opp]")
     with pytest.raises(Exception, match="opp"):
         load_family_text(bad, "f.yaml")
+
+
+REGIME_FAMILY = """
+families:
+  - id: fam-lr-regime
+    concept: lr-warmup-decay
+    reasoning: [regime]
+    kind: hyperparameter
+    topic: Scaling & batch size
+    difficulty: advanced
+    params:
+      step: [100, 900, 2000, 8000]
+      warmup: [1000, 4000]
+    let:
+      regime: "'warmup' if step < warmup else 'decay'"
+    prompt: "Step {{ step }} of a schedule with {{ warmup }} warmup steps: which phase?"
+    answer: "{{ regime }}"
+    distractors:
+      - text: "{{ 'decay' if regime == 'warmup' else 'warmup' }}"
+      - text: "constant"
+    hint: compare the step with the warmup
+"""
+
+
+def _specs_of(text: str) -> list[QuestionSpec]:
+    out = []
+    for fam in load_family_text(text, "f.yaml"):
+        for inst in expand(fam.spec):
+            out.append(QuestionSpec.model_validate(assemble(inst, computed_answer(inst)).spec))
+    return out
+
+
+def test_reasoning_may_name_a_let_label_for_a_regime_from_a_comparison() -> None:
+    # 8 instances, and what a player reasons about is the phase: 2 experiences, whatever the numbers.
+    keys = Counter(s.experience_key for s in _specs_of(REGIME_FAMILY))
+    assert keys == {"lr-warmup-decay/regime=warmup": 5, "lr-warmup-decay/regime=decay": 3}
+
+
+def test_reasoning_may_combine_a_parameter_and_a_let_label() -> None:
+    text = REGIME_FAMILY.replace("reasoning: [regime]", "reasoning: [warmup, regime]")
+    keys = Counter(s.experience_key for s in _specs_of(text))
+    assert keys["lr-warmup-decay/warmup=4000,regime=warmup"] == 3
+    assert keys["lr-warmup-decay/warmup=1000,regime=decay"] == 2
+    assert len(keys) == 4
+
+
+def test_an_unknown_reasoning_name_says_which_family_which_name_and_how_to_fix() -> None:
+    bad = REGIME_FAMILY.replace("reasoning: [regime]", "reasoning: [regim]")
+    with pytest.raises(BankValidationError) as err:
+        load_family_text(bad, "f.yaml")
+    (error,) = err.value.errors
+    assert error.file == "f.yaml" and error.line == 3  # the family's line
+    assert "family fam-lr-regime" in error.message and "'regim'" in error.message
+    assert "parameter (step, warmup)" in error.message and "`let` value (regime)" in error.message
+    assert "reasoning: [regime]" in error.message  # the fix, spelt out
+
+
+def test_a_reasoning_let_value_that_is_a_number_not_a_label_fails_the_family() -> None:
+    # A fraction is arithmetic the player does, not a different regime: the family is refused, naming it.
+    text = REGIME_FAMILY.replace(
+        "regime: \"'warmup' if step < warmup else 'decay'\"", "regime: step / warmup"
+    )
+    (fam,) = load_family_text(text, "f.yaml")
+    with pytest.raises(
+        TemplateError, match=r"reasoning value 'regime' is 0\.1 here; a reasoning value is a label"
+    ):
+        expand(fam.spec)
 
 
 def test_only_the_build_writes_an_experience_key() -> None:

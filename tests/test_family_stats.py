@@ -2,13 +2,15 @@
 
 from __future__ import annotations
 
+import datetime as dt
+import itertools
 import json
 from pathlib import Path
 
 import yaml
 
 from bot.core.models import QuestionCandidate
-from questions.stats import days_without_repeat
+from questions.stats import days_without_repeat, replay
 from tests.cli import rankzero
 from tests.conftest import make_spec
 
@@ -50,3 +52,22 @@ def test_days_without_repeat_respects_the_family_rest() -> None:
         for i in range(4)
     ]
     assert days_without_repeat(many) == 28
+
+
+def test_the_replay_skips_weekends_when_asked_and_records_each_day_before_the_next() -> None:
+    # 40 one-question families: every day's 5 picks are new, and each pick is recorded as asked on its day
+    # before the next day is picked (the state both figures read).
+    bank = [QuestionCandidate(i, f"q{i}", f"t{i % 14}", LEVELS[i % 3], "conceptual", 0) for i in range(40)]
+    asked: set[str] = set()
+    days = []
+    for day, picks in replay(bank, weekdays_only=True):
+        assert all(p.uses == 0 and p.last_used is None for p in picks)  # never an asked one while new exist
+        assert not asked & {p.question_id for p in picks}
+        asked |= {p.question_id for p in picks}
+        days.append(day)
+        if len(days) == 7:
+            break
+    assert all(d.weekday() < 5 for d in days)
+    assert days[5] - days[4] == dt.timedelta(days=3)  # Friday, then Monday
+    every_day = [day for day, _ in itertools.islice(replay(bank), 7)]
+    assert every_day == [days[0] + dt.timedelta(days=n) for n in range(7)]
