@@ -205,6 +205,25 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
 
 
 @pytest.fixture
+def bot_options() -> Any:
+    """How the ``bot`` fixture opens its Discord bot (tests/discord_env.py's BotOptions; a module overrides
+    this fixture to change them)."""
+    from tests.discord_env import BotOptions
+
+    return BotOptions()
+
+
+@pytest.fixture
+async def bot(fake: FakeDiscord, db: str, clock: FrozenClock, bot_options: Any) -> AsyncIterator[Any]:
+    """A Discord bot logged in against the fake with the services attached (tests/discord_env.py)."""
+    from tests.discord_env import close_bot, open_bot  # here, not at the top: it imports this module
+
+    opened = await open_bot(fake, db, clock, bot_options)
+    yield opened
+    await close_bot(opened)
+
+
+@pytest.fixture
 def clock() -> FrozenClock:
     return FrozenClock(START)
 

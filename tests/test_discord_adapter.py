@@ -5,9 +5,7 @@ Discord REST API (tests/discord_fake.py) and interactions enter through the real
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from types import SimpleNamespace
+from collections.abc import Iterator
 from typing import Any
 
 import discord
@@ -16,20 +14,18 @@ import pytest
 from bot.adapters.discord import sanitize
 from bot.adapters.discord.app import DiscordAdapter
 from bot.adapters.discord.failures import NOT_ALLOWED
-from bot.core.models import ChannelRef, Tenant
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
+from bot.core.models import Tenant
 from bot.core.tenancy import TenantAllowList
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, make_spec, test_bank
+from tests.conftest import ADMIN, make_spec
+from tests.discord_env import ADMIN_ROLE, CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
     CHANNEL_ID,
     GUILD_ID,
     MANAGE_GUILD,
     FakeDiscord,
-    Interactions,
     no_unexpected_rejections,
 )
 from tests.fakes import FrozenClock
@@ -42,80 +38,14 @@ def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
     no_unexpected_rejections(request)
 
 
-CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
-ADMIN_ROLE = 555000000000000001
 CALLBACK = r"/interactions/\d+/[^/]+/callback"
-
-
-@dataclass
-class Bot:
-    """A running adapter (logged in against the fake) with its service and helpers."""
-
-    adapter: DiscordAdapter
-    quiz: QuizService
-    fake: FakeDiscord
-    act: Interactions
-    clock: FrozenClock
-
-    @property
-    def client(self) -> discord.Client:
-        return self.adapter.client
-
-    async def post(self) -> int:
-        """The daily post; returns the posted message id."""
-        await self.quiz.post_daily(CHANNEL)
-        posted = self.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")
-        return int(self.fake.messages[max(self.fake.messages)]["id"]) if posted else 0
-
-    def buttons(self, message_id: int) -> dict[str, str]:
-        """label -> custom_id of a message's buttons."""
-        out = {}
-        for row in self.fake.messages[message_id]["components"]:
-            for c in row["components"]:
-                out[c["label"]] = c["custom_id"]
-        return out
-
-    def edits(self, token: str) -> list[Any]:
-        """Bodies of the @original edits made with an interaction token."""
-        return [r.body for r in self.fake.calls("PATCH", rf"/webhooks/\d+/{token}/messages/@original")]
-
-    def followups(self, token: str) -> list[Any]:
-        """Bodies of the follow-up messages sent with an interaction token."""
-        return [r.body for r in self.fake.calls("POST", rf"/webhooks/\d+/{token}")]
-
-    def callbacks(self, token: str) -> list[Any]:
-        """Bodies of the interaction responses made for a token."""
-        return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
-
-    async def start(self, post_id: int, user_id: int = 111) -> tuple[str, int]:
-        """Press Start; return the token and the ephemeral message id."""
-        token = self.act.click(self.client, post_id, self.buttons(post_id)["Start"], user_id=user_id)
-        await self.fake.wait_for(lambda: self.edits(token))
-        return token, self.fake.originals[token]
-
-
-async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> tuple[Bot, Any]:
-    adapter = DiscordAdapter("test-token", clock=clock, admin_roles=[ADMIN_ROLE])
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    if import_bank:
-        await quiz.admin_import(ADMIN, test_bank())
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None))
-    await adapter.client.login("test-token")
-    adapter.attach(services)  # type: ignore[arg-type]
-    act = Interactions(fake)
-    act.join_guild(adapter.client, [ADMIN_ROLE])
-    return Bot(adapter, quiz, fake, act, clock), engine
+OPTIONS = BotOptions(admin_roles=(ADMIN_ROLE,))
 
 
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b, engine = await _open(fake, db, clock, import_bank=True)
-    yield b
-    await b.adapter.stop()
-    await engine.dispose()
+def bot_options() -> BotOptions:
+    """Admins by role (ADMIN_ROLE); the test bank."""
+    return OPTIONS
 
 
 def _embed(body: dict[str, Any]) -> dict[str, Any]:
@@ -244,19 +174,17 @@ async def test_time_up_edits_the_ephemeral_message_without_a_click(bot: Bot) -> 
 
 
 async def test_buttons_survive_a_restart(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
-    first, engine = await _open(fake, db, clock, import_bank=True)
+    first = await open_bot(fake, db, clock, OPTIONS)
     post = await first.post()
-    await first.adapter.stop()
-    await engine.dispose()
+    await close_bot(first)
     # A new process: a new client that never sent this message; only the custom_id routes the click.
-    second, engine = await _open(fake, db, clock, import_bank=False)
+    second = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
     try:
         assert second.client._connection._view_store.persistent_views == []
         token, _ = await second.start(post)
         assert _embed(second.edits(token)[-1])["title"].startswith("Problem 1 of 5")
     finally:
-        await second.adapter.stop()
-        await engine.dispose()
+        await close_bot(second)
 
 
 # ---------------------------------------------------------------------- sanitising and limits
@@ -270,7 +198,7 @@ async def test_echoed_text_cannot_ping_or_break_code_blocks(
         prompt="Hey @everyone and <@123> and <@&456>: ```py\nboom\n``` after",
         code="print('```')\n" + "x = 1\n" * 400,
     )
-    bot, engine = await _open(fake, db, clock, import_bank=False)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
     try:
         await bot.quiz.admin_import(ADMIN, [evil])
         await bot.quiz.post_daily(CHANNEL, problems=1)
@@ -293,8 +221,7 @@ async def test_echoed_text_cannot_ping_or_break_code_blocks(
         assert sum(code.count("x = 1") for code in pieces) == 400
         assert "@everyone" not in embed["title"]
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 def test_limits_truncate_with_a_marker_never_exceed() -> None:
@@ -447,7 +374,7 @@ async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, cloc
     from bot.core.dispute_service import DisputeService
     from tests.test_console_dispute import FakeRunner
 
-    bot, engine = await _open(fake, db, clock, import_bank=False)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
     try:
         spec = make_spec(
             "disc-dispute",
@@ -479,8 +406,7 @@ async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, cloc
         assert verdict.body["allowed_mentions"] == {"parse": []}
         assert f"<#{thread_id}>" in _content(bot, token)
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 async def test_schedule_set_show_pause_by_slash_command(bot: Bot) -> None:
@@ -550,7 +476,7 @@ def test_registry_builds_the_discord_adapter() -> None:
 async def test_slash_commands_sync_to_the_configured_guild(
     fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    bot, engine = await _open(fake, db, clock, import_bank=False)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
     try:
         bot.adapter.guild_id = GUILD_ID
         await bot.adapter.sync_commands()
@@ -562,15 +488,14 @@ async def test_slash_commands_sync_to_the_configured_guild(
         scope = next(o for o in names["leaderboard"]["options"] if o["name"] == "scope")
         assert [c["value"] for c in scope["choices"]] == ["channel", "server"]
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 async def test_question_add_offers_every_difficulty_and_adds_a_beginner_question(
     fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
     """The synced choices come from the vocabulary: beginner is offered (it was missing) and adds."""
-    bot, engine = await _open(fake, db, clock, import_bank=False)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
     try:
         bot.adapter.guild_id = GUILD_ID
         await bot.adapter.sync_commands()
@@ -604,8 +529,7 @@ async def test_question_add_offers_every_difficulty_and_adds_a_beginner_question
         ]
         assert spec["difficulty"] == "beginner" and spec["kind"] == "conceptual"
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 async def test_full_run_ends_with_the_players_summary(bot: Bot) -> None:

@@ -9,15 +9,14 @@ from __future__ import annotations
 
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
 
-from tests.discord_fake import FakeDiscord, no_unexpected_rejections
-from tests.fakes import FrozenClock
-from tests.test_discord_adapter import Bot
-from tests.test_discord_failures import _answered, _open
+from tests.discord_env import Bot, BotOptions
+from tests.discord_fake import no_unexpected_rejections
+from tests.test_discord_failures import OPTIONS, _answered
 
 DEADLINE_S = 0.5
 COULD_NOT = f"I could not finish this within {DEADLINE_S:g} s"
@@ -30,11 +29,9 @@ def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
 
 
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b, engine = await _open(fake, db, clock, handler_deadline_s=DEADLINE_S)
-    yield b
-    await b.adapter.stop()
-    await engine.dispose()
+def bot_options() -> BotOptions:
+    """tests/test_discord_failures.py's bot, with a deadline on every interaction's work."""
+    return OPTIONS.but(adapter={"handler_deadline_s": DEADLINE_S})
 
 
 async def _silent(*_: Any, **__: Any) -> Any:

@@ -11,27 +11,20 @@ channel, and that nothing the runner printed can ping anyone or break a code blo
 
 from __future__ import annotations
 
-from collections.abc import AsyncIterator, Callable, Iterator
-from dataclasses import dataclass
-from types import SimpleNamespace
+from collections.abc import Callable, Iterator
 from typing import Any
 
-import discord
 import pytest
 from pydantic import SecretStr
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.discord import disputes as dd
-from bot.adapters.discord.app import DiscordAdapter
 from bot.adapters.discord.dispute_render import ENDING_MANY_RANKS, verdict_embed
 from bot.adapters.discord.sanitize import EMBED_TOTAL, FIELD_VALUE, MARKER, ZWSP
 from bot.commands import questions as cq
 from bot.core.dispute_service import DisputeCard, DisputeService, question_from_spec
 from bot.core.disputes import match_verdict
 from bot.core.errors import RunnerUnavailableError
-from bot.core.models import ChannelRef, PlayerRef
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
+from bot.core.models import PlayerRef
 from bot.core.verdicts import (
     Hardware,
     RankException,
@@ -42,15 +35,12 @@ from bot.core.verdicts import (
     StuckAt,
 )
 from bot.runner_client import HttpRunnerClient
-from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
+from tests.discord_env import ADMIN_CHANNEL, CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
-    CHANNEL_ID,
-    GUILD_ID,
     MANAGE_GUILD,
     FakeDiscord,
-    Interactions,
     no_unexpected_rejections,
 )
 from tests.fakes import FrozenClock
@@ -64,8 +54,6 @@ def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
     no_unexpected_rejections(request)
 
 
-CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
-ADMIN_CHANNEL = 700000000000000099
 CPU = Hardware(0, (), "2.13.0+cpu", None)
 ALICE = PlayerRef("discord", "111", "alice")
 
@@ -128,116 +116,14 @@ class ScriptedRunner:
         return self.verdict(spec)
 
 
-@dataclass
-class Bot:
-    """A running adapter with disputes wired, its services and the fake's helpers."""
-
-    adapter: DiscordAdapter
-    quiz: QuizService
-    runner: ScriptedRunner
-    fake: FakeDiscord
-    act: Interactions
-    engine: AsyncEngine
-
-    @property
-    def client(self) -> discord.Client:
-        return self.adapter.client
-
-    def followups(self, token: str) -> list[Any]:
-        return [r.body for r in self.fake.calls("POST", rf"/webhooks/\d+/{token}")]
-
-    def edits(self, token: str) -> list[Any]:
-        return [r.body for r in self.fake.calls("PATCH", rf"/webhooks/\d+/{token}/messages/@original")]
-
-    def callbacks(self, token: str) -> list[Any]:
-        return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
-
-    async def reply(self, token: str) -> dict[str, Any]:
-        """The last follow-up sent for ``token`` (waits for it)."""
-        await self.fake.wait_for(lambda: self.followups(token))
-        return dict(self.followups(token)[-1])
-
-    def buttons(self, message_id: int) -> dict[str, str]:
-        return {
-            c["label"]: c["custom_id"]
-            for row in self.fake.messages[message_id]["components"]
-            for c in row["components"]
-        }
-
-    def draft_message(self) -> int:
-        """The id of the latest message carrying a draft's Save button."""
-        return max(
-            mid
-            for mid, msg in self.fake.messages.items()
-            if any(
-                c["custom_id"].startswith("rzq:save:") for row in msg["components"] for c in row["components"]
-            )
-        )
-
-    async def open_form(self, qid: str, kind: str = "predict_output", **kw: Any) -> tuple[str, list[str]]:
-        """``/question add`` as an admin; the modal's custom id and its five inputs' ids."""
-        opts = [
-            {"type": 3, "name": "id", "value": qid},
-            {"type": 3, "name": "topic", "value": "DDP"},
-            {"type": 3, "name": "difficulty", "value": "advanced"},
-            {"type": 3, "name": "kind", "value": kind},
-        ]
-        token = self.act.command(self.client, "question add", opts, permissions=MANAGE_GUILD, **kw)
-        await self.fake.wait_for(lambda: self.callbacks(token))
-        [modal] = self.callbacks(token)
-        assert modal["type"] == 9
-        inputs = [row["components"][0]["custom_id"] for row in modal["data"]["components"]]
-        return modal["data"]["custom_id"], inputs
-
-    async def submit_form(
-        self, qid: str, code: str, *, kind: str = "predict_output", correct: str = "a"
-    ) -> str:
-        """Open the form and submit it with choices about the all-reduce; the submission's token."""
-        custom_id, (prompt, code_id, choices, letter, notes) = await self.open_form(qid, kind)
-        return self.act.submit_modal(
-            self.client,
-            custom_id,
-            {
-                prompt: "Two ranks all-reduce 1 and 2. What is printed?",
-                code_id: code,
-                # "\n" typed in a choice is a line break: one choice per rank's line
-                choices: "tensor([3.])\\ntensor([3.])\ntensor([1.])\\ntensor([2.])\ntensor([3.])",
-                letter: correct,
-                notes: "",
-            },
-            permissions=MANAGE_GUILD,
-        )
-
-    async def click(self, message_id: int, label: str, **kw: Any) -> str:
-        token = self.act.click(self.client, message_id, self.buttons(message_id)[label], **kw)
-        await self.fake.wait_for(lambda: self.edits(token) or self.followups(token))
-        return token
-
-    async def question_ids(self) -> list[str]:
-        return [q.id for q in await self.quiz.list_questions(view=CHANNEL.tenant)]
-
-
-async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, runner: ScriptedRunner) -> Bot:
-    adapter = DiscordAdapter("test-token", clock=clock, admin_channel_id=ADMIN_CHANNEL)
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, runner, adapter.platform)
-    services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=disputes))
-    await adapter.client.login("test-token")
-    adapter.attach(services)  # type: ignore[arg-type]
-    act = Interactions(fake)
-    act.join_guild(adapter.client)
-    return Bot(adapter, quiz, runner, fake, act, engine)
+#: Without a runner: each bot gets its own ScriptedRunner (it records what it ran).
+OPTIONS = BotOptions(bank=None, admin_channel=ADMIN_CHANNEL)
 
 
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
-    yield b
-    await b.adapter.stop()
-    await b.engine.dispose()
+def bot_options() -> BotOptions:
+    """Disputes on a runner that prints the all-reduce's answer; notices to ADMIN_CHANNEL; no bank."""
+    return OPTIONS.but(runner=ScriptedRunner(all_reduce_verdict))
 
 
 def _field(embed: dict[str, Any], name: str) -> str:
@@ -406,14 +292,13 @@ async def test_a_draft_button_after_a_restart_asks_to_submit_again(
     await bot.reply(await bot.submit_form("disc-restart", FORM_CODE))
     message = bot.draft_message()
     await bot.adapter.stop()
-    fresh = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
+    fresh = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(all_reduce_verdict)))
     try:
         token = await fresh.click(message, "Save", permissions=MANAGE_GUILD)
         assert "run `/question add` again" in fresh.edits(token)[-1]["content"]
         assert await fresh.question_ids() == []
     finally:
-        await fresh.adapter.stop()
-        await fresh.engine.dispose()
+        await close_bot(fresh)
 
 
 # ---------------------------------------------------------------------- disputes, flags, corrections
@@ -438,7 +323,7 @@ async def _points(bot: Bot) -> int:
 async def test_contradicted_dispute_verdict_flag_admin_notice_and_correction(
     fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    bot = await _open(fake, db, clock, ScriptedRunner(hang_verdict))
+    bot = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(hang_verdict)))
     try:
         problem = await _answered_hang_problem(bot)
         points = await _points(bot)
@@ -511,14 +396,13 @@ async def test_contradicted_dispute_verdict_flag_admin_notice_and_correction(
         after = bot.act.command(bot.client, "question flags", [], permissions=MANAGE_GUILD, user_id=9)
         assert (await bot.reply(after))["embeds"][0]["description"] == "No flagged questions."
     finally:
-        await bot.adapter.stop()
-        await bot.engine.dispose()
+        await close_bot(bot)
 
 
 async def test_dispute_variant_is_typed_in_a_form_and_never_flags(
     fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    bot = await _open(fake, db, clock, ScriptedRunner(hang_verdict))
+    bot = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(hang_verdict)))
     try:
         problem = await _answered_hang_problem(bot)
         opts = [
@@ -543,8 +427,7 @@ async def test_dispute_variant_is_typed_in_a_form_and_never_flags(
         assert "a variant is another snippet" in _field(embed, "Flag")
         assert fake.calls("POST", rf"/channels/{ADMIN_CHANNEL}/messages") == []
     finally:
-        await bot.adapter.stop()
-        await bot.engine.dispose()
+        await close_bot(bot)
 
 
 # ---------------------------------------------------------------------- limits
@@ -597,7 +480,7 @@ async def test_preview_shows_what_the_real_runner_printed_per_rank(
     fake: FakeDiscord, db: str, clock: FrozenClock, runner: RunnerServer
 ) -> None:
     """The whole path once: the form's runner line -> HttpRunnerClient -> a sandboxed 2-rank gloo run."""
-    bot = await _open(fake, db, clock, ScriptedRunner(all_reduce_verdict))
+    bot = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(all_reduce_verdict)))
     try:
         async with HttpRunnerClient(runner.url, runner.token) as client:
             assert bot.adapter.commands is not None
@@ -614,8 +497,7 @@ async def test_preview_shows_what_the_real_runner_printed_per_rank(
         await bot.click(bot.draft_message(), "Save", permissions=MANAGE_GUILD)
         assert await bot.question_ids() == ["disc-real-runner"]
     finally:
-        await bot.adapter.stop()
-        await bot.engine.dispose()
+        await close_bot(bot)
 
 
 def test_admin_channel_setting_reaches_the_platform() -> None:
@@ -649,7 +531,7 @@ async def test_dispute_takes_today_n_and_question_ids_with_suggestions(
     """``/dispute problem:`` takes what Slack and the CLI take: ``today:N``, a question id asked today, or
     the problem's number; while typing, Discord suggests today's problems of the channel.
     """
-    bot = await _open(fake, db, clock, ScriptedRunner(hang_verdict))
+    bot = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(hang_verdict)))
     try:
         await bot.adapter.sync_commands()  # the fake now checks options against the published tree
         problem = await _answered_hang_problem(bot)
@@ -683,5 +565,4 @@ async def test_dispute_takes_today_n_and_question_ids_with_suggestions(
             assert says in reply["content"], (value, reply["content"])
         assert len(bot.runner.specs) == runs
     finally:
-        await bot.adapter.stop()
-        await bot.engine.dispose()
+        await close_bot(bot)

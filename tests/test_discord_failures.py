@@ -11,7 +11,7 @@ from __future__ import annotations
 import ast
 import asyncio
 import logging
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 from types import SimpleNamespace
 from typing import Any
@@ -20,13 +20,9 @@ import discord
 import pytest
 from sqlalchemy import text
 
-from bot.adapters.discord.app import DiscordAdapter
 from bot.core.ports import TransientConflictError
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
 from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, test_bank
+from tests.discord_env import ADMIN_CHANNEL, ADMIN_ROLE, CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
     ALL_PERMISSIONS,
     CHANNEL_ID,
@@ -37,14 +33,12 @@ from tests.discord_fake import (
     SEND_MESSAGES,
     VIEW_CHANNEL,
     FakeDiscord,
-    Interactions,
     no_unexpected_rejections,
 )
 from tests.fakes import FrozenClock
-from tests.test_discord_adapter import ADMIN_ROLE, CHANNEL, Bot
 
-ADMIN_CHANNEL = 700000000000000099
 WENT_WRONG = "Something went wrong on my side"
+OPTIONS = BotOptions(admin_roles=(ADMIN_ROLE,), admin_channel=ADMIN_CHANNEL)
 
 
 @pytest.fixture(autouse=True)
@@ -53,31 +47,10 @@ def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
     no_unexpected_rejections(request)
 
 
-async def _open(
-    fake: FakeDiscord, db: str, clock: FrozenClock, *, admin_channel: int | None = ADMIN_CHANNEL, **kw: Any
-) -> tuple[Bot, Any]:
-    adapter = DiscordAdapter(
-        "test-token", clock=clock, admin_roles=[ADMIN_ROLE], admin_channel_id=admin_channel, **kw
-    )
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    await quiz.admin_import(ADMIN, test_bank())
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    services = SimpleNamespace(quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None))
-    await adapter.client.login("test-token")
-    adapter.attach(services)  # type: ignore[arg-type]
-    act = Interactions(fake)
-    act.join_guild(adapter.client, [ADMIN_ROLE])
-    return Bot(adapter, quiz, fake, act, clock), engine
-
-
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b, engine = await _open(fake, db, clock)
-    yield b
-    await b.adapter.stop()
-    await engine.dispose()
+def bot_options() -> BotOptions:
+    """Admins by role, notices to ADMIN_CHANNEL; the test bank."""
+    return OPTIONS
 
 
 def _said(bot: Bot, token: str) -> str:
@@ -209,7 +182,7 @@ async def test_post_now_refused_by_discord_says_so_and_the_next_post_now_posts_i
 async def test_a_refused_scheduled_post_is_reported_and_posted_after_the_fix(
     fake: FakeDiscord, db: str, clock: FrozenClock, caplog: pytest.LogCaptureFixture
 ) -> None:
-    bot, engine = await _open(fake, db, clock, admin_channel=None)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(admin_channel=None))
     try:
         fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~EMBED_LINKS)
         with caplog.at_level(logging.ERROR), pytest.raises(discord.Forbidden):
@@ -225,15 +198,14 @@ async def test_a_refused_scheduled_post_is_reported_and_posted_after_the_fix(
         await bot.quiz.post_daily(CHANNEL)  # posted: never again
         assert len(fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")) == 2
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 # ---------------------------------------------------------------------- commands as members see them
 async def test_admin_commands_are_hidden_from_members_and_absent_from_dms(
     fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    bot, engine = await _open(fake, db, clock)
+    bot = await open_bot(fake, db, clock, OPTIONS)
     try:
         await bot.adapter.sync_commands()
         [put] = fake.calls("PUT", r"/applications/\d+/commands")
@@ -244,15 +216,14 @@ async def test_admin_commands_are_hidden_from_members_and_absent_from_dms(
         for player in ("leaderboard", "stats", "challenge", "dispute"):
             assert by_name[player].get("default_member_permissions") is None
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 async def test_guild_sync_removes_stale_globals_and_publishes_only_a_changed_tree(
     fake: FakeDiscord, db: str, clock: FrozenClock, tmp_path: Path
 ) -> None:
     state = tmp_path / "discord-commands.sha256"
-    bot, engine = await _open(fake, db, clock, guild_id=GUILD_ID, sync_state=state)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(adapter={"guild_id": GUILD_ID, "sync_state": state}))
     try:
         fake.commands[""] = [{"name": "leaderboard", "id": "1"}]  # synced globally by an older version
         assert await bot.adapter.sync_commands() is True
@@ -261,10 +232,9 @@ async def test_guild_sync_removes_stale_globals_and_publishes_only_a_changed_tre
         puts = len(fake.calls("PUT", r"/applications/\d+(/guilds/\d+)?/commands"))
         assert puts == 2
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
     # A restart with the same commands publishes nothing.
-    bot, engine = await _open(fake, db, clock, guild_id=GUILD_ID, sync_state=state)
+    bot = await open_bot(fake, db, clock, OPTIONS.but(adapter={"guild_id": GUILD_ID, "sync_state": state}))
     try:
         assert await bot.adapter.sync_commands() is False
         assert len(fake.calls("PUT", r"/applications/\d+(/guilds/\d+)?/commands")) == puts
@@ -275,23 +245,21 @@ async def test_guild_sync_removes_stale_globals_and_publishes_only_a_changed_tre
         assert await bot.adapter.sync_commands() is True
         assert "newcommand" in {c["name"] for c in fake.commands[f"/guilds/{GUILD_ID}"]}
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
 
 
 async def test_health_reports_the_gateway(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
     from bot.serve import health_report
 
-    bot, engine = await _open(fake, db, clock)
+    bot = await open_bot(fake, db, clock, OPTIONS)
     try:
         health = bot.adapter.health()
         assert health["ok"] is False and health["gateway"] == "not started"
         scheduler = SimpleNamespace(state=lambda: {"state": "running", "jobs": []})
-        report = await health_report(engine, scheduler, [bot.adapter])  # type: ignore[arg-type]
+        report = await health_report(bot.engine, scheduler, [bot.adapter])  # type: ignore[arg-type]
         assert report["adapters"]["discord"]["gateway"] == "not started" and report["ok"] is False
     finally:
-        await bot.adapter.stop()
-        await engine.dispose()
+        await close_bot(bot)
     assert bot.adapter.health()["gateway"] == "closed"
 
 

@@ -6,25 +6,22 @@ GUILD_CREATE parsed by discord.py's own state, the real schedule service on SQLi
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 
 import pytest
 
 from bot.core.models import ChannelRef
 from tests.conftest import ADMIN
-from tests.discord_fake import CHANNEL_ID, GUILD_ID, FakeDiscord
-from tests.fakes import FrozenClock
-from tests.test_discord_adapter import ADMIN_ROLE, CHANNEL, Bot, _open
+from tests.discord_env import ADMIN_ROLE, CHANNEL, Bot, BotOptions
+from tests.discord_fake import CHANNEL_ID, GUILD_ID
+from tests.test_discord_adapter import OPTIONS
 
 OTHER = ChannelRef("discord", str(GUILD_ID), "222000000000000002", "quiet")
 
 
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b, engine = await _open(fake, db, clock, import_bank=True)
-    yield b
-    await b.adapter.stop()
-    await engine.dispose()
+def bot_options() -> BotOptions:
+    """tests/test_discord_adapter.py's bot: admins by role, the test bank."""
+    return OPTIONS
 
 
 async def _paused(bot: Bot) -> dict[str, bool]:

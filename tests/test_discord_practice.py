@@ -5,32 +5,22 @@ through discord.py's real client against the local fake of the Discord REST API 
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Iterator
-from dataclasses import dataclass
-from types import SimpleNamespace
+from collections.abc import Iterator
 from typing import Any
 
-import discord
 import pytest
-from sqlalchemy import func, select
-from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.discord import practice_render, sanitize
-from bot.adapters.discord.app import DiscordAdapter
-from bot.core.models import ChannelRef, PlayerRef
-from bot.core.practice import PracticeService
-from bot.core.schedule_service import NO_SCHEDULE_WINDOW, ScheduleService
-from bot.core.service import QuizService
-from bot.storage.db import make_engine
-from bot.storage.models import ChallengeRow
+from bot.core.models import PlayerRef
+from bot.core.schedule_service import NO_SCHEDULE_WINDOW
 from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, test_bank
+from tests.discord_env import CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
     CHANNEL_ID,
     GUILD_ID,
     MANAGE_GUILD,
     FakeDiscord,
-    Interactions,
     no_unexpected_rejections,
 )
 from tests.fakes import FrozenClock
@@ -43,7 +33,6 @@ def _strict_discord(request: pytest.FixtureRequest) -> Iterator[None]:
     no_unexpected_rejections(request)
 
 
-CHANNEL = ChannelRef("discord", str(GUILD_ID), str(CHANNEL_ID), "general")
 ALICE = PlayerRef("discord", "111", "alice")
 CHANNEL_POSTS = rf"/channels/{CHANNEL_ID}/messages"
 
@@ -97,86 +86,13 @@ def _bank() -> list[dict[str, Any]]:
     return [*test_bank(), *cards, explain]
 
 
-@dataclass
-class Bot:
-    """A running adapter with practice wired, its services and the fake's helpers."""
-
-    adapter: DiscordAdapter
-    quiz: QuizService
-    practice: PracticeService
-    schedules: ScheduleService
-    fake: FakeDiscord
-    act: Interactions
-    clock: FrozenClock
-    engine: AsyncEngine
-
-    @property
-    def client(self) -> discord.Client:
-        return self.adapter.client
-
-    def buttons(self, message_id: int) -> dict[str, str]:
-        """label -> custom_id of a message's buttons."""
-        return {
-            c["label"]: c["custom_id"]
-            for row in self.fake.messages[message_id]["components"]
-            for c in row["components"]
-        }
-
-    def edits(self, token: str) -> list[Any]:
-        return [r.body for r in self.fake.calls("PATCH", rf"/webhooks/\d+/{token}/messages/@original")]
-
-    def followups(self, token: str) -> list[Any]:
-        return [r.body for r in self.fake.calls("POST", rf"/webhooks/\d+/{token}")]
-
-    def callbacks(self, token: str) -> list[Any]:
-        return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
-
-    async def command(self, name: str, options: list[dict[str, Any]] | None = None, **kw: Any) -> int:
-        """Run a practice command; return the id of its ephemeral message once it is filled in."""
-        token = self.act.command(self.client, name, options, **kw)
-        await self.fake.wait_for(lambda: self.edits(token))
-        return self.fake.originals[token]
-
-    async def click(self, message_id: int, label: str) -> str:
-        """Click a button of a message by label; return the token once the message was edited."""
-        token = self.act.click(self.client, message_id, self.buttons(message_id)[label])
-        await self.fake.wait_for(lambda: self.edits(token) or self.followups(token))
-        return token
-
-    async def challenges(self) -> int:
-        async with self.engine.connect() as conn:
-            return int((await conn.execute(select(func.count()).select_from(ChallengeRow))).scalar_one())
-
-
-async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, *, import_bank: bool) -> Bot:
-    adapter = DiscordAdapter("test-token", clock=clock)
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
-    if import_bank:
-        await quiz.admin_import(ADMIN, _bank())
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    services = SimpleNamespace(
-        quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None, practice=practice)
-    )
-    await adapter.client.login("test-token")
-    adapter.attach(services)  # type: ignore[arg-type]
-    act = Interactions(fake)
-    act.join_guild(adapter.client)
-    return Bot(adapter, quiz, practice, schedules, fake, act, clock, engine)
-
-
-async def _close(bot: Bot) -> None:
-    await bot.adapter.stop()
-    await bot.engine.dispose()
+OPTIONS = BotOptions(bank=_bank(), practice=True)
 
 
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b = await _open(fake, db, clock, import_bank=True)
-    yield b
-    await _close(b)
+def bot_options() -> BotOptions:
+    """Practice attached; the test bank with two recall cards and an explain prompt."""
+    return OPTIONS
 
 
 def _embeds(message: dict[str, Any]) -> list[dict[str, Any]]:
@@ -448,11 +364,11 @@ async def test_post_now_without_a_schedule_gets_a_days_window(bot: Bot) -> None:
 
 # ---------------------------------------------------------------------- persistence, sync, limits
 async def test_practice_buttons_survive_a_restart(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
-    first = await _open(fake, db, clock, import_bank=True)
+    first = await open_bot(fake, db, clock, OPTIONS)
     msg = await first.command("quiz")
-    await _close(first)
+    await close_bot(first)
     # A new process: a client that never sent this message; only the custom_id routes the click.
-    second = await _open(fake, db, clock, import_bank=False)
+    second = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
     second.act = first.act  # one interaction counter: tokens stay unique across both processes
     try:
         assert second.client._connection._view_store.persistent_views == []
@@ -461,7 +377,7 @@ async def test_practice_buttons_survive_a_restart(fake: FakeDiscord, db: str, cl
         await second.click(msg, "Next")
         assert _embeds(fake.messages[msg])[0]["title"].startswith("Quiz 2/5")
     finally:
-        await _close(second)
+        await close_bot(second)
 
 
 async def test_practice_commands_are_synced(bot: Bot) -> None:

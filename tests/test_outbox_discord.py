@@ -6,7 +6,7 @@ given up only with a notice. Every failure goes through the strict fake at disco
 from __future__ import annotations
 
 import datetime as dt
-from collections.abc import AsyncIterator, Iterator
+from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -15,6 +15,7 @@ from bot.core.cards import ResultsCard
 from bot.core.outbox import OutboxTiming
 from bot.core.service import QuizService
 from bot.storage.uow import SqlUnitOfWork
+from tests.discord_env import ADMIN_CHANNEL, CHANNEL, Bot, BotOptions
 from tests.discord_fake import (
     ALL_PERMISSIONS,
     CHANNEL_ID,
@@ -23,9 +24,7 @@ from tests.discord_fake import (
     FakeDiscord,
     no_unexpected_rejections,
 )
-from tests.fakes import FrozenClock
-from tests.test_discord_adapter import CHANNEL, Bot
-from tests.test_discord_failures import ADMIN_CHANNEL, _open
+from tests.test_discord_failures import OPTIONS
 
 POSTS = rf"/channels/{CHANNEL_ID}/messages"
 NOTICES = rf"/channels/{ADMIN_CHANNEL}/messages"
@@ -33,12 +32,9 @@ TIMING = OutboxTiming(lease_s=60, retry_base_s=30, retry_max_s=600, give_up_s=3 
 
 
 @pytest.fixture
-async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[Bot]:
-    b, engine = await _open(fake, db, clock)
-    b.quiz.outbox.timing = TIMING
-    yield b
-    await b.adapter.stop()
-    await engine.dispose()
+def bot_options() -> BotOptions:
+    """tests/test_discord_failures.py's bot, with the outbox's times above."""
+    return OPTIONS.but(outbox=TIMING)
 
 
 @pytest.fixture(autouse=True)
