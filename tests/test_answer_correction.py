@@ -8,40 +8,24 @@ from __future__ import annotations
 
 import datetime as dt
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
 from bot.core import scoring
-from bot.core.dispute_service import DisputeService
 from bot.core.errors import InvalidAnswerError, NotAdminError, NotFoundError
-from bot.core.service import QuizService
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import Env, open_env
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec
 from tests.fakes import FakePlatform, FrozenClock
 
 QID = "rescore-me"
 
 
-@dataclass
-class Env:
-    quiz: QuizService
-    disputes: DisputeService
-    platform: FakePlatform
-    clock: FrozenClock
-
-
 @pytest.fixture
 async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, problems_per_challenge=1, seed=1)
     # Official answer A (index 0); the truth, as an admin will decide, is B.
-    await quiz.admin_import(ADMIN, [make_spec(QID, "advanced", "DDP", kind="predict_output", correct=0)])
-    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, None, platform)
-    yield Env(quiz, disputes, platform, clock)
-    await engine.dispose()
+    bank = [make_spec(QID, "advanced", "DDP", kind="predict_output", correct=0)]
+    async with open_env(db_url, clock, platform, bank=bank, problems_per_challenge=1) as made:
+        yield made
 
 
 async def _play(env: Env, name: str, problem_id: int, answers: list[tuple[float, str]]) -> None:

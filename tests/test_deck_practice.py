@@ -5,20 +5,22 @@ cutoff) for due cards, the streak and the nudge, and FSRS parameters fitted per 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
 from sqlalchemy import func, select
+from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.player_day import InvalidTimezoneError, day_streak, parse_timezone, player_day
 from bot.core.practice import OPTIMIZE_MIN_REVIEWS, PracticeError, PracticeService
-from bot.core.service import QuizService
 from bot.core.srs import DEFAULT_SCHEDULER
-from bot.storage.db import make_engine
 from bot.storage.models import CardReviewRow, ReviewCardModel
 from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import Env as AppEnv
+from tests.bootstrap import open_env
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
@@ -40,14 +42,12 @@ def _cards(n: int) -> list[dict[str, Any]]:
     ]
 
 
-class Env:
-    """The two services over one migrated database, and a way to count rows."""
+class Env(AppEnv):
+    """The app over one migrated database (an empty bank), and a way to count rows."""
 
-    def __init__(self, db_url: str, clock: FrozenClock) -> None:
-        self.engine = make_engine(db_url)
-        self.factory = session_factory(self.engine)
-        self.quiz = QuizService(lambda: SqlUnitOfWork(self.factory), clock, FakePlatform(), seed=1)
-        self.practice = PracticeService(lambda: SqlUnitOfWork(self.factory), clock, seed=1)
+    @functools.cached_property
+    def factory(self) -> async_sessionmaker[AsyncSession]:
+        return session_factory(self.engine)
 
     async def cards_of(self, user_id: str) -> dict[str, str]:
         """question id -> source of the player's cards."""
@@ -63,10 +63,9 @@ class Env:
 
 
 @pytest.fixture
-async def env(db_url: str, clock: FrozenClock) -> AsyncIterator[Env]:
-    e = Env(db_url, clock)
-    yield e
-    await e.engine.dispose()
+async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
+    async with open_env(db_url, clock, platform, kind=Env, bank=[]) as made:
+        yield made
 
 
 async def _study(practice: PracticeService, who: PlayerRef, grade: str = "easy") -> list[str]:

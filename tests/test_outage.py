@@ -25,6 +25,8 @@ from bot.scheduling import RankZeroScheduler
 from bot.serve import health_report
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import Env as AppEnv
+from tests.bootstrap import build_test_app
 from tests.conftest import ADMIN, CHANNEL, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
@@ -53,28 +55,26 @@ class Outage:
 
 
 @dataclass
-class Env:
-    quiz: QuizService
-    schedules: ScheduleService
-    clock: FrozenClock
-    platform: FakePlatform
-    outage: Outage
-    engine: Any
+class Env(AppEnv):
+    """The app, and the switch of the outage its units of work go through."""
 
-    async def at(self, sched: RankZeroScheduler, when: dt.datetime) -> None:
-        self.clock.current = when
-        await sched.tick()
+    outage: Outage
 
 
 @pytest.fixture
 async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
-    engine = make_engine(db_url)
     outage = Outage()
-    uow = outage.wrap(session_factory(engine))
-    quiz = QuizService(uow, clock, platform, seed=1)
-    await quiz.admin_import(ADMIN, test_bank())
-    yield Env(quiz, ScheduleService(uow, clock, quiz, platform), clock, platform, outage, engine)
-    await engine.dispose()
+    app = await build_test_app(
+        db_url,
+        clock=clock,
+        platform=platform,
+        bank=test_bank(),
+        units_of_work=lambda engine: outage.wrap(session_factory(engine)),
+    )
+    try:
+        yield Env(app, platform, clock, outage)
+    finally:
+        await app.close()
 
 
 def at(hour: int, minute: int, second: int = 0, day: int = 21) -> dt.datetime:

@@ -9,9 +9,6 @@ from __future__ import annotations
 import datetime as dt
 import logging
 from collections.abc import AsyncIterator
-from contextlib import asynccontextmanager
-from dataclasses import dataclass
-from typing import ClassVar, TypeVar
 from zoneinfo import ZoneInfo
 
 import pytest
@@ -20,60 +17,18 @@ from bot.core.errors import ConfigurationError, NotAdminError
 from bot.core.models import ChannelRef
 from bot.core.schedule import ScheduleConfig, next_slot, parse_days, parse_minutes, parse_time
 from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
-from bot.scheduling import RankZeroScheduler
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, CHANNEL, actor, test_bank
+from tests.bootstrap import Env, open_env
+from tests.conftest import ADMIN, CHANNEL, actor
 from tests.fakes import FakePlatform, FrozenClock
 
 UTC = dt.UTC
 BERLIN = ZoneInfo("Europe/Berlin")
-EnvT = TypeVar("EnvT", bound="Env")
-
-
-@dataclass
-class Env:
-    quiz: QuizService
-    schedules: ScheduleService
-    clock: FrozenClock
-    platform: FakePlatform
-    #: The platforms the scheduler serves, as ``serve`` builds it (None: every platform).
-    platforms: ClassVar[frozenset[str] | None] = None
-
-    async def scheduler(self) -> RankZeroScheduler:
-        sched = RankZeroScheduler(self.schedules, self.clock, platforms=self.platforms, sync_interval_s=60)
-        await sched.start()
-        return sched
-
-    async def at(self, sched: RankZeroScheduler, when: dt.datetime) -> None:
-        """Move the clock and run what is due."""
-        self.clock.current = when
-        await sched.tick()
-
-
-@asynccontextmanager
-async def environment(
-    kind: type[EnvT], db_url: str, clock: FrozenClock, platform: FakePlatform
-) -> AsyncIterator[EnvT]:
-    """A quiz and schedule service on a real database with the test bank, as ``kind`` (an Env)."""
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-
-    def uow() -> SqlUnitOfWork:
-        return SqlUnitOfWork(factory)
-
-    quiz = QuizService(uow, clock, platform, seed=1)
-    await quiz.admin_import(ADMIN, test_bank())
-    try:
-        yield kind(quiz, ScheduleService(uow, clock, quiz, platform), clock, platform)
-    finally:
-        await engine.dispose()
 
 
 @pytest.fixture
 async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
-    async with environment(Env, db_url, clock, platform) as made:
+    """The app (tests/bootstrap.py) on a real database with the test bank."""
+    async with open_env(db_url, clock, platform) as made:
         yield made
 
 

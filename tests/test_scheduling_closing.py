@@ -16,17 +16,17 @@ from bot.core.errors import NotAdminError
 from bot.core.models import ChannelRef
 from bot.core.schedule import Schedule
 from bot.core.schedule_service import NO_SCHEDULE_WINDOW
+from tests.bootstrap import Env as AppEnv
+from tests.bootstrap import open_env
 from tests.conftest import ADMIN, CHANNEL, actor
 from tests.fakes import FakePlatform, FrozenClock
-from tests.test_scheduling import Env as SchedulingEnv
-from tests.test_scheduling import environment
 
 UTC = dt.UTC
 #: A channel of the same platform with no schedule at all.
 UNSCHEDULED = ChannelRef("test", "ws1", "random", "random")
 
 
-class Env(SchedulingEnv):
+class Env(AppEnv):
     # As serve builds it: this process serves the "test" platform's channels.
     platforms = frozenset({"test"})
 
@@ -36,7 +36,7 @@ class Env(SchedulingEnv):
 
 @pytest.fixture
 async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
-    async with environment(Env, db_url, clock, platform) as made:
+    async with open_env(db_url, clock, platform, kind=Env) as made:
         yield made
 
 

@@ -6,20 +6,17 @@ object of another tenant named by id reads exactly as a missing one. SQLite and 
 from __future__ import annotations
 
 import datetime as dt
+import functools
 from collections.abc import AsyncIterator
-from dataclasses import dataclass
 
 import pytest
 
 from bot.commands.admin import AdminPolicy
 from bot.commands.handlers import Commands
-from bot.core.dispute_service import DisputeService
 from bot.core.errors import NotAdminError, NotFoundError, QuestionBankError, RankZeroError
 from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import Env as AppEnv
+from tests.bootstrap import open_env
 from tests.conftest import ADMIN, make_spec
 from tests.fakes import FakePlatform, FrozenClock
 
@@ -37,26 +34,20 @@ def player(name: str, channel: ChannelRef) -> Actor:
     return Actor(PlayerRef(channel.platform, name, name.title()), tenant=channel.tenant)
 
 
-@dataclass
-class Env:
-    quiz: QuizService
-    disputes: DisputeService
-    commands: Commands
-    clock: FrozenClock
+class Env(AppEnv):
+    """The app, and the command layer over it as the chat adapters build it."""
+
+    @functools.cached_property
+    def commands(self) -> Commands:
+        return Commands(self.quiz, self.schedules, AdminPolicy(refusal="no"), disputes=self.disputes)
 
 
 @pytest.fixture
 async def env(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[Env]:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, problems_per_challenge=1, seed=1)
     # The operator's shared bank: one question, official answer A.
-    await quiz.admin_import(ADMIN, [make_spec(QID, "advanced", "DDP", kind="predict_output", correct=0)])
-    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, None, platform)
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz)
-    commands = Commands(quiz, schedules, AdminPolicy(refusal="no"), disputes=disputes)
-    yield Env(quiz, disputes, commands, clock)
-    await engine.dispose()
+    bank = [make_spec(QID, "advanced", "DDP", kind="predict_output", correct=0)]
+    async with open_env(db_url, clock, platform, kind=Env, bank=bank, problems_per_challenge=1) as made:
+        yield made
 
 
 async def _play(env: Env, who: Actor, problem_id: int, letter: str) -> None:
