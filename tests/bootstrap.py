@@ -22,6 +22,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine
 from bot.bootstrap import build_app, build_services
 from bot.config import Settings
 from bot.core.ports import ChatPlatform, RunnerClient
+from bot.metrics import BotMetrics
 from bot.services import App, Services
 from bot.storage.uow import SqlUnitOfWork
 from tests.conftest import ADMIN, test_bank
@@ -88,12 +89,20 @@ async def build_test_services(
     clock: FrozenClock,
     runner: RunnerClient | None = None,
     bank: Sequence[dict[str, Any]] | None = None,
+    metrics: BotMetrics | None = None,
     **settings: Any,
 ) -> Services:
     """``build_services`` for ``adapters`` over a migrated database (posts go through the platform router
-    to the adapters, as in ``serve``), ``bank`` imported. The caller closes ``services.app``."""
+    to the adapters, as in ``serve``), ``bank`` imported, ``metrics`` the process's (default: new ones).
+    The caller closes ``services.app``."""
     services = await build_services(
-        settings_for(database_url, **settings), adapters, clock=clock, migrate=False, runner=runner, seed=SEED
+        settings_for(database_url, **settings),
+        adapters,
+        clock=clock,
+        migrate=False,
+        runner=runner,
+        seed=SEED,
+        metrics=metrics,
     )
     try:
         await _import(services.app, bank)

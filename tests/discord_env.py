@@ -1,16 +1,17 @@
 """The one Discord harness: discord.py's real client logged in against the local fake of the Discord REST
-API (tests/discord_fake.py), with the services attached, and the helpers the Discord tests read it with.
+API (tests/discord_fake.py), with the services ``serve`` would give it (built through the bootstrap,
+tests/bootstrap.py) attached, and the helpers the Discord tests read it with.
 
 The ``bot`` fixture (tests/conftest.py) opens one per test with the module's ``bot_options`` (a fixture a
-module overrides: admin roles, an admin channel, a runner for disputes, practice, the adapter's own
-settings); a test that needs a second bot (a restart) calls :func:`open_bot` and :func:`close_bot`.
+module overrides: admin roles, an admin channel, a runner for disputes, the outbox's times, the
+adapter's own settings); a test that needs a second bot (a restart) calls :func:`open_bot` and
+:func:`close_bot`.
 """
 
 from __future__ import annotations
 
-import copy
+import dataclasses
 from dataclasses import dataclass, field, replace
-from types import SimpleNamespace
 from typing import Any
 
 import discord
@@ -18,17 +19,16 @@ from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.discord.app import DiscordAdapter
-from bot.core.dispute_service import DisputeService
 from bot.core.models import ChannelRef
 from bot.core.outbox import OutboxTiming
 from bot.core.ports import RunnerClient
 from bot.core.practice import PracticeService
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
-from bot.storage.db import make_engine
+from bot.services import Services
 from bot.storage.models import ChallengeRow
-from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, test_bank
+from tests.bootstrap import build_test_services
+from tests.conftest import test_bank
 from tests.discord_fake import CHANNEL_ID, GUILD_ID, MANAGE_GUILD, FakeDiscord, Interactions
 from tests.fakes import FrozenClock
 
@@ -50,10 +50,8 @@ class BotOptions:
     admin_roles: tuple[int, ...] = ()
     #: Where admin notices go (None: nowhere configured).
     admin_channel: int | None = None
-    #: The runner disputes run on (None: no dispute service attached).
+    #: The runner disputes run on (None: none configured, as without RANKZERO_RUNNER_URL).
     runner: RunnerClient | None = None
-    #: Attach the practice service (/quiz, /review, /explain, /stats).
-    practice: bool = False
     #: The outbox's lease, backoff and give-up times (None: the service's defaults).
     outbox: OutboxTiming | None = None
     #: Further DiscordAdapter keyword arguments (handler_deadline_s, guild_id, sync_state...).
@@ -69,18 +67,31 @@ class Bot:
     """A running adapter (logged in against the fake) with its services and the fake's helpers."""
 
     adapter: DiscordAdapter
-    quiz: QuizService
-    schedules: ScheduleService
-    practice: PracticeService | None
+    services: Services
     runner: RunnerClient | None
     fake: FakeDiscord
     act: Interactions
     clock: FrozenClock
-    engine: AsyncEngine
 
     @property
     def client(self) -> discord.Client:
         return self.adapter.client
+
+    @property
+    def quiz(self) -> QuizService:
+        return self.services.quiz
+
+    @property
+    def schedules(self) -> ScheduleService:
+        return self.services.schedules
+
+    @property
+    def practice(self) -> PracticeService:
+        return self.services.app.practice
+
+    @property
+    def engine(self) -> AsyncEngine:
+        return self.services.app.engine
 
     async def post(self) -> int:
         """The daily post; returns the posted message id."""
@@ -194,27 +205,20 @@ async def open_bot(fake: FakeDiscord, db: str, clock: FrozenClock, options: BotO
         admin_channel_id=options.admin_channel,
         **options.adapter,
     )
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1, outbox=options.outbox)
-    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1) if options.practice else None
-    if options.bank is not None:
-        await quiz.admin_import(ADMIN, copy.deepcopy(options.bank))  # a test's own, as if read afresh
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    disputes = None
-    if options.runner is not None:
-        disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, options.runner, adapter.platform)
-    services = SimpleNamespace(
-        quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=disputes, practice=practice)
+    outbox = {}
+    if options.outbox is not None:
+        outbox = {f"outbox_{name}": value for name, value in dataclasses.asdict(options.outbox).items()}
+    services = await build_test_services(
+        db, [adapter], clock=clock, runner=options.runner, bank=options.bank, **outbox
     )
     await adapter.client.login("test-token")
-    adapter.attach(services)  # type: ignore[arg-type]
+    adapter.attach(services)
     act = Interactions(fake)
     act.join_guild(adapter.client, list(options.admin_roles))
-    return Bot(adapter, quiz, schedules, practice, options.runner, fake, act, clock, engine)
+    return Bot(adapter, services, options.runner, fake, act, clock)
 
 
 async def close_bot(bot: Bot) -> None:
     """Stop the adapter and release the database."""
     await bot.adapter.stop()
-    await bot.engine.dispose()
+    await bot.services.app.close()

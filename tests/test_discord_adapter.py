@@ -17,8 +17,6 @@ from bot.adapters.discord.failures import NOT_ALLOWED
 from bot.core.models import Tenant
 from bot.core.tenancy import TenantAllowList
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN, make_spec
 from tests.discord_env import ADMIN_ROLE, CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
@@ -336,10 +334,29 @@ async def test_leaderboard_after_a_solved_problem(bot: Bot) -> None:
     assert "today" in embed["title"] and "**1.** alice" in embed["description"]
 
 
-async def test_dispute_without_runner_says_so(bot: Bot) -> None:
-    token = bot.act.command(bot.client, "dispute", [{"type": 4, "name": "problem", "value": 1}])
-    await bot.fake.wait_for(lambda: bot.followups(token))
-    assert "runner is not configured" in _content(bot, token)
+async def test_dispute_without_runner_says_so(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
+    """No RANKZERO_RUNNER_URL: disputing a problem the player finished says how to configure a runner."""
+    spec = make_spec(
+        "no-runner",
+        "advanced",
+        "DDP",
+        kind="predict_output",
+        code="print('x')\n",
+        runner={"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False},
+    )
+    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=[spec]))
+    try:
+        await bot.quiz.post_daily(CHANNEL, problems=1)
+        _, eph = await bot.start(max(fake.messages))
+        answered = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
+        await fake.wait_for(lambda: bot.edits(answered))
+        problem_id = int(_embed(bot.edits(answered)[-1])["footer"]["text"].split()[-1])
+        token = bot.act.command(bot.client, "dispute", [{"type": 4, "name": "problem", "value": problem_id}])
+        await fake.wait_for(lambda: bot.followups(token))
+        assert "no runner is configured: set RANKZERO_RUNNER_URL" in _content(bot, token)
+        assert fake.threads == {}  # nothing ran: no verdict thread
+    finally:
+        await close_bot(bot)
 
 
 async def test_question_import_from_attachment(bot: Bot) -> None:
@@ -371,10 +388,10 @@ async def test_question_import_from_attachment(bot: Bot) -> None:
 
 
 async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, clock: FrozenClock) -> None:
-    from bot.core.dispute_service import DisputeService
     from tests.test_console_dispute import FakeRunner
 
-    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=None))
+    runner = FakeRunner("@everyone disc-dispute choice 0\n")
+    bot = await open_bot(fake, db, clock, OPTIONS.but(bank=None, runner=runner))
     try:
         spec = make_spec(
             "disc-dispute",
@@ -385,11 +402,6 @@ async def test_dispute_verdict_goes_to_a_thread(fake: FakeDiscord, db: str, cloc
             runner={"mode": "python", "nproc": 1, "gpus": 0, "init_process_group": False},
         )
         await bot.quiz.admin_import(ADMIN, [spec])
-        factory = session_factory(make_engine(db))
-        assert bot.adapter.commands is not None
-        bot.adapter.commands.disputes = DisputeService(
-            lambda: SqlUnitOfWork(factory), clock, FakeRunner("@everyone disc-dispute choice 0\n")
-        )
         await bot.quiz.post_daily(CHANNEL, problems=1)
         _, eph = await bot.start(max(fake.messages))
         answered = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
@@ -482,7 +494,11 @@ async def test_slash_commands_sync_to_the_configured_guild(
         await bot.adapter.sync_commands()
         [put] = fake.calls("PUT", rf"/applications/\d+/guilds/{GUILD_ID}/commands")
         names = {c["name"]: c for c in put.body}
-        assert set(names) == {"leaderboard", "stats", "challenge", "dispute", "rankzero", "question"}
+        # The services serve gives the adapter always carry practice: /quiz, /review and /explain too.
+        assert set(names) == {
+            *("leaderboard", "stats", "challenge", "dispute", "rankzero", "question"),
+            *("quiz", "review", "explain"),
+        }
         subs = {o["name"] for o in names["question"]["options"]}
         assert subs == {"add", "import", "retire", "preview", "correct", "flags"}
         scope = next(o for o in names["leaderboard"]["options"] if o["name"] == "scope")

@@ -21,7 +21,7 @@ from bot.adapters.discord import disputes as dd
 from bot.adapters.discord.dispute_render import ENDING_MANY_RANKS, verdict_embed
 from bot.adapters.discord.sanitize import EMBED_TOTAL, FIELD_VALUE, MARKER, ZWSP
 from bot.commands import questions as cq
-from bot.core.dispute_service import DisputeCard, DisputeService, question_from_spec
+from bot.core.dispute_service import DisputeCard, question_from_spec
 from bot.core.disputes import match_verdict
 from bot.core.errors import RunnerUnavailableError
 from bot.core.models import PlayerRef
@@ -35,7 +35,6 @@ from bot.core.verdicts import (
     StuckAt,
 )
 from bot.runner_client import HttpRunnerClient
-from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.conftest import ADMIN
 from tests.discord_env import ADMIN_CHANNEL, CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
@@ -480,24 +479,20 @@ async def test_preview_shows_what_the_real_runner_printed_per_rank(
     fake: FakeDiscord, db: str, clock: FrozenClock, runner: RunnerServer
 ) -> None:
     """The whole path once: the form's runner line -> HttpRunnerClient -> a sandboxed 2-rank gloo run."""
-    bot = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(all_reduce_verdict)))
-    try:
-        async with HttpRunnerClient(runner.url, runner.token) as client:
-            assert bot.adapter.commands is not None
-            bot.adapter.commands.disputes = DisputeService(
-                lambda: SqlUnitOfWork(session_factory(bot.engine)), clock, client, bot.adapter.platform
-            )
+    async with HttpRunnerClient(runner.url, runner.token) as client:
+        bot = await open_bot(fake, db, clock, OPTIONS.but(runner=client))
+        try:
             preview = await bot.reply(await bot.submit_form("disc-real-runner", FORM_CODE))
-        embed = preview["embeds"][0]
-        for rank in (0, 1):
-            assert "tensor([3.])" in _field(embed, f"Rank {rank}")
-        assert "sandboxed" in embed["description"] and "CPU only · torch" in embed["description"]
-        assert "choice **A** matches" in _field(embed, "Verdict")
-        assert await bot.question_ids() == []
-        await bot.click(bot.draft_message(), "Save", permissions=MANAGE_GUILD)
-        assert await bot.question_ids() == ["disc-real-runner"]
-    finally:
-        await close_bot(bot)
+            embed = preview["embeds"][0]
+            for rank in (0, 1):
+                assert "tensor([3.])" in _field(embed, f"Rank {rank}")
+            assert "sandboxed" in embed["description"] and "CPU only · torch" in embed["description"]
+            assert "choice **A** matches" in _field(embed, "Verdict")
+            assert await bot.question_ids() == []
+            await bot.click(bot.draft_message(), "Save", permissions=MANAGE_GUILD)
+            assert await bot.question_ids() == ["disc-real-runner"]
+        finally:
+            await close_bot(bot)
 
 
 def test_admin_channel_setting_reaches_the_platform() -> None:

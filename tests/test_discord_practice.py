@@ -86,12 +86,12 @@ def _bank() -> list[dict[str, Any]]:
     return [*test_bank(), *cards, explain]
 
 
-OPTIONS = BotOptions(bank=_bank(), practice=True)
+OPTIONS = BotOptions(bank=_bank())
 
 
 @pytest.fixture
 def bot_options() -> BotOptions:
-    """Practice attached; the test bank with two recall cards and an explain prompt."""
+    """The test bank with two recall cards and an explain prompt."""
     return OPTIONS
 
 

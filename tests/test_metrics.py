@@ -8,7 +8,6 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import pytest
@@ -18,13 +17,12 @@ from bot.adapters.discord.app import DiscordAdapter
 from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.models import ChannelRef
-from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.logs import current_context
 from bot.metrics import BotMetrics, MeteredPlatform, route_template
 from bot.serve import HealthServer
 from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import build_test_services
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.discord_fake import CHANNEL_ID, GUILD_ID, FakeDiscord, Interactions
 from tests.fakes import FakePlatform, FrozenClock
@@ -185,19 +183,13 @@ async def test_discord_acknowledgements_and_rate_limits_are_measured(
 ) -> None:
     metrics = BotMetrics()
     adapter = DiscordAdapter("test-token", clock=clock)
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1, telemetry=metrics)
-    await quiz.admin_import(ADMIN, test_bank())
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    services = SimpleNamespace(
-        quiz=quiz, schedules=schedules, app=SimpleNamespace(disputes=None), metrics=metrics
-    )
+    services = await build_test_services(db, [adapter], clock=clock, bank=test_bank(), metrics=metrics)
+    quiz = services.quiz
     health = HealthServer(None, 0, metrics=metrics)
     await health.start()
     try:
         await adapter.client.login("test-token")
-        adapter.attach(services)  # type: ignore[arg-type]
+        adapter.attach(services)
         act = Interactions(fake)
         act.join_guild(adapter.client)
         # What the button handler's log lines would carry (bot/logs.py), seen from inside the handler.
@@ -246,7 +238,7 @@ async def test_discord_acknowledgements_and_rate_limits_are_measured(
     finally:
         await health.stop()
         await adapter.stop()
-        await engine.dispose()
+        await services.app.close()
 
 
 async def test_slack_acknowledgements_and_rate_limits_are_measured(
