@@ -31,10 +31,9 @@ from sqlalchemy.engine import make_url
 
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.service import QuizService
+from bot.services import App
 from bot.storage.db import make_engine, upgrade
-from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.models import Base
-from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
 from tests.runner_server import RunnerServer, runner_server
@@ -289,16 +288,20 @@ def actor(name: str, channel: ChannelRef = CHANNEL) -> Actor:
 
 
 @pytest.fixture
-async def service(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[QuizService]:
-    """A service on a migrated database holding the test bank."""
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    # The app's wiring: the start and answer paths go through group commit.
-    tx = GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine))
-    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1, transactions=tx)
-    await svc.admin_import(ADMIN, test_bank())
-    yield svc
-    await engine.dispose()
+async def app(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[App]:
+    """The app as the CLI builds it (tests/bootstrap.py) on a migrated database holding the test bank,
+    posting to ``platform`` on ``clock``."""
+    from tests.bootstrap import build_test_app  # here, not at the top: it imports this module
+
+    made = await build_test_app(db_url, clock=clock, platform=platform, bank=test_bank())
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+def service(app: App) -> QuizService:
+    """The app's quiz service (its start and answer paths go through group commit, as in the app)."""
+    return app.service
 
 
 @pytest.fixture(autouse=True)

@@ -7,7 +7,7 @@ from __future__ import annotations
 
 import asyncio
 import datetime as dt
-from collections.abc import AsyncIterator, Callable
+from collections.abc import Callable
 from dataclasses import dataclass
 
 import pytest
@@ -23,9 +23,9 @@ from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.core.vocabulary import Period, Scope
+from bot.services import App
 from bot.storage.db import make_engine
 from bot.storage.repositories.deliveries import SqlDeliveryLog
-from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.fakes import FakePlatform, FrozenClock
 
 REFUSAL = "only admins can do that: ask one"
@@ -192,15 +192,10 @@ class Layer:
 
 
 @pytest.fixture
-async def layer(
-    service: QuizService, db_url: str, clock: FrozenClock, platform: FakePlatform
-) -> AsyncIterator[Layer]:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, service, platform)
+def layer(app: App, clock: FrozenClock, platform: FakePlatform) -> Layer:
+    """The command layer over the app's quiz and schedules (no disputes, no practice: as the console)."""
     policy = AdminPolicy(refusal=REFUSAL)
-    yield Layer(Commands(service, schedules, policy), service, schedules, platform, clock)
-    await engine.dispose()
+    return Layer(Commands(app.service, app.schedules, policy), app.service, app.schedules, platform, clock)
 
 
 async def _allowed() -> None:

@@ -7,7 +7,6 @@ the other's change applied first and is told what it was (``changed_meanwhile``)
 from __future__ import annotations
 
 import asyncio
-from collections.abc import AsyncIterator
 from typing import Any
 
 import pytest
@@ -15,6 +14,7 @@ import pytest
 from bot.core.schedule import Schedule, ScheduleConfig
 from bot.core.schedule_service import ScheduleService, config_changes
 from bot.core.service import QuizService
+from bot.services import App
 from bot.storage.db import make_engine
 from bot.storage.repositories.schedules import SqlScheduleRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -23,12 +23,9 @@ from tests.fakes import FakePlatform, FrozenClock
 
 
 @pytest.fixture
-async def schedules(
-    service: QuizService, db_url: str, clock: FrozenClock, platform: FakePlatform
-) -> AsyncIterator[ScheduleService]:
-    engine = make_engine(db_url)
-    yield ScheduleService(lambda: SqlUnitOfWork(session_factory(engine)), clock, service, platform)
-    await engine.dispose()
+def schedules(app: App) -> ScheduleService:
+    """The app's schedule service (a race's other process builds its own below)."""
+    return app.schedules
 
 
 async def test_every_save_bumps_the_version(schedules: ScheduleService) -> None:
