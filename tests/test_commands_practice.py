@@ -8,11 +8,8 @@ from typing import Any
 import pytest
 
 from bot.commands.practice import PracticeFlow
-from bot.core.practice import PracticeService
-from bot.core.service import QuizService
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, actor, test_bank
+from tests.bootstrap import open_env
+from tests.conftest import actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
 ALICE = actor("alice").player
@@ -34,13 +31,9 @@ def _cards() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def flow(db_url: str, clock: FrozenClock) -> AsyncIterator[PracticeFlow]:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
-    await quiz.admin_import(ADMIN, test_bank() + _cards())
-    yield PracticeFlow(PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1))
-    await engine.dispose()
+async def flow(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[PracticeFlow]:
+    async with open_env(db_url, clock, platform, bank=test_bank() + _cards()) as env:
+        yield PracticeFlow(env.practice)
 
 
 async def test_a_quiz_ends_with_its_result_on_the_last_answer(flow: PracticeFlow) -> None:

@@ -14,6 +14,7 @@ from bot.core.practice import EXPLAIN_RETRY_AFTER, PracticeError, PracticeServic
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import open_env
 from tests.conftest import ADMIN, CHANNEL, actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 from tests.shipped import shipped_specs
@@ -42,28 +43,21 @@ def _explains() -> list[dict[str, Any]]:
 
 
 @pytest.fixture
-async def services(db_url: str, clock: FrozenClock) -> AsyncIterator[tuple[QuizService, PracticeService]]:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
-    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
-    await quiz.admin_import(ADMIN, test_bank() + _cards() + _explains())
-    yield quiz, practice
-    await engine.dispose()
+async def services(
+    db_url: str, clock: FrozenClock, platform: FakePlatform
+) -> AsyncIterator[tuple[QuizService, PracticeService]]:
+    bank = test_bank() + _cards() + _explains()
+    async with open_env(db_url, clock, platform, bank=bank) as env:
+        yield env.quiz, env.practice
 
 
 @pytest.fixture
 async def card_services(
-    db_url: str, clock: FrozenClock
+    db_url: str, clock: FrozenClock, platform: FakePlatform
 ) -> AsyncIterator[tuple[QuizService, PracticeService]]:
     """A bank of the two flashcards only: the deck is exactly those two cards."""
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, FakePlatform(), seed=1)
-    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
-    await quiz.admin_import(ADMIN, _cards())
-    yield quiz, practice
-    await engine.dispose()
+    async with open_env(db_url, clock, platform, bank=_cards()) as env:
+        yield env.quiz, env.practice
 
 
 # ---------------------------------------------------------------------------------------------- quiz

@@ -28,6 +28,7 @@ from bot.core.vocabulary import Difficulty
 from bot.storage.db import make_engine
 from bot.storage.repositories.plays import SqlPlayRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import open_env
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
@@ -307,12 +308,8 @@ async def mixed_service(
     db_url: str, clock: FrozenClock, platform: FakePlatform
 ) -> AsyncIterator[QuizService]:
     """A service whose bank mixes kinds and topics (the shared test bank is all 'conceptual')."""
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
-    await svc.admin_import(ADMIN, MIXED_BANK)
-    yield svc
-    await engine.dispose()
+    async with open_env(db_url, clock, platform, bank=MIXED_BANK) as env:
+        yield env.quiz
 
 
 def _accuracy(stats: tuple[TopicStat, ...]) -> dict[str, tuple[int, int]]:
