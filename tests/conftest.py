@@ -178,7 +178,7 @@ def runner() -> Iterator[RunnerServer]:
 
     Every job gets a fresh bubblewrap sandbox anyway, so sharing the server shares only its warm pool
     (one 1-rank and one 2-rank sandbox) and saves a start-up and a pool warm-up per module. A test that
-    needs a runner configured otherwise (tests/test_runner_fleet.py) starts its own with runner_server().
+    needs a runner configured otherwise (tests/bot/test_runner_fleet.py) starts its own with runner_server().
     """
     with runner_server(pool="1:1,2:1") as server:
         yield server
@@ -186,9 +186,10 @@ def runner() -> Iterator[RunnerServer]:
 
 @pytest.fixture
 async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Any]:
-    """The Slack adapter (HTTP mode) over the test bank: tests/test_slack_adapter.py's harness. A module
-    that needs other settings or another bank defines its own ``slack``."""
-    from tests.test_slack_adapter import _harness  # here, not at the top: only Slack tests import Bolt
+    """The Slack adapter (HTTP mode) over the test bank: tests/bot/adapters/slack/test_slack_adapter.py's
+    harness. A module that needs other settings or another bank defines its own ``slack``."""
+    # Imported here, not at the top: only Slack tests import Bolt.
+    from tests.bot.adapters.slack.test_slack_adapter import _harness
 
     async for h in _harness(tmp_path, sqlite_template, test_bank()):
         yield h
