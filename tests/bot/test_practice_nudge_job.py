@@ -8,13 +8,9 @@ from __future__ import annotations
 import datetime as dt
 from typing import Any
 
-from bot.core.practice import PracticeService
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
 from bot.scheduling import RankZeroScheduler
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
-from tests.conftest import ADMIN, actor, test_bank
+from tests.bootstrap import build_test_app
+from tests.conftest import actor, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
 ALICE = actor("alice")
@@ -29,16 +25,12 @@ CARD: dict[str, Any] = {
 
 
 async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock: FrozenClock) -> None:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
     platform = FakePlatform()
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1)
-    await quiz.admin_import(ADMIN, [*test_bank(), CARD])
-    practice = PracticeService(lambda: SqlUnitOfWork(factory), clock, seed=1)
+    app = await build_test_app(db_url, clock=clock, platform=platform, bank=[*test_bank(), CARD])
+    practice, schedules = app.practice, app.schedules
     await practice.set_new_per_day(ALICE.player, 1)  # one card due a day
     await practice.start_review(ALICE.player)
     await practice.set_nudge(ALICE.player, True)
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, platform)
     fits: list[dt.datetime] = []
 
     async def optimize() -> None:
@@ -73,4 +65,4 @@ async def test_the_scheduler_nudges_at_start_then_once_a_day(db_url: str, clock:
         assert fits == [started + dt.timedelta(days=1)]
     finally:
         await sched.shutdown()
-        await engine.dispose()
+        await app.close()

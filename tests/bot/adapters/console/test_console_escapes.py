@@ -13,13 +13,10 @@ from rich.console import Console
 
 from bot.adapters.console.play import ConsoleGame, ConsolePlatform, KeyReader
 from bot.adapters.console.safe import clean, visible
-from bot.core.dispute_service import DisputeService
 from bot.core.models import Actor, PlayerRef
-from bot.core.service import QuizService
-from bot.storage.db import make_engine
-from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests.bootstrap import build_test_app
 from tests.bot.adapters.console.test_console_dispute import FakeRunner
-from tests.conftest import ADMIN, CHANNEL, make_spec
+from tests.conftest import CHANNEL, make_spec
 from tests.fakes import FakePlatform, FrozenClock
 
 CLEAR = "\x1b[2J\x1b[H"  # clear the screen, cursor home
@@ -38,10 +35,8 @@ def test_visible_keeps_text_newlines_and_tabs_and_shows_controls() -> None:
 async def test_a_console_game_with_hostile_text_prints_no_control_characters(
     db_url: str, clock: FrozenClock
 ) -> None:
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
     platform = FakePlatform()
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, problems_per_challenge=1)
+    runner = FakeRunner(f"second{HOSTILE}\n")
     spec = make_spec(
         "hostile-escapes",
         "advanced",
@@ -57,15 +52,16 @@ async def test_a_console_game_with_hostile_text_prints_no_control_characters(
             {"text": "second", "correct": False},
         ],
     )
-    await quiz.admin_import(ADMIN, [spec])
-    runner = FakeRunner(f"second{HOSTILE}\n")
-    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, runner, platform)
+    app = await build_test_app(
+        db_url, clock=clock, platform=platform, runner=runner, bank=[spec], problems_per_challenge=1
+    )
+    quiz = app.service
     out = io.StringIO()
     console = Console(file=out, width=120, force_terminal=False, color_system=None)
     # In the channel's tenant: for a player of another tenant the problem does not exist.
     player = Actor(PlayerRef(CHANNEL.platform, "mallory", f"Mallory{HOSTILE}"), tenant=CHANNEL.tenant)
     keys = KeyReader(io.StringIO("h\na\nd\n"))  # hint, answer A, dispute
-    game = ConsoleGame(quiz, clock, player, CHANNEL, console, keys, disputes)
+    game = ConsoleGame(quiz, clock, player, CHANNEL, console, keys, app.disputes)
     try:
         assert await game.run() == 0
         challenge, _ = await quiz.open_challenge(CHANNEL)
@@ -74,7 +70,7 @@ async def test_a_console_game_with_hostile_text_prints_no_control_characters(
         for channel, card, ref in platform.results:
             await shown.post_results(channel, card, ref)
     finally:
-        await engine.dispose()
+        await app.close()
     text = out.getvalue()
     assert runner.specs, "the dispute ran"
     assert "What does it print?" in text and "Mallory" in text and "first" in text
