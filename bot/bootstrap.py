@@ -109,10 +109,15 @@ async def build_app(
     local_runner: bool = False,
     outbound: OutboundGate | None = None,
     metrics: BotMetrics | None = None,
+    seed: int | None = None,
+    units_of_work: Callable[[AsyncEngine], Callable[[], SqlUnitOfWork]] | None = None,
 ) -> App:
     """Migrate the database (unless told not to) and wire the services.
 
     ``metrics``: the process's metrics (default: a registry of this app's own, see bot/metrics.py).
+    ``seed`` fixes the quiz's and practice's random picks (default: unseeded; tests pass one).
+    ``units_of_work`` makes the unit-of-work factory over the engine (default: a SqlUnitOfWork per call;
+    a test wraps it, e.g. to refuse connections as a database outage does).
 
     ``runner`` defaults to the client RANKZERO_RUNNER_URL names (one runner, or a fleet) when set;
     otherwise, with ``local_runner``, to a ``rankzero-runner serve`` subprocess started on first use.
@@ -131,13 +136,14 @@ async def build_app(
     # SQLite's pool is one connection whatever the settings (bot/storage/db.py says why).
     limit = 1 if is_sqlite(settings.database_url) else settings.db_pool_size + settings.db_pool_overflow
     metrics.watch_pool(lambda: int(getattr(pool, "checkedout", lambda: 0)()), limit)
-    uow = _units_of_work(engine)
+    uow = (units_of_work or _units_of_work)(engine)
     clock = clock or SystemClock()
     service = QuizService(
         uow,
         clock,
         platform,
         problems_per_challenge=settings.problems_per_challenge,
+        seed=seed,
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),
         telemetry=metrics,
@@ -148,7 +154,7 @@ async def build_app(
             give_up_s=settings.outbox_give_up_s,
         ),
     )
-    practice = PracticeService(uow, clock)
+    practice = PracticeService(uow, clock, seed=seed)
     owned: OwnedRunner | None = None
     if runner is None:
         owned = _configured_runner(settings)
@@ -362,10 +368,13 @@ async def build_services(
     clock: Clock | None = None,
     migrate: bool = True,
     metrics: BotMetrics | None = None,
+    runner: RunnerClient | None = None,
+    seed: int | None = None,
 ) -> Services:
     """Wire the services for ``adapters`` (migrating the database first unless told not to).
 
     ``metrics``: the process's metrics, which ``serve`` also serves at /metrics (default: new ones).
+    ``runner`` and ``seed``: as :func:`build_app` takes them (tests pass a scripted runner and a seed).
     """
     from bot.scheduling import RankZeroScheduler  # APScheduler: only a serving process needs it
 
@@ -378,7 +387,14 @@ async def build_services(
     }
     router = PlatformRouter(metered, outbound)
     app = await build_app(
-        settings, platform=router, clock=clock, migrate=migrate, outbound=outbound, metrics=metrics
+        settings,
+        platform=router,
+        clock=clock,
+        migrate=migrate,
+        outbound=outbound,
+        metrics=metrics,
+        runner=runner,
+        seed=seed,
     )
     served = frozenset(a.name for a in adapters)
     scheduler = RankZeroScheduler(

@@ -1,7 +1,7 @@
 """Formulas that formula families compute their answers with (exposed to templates by name).
 
 Each function is the textbook formula, tested against a table of published values in
-tests/test_families.py; a family's ``answer`` expression calls them, e.g.
+tests/questions/test_families.py; a family's ``answer`` expression calls them, e.g.
 ``zero_memory_gb(params_b, 3, world_size)``.
 """
 

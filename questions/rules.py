@@ -4,7 +4,7 @@ A family lists its wrong choices as rules with arguments (``- rule: no_reduction
 ``before: "rank + 1"``); the build applies them to each instance's real output (from the runner) or
 computed value (formula families). Every rule returns ``None`` when, for this instance, the
 misconception predicts the same text as the truth (e.g. SUM and MAX of equal values): a distractor is
-never the correct output. ``tests/test_rules.py`` checks that property with hypothesis.
+never the correct output. ``tests/questions/test_rules.py`` checks that property with hypothesis.
 
 Add a rule: write ``def my_rule(ctx: RuleContext, args: Mapping[str, Any]) -> str | None``, decorate
 it with ``@rule("my_rule", "what misconception it models", exprs=("arg",))`` and document its arguments

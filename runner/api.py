@@ -2,7 +2,7 @@
 
 The request and response models below are the contract: the OpenAPI schema FastAPI derives from them
 (``GET /openapi.json``, with the token) is what the bot's client is tested against
-(tests/test_runner_contract.py); runner/README.md documents it for people.  The server side of abuse
+(tests/bot/test_runner_contract.py); runner/README.md documents it for people.  The server side of abuse
 (idle connections, slow headers, descriptor exhaustion) is handled by :func:`server_config`.
 """
 

@@ -31,10 +31,9 @@ from sqlalchemy.engine import make_url
 
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.service import QuizService
+from bot.services import App
 from bot.storage.db import make_engine, upgrade
-from bot.storage.group_commit import GroupCommit, default_lanes
 from bot.storage.models import Base
-from bot.storage.uow import SqlUnitOfWork, session_factory
 from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
 from tests.runner_server import RunnerServer, runner_server
@@ -179,7 +178,7 @@ def runner() -> Iterator[RunnerServer]:
 
     Every job gets a fresh bubblewrap sandbox anyway, so sharing the server shares only its warm pool
     (one 1-rank and one 2-rank sandbox) and saves a start-up and a pool warm-up per module. A test that
-    needs a runner configured otherwise (tests/test_runner_fleet.py) starts its own with runner_server().
+    needs a runner configured otherwise (tests/bot/test_runner_fleet.py) starts its own with runner_server().
     """
     with runner_server(pool="1:1,2:1") as server:
         yield server
@@ -187,9 +186,10 @@ def runner() -> Iterator[RunnerServer]:
 
 @pytest.fixture
 async def slack(tmp_path: Path, sqlite_template: Path) -> AsyncIterator[Any]:
-    """The Slack adapter (HTTP mode) over the test bank: tests/test_slack_adapter.py's harness. A module
-    that needs other settings or another bank defines its own ``slack``."""
-    from tests.test_slack_adapter import _harness  # here, not at the top: only Slack tests import Bolt
+    """The Slack adapter (HTTP mode) over the test bank: tests/bot/adapters/slack/test_slack_adapter.py's
+    harness. A module that needs other settings or another bank defines its own ``slack``."""
+    # Imported here, not at the top: only Slack tests import Bolt.
+    from tests.bot.adapters.slack.test_slack_adapter import _harness
 
     async for h in _harness(tmp_path, sqlite_template, test_bank()):
         yield h
@@ -202,6 +202,25 @@ async def fake(monkeypatch: pytest.MonkeyPatch) -> AsyncIterator[FakeDiscord]:
     monkeypatch.setattr(discord.http.Route, "BASE", await server.start())
     yield server
     await server.stop()
+
+
+@pytest.fixture
+def bot_options() -> Any:
+    """How the ``bot`` fixture opens its Discord bot (tests/discord_env.py's BotOptions; a module overrides
+    this fixture to change them)."""
+    from tests.discord_env import BotOptions
+
+    return BotOptions()
+
+
+@pytest.fixture
+async def bot(fake: FakeDiscord, db: str, clock: FrozenClock, bot_options: Any) -> AsyncIterator[Any]:
+    """A Discord bot logged in against the fake with the services attached (tests/discord_env.py)."""
+    from tests.discord_env import close_bot, open_bot  # here, not at the top: it imports this module
+
+    opened = await open_bot(fake, db, clock, bot_options)
+    yield opened
+    await close_bot(opened)
 
 
 @pytest.fixture
@@ -270,16 +289,20 @@ def actor(name: str, channel: ChannelRef = CHANNEL) -> Actor:
 
 
 @pytest.fixture
-async def service(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[QuizService]:
-    """A service on a migrated database holding the test bank."""
-    engine = make_engine(db_url)
-    factory = session_factory(engine)
-    # The app's wiring: the start and answer paths go through group commit.
-    tx = GroupCommit(lambda: SqlUnitOfWork(factory), lanes=default_lanes(engine))
-    svc = QuizService(lambda: SqlUnitOfWork(factory), clock, platform, seed=1, transactions=tx)
-    await svc.admin_import(ADMIN, test_bank())
-    yield svc
-    await engine.dispose()
+async def app(db_url: str, clock: FrozenClock, platform: FakePlatform) -> AsyncIterator[App]:
+    """The app as the CLI builds it (tests/bootstrap.py) on a migrated database holding the test bank,
+    posting to ``platform`` on ``clock``."""
+    from tests.bootstrap import build_test_app  # here, not at the top: it imports this module
+
+    made = await build_test_app(db_url, clock=clock, platform=platform, bank=test_bank())
+    yield made
+    await made.close()
+
+
+@pytest.fixture
+def service(app: App) -> QuizService:
+    """The app's quiz service (its start and answer paths go through group commit, as in the app)."""
+    return app.service
 
 
 @pytest.fixture(autouse=True)

@@ -2,7 +2,7 @@
 
 Loading it validates about 1,600 questions: 2.5-3 s of CPU each time. Tests that only read it (practice
 prompts, rendering every question, the explain prompts) share one load; the tests of loading itself
-(tests/test_questions.py, ``questions validate``) and of the serve-time sync still load it afresh.
+(tests/questions/test_questions.py, ``questions validate``) and of the serve-time sync still load it afresh.
 """
 
 from __future__ import annotations

@@ -1,7 +1,8 @@
 """A rush on Slack: N players press Start on the daily post in the same second, through signed HTTP
 requests into the real Bolt app, against the strict fake's model of Slack's limits (rate tiers, 3-second
-trigger_ids, response_urls good 5 times within 30 minutes). Shared by tests/test_slack_rush.py (which
-asserts the counts) and benchmarks/slack_rush.py (which prints the figures and times).
+trigger_ids, response_urls good 5 times within 30 minutes). Shared by
+tests/bot/adapters/slack/test_slack_rush.py (which asserts the counts) and benchmarks/slack_rush.py (which
+prints the figures and times).
 
 A player's problem counts as *shown* when Slack accepted a view update or a private message with it for
 them; *press again* when they were told their click expired; *errors* when they were told "something went

@@ -40,7 +40,8 @@ if TYPE_CHECKING:
 
 
 # Commands defined in other modules, imported when they run: (module, attribute, short help for --help).
-# The text is the first sentence of the command's help (tests/test_cli_lazy.py checks that they agree).
+# The text is the first sentence of the command's help (tests/bot/cli/test_cli_lazy.py checks that they
+# agree).
 _LAZY_MAIN: dict[str, tuple[str, str, str]] = {
     "serve": (
         "bot.cli.serve",

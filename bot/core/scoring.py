@@ -22,8 +22,9 @@ from dataclasses import dataclass
 from bot.core.models import QuestionCandidate
 from bot.core.vocabulary import Difficulty, Kind
 
-#: Base points by difficulty, keyed by the members (all of them: tests/test_vocabulary.py checks it) and
-#: read with the plain strings questions carry (a member hashes as its value: no conversion per answer).
+#: Base points by difficulty, keyed by the members (all of them: tests/bot/core/test_vocabulary.py checks
+#: it) and read with the plain strings questions carry (a member hashes as its value: no conversion per
+#: answer).
 BASE_POINTS: dict[str, int] = {
     Difficulty.BEGINNER: 50,
     Difficulty.INTERMEDIATE: 100,

@@ -735,7 +735,8 @@ class OutboxRow(Base):
 # slack_sdk's AsyncSQLAlchemyInstallationStore and AsyncSQLAlchemyOAuthStateStore read and write these three
 # tables through their own Table objects (built by their public build_*_table class methods); the tables
 # are declared here so that a migration creates them and `alembic check` keeps them in step.
-# tests/test_slack_oauth.py compares these declarations with slack_sdk's, column by column. Their datetimes
+# tests/bot/adapters/slack/test_slack_oauth.py compares these declarations with slack_sdk's, column by
+# column. Their datetimes
 # are naive UTC, as slack_sdk writes them (slack_sdk.oauth.sqlalchemy_utils.normalize_datetime_for_db).
 # One difference (migration 0009, issue 24): the token columns are wider than slack_sdk's 200, since they
 # hold the tokens encrypted (bot/secret_box.py: a 200-character token takes about 370).

@@ -26,7 +26,7 @@ from bot.core.cards import (
 from bot.core.vocabulary import Difficulty, Kind
 
 #: How a kind and a difficulty look in a terminal, keyed by the members (all of them:
-#: tests/test_vocabulary.py checks it) and read with the plain strings cards carry.
+#: tests/bot/core/test_vocabulary.py checks it) and read with the plain strings cards carry.
 KIND_LABELS: dict[str, str] = {
     Kind.PREDICT_OUTPUT: "❓ Predict Output",
     Kind.CONCEPTUAL: "🧠 Conceptual",

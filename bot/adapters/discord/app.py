@@ -261,20 +261,20 @@ class DiscordAdapter:
     def attach(self, services: Services) -> None:
         """Register the handlers on the client (no network): buttons, slash commands, modals."""
         admins = admin_policy(self.admin_roles)
-        # Acknowledgements and rate limits are reported from now on (tests may attach without metrics).
-        self.client.rankzero_acks.metrics = getattr(services, "metrics", None)
+        # Acknowledgements and rate limits are reported from now on.
+        self.client.rankzero_acks.metrics = services.metrics
         self.play = PlayHandler(services.quiz, self.clock, admins=admins, timezone=self.timezone)
         self.client.rankzero = self.play
         self.commands = CommandHandler(
             services.quiz,
             services.schedules,
-            getattr(services.app, "disputes", None),
+            services.app.disputes,
             admin_roles=self.admin_roles,
             timezone=self.timezone,
-            practice=getattr(services.app, "practice", None),
+            practice=services.app.practice,
             clock=self.clock,
-            drafts=getattr(services, "drafts", None),
-            form_drafts=getattr(services, "form_drafts", None),
+            drafts=services.drafts,
+            form_drafts=services.form_drafts,
         )
         register_commands(self.client.tree, self.commands)
         self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)

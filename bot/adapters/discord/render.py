@@ -43,7 +43,8 @@ GREEN = discord.Colour.green()
 RED = discord.Colour.red()
 GREY = discord.Colour.dark_grey()
 
-#: The icon before a difficulty, keyed by the members (all of them: tests/test_vocabulary.py checks it).
+#: The icon before a difficulty, keyed by the members (all of them: tests/bot/core/test_vocabulary.py
+#: checks it).
 DIFFICULTY_ICONS: dict[str, str] = {
     Difficulty.BEGINNER: "⚪",
     Difficulty.INTERMEDIATE: "🟢",

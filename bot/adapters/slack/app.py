@@ -457,7 +457,7 @@ class SlackAdapter:
             self._start_oauth(services)
         self.ctx.bind(services)
         self.ctx.deliveries.log = services.deliveries
-        metrics = getattr(services, "metrics", None)
+        metrics = services.metrics
         observe.count_rate_limits(self.ctx.base_client, metrics)
         if self.http is not None:
             self.http.metrics = metrics

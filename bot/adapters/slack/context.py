@@ -204,8 +204,8 @@ class SlackContext:
             services.quiz,
             services.schedules,
             self.admin_policy,
-            disputes=getattr(services.app, "disputes", None),
-            practice=getattr(services.app, "practice", None),
+            disputes=services.app.disputes,
+            practice=services.app.practice,
         )
         self._flow = ProblemFlow(services.quiz, self._clock, self._time_up)
 
