@@ -283,17 +283,18 @@ async def test_a_runner_that_cannot_run_it_says_why_and_allows_an_unverified_sav
     assert await bot.question_ids() == ["disc-down"]
 
 
-async def test_a_draft_button_after_a_restart_asks_to_submit_again(
+async def test_a_draft_saved_after_a_restart_is_added(
     fake: FakeDiscord, db: str, clock: FrozenClock, bot: Bot
 ) -> None:
+    """The draft behind Save is kept in the database (as ``serve`` wires it): a restart loses nothing."""
     await bot.reply(await bot.submit_form("disc-restart", FORM_CODE))
     message = bot.draft_message()
     await bot.adapter.stop()
     fresh = await open_bot(fake, db, clock, OPTIONS.but(runner=ScriptedRunner(all_reduce_verdict)))
     try:
         token = await fresh.click(message, "Save", permissions=MANAGE_GUILD)
-        assert "run `/question add` again" in fresh.edits(token)[-1]["content"]
-        assert await fresh.question_ids() == []
+        assert "Question `disc-restart` added." in fresh.edits(token)[-1]["content"]
+        assert await fresh.question_ids() == ["disc-restart"]
     finally:
         await close_bot(fresh)
 

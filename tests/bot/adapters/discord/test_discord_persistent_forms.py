@@ -334,9 +334,9 @@ async def test_an_unknown_prompt_or_problem_id_is_refused_by_its_handler(practic
     for version in (987654, submissions.MAX_ROW_ID):  # well-formed, within an INTEGER key: no such prompt
         prompt = practice.act.forge_modal(practice.client, f"rz:explain:{version}", {ANSWER_INPUT: ANSWER})
         assert f"no explain prompt with version id {version}" in (await _texts(practice, prompt))[0]
-    # No runner on this bot: the variant is refused, and given back.
+    # No such problem: the variant is refused by the dispute service, and given back.
     variant = practice.act.forge_modal(practice.client, "rz:variant:987654", {VARIANT_INPUT: VARIANT})
     said = await _texts(practice, variant, 3)
-    assert "runner is not configured" in said[0] and VARIANT.rstrip() in said[2]
+    assert "no problem with id 987654" in said[0] and VARIANT.rstrip() in said[2]
     empty = practice.act.forge_modal(practice.client, "rz:variant:987654", {})
     assert "your variant is empty" in (await _texts(practice, empty))[0]

@@ -11,27 +11,18 @@ tests/test_form_drafts.py.
 
 from __future__ import annotations
 
+import dataclasses
 from collections.abc import AsyncIterator, Iterator
 from dataclasses import dataclass
-from types import SimpleNamespace
 from typing import Any
 
 import aiohttp
-import discord
 import pytest
-from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.adapters.discord.app import DiscordAdapter
 from bot.adapters.discord.question_form import FIELD_PREFIX, FORM_PREFIX
-from bot.core.dispute_service import DisputeService
 from bot.core.models import ChannelRef
-from bot.core.schedule_service import ScheduleService
-from bot.core.service import QuizService
 from bot.core.verdicts import Hardware, RankOutcome, RunnerHealth, RunSpec, RunVerdict
-from bot.storage.db import make_engine
-from bot.storage.repositories.drafts import SqlDraftRepository
-from bot.storage.repositories.form_drafts import SqlFormDraftRepository
-from bot.storage.uow import SqlUnitOfWork, session_factory
+from tests import discord_env as env
 from tests.discord_fake import (
     CHANNEL_ID,
     GUILD_ID,
@@ -78,18 +69,8 @@ class TwoRanksPrintThree:
 
 
 @dataclass
-class Bot:
-    """One running adapter process (a restart is a new Bot on the same database)."""
-
-    adapter: DiscordAdapter
-    quiz: QuizService
-    fake: FakeDiscord
-    act: Interactions
-    engine: AsyncEngine
-
-    @property
-    def client(self) -> discord.Client:
-        return self.adapter.client
+class Bot(env.Bot):
+    """One running adapter process (a restart is a new Bot on the same database), with the form helpers."""
 
     def callbacks(self, token: str) -> list[Any]:
         return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
@@ -152,8 +133,7 @@ class Bot:
         return [q.id for q in await self.quiz.list_questions(view=CHANNEL.tenant)]
 
     async def close(self) -> None:
-        await self.adapter.stop()
-        await self.engine.dispose()
+        await env.close_bot(self)
 
 
 def prefilled(modal: dict[str, Any]) -> dict[str, str]:
@@ -166,27 +146,11 @@ def prefilled(modal: dict[str, Any]) -> dict[str, str]:
 
 
 async def _open(fake: FakeDiscord, db: str, clock: FrozenClock, act: Interactions | None = None) -> Bot:
-    """An adapter wired as bot/bootstrap.py wires it: the drafts of both kinds in the database. ``act``:
+    """An adapter wired as bot/bootstrap.py wires it (the drafts of both kinds in the database). ``act``:
     the interactions of the process before a restart (their tokens go on counting: none is reused).
     """
-    adapter = DiscordAdapter("test-token", clock=clock)
-    engine = make_engine(db)
-    factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), clock, adapter.platform, seed=1)
-    schedules = ScheduleService(lambda: SqlUnitOfWork(factory), clock, quiz, adapter.platform)
-    disputes = DisputeService(lambda: SqlUnitOfWork(factory), clock, TwoRanksPrintThree(), adapter.platform)
-    services = SimpleNamespace(
-        quiz=quiz,
-        schedules=schedules,
-        app=SimpleNamespace(disputes=disputes),
-        drafts=SqlDraftRepository(engine),
-        form_drafts=SqlFormDraftRepository(engine),
-    )
-    await adapter.client.login("test-token")
-    adapter.attach(services)  # type: ignore[arg-type]
-    act = act or Interactions(fake)
-    act.join_guild(adapter.client)
-    return Bot(adapter, quiz, fake, act, engine)
+    opened = await env.open_bot(fake, db, clock, env.BotOptions(bank=None, runner=TwoRanksPrintThree()), act)
+    return Bot(**{f.name: getattr(opened, f.name) for f in dataclasses.fields(opened)})
 
 
 @pytest.fixture
