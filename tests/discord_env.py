@@ -119,9 +119,11 @@ class Bot:
         """Bodies of the interaction responses made for a token."""
         return [r.body for r in self.fake.calls("POST", rf"/interactions/\d+/{token}/callback")]
 
-    async def reply(self, token: str) -> dict[str, Any]:
-        """The last follow-up sent for ``token`` (waits for it)."""
-        await self.fake.wait_for(lambda: self.followups(token))
+    async def reply(self, token: str, timeout: float = 10.0) -> dict[str, Any]:
+        """The last follow-up sent for ``token`` (waits for it, failing after ``timeout`` seconds: a hang
+        guard, not a bound on the bot's speed).
+        """
+        await self.fake.wait_for(lambda: self.followups(token), timeout)
         return dict(self.followups(token)[-1])
 
     async def start(self, post_id: int, user_id: int = 111) -> tuple[str, int]:

@@ -481,7 +481,9 @@ async def test_preview_shows_what_the_real_runner_printed_per_rank(
     async with HttpRunnerClient(runner.url, runner.token) as client:
         bot = await open_bot(fake, db, clock, OPTIONS.but(runner=client))
         try:
-            preview = await bot.reply(await bot.submit_form("disc-real-runner", FORM_CODE))
+            # A real 2-rank sandbox run: on a loaded 2-core machine it can take far longer than a
+            # scripted reply, so the hang guard is generous.
+            preview = await bot.reply(await bot.submit_form("disc-real-runner", FORM_CODE), timeout=180)
             embed = preview["embeds"][0]
             for rank in (0, 1):
                 assert "tensor([3.])" in _field(embed, f"Rank {rank}")
