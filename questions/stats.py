@@ -25,9 +25,11 @@ import yaml
 
 from bot.core.models import QuestionCandidate
 from bot.core.scoring import EXPERIENCE_REST_DAYS, FAMILY_REST_DAYS, pick_problems
+from questions.answer_key import rendered
+from questions.crosschecks import CROSS_CHECKS
 from questions.families import family_of
 from questions.loader import LoadedQuestion, iter_yaml_files
-from questions.schema import MULTIPLE_CHOICE_KINDS
+from questions.schema import MULTIPLE_CHOICE_KINDS, QuestionSpec
 
 #: Stop simulating after this many days (a bank that lasts longer is reported as at least this).
 MAX_SIMULATED_DAYS = 3650
@@ -35,6 +37,9 @@ MAX_SIMULATED_DAYS = 3650
 SHARE_WEEKDAYS = 260
 #: Stop the weekday replay after this many weekdays (five years): reported as at least this.
 MAX_SIMULATED_WEEKDAYS = 1300
+#: Past this share of a kind's questions keyed on their longest choice, "pick the longest" beats knowing:
+#: ``questions validate`` warns and ``stats`` reports ``longest_correct_share`` per kind.
+LONGEST_CORRECT_LIMIT = 0.30
 
 
 def replay(
@@ -141,6 +146,39 @@ def verified_ids(bank_paths: Sequence[str | Path]) -> set[str]:
     return out
 
 
+def correct_is_longest(spec: QuestionSpec) -> bool:
+    """Whether the keyed choice is strictly longer, as a player reads it, than every other choice."""
+    choices = spec.choices or []
+    lengths = [len(rendered(c.text)) for c in choices]
+    keyed = [i for i, c in enumerate(choices) if c.correct]
+    if len(keyed) != 1:
+        return False  # the answer-key check refuses it; not a length question
+    key = keyed[0]
+    return all(lengths[key] > n for i, n in enumerate(lengths) if i != key)
+
+
+def longest_correct_shares(specs: Sequence[QuestionSpec]) -> dict[str, float]:
+    """Per multiple-choice kind: the share of its questions whose keyed choice is the longest."""
+    total: Counter[str] = Counter()
+    longest: Counter[str] = Counter()
+    for spec in specs:
+        if spec.kind in MULTIPLE_CHOICE_KINDS and spec.choices:
+            total[spec.kind] += 1
+            longest[spec.kind] += correct_is_longest(spec)
+    return {kind: round(longest[kind] / n, 3) for kind, n in sorted(total.items())}
+
+
+def longest_correct_warnings(specs: Sequence[QuestionSpec]) -> list[str]:
+    """One line per kind whose longest-choice share is past :data:`LONGEST_CORRECT_LIMIT`."""
+    return [
+        f"{kind}: the correct choice is the longest in {share:.0%} of these questions (limit "
+        f"{LONGEST_CORRECT_LIMIT:.0%}): a player who picks the longest choice wins; lengthen a distractor "
+        f"or shorten the answer"
+        for kind, share in longest_correct_shares(specs).items()
+        if share > LONGEST_CORRECT_LIMIT
+    ]
+
+
 def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str, Any]:
     """The figures of ``rankzero questions stats --json`` (retired questions, out of rotation, left out)."""
     loaded = [q for q in loaded if not q.spec.retired]
@@ -152,6 +190,8 @@ def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str
         for i, s in enumerate(mc)
     ]
     replay = replay_weekdays(candidates)
+    crossed = {s.id for s in instances if s.id not in verified and family_of(s.id) in CROSS_CHECKS}
+    proven = crossed | ({s.id for s in instances} & verified)
     return {
         "questions": len(loaded),
         "multiple_choice": len(mc),
@@ -160,6 +200,11 @@ def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str
         "base_questions": len(mc) - len(instances),
         "verified": len({s.id for s in mc} & verified),
         "computed": sum(1 for s in instances if s.id not in verified),
+        # The build refuses an instance its family's independent derivation disagrees with, so every
+        # built instance of a family with a cross-check (questions/crosschecks*.py) agreed with it.
+        "cross_checked": len(crossed),
+        "proven_share": round(len(proven) / len(instances), 3) if instances else 0.0,
+        "longest_correct_share": longest_correct_shares(mc),
         "by_kind": dict(sorted(Counter(q.spec.kind for q in loaded).items())),
         "by_topic": dict(sorted(Counter(s.topic for s in mc).items())),
         "by_difficulty": dict(sorted(Counter(s.difficulty for s in mc).items())),

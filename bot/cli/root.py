@@ -405,9 +405,14 @@ def questions_validate(paths: tuple[str, ...]) -> None:
     to fix it (exit 1). A path that does not exist is a usage error (exit 2).
     """
     from questions.loader import default_bank_dir
+    from questions.schema import QuestionSpec
+    from questions.stats import longest_correct_warnings
 
     specs = load_specs_or_exit(paths or (str(default_bank_dir()),), importing=False)
     click.echo(f"ok: {len(specs)} questions valid")
+    # A warning, not an error: one file may lean one way while the bank as a whole is balanced.
+    for line in longest_correct_warnings([QuestionSpec.model_validate(s) for s in specs]):
+        click.echo(f"warning: {line}", err=True)
 
 
 @questions.command("import")
