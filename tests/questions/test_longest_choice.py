@@ -88,3 +88,21 @@ def test_validate_warns_past_the_limit_and_stats_reports_it(tmp_path: Path) -> N
     ]
     (bank / "debug.yaml").write_text(yaml.safe_dump({"questions": balanced}))
     assert "warning" not in rankzero("questions", "validate", str(bank)).stderr
+
+
+def test_the_2025_26_topics_are_counted_by_what_a_question_names() -> None:
+    from questions.stats import modern_topic_counts
+
+    specs = [
+        make_spec(
+            "pp", "advanced", "Pipeline", code="from torch.distributed.pipelining import ScheduleGPipe\n"
+        ),
+        make_spec(
+            "ac", "advanced", "FSDP", prompt="Activation checkpointing wraps each block before fully_shard."
+        ),
+        make_spec("ac-only", "advanced", "DDP", prompt="Activation checkpointing with DDP."),  # not FSDP2
+        make_spec("ft-1", "advanced", "DDP", tags=["torchft"]),
+    ]
+    counts = modern_topic_counts([QuestionSpec.model_validate(s) for s in specs])
+    assert counts["pipelining"] == 1 and counts["activation-checkpointing-fsdp2"] == 1
+    assert counts["fault-tolerance"] == 1 and counts["float8"] == 0
