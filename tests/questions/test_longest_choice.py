@@ -94,11 +94,9 @@ def test_the_2025_26_topics_are_counted_by_what_a_question_names() -> None:
     from questions.stats import modern_topic_counts
 
     specs = [
+        make_spec("pp-1", "advanced", "DDP", code="from torch.distributed.pipelining import ScheduleGPipe\n"),
         make_spec(
-            "pp", "advanced", "Pipeline", code="from torch.distributed.pipelining import ScheduleGPipe\n"
-        ),
-        make_spec(
-            "ac", "advanced", "FSDP", prompt="Activation checkpointing wraps each block before fully_shard."
+            "ac-1", "advanced", "DDP", prompt="Activation checkpointing wraps each block before fully_shard."
         ),
         make_spec("ac-only", "advanced", "DDP", prompt="Activation checkpointing with DDP."),  # not FSDP2
         make_spec("ft-1", "advanced", "DDP", tags=["torchft"]),
