@@ -33,6 +33,8 @@ MIN_QUOTA_US = 1_000
 MIN_FAIR_CORES = 1.0
 """A competing sandbox's quota is never cut below one core: one thread of every job runs at full speed
 when the host has the cores (the weights share them out when it does not)."""
+MIN_CUT_CORES = 0.25
+"""Next to the reserved warm-up (CpuShares), a sandbox's quota is never cut below a quarter of a core."""
 
 
 def _write_quota(folder: Path, cpus: float) -> None:
@@ -222,7 +224,8 @@ class JobCgroup:
 
 
 class CpuShares:
-    """Caps every competing sandbox at its fair share of the cores while more than one competes.
+    """Caps every competing sandbox at its fair share of the cores while more than one competes, and keeps
+    one warm-up's share free of the others.
 
     Equal weights alone do not keep a job with dozens of busy threads from slowing a neighbour: the
     neighbour's threads get their share of CPU time, but each wake-up waits behind the busy job's
@@ -235,12 +238,25 @@ class CpuShares:
     Each competing sandbox's quota is ``min(its own, max(cores / competing, MIN_FAIR_CORES))``: alone, a job
     keeps its whole quota (at most one core per rank); the caps are recomputed whenever one starts or stops
     competing.
+
+    The reserved warm-up: where those caps add up to more than the host's cores (more sandboxes compete
+    than there are cores), they do not keep a warm-up's thread from waiting behind the jobs' threads, and
+    the next request waits for that warm-up.  So one warm-up at a time holds a reservation: its quota is
+    its fair share (at most half the host), and every other competing sandbox shares what is left, so
+    that the others together can never take the reserved cores.  The reservation goes to the oldest
+    warm-up a job waits for (a pool sandbox a job claimed while it warmed, or a job's cold start: the
+    request's own warm-up takes precedence), else to the pool's oldest warm-up (the refill), so a job at
+    its limit can starve neither.
     """
 
     def __init__(self, cores: int) -> None:
         self.cores = max(cores, 1)
         self._lock = threading.Lock()
+        # Insertion order is start order: the oldest warm-up is the first one found.
         self._competing: dict[int, JobCgroup] = {}
+        self._warming: set[int] = set()
+        self._awaited: set[int] = set()
+        self._reserved: int | None = None
 
     def fair_cores(self, competing: int) -> float:
         """The most cores one sandbox may hold while ``competing`` sandboxes compete."""
@@ -250,30 +266,81 @@ class CpuShares:
         """The quota, in cores, of a sandbox entitled to ``own_cpus`` next to ``competing - 1`` others."""
         return min(own_cpus, self.fair_cores(competing))
 
+    def reserved_cores(self, own_cpus: float, competing: int) -> float:
+        """The reserved warm-up's quota next to ``competing - 1`` others.
+
+        Its fair share, and at most half the host: the others keep the rest.
+        """
+        return min(own_cpus, self.fair_cores(competing), self.cores / 2)
+
+    def rest_quota(self, own_cpus: float, reserved: float, competing: int) -> float:
+        """The quota of a sandbox other than the reserved warm-up: an equal part of the cores left over."""
+        left = (self.cores - reserved) / max(competing - 1, 1)
+        return min(own_cpus, max(left, MIN_CUT_CORES), self.fair_cores(competing))
+
     @property
     def competing(self) -> int:
         """How many sandboxes compete for the CPU now."""
         with self._lock:
             return len(self._competing)
 
-    def compete(self, cgroup: JobCgroup) -> None:
-        """``cgroup`` competes from now on (a warm-up or a job started); every cap is recomputed."""
+    def reserved(self) -> JobCgroup | None:
+        """The warm-up holding the reservation now (None: no warm-up competes)."""
+        with self._lock:
+            return None if self._reserved is None else self._competing.get(self._reserved)
+
+    def compete(self, cgroup: JobCgroup, warming: bool = False) -> None:
+        """``cgroup`` competes from now on: a warm-up (``warming``) or a job; every cap is recomputed."""
         if cgroup.cpus <= 0:
             return
         with self._lock:
-            self._competing[id(cgroup)] = cgroup
+            key = id(cgroup)
+            self._competing[key] = cgroup
+            if warming:
+                self._warming.add(key)
+            else:
+                self._warming.discard(key)
+                self._awaited.discard(key)
             self._apply()
+
+    def await_warm_up(self, cgroup: JobCgroup) -> None:
+        """A job waits for this warm-up from now on: it takes precedence for the reservation."""
+        with self._lock:
+            key = id(cgroup)
+            if key in self._warming and key not in self._awaited:
+                self._awaited.add(key)
+                self._apply()
 
     def rest(self, cgroup: JobCgroup) -> None:
         """``cgroup`` stopped competing (warmed and idle in the pool, or removed); caps are recomputed."""
         with self._lock:
-            if self._competing.pop(id(cgroup), None) is not None:
+            key = id(cgroup)
+            self._warming.discard(key)
+            self._awaited.discard(key)
+            if self._competing.pop(key, None) is not None:
                 self._apply()
+
+    def _holder(self) -> int | None:
+        """The warm-up that gets the reservation: the oldest one a job waits for, else the oldest."""
+        awaited = next((k for k in self._competing if k in self._awaited), None)
+        return (
+            awaited if awaited is not None else next((k for k in self._competing if k in self._warming), None)
+        )
 
     def _apply(self) -> None:
         count = len(self._competing)
-        for cgroup in self._competing.values():
-            quota = self.quota_for(cgroup.cpus, count)
+        holder = self._holder() if count > 1 else None
+        self._reserved = holder
+        reserve = 0.0
+        if holder is not None:
+            reserve = self.reserved_cores(self._competing[holder].cpus, count)
+        for key, cgroup in self._competing.items():
+            if holder is None:
+                quota = self.quota_for(cgroup.cpus, count)
+            elif key == holder:
+                quota = reserve
+            else:
+                quota = self.rest_quota(cgroup.cpus, reserve, count)
             if quota != cgroup.quota_cpus:
                 cgroup.set_quota(quota)
 
@@ -407,7 +474,7 @@ class CgroupManager:
         cgroup = JobCgroup(dirs, self.version, cpus=cpus if self.cpu else 0.0)
         cgroup.quota_cpus = cgroup.cpus
         # It is created for a sandbox that starts now: its warm-up competes from the start.
-        self.shares.compete(cgroup)
+        self.shares.compete(cgroup, warming=True)
         return cgroup
 
     def _limit_tcp_v1(self, folder: Path, tcp_bytes: int) -> None:
