@@ -1,6 +1,6 @@
 """How much one hostile job slows a benign verdict next to it (issue 23, section 4): target 2x quiet.
 
-Usage: python benchmarks/neighbour_slowdown.py [--runs 4] [--hostile idle,fork-storm,cpu-hog] [--hold 25]
+Usage: python benchmarks/neighbour_slowdown.py [--runs 4] [--hostile idle,fork-storm,cpu-hog] [--hold 40]
                                                [--against REV] [--pairs 1]
 
 One in-process RunnerService with the defaults (pool 8:2, 4 concurrent jobs, bubblewrap, cgroups). The
@@ -30,7 +30,7 @@ to the quiet median and, back to back, the median's ratio to the idle neighbour'
 ``--against REV`` runs the same measurement on the code of git revision REV (extracted into a temporary
 folder, run in a subprocess with that folder first on the path) and on this checkout, one after the
 other (``--pairs`` times, alternating), and prints them side by side.  With the defaults, one pair takes
-about 4 minutes on a quiet 2-core machine.  The machine's other work counts: say what else ran.
+about 5 minutes on a quiet 2-core machine.  The machine's other work counts: say what else ran.
 """
 
 from __future__ import annotations
@@ -244,7 +244,7 @@ def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--runs", type=int, default=4)
     parser.add_argument("--hostile", default=",".join(HOSTILE))
-    parser.add_argument("--hold", type=float, default=25.0)
+    parser.add_argument("--hold", type=float, default=40.0)
     parser.add_argument("--against", help="a git revision to measure first, on its own code")
     parser.add_argument("--pairs", type=int, default=1)
     parser.add_argument("--json", action="store_true", help="print the figures as one JSON line")

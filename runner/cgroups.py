@@ -35,6 +35,9 @@ MIN_FAIR_CORES = 1.0
 when the host has the cores (the weights share them out when it does not)."""
 MIN_CUT_CORES = 0.25
 """Next to the reserved warm-up (CpuShares), a sandbox's quota is never cut below a quarter of a core."""
+V1_SHARES = 1024
+V2_WEIGHT = 100
+"""A sandbox's CPU weight: every job has the same (cgroup v1 ``cpu.shares``, v2 ``cpu.weight``)."""
 
 
 def _write_quota(folder: Path, cpus: float) -> None:
@@ -78,6 +81,8 @@ class JobCgroup:
     """Seconds the sandbox was throttled while its quota was cut below ``cpus`` for others (ended spells)."""
     capped_since: float | None = None
     """``throttled_s()`` when the current cut began (None: not cut now)."""
+    weight: int = 1
+    """The CPU weight in force now, in jobs' weights (1: a job's; more for the warm-up CpuShares favours)."""
 
     def add(self, pid: int) -> None:
         """Move ``pid`` (and so its future children) into the cgroup."""
@@ -128,6 +133,20 @@ class JobCgroup:
         if cpus < self.cpus:
             self.capped_since = self.throttled_s()
         self.quota_cpus = cpus
+        return True
+
+    def set_weight(self, jobs: int) -> bool:
+        """Write a CPU weight of ``jobs`` times a job's (v1 ``cpu.shares``, v2 ``cpu.weight``)."""
+        folder = self._controller("cpu")
+        try:
+            if folder is not None and (folder / "cpu.shares").exists():
+                (folder / "cpu.shares").write_text(str(min(V1_SHARES * jobs, 262_144)))
+            elif folder is not None and (folder / "cpu.weight").exists():
+                (folder / "cpu.weight").write_text(str(min(V2_WEIGHT * jobs, 10_000)))
+        except OSError as exc:
+            log.debug("could not set the CPU weight of %s: %s", self.dirs, exc)
+            return False
+        self.weight = jobs
         return True
 
     def _end_cut(self) -> None:
@@ -224,8 +243,8 @@ class JobCgroup:
 
 
 class CpuShares:
-    """Caps every competing sandbox at its fair share of the cores while more than one competes, and keeps
-    one warm-up's share free of the others.
+    """Caps every competing sandbox at its fair share of the cores while more than one competes, and favours
+    one warm-up over the others.
 
     Equal weights alone do not keep a job with dozens of busy threads from slowing a neighbour: the
     neighbour's threads get their share of CPU time, but each wake-up waits behind the busy job's
@@ -239,14 +258,19 @@ class CpuShares:
     keeps its whole quota (at most one core per rank); the caps are recomputed whenever one starts or stops
     competing.
 
-    The reserved warm-up: where those caps add up to more than the host's cores (more sandboxes compete
-    than there are cores), they do not keep a warm-up's thread from waiting behind the jobs' threads, and
-    the next request waits for that warm-up.  So one warm-up at a time holds a reservation: its quota is
-    its fair share (at most half the host), and every other competing sandbox shares what is left, so
-    that the others together can never take the reserved cores.  The reservation goes to the oldest
-    warm-up a job waits for (a pool sandbox a job claimed while it warmed, or a job's cold start: the
-    request's own warm-up takes precedence), else to the pool's oldest warm-up (the refill), so a job at
-    its limit can starve neither.
+    Warm-ups: where those caps add up to more than the host's cores (more sandboxes compete than there are
+    cores), they do not keep a warm-up's single thread from waiting behind the jobs' threads, and the
+    next request waits for that warm-up.  So one warm-up at a time is favoured: the oldest one a job
+    waits for (a pool sandbox the job claimed while it warmed, or its cold start: the request's own
+    warm-up takes precedence), else the pool's oldest (the refill).
+
+    * Its CPU weight is that of all the other competing sandboxes together, so however many threads they
+      run it gets at least half of what the runner's sandboxes get; this costs nothing when the others
+      are idle (a weight only decides between threads that all want a CPU).
+    * While a job waits for it, it also holds a **reserved share**: its quota is its fair share (at most
+      half the host) and every other competing sandbox shares what is left, never under MIN_CUT_CORES,
+      so the others' quotas together leave the reserved cores free.  Only then: a cut quota is lost to
+      the host when its job sleeps, so the refill alone (no request waiting for it yet) is not given one.
     """
 
     def __init__(self, cores: int) -> None:
@@ -285,7 +309,7 @@ class CpuShares:
             return len(self._competing)
 
     def reserved(self) -> JobCgroup | None:
-        """The warm-up holding the reservation now (None: no warm-up competes)."""
+        """The warm-up favoured now (None: no warm-up competes, or it competes alone)."""
         with self._lock:
             return None if self._reserved is None else self._competing.get(self._reserved)
 
@@ -318,24 +342,26 @@ class CpuShares:
             self._warming.discard(key)
             self._awaited.discard(key)
             if self._competing.pop(key, None) is not None:
+                if cgroup.weight != 1:
+                    cgroup.set_weight(1)  # idle in the pool: a job's weight again once it runs one
                 self._apply()
 
     def _holder(self) -> int | None:
-        """The warm-up that gets the reservation: the oldest one a job waits for, else the oldest."""
+        """The warm-up that is favoured: the oldest one a job waits for, else the oldest."""
         awaited = next((k for k in self._competing if k in self._awaited), None)
-        return (
-            awaited if awaited is not None else next((k for k in self._competing if k in self._warming), None)
-        )
+        if awaited is not None:
+            return awaited
+        return next((k for k in self._competing if k in self._warming), None)
 
     def _apply(self) -> None:
         count = len(self._competing)
         holder = self._holder() if count > 1 else None
         self._reserved = holder
         reserve = 0.0
-        if holder is not None:
+        if holder is not None and holder in self._awaited:
             reserve = self.reserved_cores(self._competing[holder].cpus, count)
         for key, cgroup in self._competing.items():
-            if holder is None:
+            if not reserve:
                 quota = self.quota_for(cgroup.cpus, count)
             elif key == holder:
                 quota = reserve
@@ -343,6 +369,9 @@ class CpuShares:
                 quota = self.rest_quota(cgroup.cpus, reserve, count)
             if quota != cgroup.quota_cpus:
                 cgroup.set_quota(quota)
+            weight = count - 1 if key == holder else 1
+            if weight != cgroup.weight:
+                cgroup.set_weight(weight)
 
 
 class CgroupManager:
@@ -453,7 +482,7 @@ class CgroupManager:
                         (folder / "memory.swap.max").write_text("0")
                     (folder / "pids.max").write_text(str(max_pids))
                     if self.cpu:
-                        (folder / "cpu.weight").write_text("100")
+                        (folder / "cpu.weight").write_text(str(V2_WEIGHT))
                         if cpus > 0:
                             _write_quota(folder, cpus)
                 elif controller == "memory":
@@ -463,7 +492,7 @@ class CgroupManager:
                 elif controller == "pids":
                     (folder / "pids.max").write_text(str(max_pids))
                 elif controller == "cpu":
-                    (folder / "cpu.shares").write_text("1024")
+                    (folder / "cpu.shares").write_text(str(V1_SHARES))
                     if cpus > 0:
                         (folder / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
                         _write_quota(folder, cpus)

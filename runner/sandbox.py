@@ -415,7 +415,7 @@ class SandboxLauncher:
             self.cgroups.shares.rest(sandbox.cgroup)
 
     def awaited(self, sandbox: Sandbox) -> None:
-        """A job waits for this sandbox's warm-up: it takes the warm-ups' reserved CPU share (CpuShares)."""
+        """A job waits for this sandbox's warm-up: it is favoured, with a reserved CPU share (CpuShares)."""
         if sandbox.cgroup is not None and self.cgroups is not None:
             self.cgroups.shares.await_warm_up(sandbox.cgroup)
 

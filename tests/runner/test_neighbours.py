@@ -13,7 +13,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from runner.cgroups import CPU_PERIOD_US, CpuShares, JobCgroup
+from runner.cgroups import CPU_PERIOD_US, V1_SHARES, V2_WEIGHT, CpuShares, JobCgroup
 from runner.config import RunnerConfig
 from runner.sandbox_process import Sandbox
 from runner.service import RunnerService
@@ -39,7 +39,7 @@ def _fake(cpus: float) -> JobCgroup:
     return JobCgroup([], version=1, cpus=cpus, quota_cpus=cpus)
 
 
-def test_one_warm_up_holds_a_reserved_share_and_the_one_a_job_waits_for_takes_precedence() -> None:
+def test_one_warm_up_is_favoured_and_the_one_a_job_waits_for_holds_a_reserved_share() -> None:
     shares = CpuShares(2)
     hostile, refill, claimed = _fake(2.0), _fake(2.0), _fake(2.0)
     shares.compete(hostile)
@@ -47,34 +47,51 @@ def test_one_warm_up_holds_a_reserved_share_and_the_one_a_job_waits_for_takes_pr
     shares.compete(refill, warming=True)
     assert shares.reserved() is refill
     assert (refill.quota_cpus, hostile.quota_cpus) == (1.0, 1.0)
-    # A second warm-up: the older one keeps the core, the hostile job and the newer one share the other.
+    assert (refill.weight, hostile.weight) == (1, 1)  # it weighs as much as the others together
+    # A second warm-up: the older one weighs as much as the two others; no job waits, so no quota is cut.
     shares.compete(claimed, warming=True)
     assert shares.reserved() is refill
-    assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 0.5, 0.5)
-    # A job waits for the newer one now (it claimed it): the reservation is its.
+    assert (refill.weight, hostile.weight, claimed.weight) == (2, 1, 1)
+    assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0, 1.0)
+    # A job waits for the newer one now (it claimed it): it is favoured, and its core is reserved.
     shares.await_warm_up(claimed)
     assert shares.reserved() is claimed
+    assert (claimed.weight, hostile.weight, refill.weight) == (2, 1, 1)
     assert (claimed.quota_cpus, hostile.quota_cpus, refill.quota_cpus) == (1.0, 0.5, 0.5)
-    # Its job starts: it is a job like the others, and the refill's warm-up has the reservation again.
+    # Its job starts: it is a job like the others; the refill is favoured again, with no quota cut.
     shares.compete(claimed)
     assert shares.reserved() is refill
-    assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 0.5, 0.5)
+    assert (refill.weight, hostile.weight, claimed.weight) == (2, 1, 1)
+    assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0, 1.0)
     shares.rest(refill)  # warm, idle in the pool
     assert shares.reserved() is None
+    assert (refill.weight, hostile.weight, claimed.weight) == (1, 1, 1)
     assert (hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0)
-    # A job is never cut below a quarter of a core, however many compete.
+    # However many compete, the warm-up a job waits for keeps its core; a job is never cut below a quarter.
     crowd = [_fake(2.0) for _ in range(8)]
     for cgroup in crowd:
         shares.compete(cgroup)
     shares.compete(refill, warming=True)
-    assert refill.quota_cpus == 1.0
+    shares.await_warm_up(refill)
+    assert (refill.quota_cpus, refill.weight) == (1.0, 10)
     assert hostile.quota_cpus == 0.25
-    # On a host with cores to spare the reservation changes nothing: every share is the fair one.
+    # On a host with cores to spare the reservation changes no quota: every share is the fair one.
     big = CpuShares(16)
     job, warm = _fake(8.0), _fake(8.0)
     big.compete(job)
     big.compete(warm, warming=True)
+    big.await_warm_up(warm)
     assert (job.quota_cpus, warm.quota_cpus) == (8.0, 8.0)
+
+
+def _weight(cgroup: JobCgroup) -> float:
+    """The CPU weight the kernel holds for ``cgroup``, in jobs' weights, read from its cgroup files."""
+    for folder in cgroup.dirs:
+        if (folder / "cpu.shares").exists():
+            return int((folder / "cpu.shares").read_text()) / V1_SHARES
+        if (folder / "cpu.weight").exists():
+            return int((folder / "cpu.weight").read_text()) / V2_WEIGHT
+    raise AssertionError(f"no CPU weight file in {cgroup.dirs}")
 
 
 def _quota_cores(cgroup: JobCgroup) -> float:
@@ -133,42 +150,46 @@ def test_a_hostile_job_next_to_a_benign_one_leaves_the_reserved_share_of_a_warm_
             # A job of many threads is held to what a two-rank job gets next to it, no more.
             assert _quota_cores(hostile.cgroup) == _quota_cores(benign.cgroup)
 
-        # The pool's warm-up competes as one more sandbox and holds the warm-ups' reservation: its fair
-        # share, and the jobs together only what is left, so no thread of theirs can delay it.
+        # The pool's warm-up competes as one more sandbox, with the weight of the two jobs together (however
+        # many threads they run, it gets its part); no request waits for it, so no quota is cut for it.
         warming = _started(bare, bare.config.max_nproc)
         opened.append(warming)
         assert warming.cgroup is not None
         shares = launcher.cgroups.shares
         fair3 = max(CORES / 3, 1.0)
-        reserve3 = min(own, fair3, CORES / 2)
         assert shares.competing == 3
         assert shares.reserved() is warming.cgroup
-        assert _quota_cores(warming.cgroup) == pytest.approx(reserve3, abs=1e-5)
-        rest3 = max((CORES - reserve3) / 2, 0.25)
-        assert _quota_cores(hostile.cgroup) == pytest.approx(min(own, rest3, fair3), abs=1e-5)
-        assert _quota_cores(benign.cgroup) == pytest.approx(min(2.0, rest3, fair3), abs=1e-5)
-        if CORES <= 3:
-            # More sandboxes than cores: the jobs' quotas leave the reserved cores free.
-            assert _quota_cores(hostile.cgroup) + _quota_cores(benign.cgroup) <= CORES - reserve3 + 1e-5
+        assert (_weight(warming.cgroup), _weight(hostile.cgroup), _weight(benign.cgroup)) == (2, 1, 1)
+        assert _quota_cores(warming.cgroup) == pytest.approx(min(own, fair3), abs=1e-5)
+        assert _quota_cores(hostile.cgroup) == pytest.approx(min(own, fair3), abs=1e-5)
 
-        # A job's own warm-up (a cold start, or a pool sandbox it claimed) takes the reservation from the
-        # refill's: the request waits for it now, the refill's only for later requests.
+        # A job's own warm-up (a cold start, or a pool sandbox it claimed) is favoured over the refill's,
+        # and holds a reserved share: the jobs' quotas together leave its cores free.
         cold = _started(bare, 2)
         opened.append(cold)
         assert cold.cgroup is not None
         assert shares.reserved() is warming.cgroup  # the older warm-up, while no job waits for either
         launcher.awaited(cold)
         assert shares.reserved() is cold.cgroup
+        assert (_weight(cold.cgroup), _weight(warming.cgroup), _weight(hostile.cgroup)) == (3, 1, 1)
         fair4 = max(CORES / 4, 1.0)
         reserve4 = min(2.0, fair4, CORES / 2)
         rest4 = max((CORES - reserve4) / 3, 0.25)
         assert _quota_cores(cold.cgroup) == pytest.approx(reserve4, abs=1e-5)
-        assert _quota_cores(warming.cgroup) == pytest.approx(min(own, rest4, fair4), abs=1e-5)
-        assert _quota_cores(hostile.cgroup) == pytest.approx(min(own, rest4, fair4), abs=1e-5)
-        # Its job starts: it competes as a job, and the reservation goes back to the refill's warm-up.
+        for other in (warming, hostile):
+            assert other.cgroup is not None
+            assert _quota_cores(other.cgroup) == pytest.approx(min(own, rest4, fair4), abs=1e-5)
+        assert _quota_cores(benign.cgroup) == pytest.approx(min(2.0, rest4, fair4), abs=1e-5)
+        if CORES <= 4:
+            # More sandboxes than cores: the others' quotas leave the reserved cores free.
+            others = sum(_quota_cores(s.cgroup) for s in (warming, hostile, benign) if s.cgroup is not None)
+            assert others <= CORES - reserve4 + 1e-4
+        # Its job starts: a job like the others; the refill's warm-up is favoured again, no quota cut.
         launcher.fit(cold, 2)
         assert shares.reserved() is warming.cgroup
-        assert _quota_cores(warming.cgroup) == pytest.approx(min(own, fair4, CORES / 2), abs=1e-5)
+        assert (_weight(cold.cgroup), _weight(warming.cgroup)) == (1, 3)
+        assert _quota_cores(warming.cgroup) == pytest.approx(min(own, fair4), abs=1e-5)
+        assert _quota_cores(hostile.cgroup) == pytest.approx(min(own, fair4), abs=1e-5)
         cold.close()
         launcher.uids.release(cold.uid)
         opened.remove(cold)
@@ -177,6 +198,7 @@ def test_a_hostile_job_next_to_a_benign_one_leaves_the_reserved_share_of_a_warm_
         launcher.rest(warming)
         assert shares.competing == 2
         assert shares.reserved() is None
+        assert _weight(warming.cgroup) == 1
         assert _quota_cores(hostile.cgroup) == min(own, fair)
 
         # The others gone, the hostile job has its whole quota again.
