@@ -259,18 +259,20 @@ class CpuShares:
     competing.
 
     Warm-ups: where those caps add up to more than the host's cores (more sandboxes compete than there are
-    cores), they do not keep a warm-up's single thread from waiting behind the jobs' threads, and the
-    next request waits for that warm-up.  So one warm-up at a time is favoured: the oldest one a job
-    waits for (a pool sandbox the job claimed while it warmed, or its cold start: the request's own
-    warm-up takes precedence), else the pool's oldest (the refill).
+    cores), they do not keep a warm-up's single thread from waiting behind the jobs' threads, and a
+    request that found the pool empty waits for that warm-up.  So the warm-up a request waits for (a pool
+    sandbox it claimed while it warmed, or its cold start; the oldest such one, if several) is favoured:
 
-    * Its CPU weight is that of all the other competing sandboxes together, so however many threads they
-      run it gets at least half of what the runner's sandboxes get; this costs nothing when the others
-      are idle (a weight only decides between threads that all want a CPU).
-    * While a job waits for it, it also holds a **reserved share**: its quota is its fair share (at most
-      half the host) and every other competing sandbox shares what is left, never under MIN_CUT_CORES,
-      so the others' quotas together leave the reserved cores free.  Only then: a cut quota is lost to
-      the host when its job sleeps, so the refill alone (no request waiting for it yet) is not given one.
+    * its CPU weight is that of all the other competing sandboxes together, so however many threads they
+      run it gets at least half of what the runner's sandboxes get;
+    * it holds a **reserved share**: its quota is its fair share (at most half the host) and every other
+      competing sandbox shares what is left, never under MIN_CUT_CORES, so the others' quotas together
+      leave the reserved cores free.
+
+    The refill's warm-up, while no request waits for it, is one sandbox like the others (its fair share):
+    every verdict taken from the pool starts a refill that competes with that verdict, so favouring the
+    refill would slow each verdict next to a busy neighbour to speed up only the next request's, and a
+    quota cut for it would be lost to the host whenever the job it was cut from sleeps.
     """
 
     def __init__(self, cores: int) -> None:
@@ -309,7 +311,7 @@ class CpuShares:
             return len(self._competing)
 
     def reserved(self) -> JobCgroup | None:
-        """The warm-up favoured now (None: no warm-up competes, or it competes alone)."""
+        """The warm-up favoured now (None: no request waits for a warm-up, or it competes alone)."""
         with self._lock:
             return None if self._reserved is None else self._competing.get(self._reserved)
 
@@ -328,7 +330,7 @@ class CpuShares:
             self._apply()
 
     def await_warm_up(self, cgroup: JobCgroup) -> None:
-        """A job waits for this warm-up from now on: it takes precedence for the reservation."""
+        """A request waits for this warm-up from now on: it is favoured (the oldest such one)."""
         with self._lock:
             key = id(cgroup)
             if key in self._warming and key not in self._awaited:
@@ -346,19 +348,13 @@ class CpuShares:
                     cgroup.set_weight(1)  # idle in the pool: a job's weight again once it runs one
                 self._apply()
 
-    def _holder(self) -> int | None:
-        """The warm-up that is favoured: the oldest one a job waits for, else the oldest."""
-        awaited = next((k for k in self._competing if k in self._awaited), None)
-        if awaited is not None:
-            return awaited
-        return next((k for k in self._competing if k in self._warming), None)
-
     def _apply(self) -> None:
         count = len(self._competing)
-        holder = self._holder() if count > 1 else None
+        # The oldest warm-up a request waits for; none while it competes alone.
+        holder = next((k for k in self._competing if k in self._awaited), None) if count > 1 else None
         self._reserved = holder
         reserve = 0.0
-        if holder is not None and holder in self._awaited:
+        if holder is not None:
             reserve = self.reserved_cores(self._competing[holder].cpus, count)
         for key, cgroup in self._competing.items():
             if not reserve:

@@ -14,9 +14,9 @@ ready rather than each one waiting for a whole warm-up of its own.  The pool sti
 own at a time; in a burst, the one a job took warms beside it (two warm-ups at once, as when a job starts a
 cold sandbox while the pool refills).  A claimed sandbox that fails counts as a refill failure (back-off,
 ``/v1/health``).
-While it warms, a sandbox a job waits for (claimed, or a cold start) is favoured for the CPU ahead of the
-refill's next one, with a reserved share (runner/cgroups.py CpuShares); ``state()`` counts the claims and the
-time jobs waited for warm-ups.
+While it warms, a sandbox a job waits for (claimed, or a cold start) is favoured for the CPU, with a
+reserved share, over the refill's next one and the running jobs (runner/cgroups.py CpuShares);
+``state()`` counts the claims and the time jobs waited for warm-ups.
 The refill thread never dies: a failure (a sandbox that does not start, descriptors or memory running out)
 is retried with exponential back-off and shown in ``/v1/health``.
 """
@@ -133,7 +133,7 @@ class WarmPool:
             if claimed is not None:
                 claimed.claimed = True
                 # The job waits for this warm-up now: it is favoured for the CPU, with a reserved share,
-                # ahead of the refill's next one (CpuShares).
+                # over the refill's next one (CpuShares).
                 self.launcher.awaited(claimed.sandbox)
                 if light:
                     claimed.sandbox.hint_light()

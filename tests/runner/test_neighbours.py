@@ -39,42 +39,47 @@ def _fake(cpus: float) -> JobCgroup:
     return JobCgroup([], version=1, cpus=cpus, quota_cpus=cpus)
 
 
-def test_one_warm_up_is_favoured_and_the_one_a_job_waits_for_holds_a_reserved_share() -> None:
+def test_the_warm_up_a_request_waits_for_is_favoured_with_a_reserved_share_and_the_refill_is_not() -> None:
     shares = CpuShares(2)
     hostile, refill, claimed = _fake(2.0), _fake(2.0), _fake(2.0)
     shares.compete(hostile)
     assert shares.reserved() is None and hostile.quota_cpus == 2.0  # alone: its whole quota
+    # The refill's warm-ups, no request waiting for them: sandboxes like the others (fair share, weight).
     shares.compete(refill, warming=True)
-    assert shares.reserved() is refill
-    assert (refill.quota_cpus, hostile.quota_cpus) == (1.0, 1.0)
-    assert (refill.weight, hostile.weight) == (1, 1)  # it weighs as much as the others together
-    # A second warm-up: the older one weighs as much as the two others; no job waits, so no quota is cut.
     shares.compete(claimed, warming=True)
-    assert shares.reserved() is refill
-    assert (refill.weight, hostile.weight, claimed.weight) == (2, 1, 1)
+    assert shares.reserved() is None
+    assert (refill.weight, hostile.weight, claimed.weight) == (1, 1, 1)
     assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0, 1.0)
-    # A job waits for the newer one now (it claimed it): it is favoured, and its core is reserved.
+    # A request waits for the newer one now (it claimed it): it weighs as much as the two others together,
+    # and its core is reserved: they share the other one.
     shares.await_warm_up(claimed)
     assert shares.reserved() is claimed
     assert (claimed.weight, hostile.weight, refill.weight) == (2, 1, 1)
     assert (claimed.quota_cpus, hostile.quota_cpus, refill.quota_cpus) == (1.0, 0.5, 0.5)
-    # Its job starts: it is a job like the others; the refill is favoured again, with no quota cut.
+    # Its job starts: a job like the others; nothing is favoured any more.
     shares.compete(claimed)
-    assert shares.reserved() is refill
-    assert (refill.weight, hostile.weight, claimed.weight) == (2, 1, 1)
-    assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0, 1.0)
-    shares.rest(refill)  # warm, idle in the pool
     assert shares.reserved() is None
     assert (refill.weight, hostile.weight, claimed.weight) == (1, 1, 1)
+    assert (refill.quota_cpus, hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0, 1.0)
+    shares.rest(refill)  # warm, idle in the pool
     assert (hostile.quota_cpus, claimed.quota_cpus) == (1.0, 1.0)
-    # However many compete, the warm-up a job waits for keeps its core; a job is never cut below a quarter.
+    # However many compete, the warm-up a request waits for keeps its core; a job is never cut below a
+    # quarter; of two awaited warm-ups the older one is favoured.
     crowd = [_fake(2.0) for _ in range(8)]
     for cgroup in crowd:
         shares.compete(cgroup)
+    later = _fake(2.0)
     shares.compete(refill, warming=True)
-    shares.await_warm_up(refill)
-    assert (refill.quota_cpus, refill.weight) == (1.0, 10)
+    shares.compete(later, warming=True)
+    shares.await_warm_up(later)
+    assert shares.reserved() is later
+    shares.await_warm_up(refill)  # started before the other: the older one is favoured
+    assert shares.reserved() is refill
+    assert (refill.quota_cpus, refill.weight, later.weight) == (1.0, 11, 1)
     assert hostile.quota_cpus == 0.25
+    shares.rest(refill)  # it warmed up; the next one waited for is favoured
+    assert shares.reserved() is later and refill.weight == 1
+    assert (later.quota_cpus, later.weight) == (1.0, 10)
     # On a host with cores to spare the reservation changes no quota: every share is the fair one.
     big = CpuShares(16)
     job, warm = _fake(8.0), _fake(8.0)
@@ -150,25 +155,24 @@ def test_a_hostile_job_next_to_a_benign_one_leaves_the_reserved_share_of_a_warm_
             # A job of many threads is held to what a two-rank job gets next to it, no more.
             assert _quota_cores(hostile.cgroup) == _quota_cores(benign.cgroup)
 
-        # The pool's warm-up competes as one more sandbox, with the weight of the two jobs together (however
-        # many threads they run, it gets its part); no request waits for it, so no quota is cut for it.
+        # The pool's warm-up, no request waiting for it, competes as one more sandbox: its fair share.
         warming = _started(bare, bare.config.max_nproc)
         opened.append(warming)
         assert warming.cgroup is not None
         shares = launcher.cgroups.shares
         fair3 = max(CORES / 3, 1.0)
         assert shares.competing == 3
-        assert shares.reserved() is warming.cgroup
-        assert (_weight(warming.cgroup), _weight(hostile.cgroup), _weight(benign.cgroup)) == (2, 1, 1)
+        assert shares.reserved() is None
+        assert (_weight(warming.cgroup), _weight(hostile.cgroup), _weight(benign.cgroup)) == (1, 1, 1)
         assert _quota_cores(warming.cgroup) == pytest.approx(min(own, fair3), abs=1e-5)
         assert _quota_cores(hostile.cgroup) == pytest.approx(min(own, fair3), abs=1e-5)
 
-        # A job's own warm-up (a cold start, or a pool sandbox it claimed) is favoured over the refill's,
-        # and holds a reserved share: the jobs' quotas together leave its cores free.
+        # The warm-up a request waits for (a cold start, or a pool sandbox it claimed) is favoured, over the
+        # refill's too: it weighs as much as the others together, and their quotas leave its cores free.
         cold = _started(bare, 2)
         opened.append(cold)
         assert cold.cgroup is not None
-        assert shares.reserved() is warming.cgroup  # the older warm-up, while no job waits for either
+        assert shares.reserved() is None
         launcher.awaited(cold)
         assert shares.reserved() is cold.cgroup
         assert (_weight(cold.cgroup), _weight(warming.cgroup), _weight(hostile.cgroup)) == (3, 1, 1)
@@ -184,10 +188,10 @@ def test_a_hostile_job_next_to_a_benign_one_leaves_the_reserved_share_of_a_warm_
             # More sandboxes than cores: the others' quotas leave the reserved cores free.
             others = sum(_quota_cores(s.cgroup) for s in (warming, hostile, benign) if s.cgroup is not None)
             assert others <= CORES - reserve4 + 1e-4
-        # Its job starts: a job like the others; the refill's warm-up is favoured again, no quota cut.
+        # Its job starts: a job like the others; nothing is favoured, every quota is the fair one.
         launcher.fit(cold, 2)
-        assert shares.reserved() is warming.cgroup
-        assert (_weight(cold.cgroup), _weight(warming.cgroup)) == (1, 3)
+        assert shares.reserved() is None
+        assert (_weight(cold.cgroup), _weight(warming.cgroup)) == (1, 1)
         assert _quota_cores(warming.cgroup) == pytest.approx(min(own, fair4), abs=1e-5)
         assert _quota_cores(hostile.cgroup) == pytest.approx(min(own, fair4), abs=1e-5)
         cold.close()
