@@ -149,6 +149,10 @@ class PoolModel(BaseModel):
     served_warm: int
     served_cold: int
     served_light: int
+    served_claimed: int = Field(
+        description="jobs that found no ready sandbox and took the one being warmed (in served_warm too)"
+    )
+    waited_s: float = Field(description="seconds jobs waited for a warm-up (claimed or cold), all together")
     refill: RefillModel
 
 

@@ -33,6 +33,11 @@ MIN_QUOTA_US = 1_000
 MIN_FAIR_CORES = 1.0
 """A competing sandbox's quota is never cut below one core: one thread of every job runs at full speed
 when the host has the cores (the weights share them out when it does not)."""
+MIN_CUT_CORES = 0.25
+"""Next to the reserved warm-up (CpuShares), a sandbox's quota is never cut below a quarter of a core."""
+V1_SHARES = 1024
+V2_WEIGHT = 100
+"""A sandbox's CPU weight: every job has the same (cgroup v1 ``cpu.shares``, v2 ``cpu.weight``)."""
 
 
 def _write_quota(folder: Path, cpus: float) -> None:
@@ -76,6 +81,8 @@ class JobCgroup:
     """Seconds the sandbox was throttled while its quota was cut below ``cpus`` for others (ended spells)."""
     capped_since: float | None = None
     """``throttled_s()`` when the current cut began (None: not cut now)."""
+    weight: int = 1
+    """The CPU weight in force now, in jobs' weights (1: a job's; more for the warm-up CpuShares favours)."""
 
     def add(self, pid: int) -> None:
         """Move ``pid`` (and so its future children) into the cgroup."""
@@ -126,6 +133,20 @@ class JobCgroup:
         if cpus < self.cpus:
             self.capped_since = self.throttled_s()
         self.quota_cpus = cpus
+        return True
+
+    def set_weight(self, jobs: int) -> bool:
+        """Write a CPU weight of ``jobs`` times a job's (v1 ``cpu.shares``, v2 ``cpu.weight``)."""
+        folder = self._controller("cpu")
+        try:
+            if folder is not None and (folder / "cpu.shares").exists():
+                (folder / "cpu.shares").write_text(str(min(V1_SHARES * jobs, 262_144)))
+            elif folder is not None and (folder / "cpu.weight").exists():
+                (folder / "cpu.weight").write_text(str(min(V2_WEIGHT * jobs, 10_000)))
+        except OSError as exc:
+            log.debug("could not set the CPU weight of %s: %s", self.dirs, exc)
+            return False
+        self.weight = jobs
         return True
 
     def _end_cut(self) -> None:
@@ -222,7 +243,8 @@ class JobCgroup:
 
 
 class CpuShares:
-    """Caps every competing sandbox at its fair share of the cores while more than one competes.
+    """Caps every competing sandbox at its fair share of the cores while more than one competes, and favours
+    one warm-up over the others.
 
     Equal weights alone do not keep a job with dozens of busy threads from slowing a neighbour: the
     neighbour's threads get their share of CPU time, but each wake-up waits behind the busy job's
@@ -235,12 +257,32 @@ class CpuShares:
     Each competing sandbox's quota is ``min(its own, max(cores / competing, MIN_FAIR_CORES))``: alone, a job
     keeps its whole quota (at most one core per rank); the caps are recomputed whenever one starts or stops
     competing.
+
+    Warm-ups: where those caps add up to more than the host's cores (more sandboxes compete than there are
+    cores), they do not keep a warm-up's single thread from waiting behind the jobs' threads, and a
+    request that found the pool empty waits for that warm-up.  So the warm-up a request waits for (a pool
+    sandbox it claimed while it warmed, or its cold start; the oldest such one, if several) is favoured:
+
+    * its CPU weight is that of all the other competing sandboxes together, so however many threads they
+      run it gets at least half of what the runner's sandboxes get;
+    * it holds a **reserved share**: its quota is its fair share (at most half the host) and every other
+      competing sandbox shares what is left, never under MIN_CUT_CORES, so the others' quotas together
+      leave the reserved cores free.
+
+    The refill's warm-up, while no request waits for it, is one sandbox like the others (its fair share):
+    every verdict taken from the pool starts a refill that competes with that verdict, so favouring the
+    refill would slow each verdict next to a busy neighbour to speed up only the next request's, and a
+    quota cut for it would be lost to the host whenever the job it was cut from sleeps.
     """
 
     def __init__(self, cores: int) -> None:
         self.cores = max(cores, 1)
         self._lock = threading.Lock()
+        # Insertion order is start order: the oldest warm-up is the first one found.
         self._competing: dict[int, JobCgroup] = {}
+        self._warming: set[int] = set()
+        self._awaited: set[int] = set()
+        self._reserved: int | None = None
 
     def fair_cores(self, competing: int) -> float:
         """The most cores one sandbox may hold while ``competing`` sandboxes compete."""
@@ -250,32 +292,82 @@ class CpuShares:
         """The quota, in cores, of a sandbox entitled to ``own_cpus`` next to ``competing - 1`` others."""
         return min(own_cpus, self.fair_cores(competing))
 
+    def reserved_cores(self, own_cpus: float, competing: int) -> float:
+        """The reserved warm-up's quota next to ``competing - 1`` others.
+
+        Its fair share, and at most half the host: the others keep the rest.
+        """
+        return min(own_cpus, self.fair_cores(competing), self.cores / 2)
+
+    def rest_quota(self, own_cpus: float, reserved: float, competing: int) -> float:
+        """The quota of a sandbox other than the reserved warm-up: an equal part of the cores left over."""
+        left = (self.cores - reserved) / max(competing - 1, 1)
+        return min(own_cpus, max(left, MIN_CUT_CORES), self.fair_cores(competing))
+
     @property
     def competing(self) -> int:
         """How many sandboxes compete for the CPU now."""
         with self._lock:
             return len(self._competing)
 
-    def compete(self, cgroup: JobCgroup) -> None:
-        """``cgroup`` competes from now on (a warm-up or a job started); every cap is recomputed."""
+    def reserved(self) -> JobCgroup | None:
+        """The warm-up favoured now (None: no request waits for a warm-up, or it competes alone)."""
+        with self._lock:
+            return None if self._reserved is None else self._competing.get(self._reserved)
+
+    def compete(self, cgroup: JobCgroup, warming: bool = False) -> None:
+        """``cgroup`` competes from now on: a warm-up (``warming``) or a job; every cap is recomputed."""
         if cgroup.cpus <= 0:
             return
         with self._lock:
-            self._competing[id(cgroup)] = cgroup
+            key = id(cgroup)
+            self._competing[key] = cgroup
+            if warming:
+                self._warming.add(key)
+            else:
+                self._warming.discard(key)
+                self._awaited.discard(key)
             self._apply()
+
+    def await_warm_up(self, cgroup: JobCgroup) -> None:
+        """A request waits for this warm-up from now on: it is favoured (the oldest such one)."""
+        with self._lock:
+            key = id(cgroup)
+            if key in self._warming and key not in self._awaited:
+                self._awaited.add(key)
+                self._apply()
 
     def rest(self, cgroup: JobCgroup) -> None:
         """``cgroup`` stopped competing (warmed and idle in the pool, or removed); caps are recomputed."""
         with self._lock:
-            if self._competing.pop(id(cgroup), None) is not None:
+            key = id(cgroup)
+            self._warming.discard(key)
+            self._awaited.discard(key)
+            if self._competing.pop(key, None) is not None:
+                if cgroup.weight != 1:
+                    cgroup.set_weight(1)  # idle in the pool: a job's weight again once it runs one
                 self._apply()
 
     def _apply(self) -> None:
         count = len(self._competing)
-        for cgroup in self._competing.values():
-            quota = self.quota_for(cgroup.cpus, count)
+        # The oldest warm-up a request waits for; none while it competes alone.
+        holder = next((k for k in self._competing if k in self._awaited), None) if count > 1 else None
+        self._reserved = holder
+        reserve = 0.0
+        if holder is not None:
+            reserve = self.reserved_cores(self._competing[holder].cpus, count)
+        for key, cgroup in self._competing.items():
+            if not reserve:
+                quota = self.quota_for(cgroup.cpus, count)
+            elif key == holder:
+                quota = reserve
+            else:
+                quota = self.rest_quota(cgroup.cpus, reserve, count)
             if quota != cgroup.quota_cpus:
                 cgroup.set_quota(quota)
+            weight = count - 1 if key == holder else 1
+            if weight != cgroup.weight:
+                cgroup.set_weight(weight)
 
 
 class CgroupManager:
@@ -386,7 +478,7 @@ class CgroupManager:
                         (folder / "memory.swap.max").write_text("0")
                     (folder / "pids.max").write_text(str(max_pids))
                     if self.cpu:
-                        (folder / "cpu.weight").write_text("100")
+                        (folder / "cpu.weight").write_text(str(V2_WEIGHT))
                         if cpus > 0:
                             _write_quota(folder, cpus)
                 elif controller == "memory":
@@ -396,7 +488,7 @@ class CgroupManager:
                 elif controller == "pids":
                     (folder / "pids.max").write_text(str(max_pids))
                 elif controller == "cpu":
-                    (folder / "cpu.shares").write_text("1024")
+                    (folder / "cpu.shares").write_text(str(V1_SHARES))
                     if cpus > 0:
                         (folder / "cpu.cfs_period_us").write_text(str(CPU_PERIOD_US))
                         _write_quota(folder, cpus)
@@ -407,7 +499,7 @@ class CgroupManager:
         cgroup = JobCgroup(dirs, self.version, cpus=cpus if self.cpu else 0.0)
         cgroup.quota_cpus = cgroup.cpus
         # It is created for a sandbox that starts now: its warm-up competes from the start.
-        self.shares.compete(cgroup)
+        self.shares.compete(cgroup, warming=True)
         return cgroup
 
     def _limit_tcp_v1(self, folder: Path, tcp_bytes: int) -> None:

@@ -14,6 +14,9 @@ ready rather than each one waiting for a whole warm-up of its own.  The pool sti
 own at a time; in a burst, the one a job took warms beside it (two warm-ups at once, as when a job starts a
 cold sandbox while the pool refills).  A claimed sandbox that fails counts as a refill failure (back-off,
 ``/v1/health``).
+While it warms, a sandbox a job waits for (claimed, or a cold start) is favoured for the CPU, with a
+reserved share, over the refill's next one and the running jobs (runner/cgroups.py CpuShares);
+``state()`` counts the claims and the time jobs waited for warm-ups.
 The refill thread never dies: a failure (a sandbox that does not start, descriptors or memory running out)
 is retried with exponential back-off and shown in ``/v1/health``.
 """
@@ -68,6 +71,10 @@ class WarmPool:
         self.warmed = 0  # sandboxes that finished their warm-up, claimed or not (readiness: one is enough)
         self.served_cold = 0
         self.served_light = 0
+        self.served_claimed = 0
+        """Jobs that found no ready sandbox and took the one being warmed (counted in ``served_warm`` too)."""
+        self.waited_s = 0.0
+        """Seconds jobs spent waiting for a warm-up (a claimed sandbox's, or a cold start's), all together."""
         self.failures = 0
         """Consecutive refill failures (0 once a sandbox warmed up again)."""
         self.last_error: str | None = None
@@ -111,6 +118,7 @@ class WarmPool:
                 self.served_light += 1
             return self._cold(nproc, preload=False)
         claimed: _Warming | None = None
+        asked = time.monotonic()
         with self._cond:
             for capacity in (n for n in self.targets if n >= nproc):
                 queue = self._ready[capacity]
@@ -124,6 +132,9 @@ class WarmPool:
             claimed = next((w for w in self._warming if not w.claimed and w.capacity >= nproc), None)
             if claimed is not None:
                 claimed.claimed = True
+                # The job waits for this warm-up now: it is favoured for the CPU, with a reserved share,
+                # over the refill's next one (CpuShares).
+                self.launcher.awaited(claimed.sandbox)
                 if light:
                     claimed.sandbox.hint_light()
                 self._cond.notify_all()  # the refill: hand it over and start the next one
@@ -145,9 +156,12 @@ class WarmPool:
                     self._record_failure(
                         f"a warm sandbox did not start: {claimed.sandbox.diagnostics() or 'no output'}"
                     )
+            with self._cond:
+                self.waited_s += time.monotonic() - asked
             if ready:
                 with self._cond:
                     self.served_warm += 1
+                    self.served_claimed += 1
                 return claimed.sandbox
             self._discard(claimed.sandbox)
         with self._cond:
@@ -155,8 +169,16 @@ class WarmPool:
         return self._cold(nproc, preload="torch")
 
     def _cold(self, nproc: int, preload: bool | str) -> Sandbox:
+        asked = time.monotonic()
         sandbox = self.launcher.spawn(nproc, preload=preload)
-        if not sandbox.wait_ready(READY_TIMEOUT_S):
+        # A job waits for this warm-up: it is favoured for the CPU, with a reserved share (CpuShares).
+        self.launcher.awaited(sandbox)
+        try:
+            ready = sandbox.wait_ready(READY_TIMEOUT_S)
+        finally:
+            with self._cond:
+                self.waited_s += time.monotonic() - asked
+        if not ready:
             detail = sandbox.diagnostics()
             self._discard(sandbox)
             raise RuntimeError(f"sandbox failed to start: {detail or 'no output'}")
@@ -179,6 +201,8 @@ class WarmPool:
                 "served_warm": self.served_warm,
                 "served_cold": self.served_cold,
                 "served_light": self.served_light,
+                "served_claimed": self.served_claimed,
+                "waited_s": round(self.waited_s, 3),
                 "refill": {
                     "ok": self.failures == 0,
                     "consecutive_failures": self.failures,

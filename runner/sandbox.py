@@ -414,6 +414,11 @@ class SandboxLauncher:
         if sandbox.cgroup is not None and self.cgroups is not None:
             self.cgroups.shares.rest(sandbox.cgroup)
 
+    def awaited(self, sandbox: Sandbox) -> None:
+        """A job waits for this sandbox's warm-up: it is favoured, with a reserved CPU share (CpuShares)."""
+        if sandbox.cgroup is not None and self.cgroups is not None:
+            self.cgroups.shares.await_warm_up(sandbox.cgroup)
+
     def _namespace_args(self) -> list[str]:
         args = [
             "--unshare-ipc",
