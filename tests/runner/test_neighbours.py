@@ -297,6 +297,7 @@ def test_a_request_that_finds_the_pool_empty_takes_the_warm_up_and_its_reserved_
         assert len(seen) == 1
         holder, quota = seen[0]
         assert holder is job.cgroup  # the claimed warm-up, the one the request waits for
+        assert job.cgroup is not None
         assert quota == pytest.approx(cgroups.shares.reserved_cores(job.cgroup.cpus, 2), abs=1e-5)
         # Until its job starts, it keeps the reservation over the refill's next warm-up, now started.
         assert cgroups.shares.reserved() is job.cgroup
