@@ -14,6 +14,10 @@ from tests import xdist_groups
 pytest.importorskip("xdist")  # the dev extra installs it
 
 
+#: A parametrized id may hold spaces and escaped newlines (tests/runner/test_modes.py has some).
+SPACED = "tests/runner/test_modes.py::test_e[ddp-9-nproc must be 1 to 8-import torch\\nx]"
+
+
 class Item:
     """What the worker's hook reads of a collected test."""
 
@@ -44,19 +48,21 @@ def test_every_sandbox_test_is_one_work_unit_and_every_other_test_its_own() -> N
     items = [
         Item("tests/runner/test_modes.py::test_a", "sandbox", "slow"),
         Item("tests/test_dispute_cli.py::test_b[x]", "sandbox", "process"),
+        Item(SPACED, "sandbox"),
         Item("tests/test_serve_process.py::test_c", "process", "slow"),
         Item("tests/test_scoring.py::test_d"),
     ]
     for node in workers:  # each worker collects the same tests and writes its own list
         xdist_groups.record_sandbox_tests(SimpleNamespace(workerinput=node.workerinput), items)  # type: ignore[arg-type]
     folder = Path(workers[0].workerinput[xdist_groups.IDS_FILE]).parent
-    assert sorted(p.name for p in folder.iterdir()) == ["gw0.txt", "gw1.txt"]
+    assert sorted(p.name for p in folder.iterdir()) == ["gw0.json", "gw1.json"]
 
     sched = scheduler(controller)
     scopes = {item.nodeid: sched._split_scope(item.nodeid) for item in items}
     assert scopes == {
         "tests/runner/test_modes.py::test_a": xdist_groups.SANDBOX_GROUP,
         "tests/test_dispute_cli.py::test_b[x]": xdist_groups.SANDBOX_GROUP,
+        SPACED: xdist_groups.SANDBOX_GROUP,
         "tests/test_serve_process.py::test_c": "tests/test_serve_process.py::test_c",
         "tests/test_scoring.py::test_d": "tests/test_scoring.py::test_d",
     }

@@ -16,6 +16,7 @@ these hooks; without pytest-xdist installed they are never called.
 
 from __future__ import annotations
 
+import json
 import tempfile
 from pathlib import Path
 from typing import Any
@@ -39,7 +40,7 @@ def _ids_dir(config: pytest.Config) -> Path:
 @pytest.hookimpl(optionalhook=True)
 def pytest_configure_node(node: Any) -> None:
     """Controller: tell each worker where to write the sandbox tests it collected."""
-    node.workerinput[IDS_FILE] = str(_ids_dir(node.config) / f"{node.gateway.id}.txt")
+    node.workerinput[IDS_FILE] = str(_ids_dir(node.config) / f"{node.gateway.id}.json")
 
 
 def record_sandbox_tests(config: pytest.Config, items: list[pytest.Item]) -> None:
@@ -50,7 +51,8 @@ def record_sandbox_tests(config: pytest.Config, items: list[pytest.Item]) -> Non
     if target is None:
         return
     ids = [item.nodeid for item in items if item.get_closest_marker("sandbox") is not None]
-    Path(target).write_text("".join(f"{nodeid}\n" for nodeid in ids), encoding="utf-8")
+    # JSON, not a line per id: a parametrized test's id may hold spaces and escaped newlines.
+    Path(target).write_text(json.dumps(ids), encoding="utf-8")
 
 
 @pytest.hookimpl(optionalhook=True, tryfirst=True)
@@ -77,8 +79,8 @@ def _scheduler_class() -> type:
         def _split_scope(self, nodeid: str) -> str:
             if self._sandbox is None:
                 ids: set[str] = set()
-                for listing in _ids_dir(self.config).glob("*.txt"):
-                    ids |= set(listing.read_text(encoding="utf-8").split())
+                for listing in _ids_dir(self.config).glob("*.json"):
+                    ids |= set(json.loads(listing.read_text(encoding="utf-8")))
                 self._sandbox = frozenset(ids)
             return SANDBOX_GROUP if nodeid in self._sandbox else nodeid
 
@@ -89,6 +91,6 @@ def pytest_unconfigure(config: pytest.Config) -> None:
     """Controller: remove the workers' lists."""
     folder = config.stash.get(_DIR, None)
     if folder is not None:
-        for listing in folder.glob("*.txt"):
+        for listing in folder.glob("*.json"):
             listing.unlink()
         folder.rmdir()
