@@ -17,15 +17,26 @@ LOCK   := requirements/lock.txt
 play: setup
 	$(BIN)/rankzero play
 
+# The suite can run on several pytest-xdist workers (`make test TEST_WORKERS=3`): most of its time is
+# spent waiting on processes (sandboxes, serve, the CLI), not computing. Every sandbox test goes to one
+# worker, one at a time as in a serial run (they share the host's cgroups and cores); the rest is spread
+# over all of them (tests/xdist_groups.py). CI's run (`make test`) stays in one process until parallel runs
+# have passed on a quiet machine often enough to trust: see README.md, "Tests", for the figures.
+CORES        := $(shell nproc 2>/dev/null || echo 2)
+TEST_WORKERS ?= 1
+# The fast tier computes more than it waits: one worker a core.
+FAST_WORKERS ?= $(CORES)
+XDIST         = $(if $(filter-out 0 1,$(1)),-n $(1) --dist loadgroup)
+
 test: setup
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest $(call XDIST,$(TEST_WORKERS))
 
 # The inner loop: the in-process tier only (no sandboxes, no processes, nothing marked slow; PostgreSQL
 # included). tests/conftest.py marks each test; `make test` (CI's command) still runs everything.
 FAST := not slow and not sandbox and not process
 
 test-fast: setup
-	$(BIN)/python -m pytest -m "$(FAST)"
+	$(BIN)/python -m pytest $(call XDIST,$(FAST_WORKERS)) -m "$(FAST)"
 
 setup: $(STAMP) sandbox
 

@@ -38,6 +38,14 @@ from tests.discord_fake import FakeDiscord
 from tests.fakes import FakePlatform, FrozenClock
 from tests.runner_server import RunnerServer, runner_server
 
+# pytest-xdist hooks (the controller side of `make test`'s parallel run): the sandbox tests on one worker.
+from tests.xdist_groups import (  # noqa: F401 (hook implementations, found by name)
+    pytest_configure_node,
+    pytest_unconfigure,
+    pytest_xdist_make_scheduler,
+    record_sandbox_tests,
+)
+
 PG_URL = os.environ.get("RANKZERO_TEST_PG_URL", "postgresql+asyncpg://postgres@127.0.0.1:5432/postgres")
 START = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
 CHANNEL = ChannelRef("test", "ws1", "general", "general")
@@ -88,6 +96,7 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
             kinds.add("postgres")
         for kind in sorted(kinds):
             item.add_marker(kind)
+    record_sandbox_tests(config, items)  # for `make test`'s parallel run (tests/xdist_groups.py)
 
 
 async def _pg_admin(sql: str) -> None:

@@ -968,12 +968,19 @@ class FakeDiscord:
             await asyncio.sleep(0.01)
 
 
+#: Interaction token numbers, shared by every Interactions of the process (see Interactions.__init__).
+_TOKENS = itertools.count(1)
+
+
 class Interactions:
     """Builds interaction payloads and feeds them to a client as the gateway would."""
 
     def __init__(self, fake: FakeDiscord) -> None:
         self.fake = fake
-        self._n = itertools.count(1)
+        # Unique in the process, as Discord's are: discord.py keeps one webhook rate-limit lock per (app,
+        # token) for the whole process, and a test that ended while its lock was held for a bucket's reset
+        # (X-RateLimit-Remaining 0) left it held; a later test's "tok-3" then waited on it for ever.
+        self._n = _TOKENS
 
     def _base(
         self,

@@ -105,9 +105,8 @@ class Bucket:
     tokens: float = -1.0
     at: float = 0.0
 
-    def take(self) -> float:
-        """0 when a call may go now (and count it), else the seconds until one may."""
-        now = time.monotonic()
+    def take(self, now: float) -> float:
+        """0 when a call may go at ``now`` (monotonic seconds) and is counted, else the seconds to wait."""
         if self.tokens < 0:
             self.tokens, self.at = self.burst, now
         self.tokens = min(self.burst, self.tokens + (now - self.at) * self.per_s)
@@ -460,7 +459,8 @@ class FakeSlackApi:
     #: bot tokens that expire after ``token_ttl_s`` (Slack: 12 hours); an expired one is ``token_expired``.
     rotation: bool = False
     token_ttl_s: float = 12 * 3600
-    #: Added to the real clock to make the fake's "now": a test moves time forward by raising it.
+    #: Added to the real clock to make the fake's "now" (token expiry, response_url ages, the rate budgets):
+    #: a test moves time forward by raising it.
     clock_offset_s: float = 0.0
     #: Live refresh tokens -> the workspace token they renew (its team, scopes, org-wide...).
     refresh_tokens: dict[str, Token] = field(default_factory=dict)
@@ -599,7 +599,9 @@ class FakeSlackApi:
             return
         key = str(args.get("channel")) if method == "chat.postMessage" else str(args.get("_team", TEAM))
         bucket = self._buckets.setdefault((method, key), Bucket(*limit))
-        wait = bucket.take()
+        # The fake's clock: a test that moves time forward (clock_offset_s) refills the budgets as that much
+        # time would, instead of the app waiting out the Retry-After for real.
+        wait = bucket.take(time.monotonic() + self.clock_offset_s)
         if wait > 0:
             raise SlackRefusal("ratelimited", status=429, retry_after=max(1, math.ceil(wait)))
 

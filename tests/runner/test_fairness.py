@@ -237,6 +237,9 @@ def test_a_one_process_job_that_starts_workers_gets_the_cpu_of_as_many_ranks(ser
     cores = float(min(service.config.max_nproc, os.cpu_count() or 1))
     sandbox = service.pool.acquire(1)
     try:
+        # The pool's refill warms a sandbox in its place, which competes for the CPU until it is warm
+        # (CpuShares: each would get half the cores); this checks the quota of a job alone.
+        assert service.pool.wait_full(300)
         assert sandbox.cgroup is not None
         for job, cpus in ((spawn, cores), (plain, 1.0), (spawn, cores)):
             service.launcher.fit(sandbox, 1, service.cpu_ranks(1, job))

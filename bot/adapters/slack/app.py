@@ -35,7 +35,7 @@ from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
 from bot.adapters.slack import blocks as bk
-from bot.adapters.slack import failures, observe
+from bot.adapters.slack import failures, observe, verify
 from bot.adapters.slack.budget import RequestBudget
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
@@ -377,7 +377,7 @@ class SlackHttpServer:
         if self._oauth:
             routes += [web.get(INSTALL_PATH, self._handle_oauth), web.get(REDIRECT_PATH, self._handle_oauth)]
         web_app.add_routes(routes)
-        self._runner = web.AppRunner(web_app, access_log=None)
+        self._runner = web.AppRunner(web_app, access_log=None, lingering_time=verify.REFUSED_BODY_LINGER_S)
         await self._runner.setup()
         self._site = web.TCPSite(self._runner, self._host, self._port)
         await self._site.start()

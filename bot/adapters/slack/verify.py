@@ -88,6 +88,10 @@ def check_signature(secret: bytes, signed: SignedHeaders, body: bytes) -> None:
 #: sender that declares a body and then trickles it (or nothing) would otherwise hold a connection, and
 #: the memory of what it sent, for as long as it likes, without a valid signature.
 BODY_READ_TIMEOUT_S = 10.0
+#: After a refusal the server reads and discards what is left of the body for at most this long, then
+#: closes the connection (aiohttp's ``lingering_time``, its default): a client still sending gets to read
+#: the 413/408 instead of a connection reset, and a trickling one is cut off after that.
+REFUSED_BODY_LINGER_S = 10.0
 
 
 async def read_capped(request: web.Request, limit: int = MAX_BODY_BYTES) -> bytes:

@@ -57,6 +57,7 @@ async def close_now(slack: Harness) -> str:
 
 async def drain_after(slack: Harness, seconds: float) -> None:
     slack.clock.advance(seconds)
+    slack.api.clock_offset_s += seconds  # Slack's side of the same time (its rate budgets refill)
     await slack.services.schedules.deliver_outbox()
 
 

@@ -247,8 +247,16 @@ def test_install_limiter_is_per_client_and_bounded() -> None:
     assert len(limiter._seen) <= 100
 
 
+@pytest.fixture
+def short_linger(monkeypatch: pytest.MonkeyPatch) -> None:
+    """The server started after this (``slack`` listed after it) closes a refused connection after 0.2 s
+    of reading what is left of its body, instead of 10 s: the test reads each answer to the end.
+    """
+    monkeypatch.setattr(verify, "REFUSED_BODY_LINGER_S", 0.2)
+
+
 async def test_a_body_that_never_arrives_is_refused_with_408(
-    slack: Harness, parsed: list[str], monkeypatch: pytest.MonkeyPatch
+    short_linger: None, slack: Harness, parsed: list[str], monkeypatch: pytest.MonkeyPatch
 ) -> None:
     """Well-formed headers, then a declared body that trickles in: the connection is not held for good."""
     monkeypatch.setattr(verify, "BODY_READ_TIMEOUT_S", 0.5)
