@@ -46,7 +46,9 @@ async def close_now(slack: Harness) -> str:
     before = {id(c) for c in slack.api.of("response")}
     r = await slack.send.command(LISTED, "close-now")
     assert r.status_code == 200
-    for _ in range(200):  # the reply comes through the response_url after the ack
+    # The reply comes through the response_url after the ack; a hang guard of a minute (not a speed bound:
+    # a loaded 2-core machine took more than 10 s here).
+    for _ in range(1200):
         replies = [c.dump() for c in slack.api.of("response") if id(c) not in before]
         said = [t for t in replies if "losed" in t or "went wrong" in t]
         if said:
