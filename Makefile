@@ -95,7 +95,7 @@ runner: setup
 lint: setup
 	$(BIN)/ruff check bot questions runner tests benchmarks migrations
 	$(BIN)/ruff format --check bot questions runner tests benchmarks migrations
-	$(BIN)/mypy --strict bot runner questions migrations benchmarks tests/runner
+	$(BIN)/mypy --strict bot runner questions migrations benchmarks tests
 	$(BIN)/lint-imports
 
 bench: setup

@@ -13,9 +13,9 @@ from __future__ import annotations
 import copy
 import datetime as dt
 from collections.abc import AsyncIterator, Callable, Sequence
-from contextlib import asynccontextmanager
+from contextlib import AbstractAsyncContextManager, asynccontextmanager
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, ClassVar, TypeVar
+from typing import TYPE_CHECKING, Any, ClassVar, TypeVar, overload
 
 from sqlalchemy.ext.asyncio import AsyncEngine
 
@@ -159,18 +159,53 @@ class Env:
 EnvT = TypeVar("EnvT", bound=Env)
 
 
-@asynccontextmanager
-async def open_env(
+# Overloaded so that a call without ``kind`` is typed as a plain Env (a TypeVar cannot take a default).
+@overload
+def open_env(
     db_url: str,
     clock: FrozenClock,
     platform: FakePlatform,
     *,
-    kind: type[EnvT] = Env,  # type: ignore[assignment]
+    kind: type[EnvT],
     bank: Sequence[dict[str, Any]] | None = None,
     **build: Any,
-) -> AsyncIterator[EnvT]:
+) -> AbstractAsyncContextManager[EnvT]: ...
+
+
+@overload
+def open_env(
+    db_url: str,
+    clock: FrozenClock,
+    platform: FakePlatform,
+    *,
+    bank: Sequence[dict[str, Any]] | None = None,
+    **build: Any,
+) -> AbstractAsyncContextManager[Env]: ...
+
+
+def open_env(
+    db_url: str,
+    clock: FrozenClock,
+    platform: FakePlatform,
+    *,
+    kind: type[Env] = Env,
+    bank: Sequence[dict[str, Any]] | None = None,
+    **build: Any,
+) -> AbstractAsyncContextManager[Env]:
     """A test app (as ``kind``) on ``db_url`` posting to ``platform``, the test bank unless ``bank`` is
     given (``[]``: none); ``build`` goes to :func:`build_test_app` (runner, units_of_work, settings)."""
+    return _open_env(db_url, clock, platform, kind, bank, build)
+
+
+@asynccontextmanager
+async def _open_env(
+    db_url: str,
+    clock: FrozenClock,
+    platform: FakePlatform,
+    kind: type[Env],
+    bank: Sequence[dict[str, Any]] | None,
+    build: dict[str, Any],
+) -> AsyncIterator[Env]:
     app = await build_test_app(
         db_url, clock=clock, platform=platform, bank=test_bank() if bank is None else bank, **build
     )

@@ -14,11 +14,10 @@ import dataclasses
 from dataclasses import dataclass, field, replace
 from typing import Any
 
-import discord
 from sqlalchemy import func, select
 from sqlalchemy.ext.asyncio import AsyncEngine
 
-from bot.adapters.discord.app import DiscordAdapter
+from bot.adapters.discord.app import DiscordAdapter, RankZeroClient, RankZeroShardedClient
 from bot.core.models import ChannelRef
 from bot.core.outbox import OutboxTiming
 from bot.core.ports import RunnerClient
@@ -74,7 +73,7 @@ class Bot:
     clock: FrozenClock
 
     @property
-    def client(self) -> discord.Client:
+    def client(self) -> RankZeroClient | RankZeroShardedClient:
         return self.adapter.client
 
     @property

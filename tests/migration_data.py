@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import asyncio
 import uuid
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping, Sequence
 from pathlib import Path
 
 import pytest
@@ -39,7 +39,9 @@ def fresh_database(backend: str, tmp_path: Path, name: str) -> Iterator[str]:
         asyncio.run(_pg_admin(f'DROP DATABASE IF EXISTS "{database}" WITH (FORCE)'))
 
 
-async def run_sql(url: str, *statements: tuple[str, list[dict[str, object]] | dict[str, object]]) -> None:
+async def run_sql(
+    url: str, *statements: tuple[str, Sequence[Mapping[str, object]] | Mapping[str, object]]
+) -> None:
     """Run each ``(sql, params)`` in one transaction."""
     engine = make_engine(url)
     async with engine.begin() as conn:

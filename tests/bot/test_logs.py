@@ -110,11 +110,15 @@ async def test_a_slack_request_names_its_workspace_channel_and_trigger_and_drops
         enter_request(body, tenant)
         return current_context()
 
-    click = {"type": "block_actions", "channel": {"id": "C123"}, "trigger_id": "111.222.abc"}
+    click: dict[str, object] = {
+        "type": "block_actions",
+        "channel": {"id": "C123"},
+        "trigger_id": "111.222.abc",
+    }
     assert await asyncio.create_task(handle(click, "E1/T1")) == {
         "tenant": "slack:E1/T1",
         "channel": "C123",
         "request_id": "slack:111.222.abc",
     }
-    hostile = {"channel_id": 'C1\n{"level": "CRITICAL"}', "trigger_id": "x" * 500}
+    hostile: dict[str, object] = {"channel_id": 'C1\n{"level": "CRITICAL"}', "trigger_id": "x" * 500}
     assert await asyncio.create_task(handle(hostile, "T1")) == {"tenant": "slack:T1"}

@@ -35,6 +35,7 @@ import pytest
 from sqlalchemy import text
 
 from bot.core.models import ChannelRef
+from bot.core.ports import SystemClock
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
@@ -50,11 +51,6 @@ from tests.waiting import wait_until
 REPLICAS = 3
 #: Slack channels scheduled at the same minute.
 CHANNELS = [f"CR{n}" for n in range(6)]
-
-
-class _Clock:
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
 
 
 class Replica:
@@ -153,8 +149,8 @@ async def _empty_and_schedule(db_url: str, at: dt.datetime | None) -> dict[str, 
             async with engine.begin() as conn:
                 await conn.execute(text(f"TRUNCATE {tables} RESTART IDENTITY CASCADE"))
             return {}
-        quiz = QuizService(lambda: SqlUnitOfWork(factory), _Clock())
-        service = ScheduleService(lambda: SqlUnitOfWork(factory), _Clock(), quiz)
+        quiz = QuizService(lambda: SqlUnitOfWork(factory), SystemClock())
+        service = ScheduleService(lambda: SqlUnitOfWork(factory), SystemClock(), quiz)
         for channel in CHANNELS:
             ref = ChannelRef("slack", TEAM, channel, channel.lower())
             await service.set_schedule(

@@ -23,6 +23,7 @@ from typing import Any
 import httpx
 import pytest
 import yaml
+from pydantic import SecretStr
 
 from bot.config import Settings
 from bot.core.dispute_service import DisputeService, question_from_spec
@@ -388,9 +389,13 @@ async def test_a_gpu_ddp_job_needs_nccl_and_the_gpus() -> None:
 
 # --------------------------------------------------------------------------- the setting
 def test_one_url_is_the_plain_client_several_are_a_fleet() -> None:
-    single = runner_from_settings(Settings(runner_url="http://127.0.0.1:8765/", runner_token="a,b"))
+    single = runner_from_settings(
+        Settings(runner_url="http://127.0.0.1:8765/", runner_token=SecretStr("a,b"))
+    )
     assert isinstance(single, HttpRunnerClient) and single.url == "http://127.0.0.1:8765"
-    fleet = runner_from_settings(Settings(runner_url="http://a:1, https://b:2", runner_token="tok"))
+    fleet = runner_from_settings(
+        Settings(runner_url="http://a:1, https://b:2", runner_token=SecretStr("tok"))
+    )
     assert isinstance(fleet, FleetRunnerClient) and fleet.urls == ["http://a:1", "https://b:2"]
     assert runner_from_settings(Settings()) is None
     endpoints = parse_runner_endpoints("http://a:1,http://b:2,http://c:3", "x, ,z")

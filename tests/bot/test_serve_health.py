@@ -7,6 +7,8 @@ import datetime as dt
 import json
 from typing import Any
 
+import pytest
+
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.scheduling import RankZeroScheduler
@@ -87,16 +89,15 @@ async def _always_ok() -> dict[str, Any]:
     return {"ok": True}
 
 
-def test_the_health_host_must_be_an_address(monkeypatch) -> None:
-    import pytest
+def test_the_health_host_must_be_an_address(monkeypatch: pytest.MonkeyPatch) -> None:
     from pydantic import ValidationError
 
     from bot.config import Settings
 
-    assert Settings(_env_file=None).health_host == "127.0.0.1"
-    assert Settings(_env_file=None, health_host=" 0.0.0.0 ").health_host == "0.0.0.0"
+    assert Settings(_env_file=None).health_host == "127.0.0.1"  # type: ignore[call-arg]  # pydantic-settings: _env_file is hidden from mypy by the dataclass_transform signature
+    assert Settings(_env_file=None, health_host=" 0.0.0.0 ").health_host == "0.0.0.0"  # type: ignore[call-arg]  # pydantic-settings: _env_file is hidden from mypy by the dataclass_transform signature
     with pytest.raises(ValidationError, match="RANKZERO_HEALTH_HOST='localhost' is not an IP address"):
-        Settings(_env_file=None, health_host="localhost")
+        Settings(_env_file=None, health_host="localhost")  # type: ignore[call-arg]  # pydantic-settings: _env_file is hidden from mypy by the dataclass_transform signature
 
 
 async def test_a_request_head_is_bounded() -> None:

@@ -28,6 +28,7 @@ from sqlalchemy import update
 
 from bot.adapters.file.platform import read_records
 from bot.core.models import ChannelRef
+from bot.core.ports import SystemClock
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
@@ -61,8 +62,8 @@ def _schedule_now(db_url: str, window: str = "10m") -> None:
     now = dt.datetime.now(dt.UTC)
 
     async def body(factory: Any) -> None:
-        quiz = QuizService(lambda: SqlUnitOfWork(factory), _Clock())
-        svc = ScheduleService(lambda: SqlUnitOfWork(factory), _Clock(), quiz)
+        quiz = QuizService(lambda: SqlUnitOfWork(factory), SystemClock())
+        svc = ScheduleService(lambda: SqlUnitOfWork(factory), SystemClock(), quiz)
         await svc.set_schedule(
             ADMIN, FILE_CHANNEL, post_time=f"{now:%H:%M}", timezone="UTC", days="daily", window=window
         )
@@ -80,11 +81,6 @@ def _end_window_soon(db_url: str, challenge_id: int, seconds: float) -> None:
             )
 
     _db(db_url, body)
-
-
-class _Clock:
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
 
 
 class Serve:
@@ -109,7 +105,8 @@ class Serve:
     def health(self) -> dict[str, Any] | None:
         try:
             with urllib.request.urlopen(f"http://127.0.0.1:{self.port}/healthz", timeout=2) as resp:
-                return json.loads(resp.read())
+                report: dict[str, Any] = json.loads(resp.read())
+                return report
         except (urllib.error.URLError, ConnectionError, TimeoutError, http.client.HTTPException):
             return None
 

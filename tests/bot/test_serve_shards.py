@@ -29,6 +29,7 @@ import pytest
 from sqlalchemy import text
 
 from bot.core.models import ChannelRef
+from bot.core.ports import SystemClock
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
@@ -50,11 +51,6 @@ POSTED = re.compile(r"post for channel (\d+): posted \((?!already)")
 def guild_on(shard: int, n: int) -> int:
     """A guild snowflake that Discord puts on ``shard`` of SHARDS."""
     return ((SHARDS * (2000 + n) + shard) << 22) | 777
-
-
-class _Clock:
-    def now(self) -> dt.datetime:
-        return dt.datetime.now(dt.UTC)
 
 
 class Shard:
@@ -139,8 +135,8 @@ async def database(pg_database: str) -> AsyncIterator[Any]:
 async def _schedule(engine: Any, channels: dict[int, int], at: dt.datetime) -> dict[int, int]:
     """Schedule each channel (id -> its guild) daily at ``at``'s minute; return channel id -> channel pk."""
     factory = session_factory(engine)
-    quiz = QuizService(lambda: SqlUnitOfWork(factory), _Clock())
-    service = ScheduleService(lambda: SqlUnitOfWork(factory), _Clock(), quiz)
+    quiz = QuizService(lambda: SqlUnitOfWork(factory), SystemClock())
+    service = ScheduleService(lambda: SqlUnitOfWork(factory), SystemClock(), quiz)
     for channel_id, guild_id in channels.items():
         ref = ChannelRef("discord", str(guild_id), str(channel_id), "general")
         await service.set_schedule(
@@ -157,7 +153,9 @@ async def _paused(engine: Any, expected: set[int]) -> set[int]:
     """The paused schedules' channel pks, once they are ``expected`` (or after 5 s)."""
     factory = session_factory(engine)
     service = ScheduleService(
-        lambda: SqlUnitOfWork(factory), _Clock(), QuizService(lambda: SqlUnitOfWork(factory), _Clock())
+        lambda: SqlUnitOfWork(factory),
+        SystemClock(),
+        QuizService(lambda: SqlUnitOfWork(factory), SystemClock()),
     )
     found: set[int] = set()
     for _ in range(50):  # the command's reply may come before its transaction commits: poll
@@ -228,7 +226,8 @@ async def test_two_shard_processes_post_each_guild_once_and_no_failover(
                 await fake.gateway.dispatch_to_guild(first[channel_id], "INTERACTION_CREATE", payload)
                 == shard
             )
-            await fake.wait_for(lambda p=payload: int(p["id"]) in fake.acknowledged, timeout=15)
+            ack_id = int(payload["id"])
+            await fake.wait_for(lambda: ack_id in fake.acknowledged, timeout=15)  # noqa: B023 - awaited here
             paused.add(pks[channel_id])
         assert await _paused(database, paused) == paused
 
@@ -243,8 +242,10 @@ async def test_two_shard_processes_post_each_guild_once_and_no_failover(
         await fake.wait_for(lambda: _posts(fake, 790), timeout=(slot - now).total_seconds() + 45)
         await asyncio.sleep(3)  # past the slot: nobody posts in shard 1's channel
         assert _posts(fake, 790) == 1 and _posts(fake, 791) == 0
-        report = await a.health()
-        assert report is not None and new_pks[791] not in _post_jobs(report), "A never takes over B's guilds"
+        a_report = await a.health()
+        assert a_report is not None and new_pks[791] not in _post_jobs(a_report), (
+            "A never takes over B's guilds"
+        )
         assert sorted(a.posted()) == sorted([*(pk for pk, s in shard_of_pk.items() if s == 0), new_pks[790]])
         assert a.stop() == 0
     finally:

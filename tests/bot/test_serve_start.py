@@ -12,8 +12,8 @@ from typing import Any, cast
 import pytest
 
 from bot.adapters.registry import Adapter
-from bot.bootstrap import Services
 from bot.serve import AdapterStartError, _start_adapters
+from bot.services import Services
 
 
 class _Adapter:

@@ -280,7 +280,9 @@ def test_deploy_env_never_overwrites(tmp_path: Path) -> None:
     assert path.read_text() == "DISCORD_TOKEN=mine\n"
 
 
-def test_settings_ignore_the_deploy_env_in_the_working_directory(tmp_path: Path, monkeypatch) -> None:
+def test_settings_ignore_the_deploy_env_in_the_working_directory(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
     # `make deploy-env` writes .env in the repository root, where developers run `rankzero` too.
     assert _make_env(tmp_path / ".env").returncode == 0
     (tmp_path / ".env").write_text(

@@ -107,7 +107,7 @@ def test_shipped_bank_is_valid_and_complete() -> None:
     specs = [q.spec for q in loaded]
     by_source = [s for s in specs if s.source and s.source.startswith("seed")]
     originals = [s for s in specs if not (s.source and s.source.startswith("seed"))]
-    kinds = [s.kind for s in by_source]
+    kinds: list[str] = [s.kind for s in by_source]  # Kind members are their strings
     assert kinds.count("flashcard") >= 10 and kinds.count("explain") >= 4
     assert sum(k in MULTIPLE_CHOICE_KINDS for k in kinds) >= 25, "3 challenges x 5 + 2 quizzes x 5"
     assert len([s for s in originals if s.kind in MULTIPLE_CHOICE_KINDS]) >= 45

@@ -62,7 +62,7 @@ async def test_a_dispute_that_cannot_run_is_refused_without_the_runner(
     db = f"sqlite+aiosqlite:///{tmp_path / 'rz.db'}"
     problem_id = await _closed_challenge(db, close=close)
     runner = UntouchableRunner()
-    app = await build_app(Settings(database_url=db), runner=runner)  # type: ignore[arg-type]
+    app = await build_app(Settings(database_url=db), runner=runner)
     steps: list[str] = []
     try:
         with pytest.raises(error, match=why):

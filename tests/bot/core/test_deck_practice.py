@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncSession, async_sessionmaker
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.player_day import InvalidTimezoneError, day_streak, parse_timezone, player_day
 from bot.core.practice import OPTIMIZE_MIN_REVIEWS, PracticeError, PracticeService
+from bot.core.practice_models import QuizQuestionCard
 from bot.core.srs import DEFAULT_SCHEDULER
 from bot.storage.models import CardReviewRow, ReviewCardModel
 from bot.storage.uow import SqlUnitOfWork, session_factory
@@ -80,7 +81,7 @@ async def _study(practice: PracticeService, who: PlayerRef, grade: str = "easy")
 # ------------------------------------------------------------------------------------ mistakes
 async def test_a_wrong_quiz_answer_adds_the_questions_card_once_and_first(env: Env) -> None:
     await env.quiz.admin_import(ADMIN, test_bank())
-    card = await env.practice.start_quiz(ALICE.player)
+    card: QuizQuestionCard | None = await env.practice.start_quiz(ALICE.player)
     wrong_ids = []
     while card is not None:
         letter = "B" if card.position in (2, 4) else "A"  # the test bank's answer is always A

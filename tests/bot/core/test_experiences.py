@@ -189,7 +189,7 @@ def test_stats_counts_experiences_and_fresh_weekdays_on_a_known_bank() -> None:
 
 def _bank(concepts: int, per_concept: int, styles: tuple[str, ...]) -> list[QuestionCandidate]:
     """``concepts`` experiences of ``per_concept`` questions each, styles and levels spread evenly."""
-    out = []
+    out: list[QuestionCandidate] = []
     for c in range(concepts):
         style = styles[c % len(styles)]
         kind = "metrics" if style == scoring.ARITHMETIC else style

@@ -16,7 +16,7 @@ LEVELS = ("intermediate", "advanced", "expert")
 
 def _family_bank() -> list[QuestionCandidate]:
     """3 families of 12 instances plus 6 base questions: the families would fill every slot alone."""
-    cands = []
+    cands: list[QuestionCandidate] = []
     for f in range(3):
         for i in range(12):
             cands.append(

@@ -13,6 +13,7 @@ from sqlalchemy import select
 from bot.core.errors import InvalidAnswerError, NotFoundError
 from bot.core.models import Actor, PlayerRef, Tenant
 from bot.core.practice import EXPLAIN_RETRY_AFTER, PracticeError, PracticeService
+from bot.core.practice_models import QuizQuestionCard
 from bot.core.service import QuizService
 from bot.storage.db import make_engine
 from bot.storage.models import QuestionVersionRow
@@ -68,7 +69,8 @@ async def test_quiz_of_five_with_feedback_score_and_no_leaderboard_effect(
     services: tuple[QuizService, PracticeService],
 ) -> None:
     quiz_svc, practice = services
-    card = await practice.start_quiz(ALICE.player)
+    card: QuizQuestionCard | None = await practice.start_quiz(ALICE.player)
+    assert card is not None  # start_quiz always returns a card (the variable is re-set to None at the end)
     assert (card.position, card.total) == (1, 5)
     seen = []
     while card is not None:
@@ -100,7 +102,7 @@ async def test_quiz_prefers_questions_not_yet_practised(
     _, practice = services
     asked: list[str] = []
     for _ in range(3):  # 3 quizzes x 5 = 15 of the 18 multiple-choice questions, no repeats
-        card = await practice.start_quiz(ALICE.player)
+        card: QuizQuestionCard | None = await practice.start_quiz(ALICE.player)
         while card is not None:
             asked.append(card.question_id)
             await practice.answer_quiz(ALICE.player, card.quiz_id, card.position, "A")

@@ -21,7 +21,7 @@ from bot.core.errors import (
     RankZeroError,
     TimeUpError,
 )
-from bot.core.models import ChannelRef
+from bot.core.models import Challenge, ChannelRef
 from bot.core.ports import TransientConflictError
 from bot.core.service import QuizService
 from bot.core.vocabulary import Difficulty
@@ -33,7 +33,7 @@ from tests.conftest import ADMIN, CHANNEL, actor, make_spec, test_bank
 from tests.fakes import FakePlatform, FrozenClock
 
 
-async def _today(service: QuizService):
+async def _today(service: QuizService) -> Challenge:
     challenge, _ = await service.open_challenge(CHANNEL)
     return challenge
 

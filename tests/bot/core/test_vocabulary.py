@@ -64,7 +64,10 @@ def test_kind_sets_and_difficulty_order() -> None:
         "expert",
     ]
     # A member is its string: YAML, database rows and chat payloads keep plain strings.
-    assert Kind.PREDICT_OUTPUT == "predict_output" and f"{Difficulty.EXPERT}" == "expert"
+    as_str: str = (
+        Kind.PREDICT_OUTPUT
+    )  # compared as the str it is (a Kind-typed side is never equal to a literal for mypy)
+    assert as_str == "predict_output" and f"{Difficulty.EXPERT}" == "expert"
 
 
 def test_parse_enum_forgives_case_and_spaces_and_names_the_allowed_values() -> None:

@@ -4,6 +4,7 @@ or failing job does to the others in its batch, cancelled callers."""
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import AsyncIterator
 from dataclasses import dataclass
 
@@ -189,9 +190,9 @@ async def test_a_refusal_after_a_write_sends_the_batch_to_the_one_by_one_path(ri
     for n, refusing in enumerate((writes_then_refuses, adds_then_refuses)):
         before = rig.tx.stats.fallbacks
         results = await asyncio.gather(
-            rig.tx.run(lambda uow, n=n: add(uow, f"a-{n}")),
+            rig.tx.run(functools.partial(add, name=f"a-{n}")),
             rig.tx.run(refusing),
-            rig.tx.run(lambda uow, n=n: add(uow, f"b-{n}")),
+            rig.tx.run(functools.partial(add, name=f"b-{n}")),
             return_exceptions=True,
         )
         assert isinstance(results[1], ProblemOverError)

@@ -15,7 +15,7 @@ from alembic import command
 from bot.storage.db import alembic_config, upgrade
 from tests.migration_data import BACKENDS, fetch_rows, fresh_database, run_sql
 
-CHANNEL = (
+CHANNEL: tuple[str, dict[str, object]] = (
     "INSERT INTO channels (id, platform, workspace_id, channel_id, timezone, created_at) "
     "VALUES (1, 'discord', '42', '7', 'UTC', '2026-11-23 09:00:00')",
     {},

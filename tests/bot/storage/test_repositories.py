@@ -53,6 +53,7 @@ def test_the_unit_of_work_hands_out_one_repository_per_port_with_every_member() 
         "outbox",
     }
     for name, prop in by_attribute.items():
+        assert prop.fget is not None, name  # each port is a read-only property with a getter
         port = inspect.get_annotations(prop.fget, eval_str=True)["return"]
         repo = getattr(uow, name)
         # A port split in two (PracticeRepository on DeckRepository) declares the rest on its base.

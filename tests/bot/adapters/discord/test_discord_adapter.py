@@ -5,6 +5,7 @@ Discord REST API (tests/discord_fake.py) and interactions enter through the real
 from __future__ import annotations
 
 import asyncio
+import functools
 from collections.abc import Iterator
 from typing import Any
 
@@ -16,7 +17,7 @@ from bot.adapters.discord.app import DiscordAdapter
 from bot.adapters.discord.failures import NOT_ALLOWED
 from bot.core.models import Tenant
 from bot.core.tenancy import TenantAllowList
-from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty, Period, Scope
 from tests.conftest import ADMIN, make_spec
 from tests.discord_env import ADMIN_ROLE, CHANNEL, Bot, BotOptions, close_bot, open_bot
 from tests.discord_fake import (
@@ -47,11 +48,13 @@ def bot_options() -> BotOptions:
 
 
 def _embed(body: dict[str, Any]) -> dict[str, Any]:
-    return body["embeds"][0]
+    embed: dict[str, Any] = body["embeds"][0]
+    return embed
 
 
 def _field(embed: dict[str, Any], name: str) -> str:
-    return next(f["value"] for f in embed["fields"] if f["name"].startswith(name))
+    value: str = next(f["value"] for f in embed["fields"] if f["name"].startswith(name))
+    return value
 
 
 def _labels(body: dict[str, Any]) -> list[list[str]]:
@@ -467,18 +470,25 @@ async def test_results_reminder_and_summary_posts(bot: Bot) -> None:
     assert close_edit.body["components"] == []  # the Start button is gone
     rows = tuple(StandingRow(i + 1, i, f"<@{i}> @everyone", 10, 1, 1000) for i in range(40))
     await bot.adapter.platform.post_weekly_summary(
-        CHANNEL, LeaderboardCard("channel", "week", "Weekly", rows, None, 40)
+        CHANNEL, LeaderboardCard(Scope.CHANNEL, Period.WEEK, "Weekly", rows, None, 40)
     )
     summary = bot.fake.calls("POST", rf"/channels/{CHANNEL_ID}/messages")[-1].body["embeds"][0]
     assert "@everyone" not in summary["description"] and "<@1>" not in summary["description"]
 
 
 def test_registry_builds_the_discord_adapter() -> None:
+    from pydantic import SecretStr
+
     from bot.adapters.registry import build_adapters
     from bot.config import Settings
 
     [adapter] = build_adapters(
-        Settings(discord_token="t", discord_admin_roles=[7], discord_guild_id=9, database_url="sqlite://")
+        Settings(
+            discord_token=SecretStr("t"),
+            discord_admin_roles=[7],
+            discord_guild_id=9,
+            database_url="sqlite://",
+        )
     )
     assert isinstance(adapter, DiscordAdapter) and adapter.name == "discord"
     assert adapter.admin_roles == (7,) and adapter.guild_id == 9
@@ -554,9 +564,9 @@ async def test_full_run_ends_with_the_players_summary(bot: Bot) -> None:
     for n in range(5):
         assert _embed(bot.fake.messages[eph])["title"].startswith(f"Problem {n + 1} of 5")
         answered = bot.act.click(bot.client, eph, bot.buttons(eph)["A"])
-        await bot.fake.wait_for(lambda t=answered: bot.edits(t))
+        await bot.fake.wait_for(functools.partial(bot.edits, answered))
         nxt = bot.act.click(bot.client, eph, bot.buttons(eph)["Next"])
-        await bot.fake.wait_for(lambda t=nxt: bot.edits(t))
+        await bot.fake.wait_for(functools.partial(bot.edits, nxt))
     done = bot.fake.messages[eph]
     assert _embed(done)["title"].startswith("Done: 5/5 correct")
     assert done["components"] == []

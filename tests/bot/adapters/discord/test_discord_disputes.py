@@ -113,6 +113,12 @@ class ScriptedRunner:
         return self.verdict(spec)
 
 
+def scripted(bot: Bot) -> ScriptedRunner:
+    """The ScriptedRunner ``bot`` was opened with (its recorded specs and its ``error`` switch)."""
+    assert isinstance(bot.runner, ScriptedRunner), bot.runner
+    return bot.runner
+
+
 #: Without a runner: each bot gets its own ScriptedRunner (it records what it ran).
 OPTIONS = BotOptions(bank=None, admin_channel=ADMIN_CHANNEL)
 
@@ -157,13 +163,13 @@ async def test_bad_runner_settings_are_listed_and_nothing_is_run(bot: Bot) -> No
     debug = await bot.submit_form("disc-debug", "x = 1\n", kind="debug")
     text = (await bot.reply(debug))["content"]
     assert "need a 'runner' block" in text and "Code field's first line" in text
-    assert bot.runner.specs == [] and await bot.question_ids() == []
+    assert scripted(bot).specs == [] and await bot.question_ids() == []
     # With the line it is saved at once: the runner previews predict_output questions only (the choices of
     # a debug question explain a bug, they are not outputs to match).
     fixed = await bot.submit_form("disc-debug", "runner: python\nx = 1\n", kind="debug")
     assert (await bot.reply(fixed))["content"] == "Question `disc-debug` added."
     [stored] = await bot.quiz.export_questions(view=CHANNEL.tenant)
-    assert stored["runner"]["mode"] == "python" and stored["code"] == "x = 1\n" and bot.runner.specs == []
+    assert stored["runner"]["mode"] == "python" and stored["code"] == "x = 1\n" and scripted(bot).specs == []
 
 
 # ---------------------------------------------------------------------- the preview before saving
@@ -171,7 +177,7 @@ async def test_admin_sees_the_runner_output_then_save_adds_the_question(bot: Bot
     token = await bot.submit_form("disc-predict-1", FORM_CODE)
     preview = await bot.reply(token)
     # Ran as the runner line says, with the line removed from the code; nothing saved yet.
-    [spec] = bot.runner.specs
+    [spec] = scripted(bot).specs
     assert (spec.mode, spec.nproc, spec.init_process_group, spec.code) == ("ddp", 2, True, ALL_REDUCE)
     assert await bot.question_ids() == []
     assert preview["flags"] == 64 and preview["allowed_mentions"] == {"parse": []}
@@ -274,7 +280,7 @@ async def test_only_the_admin_who_filled_the_form_can_save_it(bot: Bot) -> None:
 
 
 async def test_a_runner_that_cannot_run_it_says_why_and_allows_an_unverified_save(bot: Bot) -> None:
-    bot.runner.error = RunnerUnavailableError("the runner at http://127.0.0.1:9 is unreachable")
+    scripted(bot).error = RunnerUnavailableError("the runner at http://127.0.0.1:9 is unreachable")
     preview = await bot.reply(await bot.submit_form("disc-down", FORM_CODE))
     assert "127.0.0.1:9 is unreachable" in preview["embeds"][0]["description"]
     message = bot.draft_message()
@@ -417,7 +423,7 @@ async def test_dispute_variant_is_typed_in_a_form_and_never_flags(
         variant = "import os\nprint(os.environ.get('WORLD_SIZE'))\n"
         sub = bot.act.submit_modal(bot.client, modal["data"]["custom_id"], {field["custom_id"]: variant})
         await bot.reply(sub)
-        assert [s.code for s in bot.runner.specs] == [variant]
+        assert [s.code for s in scripted(bot).specs] == [variant]
         [thread] = fake.threads
         [posted] = fake.calls("POST", rf"/channels/{thread}/messages")
         embed = posted.body["embeds"][0]
@@ -550,7 +556,7 @@ async def test_dispute_takes_today_n_and_question_ids_with_suggestions(
             [posted] = fake.calls("POST", rf"/channels/{list(fake.threads)[-1]}/messages")
             assert "disc-hardcoded-world-size" in posted.body["embeds"][0]["title"]
         # What names nothing gets a clear answer, with the forms it takes; nothing runs.
-        runs = len(bot.runner.specs)
+        runs = len(scripted(bot).specs)
         for value, says in (
             ("today:7", "problems 1 to 1, not 7"),
             ("ddp-other", "use today:N or one of (1: disc-hardcoded-world-size)"),
@@ -559,6 +565,6 @@ async def test_dispute_takes_today_n_and_question_ids_with_suggestions(
         ):
             reply = await bot.reply(dispute(value))
             assert says in reply["content"], (value, reply["content"])
-        assert len(bot.runner.specs) == runs
+        assert len(scripted(bot).specs) == runs
     finally:
         await close_bot(bot)

@@ -361,7 +361,9 @@ async def test_a_refused_scheduled_post_is_posted_when_the_permission_is_fixed(b
     opts = [{"type": 3, "name": "time", "value": "09:00"}]
     token = bot.act.command(bot.client, "rankzero schedule set", opts, permissions=MANAGE_GUILD)
     await _answered(bot, token, "Schedule saved")
-    schedules = bot.adapter.client.rankzero_reposter.schedules
+    reposter = bot.adapter.client.rankzero_reposter
+    assert reposter is not None  # attached by the adapter's start
+    schedules = reposter.schedules
     [schedule] = await schedules.schedules()
     bot.fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~EMBED_LINKS)  # an admin removed Embed Links
     bot.clock.advance(2 * 86400 + 30)  # Monday's slot, 09:00:30

@@ -47,13 +47,13 @@ async def test_removal_pauses_the_servers_schedules_and_a_re_add_resumes_them(bo
     assert await _paused(bot) == {str(CHANNEL_ID): False, OTHER.channel_id: True}
 
     # Kicked: Discord sends GUILD_DELETE without ``unavailable`` (an outage sends it with true).
-    bot.adapter.client._connection.parse_guild_delete({"id": str(GUILD_ID)})  # type: ignore[arg-type]
+    bot.adapter.client._connection.parse_guild_delete({"id": str(GUILD_ID)})
     await _until(bot, {str(CHANNEL_ID): True, OTHER.channel_id: True})
 
     # Added again: GUILD_CREATE without ``unavailable`` (after an outage it says false: not a join).
     payload = bot.fake.guild_payload(GUILD_ID, [CHANNEL_ID], [ADMIN_ROLE])
     payload.pop("unavailable", None)
-    bot.adapter.client._connection.parse_guild_create(payload)  # type: ignore[arg-type]
+    bot.adapter.client._connection.parse_guild_create(payload)
     await _until(bot, {str(CHANNEL_ID): False, OTHER.channel_id: True})
 
 
@@ -62,6 +62,6 @@ async def test_an_outage_is_not_a_removal(bot: Bot) -> None:
     assert schedules is not None
     await schedules.set_schedule(ADMIN, CHANNEL, post_time="09:00", timezone="UTC")
     state = bot.adapter.client._connection
-    state.parse_guild_delete({"id": str(GUILD_ID), "unavailable": True})  # type: ignore[arg-type]
+    state.parse_guild_delete({"id": str(GUILD_ID), "unavailable": True})
     await asyncio.sleep(0.2)
     assert await _paused(bot) == {str(CHANNEL_ID): False}

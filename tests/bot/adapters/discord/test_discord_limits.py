@@ -32,9 +32,11 @@ from bot.core.dispute_service import DisputeCard, question_from_spec
 from bot.core.disputes import match_verdict
 from bot.core.models import Choice, StandingRow
 from bot.core.verdicts import RankException, RankOutcome, RunSpec, RunVerdict
-from tests.bot.adapters.discord.test_discord_adapter import CHANNEL
-from tests.bot.adapters.discord.test_discord_disputes import CPU, HANG_SPEC
+from bot.core.vocabulary import Period, Scope
+from tests.bot.adapters.discord.test_discord_disputes import HANG_SPEC
+from tests.discord_env import CHANNEL
 from tests.discord_fake import CHANNEL_ID, FakeDiscord, no_unexpected_rejections
+from tests.verdicts import CPU
 
 NOW = dt.datetime(2026, 11, 21, 9, 0, tzinfo=dt.UTC)
 LONG_NAME = "Ünïcødé @everyone " + "n" * 14  # 32 characters, Discord's longest display name
@@ -160,7 +162,9 @@ async def test_the_biggest_problem_post_leaderboard_and_stats_are_accepted(
         await target.send(embed=render.problem_embed(problem, fb, hn), view=render.problem_view(problem, fb))
     rows = tuple(StandingRow(i + 1, i, LONG_NAME, 10**9, 1, 1000) for i in range(200))
     me = StandingRow(999, 999, LONG_NAME, 1, 1, 1000)
-    await platform.post_weekly_summary(CHANNEL, LeaderboardCard("channel", "week", "W" * 300, rows, me, 1000))
+    await platform.post_weekly_summary(
+        CHANNEL, LeaderboardCard(Scope.CHANNEL, Period.WEEK, "W" * 300, rows, me, 1000)
+    )
     stats = StatsCard(
         LONG_NAME,
         10**6,

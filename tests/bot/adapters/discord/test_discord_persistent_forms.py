@@ -100,7 +100,7 @@ async def test_a_variant_submitted_after_the_forms_900_s_is_run(
     fake.advance(30 * 60)
     token = disputes.act.submit_modal(disputes.client, form["custom_id"], {VARIANT_INPUT: VARIANT})
     await disputes.reply(token)
-    assert [s.code for s in disputes.runner.specs] == [VARIANT]
+    assert [s.code for s in td.scripted(disputes).specs] == [VARIANT]
     [thread] = fake.threads
     [posted] = fake.calls("POST", rf"/channels/{thread}/messages")
     assert "your variant" in posted.body["embeds"][0]["title"]
@@ -118,21 +118,22 @@ async def test_a_variant_submitted_after_a_restart_is_run(
     try:
         token = fresh.act.submit_modal(fresh.client, form["custom_id"], {VARIANT_INPUT: VARIANT})
         assert "The runner's verdict is in" in (await fresh.reply(token))["content"]
-        assert [s.code for s in fresh.runner.specs] == [VARIANT]
+        assert [s.code for s in td.scripted(fresh).specs] == [VARIANT]
     finally:
         await close_bot(fresh)
 
 
 async def test_a_variant_is_refused_before_typing_when_it_could_not_run(disputes: Bot) -> None:
     problem = await td._answered_hang_problem(disputes)
-    for reference, why in [
+    refused: list[tuple[int | str, str]] = [
         (problem + 1000, f"no problem with id {problem + 1000}"),
         ("today:9", "problems 1 to 1, not 9"),
-    ]:
+    ]
+    for reference, why in refused:
         response = await _open_variant(disputes, reference)
         assert response["type"] == 4 and response["data"]["flags"] == 64, response  # private, no form
         assert why in response["data"]["content"], response
-    assert disputes.runner.specs == []
+    assert td.scripted(disputes).specs == []
 
 
 async def test_a_variant_of_another_server_or_player_is_refused_and_given_back(disputes: Bot) -> None:
@@ -149,13 +150,13 @@ async def test_a_variant_of_another_server_or_player_is_refused_and_given_back(d
     # Bob submits Alice's form: it runs as Bob, for whom the problem is not over.
     bob = disputes.act.submit_modal(disputes.client, form["custom_id"], {VARIANT_INPUT: VARIANT}, user_id=222)
     assert "once it is over for you" in (await _texts(disputes, bob, 3))[0]
-    assert disputes.runner.specs == []
+    assert td.scripted(disputes).specs == []
 
 
 async def test_a_variant_the_runner_could_not_run_is_given_back_whole(disputes: Bot) -> None:
     problem = await td._answered_hang_problem(disputes)
     form = (await _open_variant(disputes, problem))["data"]
-    disputes.runner.error = RunnerUnavailableError("the runner is unreachable")
+    td.scripted(disputes).error = RunnerUnavailableError("the runner is unreachable")
     # A long variant with a code fence inside: given back in several messages, the fence made inert.
     long = "".join(f"print({i}, '```')  # line {i}\n" for i in range(130))
     assert 3000 < len(long) <= 4000
@@ -167,7 +168,7 @@ async def test_a_variant_the_runner_could_not_run_is_given_back_whole(disputes: 
     given = "\n".join(b.removeprefix("```py\n").removesuffix("\n```") for b in blocks)
     assert given.replace("`\u200b`\u200b`", "```") == long.rstrip("\n")
     # The run did not count: with the runner back, the same form runs (the code kept, pasted again).
-    disputes.runner.error = None
+    td.scripted(disputes).error = None
     again = disputes.act.submit_modal(disputes.client, form["custom_id"], {VARIANT_INPUT: long})
     assert "The runner's verdict is in" in (await disputes.reply(again))["content"]
 

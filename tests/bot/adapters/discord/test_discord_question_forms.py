@@ -92,7 +92,7 @@ class Bot(env.Bot):
         [response] = self.callbacks(token)
         return dict(response)
 
-    async def open_form(self, qid: str, kind: str = "conceptual", **kw: Any) -> dict[str, Any]:
+    async def open_form_data(self, qid: str, kind: str = "conceptual", **kw: Any) -> dict[str, Any]:
         opts = [
             {"type": 3, "name": "id", "value": qid},
             {"type": 3, "name": "topic", "value": "DDP"},
@@ -122,12 +122,13 @@ class Bot(env.Bot):
         )
 
     def button(self, message_id: int, label: str) -> str:
-        return next(
+        custom_id: str = next(
             c["custom_id"]
             for row in self.fake.messages[message_id]["components"]
             for c in row["components"]
             if c.get("label") == label
         )
+        return custom_id
 
     async def question_ids(self) -> list[str]:
         return [q.id for q in await self.quiz.list_questions(view=CHANNEL.tenant)]
@@ -163,13 +164,13 @@ async def bot(fake: FakeDiscord, db: str, clock: FrozenClock) -> AsyncIterator[B
 # ---------------------------------------------------------------------- the form itself
 async def test_the_form_has_stable_ids_and_keeps_within_discords_limits(bot: Bot) -> None:
     long_id = "ddp-" + "x" * 60  # 64 characters: the title is cut to Discord's 45
-    modal = await bot.open_form(long_id)
+    modal = await bot.open_form_data(long_id)
     assert modal["custom_id"].startswith(FORM_PREFIX) and len(modal["custom_id"]) <= 100
     assert len(modal["title"]) <= 45 and len(modal["components"]) == 5
     ids = [row["components"][0]["custom_id"] for row in modal["components"]]
     assert ids == [f"{FIELD_PREFIX}{n}" for n in ("prompt", "code", "choices", "correct", "notes")]
     # discord.py keeps no View for it: its submission is routed by custom id, whenever it comes.
-    assert bot.client._connection._view_store._modals == {}  # type: ignore[attr-defined]
+    assert bot.client._connection._view_store._modals == {}
 
 
 async def test_an_id_too_long_for_the_bank_is_refused_before_the_form_opens(bot: Bot) -> None:
@@ -187,7 +188,7 @@ async def test_an_id_too_long_for_the_bank_is_refused_before_the_form_opens(bot:
 async def test_a_submission_after_the_forms_15_minutes_is_still_imported(
     bot: Bot, clock: FrozenClock, fake: FakeDiscord
 ) -> None:
-    modal = await bot.open_form("ddp-late-1")
+    modal = await bot.open_form_data("ddp-late-1")
     clock.advance(20 * 60)  # past discord.py's View timeout and Discord's 15 minutes of the command
     fake.advance(20 * 60)
     token = bot.submit(modal["custom_id"], GOOD)
@@ -198,7 +199,7 @@ async def test_a_submission_after_the_forms_15_minutes_is_still_imported(
 async def test_a_submission_after_a_restart_is_still_imported(
     bot: Bot, fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    modal = await bot.open_form("ddp-restart-1")
+    modal = await bot.open_form_data("ddp-restart-1")
     await bot.adapter.stop()  # the process that opened the form is gone
     fresh = await _open(fake, db, clock, bot.act)
     try:
@@ -214,7 +215,7 @@ async def test_a_submission_after_a_restart_is_still_imported(
 
 
 async def test_another_servers_admin_cannot_submit_into_someone_elses_form(bot: Bot) -> None:
-    modal = await bot.open_form("ddp-mine")
+    modal = await bot.open_form_data("ddp-mine")
     token = bot.submit(modal["custom_id"], GOOD, guild_id=OTHER_GUILD)
     assert "nothing was added" in await bot.text(token)
     token = bot.submit(modal["custom_id"], GOOD, user_id=222)  # another admin of the same server
@@ -226,7 +227,7 @@ async def test_another_servers_admin_cannot_submit_into_someone_elses_form(bot: 
 async def test_a_refused_submission_keeps_the_text_and_edit_again_reopens_it_filled_in(
     bot: Bot, fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    modal = await bot.open_form("ddp-fix-1")
+    modal = await bot.open_form_data("ddp-fix-1")
     typed = {**GOOD, "correct": "E"}  # no choice E among three: refused by the schema
     bad = bot.submit(modal["custom_id"], typed)
     said = await bot.text(bad)
@@ -254,7 +255,7 @@ async def test_a_refused_submission_keeps_the_text_and_edit_again_reopens_it_fil
 
 
 async def test_edit_again_is_only_for_the_admin_who_typed_it(bot: Bot) -> None:
-    modal = await bot.open_form("ddp-fix-2")
+    modal = await bot.open_form_data("ddp-fix-2")
     await bot.text(bot.submit(modal["custom_id"], {**GOOD, "correct": "E"}))
     message = bot.message_with("rz:qedit:")
     other = bot.act.click(
@@ -277,10 +278,10 @@ async def test_restore_says_when_there_is_nothing_to_restore(bot: Bot) -> None:
 async def test_restore_reopens_the_latest_form_for_its_admin_only_for_24_hours(
     bot: Bot, clock: FrozenClock
 ) -> None:
-    first = await bot.open_form("ddp-old")
+    first = await bot.open_form_data("ddp-old")
     await bot.text(bot.submit(first["custom_id"], {**GOOD, "correct": "E"}))
     clock.advance(60)
-    second = await bot.open_form("ddp-new")
+    second = await bot.open_form_data("ddp-new")
     typed = {**GOOD, "prompt": "Latest words", "correct": "Z"}
     await bot.text(bot.submit(second["custom_id"], typed))
 
@@ -311,7 +312,7 @@ async def test_restore_reopens_the_latest_form_for_its_admin_only_for_24_hours(
 async def test_the_runner_previews_save_works_after_a_restart(
     bot: Bot, fake: FakeDiscord, db: str, clock: FrozenClock
 ) -> None:
-    modal = await bot.open_form("ddp-preview-1", kind="predict_output")
+    modal = await bot.open_form_data("ddp-preview-1", kind="predict_output")
     fields = {
         "prompt": "Two ranks all-reduce 1 and 2. What is printed?",
         "code": "runner: ddp 2 init\n" + ALL_REDUCE,
@@ -341,7 +342,7 @@ async def test_the_runner_previews_save_works_after_a_restart(
 
 
 async def test_a_preview_cannot_be_saved_from_another_server(bot: Bot) -> None:
-    modal = await bot.open_form("ddp-preview-2", kind="predict_output")
+    modal = await bot.open_form_data("ddp-preview-2", kind="predict_output")
     fields = {
         "prompt": "What is printed?",
         "code": "runner: ddp 2 init\n" + ALL_REDUCE,
@@ -380,7 +381,7 @@ async def test_the_fake_refuses_a_default_longer_than_its_inputs_max_length(fake
 
 
 async def test_the_fake_submits_only_what_discords_client_sends(bot: Bot) -> None:
-    modal = await bot.open_form("ddp-strict")
+    modal = await bot.open_form_data("ddp-strict")
     with pytest.raises(ValueError, match="no modal"):
         bot.submit("rz:qform:neveropened00", GOOD)
     with pytest.raises(ValueError, match="at most 1"):

@@ -22,7 +22,7 @@ import discord
 import pytest
 import yarl
 from discord.gateway import DiscordWebSocket
-from pydantic import ValidationError
+from pydantic import SecretStr, ValidationError
 
 from bot.adapters.discord.app import DiscordAdapter
 from bot.config import Settings
@@ -38,6 +38,7 @@ from tests.discord_fake import (
     Interactions,
     guild_shard,
 )
+from tests.fakes import FrozenClock
 
 ROOT = Path(__file__).resolve().parents[4]
 
@@ -190,15 +191,11 @@ async def test_the_scheduler_makes_jobs_only_for_its_shards_channels() -> None:
     config = ScheduleConfig(hour=9, minute=0, timezone="UTC")
     schedules = [Schedule(pk, channel, config, now) for pk, channel in enumerate(channels, 1)]
 
-    class Clock:
-        def now(self) -> dt.datetime:
-            return now
-
     jobs = {}
     for shards in (ShardSet((0,), 2), ShardSet((1,), 2)):
         scheduler = RankZeroScheduler(
             _Schedules(schedules),  # type: ignore[arg-type]
-            Clock(),
+            FrozenClock(now),
             platforms=frozenset({"discord", "slack"}),
             owns=shards.owns,
         )
@@ -297,7 +294,7 @@ async def test_servers_not_in_the_allow_list_are_left_and_logged(
     guilds = sorted(gateway.gateway.guilds)
     keep = guilds[0]
     settings = Settings(
-        discord_token="token",
+        discord_token=SecretStr("token"),
         allowed_tenants=[f"discord:{keep}", "slack:T1"],
         database_url="sqlite+aiosqlite:///:memory:",
     )

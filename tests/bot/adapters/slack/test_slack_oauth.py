@@ -27,12 +27,13 @@ from slack_sdk.oauth.state_store.sqlalchemy import SQLAlchemyOAuthStateStore
 from bot.adapters.slack.app import EVENTS_PATH, INSTALL_PATH, REDIRECT_PATH, SlackAdapter, build_adapter
 from bot.adapters.slack.stores import TOKEN_COLUMNS
 from bot.adapters.slack.workspaces import Workspace
-from bot.bootstrap import Services, build_services
+from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.errors import ConfigurationError, PostRefusedError
 from bot.core.models import Actor, ChannelRef, PlayerRef
 from bot.core.vocabulary import Scope
 from bot.secret_box import PREFIX, new_key
+from bot.services import Services
 from bot.storage.models import SEALED_TOKEN_LENGTH, Base
 from tests.conftest import ADMIN, START, test_bank
 from tests.fakes import FrozenClock

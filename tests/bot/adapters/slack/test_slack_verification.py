@@ -21,6 +21,7 @@ from typing import Any
 import pytest
 import slack_bolt.request.async_request as bolt_request
 from slack_bolt.request.async_request import AsyncBoltRequest
+from slack_bolt.request.internals import parse_body as bolt_parse_body
 
 from bot.adapters.slack import verify
 from bot.adapters.slack.verify import (
@@ -38,7 +39,7 @@ from tests.slack_fake import SECRET, TEAM, sign
 def parsed(monkeypatch: pytest.MonkeyPatch) -> Iterator[list[str]]:
     """Every body Bolt parses (its request object parses on construction, before its signature check)."""
     seen: list[str] = []
-    original = bolt_request.parse_body
+    original = bolt_parse_body  # the function async_request imports under that name
 
     def spy(body: str, content_type: str | None) -> dict[str, Any]:
         seen.append(body[:80])
@@ -129,8 +130,8 @@ async def test_forged_requests_are_refused_before_parsing(
 ) -> None:
     body = command_body(slack) if kind == "command" else click_body()
     # As bytes: a forger sends any octets (UTF-8 digits included), not only what httpx would encode.
-    signing = {name: value.encode() for name, value in FORGERIES[forgery](body).items()}
-    headers = {"Content-Type": b"application/x-www-form-urlencoded", **signing}
+    signing = {name.encode(): value.encode() for name, value in FORGERIES[forgery](body).items()}
+    headers = {b"Content-Type": b"application/x-www-form-urlencoded", **signing}
     with caplog.at_level(logging.INFO):
         r = await slack.send.http.post(slack.send.url, content=body.encode(), headers=headers)
     assert r.status_code == 401, r.text
