@@ -5,7 +5,7 @@ from __future__ import annotations
 
 from pathlib import Path
 from types import SimpleNamespace
-from typing import Any
+from typing import Any, cast
 
 import pytest
 
@@ -32,7 +32,7 @@ class Item:
 def scheduler(controller: Any) -> Any:
     """The scheduler's grouping, without the workers pytest-xdist would start for a real one."""
     cls = xdist_groups._scheduler_class()
-    sched = cls.__new__(cls)
+    sched: Any = object.__new__(cls)  # no __init__: it would start the workers
     sched.config = controller
     return sched
 
@@ -72,7 +72,9 @@ def test_every_sandbox_test_is_one_work_unit_and_every_other_test_its_own() -> N
 
 
 def test_outside_a_worker_nothing_is_written(tmp_path: Path) -> None:
-    xdist_groups.record_sandbox_tests(SimpleNamespace(), [Item("tests/runner/test_x.py::t", "sandbox")])  # type: ignore[arg-type]
+    # Stand-ins for pytest's config and items: only the attributes the hook reads.
+    items: Any = [Item("tests/runner/test_x.py::t", "sandbox")]
+    xdist_groups.record_sandbox_tests(cast(Any, SimpleNamespace()), items)
     assert xdist_groups.pytest_unconfigure(SimpleNamespace(stash=pytest.Stash())) is None  # type: ignore[arg-type, func-returns-value]
 
 
