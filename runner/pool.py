@@ -141,32 +141,38 @@ class WarmPool:
                 while claimed.result is None and not claimed.handed_over:
                     self._cond.wait(1.0)
         if claimed is not None:
-            ready = claimed.result
-            if ready is None:  # handed over: this job reads its status pipe from now on
-                left = claimed.started + READY_TIMEOUT_S - time.monotonic()
-                try:
-                    ready = claimed.sandbox.wait_ready(max(left, 0.0))
-                except BaseException:
-                    self._discard(claimed.sandbox)
-                    raise
-                # It was the pool's warm-up: its outcome is the refill's too (back-off, /v1/health).
-                if ready:
-                    self._refill_worked()
-                else:
-                    self._record_failure(
-                        f"a warm sandbox did not start: {claimed.sandbox.diagnostics() or 'no output'}"
-                    )
-            with self._cond:
-                self.waited_s += time.monotonic() - asked
-            if ready:
-                with self._cond:
-                    self.served_warm += 1
-                    self.served_claimed += 1
+            if self._await_claimed(claimed, asked):
                 return claimed.sandbox
             self._discard(claimed.sandbox)
         with self._cond:
             self.served_cold += 1
         return self._cold(nproc, preload="torch")
+
+    def _await_claimed(self, claimed: _Warming, asked: float) -> bool:
+        """Wait for the warm-up a job claimed (reading its status pipe if the refill handed it over), count
+        the wait and the outcome; True when the sandbox is ready.
+        """
+        ready = claimed.result
+        if ready is None:  # handed over: this job reads its status pipe from now on
+            left = claimed.started + READY_TIMEOUT_S - time.monotonic()
+            try:
+                ready = claimed.sandbox.wait_ready(max(left, 0.0))
+            except BaseException:
+                self._discard(claimed.sandbox)
+                raise
+            # It was the pool's warm-up: its outcome is the refill's too (back-off, /v1/health).
+            if ready:
+                self._refill_worked()
+            else:
+                self._record_failure(
+                    f"a warm sandbox did not start: {claimed.sandbox.diagnostics() or 'no output'}"
+                )
+        with self._cond:
+            self.waited_s += time.monotonic() - asked
+            if ready:
+                self.served_warm += 1
+                self.served_claimed += 1
+        return bool(ready)
 
     def _cold(self, nproc: int, preload: bool | str) -> Sandbox:
         asked = time.monotonic()

@@ -23,16 +23,15 @@ from pathlib import Path
 from typing import Any
 
 from runner import hardware
-from runner.cgroups import (
-    CgroupManager,
-    JobCgroup,
+from runner.cgroups import CgroupManager, JobCgroup
+from runner.config import RunnerConfig
+from runner.host_memory import (
     MemoryOversubscribedError,
     MemoryPlan,
     host_memory_bytes,
     host_tcp_pressure_bytes,
     tcp_bytes_per_sandbox,
 )
-from runner.config import RunnerConfig
 from runner.sandbox_process import RankPipes, Sandbox, SandboxLog, child_pids
 from runner.seccomp_filter import SeccompUnavailableError, base_filter, job_filter, memfd_with
 

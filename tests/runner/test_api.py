@@ -21,9 +21,9 @@ import pytest
 import uvicorn
 
 from runner.api import create_app
-from runner.cgroups import MemoryPlan, host_memory_bytes
 from runner.cli import main as cli_main
 from runner.config import MAX_CODE_BYTES, RunnerConfig
+from runner.host_memory import MemoryPlan, host_memory_bytes
 from runner.sandbox import remove_stale_etc_folders
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Status

@@ -12,8 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from runner.cgroups import MIB, MemoryOversubscribedError, MemoryPlan, host_memory_bytes
 from runner.config import RunnerConfig
+from runner.host_memory import MIB, MemoryOversubscribedError, MemoryPlan, host_memory_bytes
 from runner.service import RunnerService, RunRequest
 from runner.verdict import Status, Verdict
 from tests.runner.conftest import run

@@ -130,20 +130,14 @@ def variant_form(problem_id: int) -> discord.ui.Modal:
     routed by submissions.py whenever it comes (after discord.py's timeout, after a restart) and handled
     by ``CommandHandler.on_variant``, which checks again that the problem is this server's.
     """
-    modal = discord.ui.Modal(
-        title="Dispute with your variant", custom_id=VARIANT_FORM.custom_id(str(problem_id)), timeout=None
+    code: discord.ui.TextInput[Any] = discord.ui.TextInput(
+        label="Your version of the code",
+        style=discord.TextStyle.paragraph,
+        custom_id=VARIANT_INPUT,
+        placeholder="e.g. the snippet with world_size=4; it runs with the question's runner settings",
+        max_length=MAX_VARIANT_INPUT,
     )
-    modal.add_item(
-        discord.ui.TextInput(
-            label="Your version of the code",
-            style=discord.TextStyle.paragraph,
-            custom_id=VARIANT_INPUT,
-            placeholder="e.g. the snippet with world_size=4; it runs with the question's runner settings",
-            max_length=MAX_VARIANT_INPUT,
-        )
-    )
-    modal.stop()  # discord.py keeps no View for it: the submission is routed by its custom id
-    return modal
+    return VARIANT_FORM.form(str(problem_id), "Dispute with your variant", [code])
 
 
 # ---------------------------------------------------------------------- the handler

@@ -63,22 +63,16 @@ def explain_form(version_id: int, typed: str | None = None) -> discord.ui.Modal:
     before it is sent): a submission is routed by submissions.py whenever it comes, after discord.py's
     timeout or a restart, to :meth:`PracticeHandler.on_explain`, which checks the prompt is this server's.
     """
-    modal = discord.ui.Modal(
-        title="Your explanation", custom_id=EXPLAIN_FORM.custom_id(str(version_id)), timeout=None
+    answer: discord.ui.TextInput[Any] = discord.ui.TextInput(
+        label="Explain in your own words",
+        style=discord.TextStyle.paragraph,
+        custom_id=ANSWER_INPUT,
+        placeholder="A few sentences: what happens, and why.",
+        max_length=ANSWER_MAX,
+        # Discord refuses a default longer than the input's max_length.
+        default=typed[:ANSWER_MAX] if typed else None,
     )
-    modal.add_item(
-        discord.ui.TextInput(
-            label="Explain in your own words",
-            style=discord.TextStyle.paragraph,
-            custom_id=ANSWER_INPUT,
-            placeholder="A few sentences: what happens, and why.",
-            max_length=ANSWER_MAX,
-            # Discord refuses a default longer than the input's max_length.
-            default=typed[:ANSWER_MAX] if typed else None,
-        )
-    )
-    modal.stop()
-    return modal
+    return EXPLAIN_FORM.form(str(version_id), "Your explanation", [answer])
 
 
 class PracticeHandler:

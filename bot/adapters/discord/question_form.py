@@ -142,10 +142,10 @@ def build_form(draft: FormDraft) -> discord.ui.Modal:
     (its submission is routed by custom id, see the module's docstring).
     """
     title = truncate(f"Add a question: {draft.question_id}", MODAL_TITLE)
-    modal = discord.ui.Modal(title=title, custom_id=QUESTION_FORM.custom_id(draft.nonce), timeout=None)
+    inputs: list[discord.ui.TextInput[Any]] = []
     for name, spec in INPUTS.items():
         default = draft.inputs.get(name) or None
-        modal.add_item(
+        inputs.append(
             discord.ui.TextInput(
                 label=spec.label,
                 style=spec.style,
@@ -157,8 +157,7 @@ def build_form(draft: FormDraft) -> discord.ui.Modal:
                 default=default[: spec.max_length] if default else None,
             )
         )
-    modal.stop()
-    return modal
+    return QUESTION_FORM.form(draft.nonce, title, inputs)
 
 
 class FormEditHandler(Protocol):

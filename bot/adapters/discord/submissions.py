@@ -20,7 +20,7 @@ from __future__ import annotations
 
 import logging
 import re
-from collections.abc import Awaitable, Callable, Mapping
+from collections.abc import Awaitable, Callable, Iterable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
@@ -72,6 +72,17 @@ class ModalRoute:
         if not self.takes(key) or len(custom_id) > MAX_CUSTOM_ID:
             raise ValueError(f"not a {self.what} key: {key!r}")
         return custom_id
+
+    def form(self, key: str, title: str, inputs: Iterable[discord.ui.TextInput[Any]]) -> discord.ui.Modal:
+        """The form of this kind for ``key``: the modal with ``inputs``, stopped before it is sent, so
+        discord.py keeps no View for it and every submission is routed here by its custom id (any time, any
+        process).
+        """
+        modal = discord.ui.Modal(title=title, custom_id=self.custom_id(key), timeout=None)
+        for text_input in inputs:
+            modal.add_item(text_input)
+        modal.stop()
+        return modal
 
     def takes(self, key: str) -> bool:
         """Whether ``key`` is one this kind issues (its whole pattern; a number within ``largest``)."""
