@@ -28,6 +28,7 @@ from bot.core.cards import (
     PracticeNudgeCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.dispute_service import DisputeService
 from bot.core.disputes import AdminNotice
@@ -265,6 +266,11 @@ class PlatformRouter:
         """Post on the channel's platform."""
         if (platform := self._for(channel)) is not None:
             await platform.post_weekly_summary(channel, card)
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post on the channel's platform."""
+        if (platform := self._for(channel)) is not None:
+            await platform.post_team_report(channel, card)
 
     async def post_delivery_notice(self, channel: ChannelRef, notice: DeliveryNotice) -> None:
         """Tell the admins on the channel's platform (only there: another platform's admins are not its)."""

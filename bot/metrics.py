@@ -26,6 +26,7 @@ from bot.core.cards import (
     PracticeNudgeCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef, Tenant
@@ -207,6 +208,10 @@ class MeteredPlatform:
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post through the inner platform, counted."""
         await self._count("weekly_summary", lambda: self._inner.post_weekly_summary(channel, card))
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post through the inner platform, counted."""
+        await self._count("team_report", lambda: self._inner.post_team_report(channel, card))
 
     async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         """Post through the inner platform, counted."""

@@ -13,6 +13,7 @@ from bot.core.cards import (
     PracticeNudgeCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
@@ -77,6 +78,7 @@ class FakePlatform:
     results: list[tuple[ChannelRef, ResultsCard, str | None]] = field(default_factory=list)
     reminders: list[tuple[ChannelRef, ReminderCard, str | None]] = field(default_factory=list)
     summaries: list[tuple[ChannelRef, LeaderboardCard]] = field(default_factory=list)
+    team_reports: list[tuple[ChannelRef, TeamReportCard]] = field(default_factory=list)
     admin_notices: list[AdminNotice] = field(default_factory=list)
     delivery_notices: list[tuple[ChannelRef, DeliveryNotice]] = field(default_factory=list)
     nudges: list[tuple[PlayerRef, PracticeNudgeCard]] = field(default_factory=list)
@@ -95,6 +97,9 @@ class FakePlatform:
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         self.summaries.append((channel, card))
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        self.team_reports.append((channel, card))
 
     async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
         self.admin_notices.append(notice)

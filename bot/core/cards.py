@@ -243,6 +243,65 @@ class StatsCard:
     badges: tuple[tuple[BadgeAward, int], ...]
     by_topic: tuple[TopicStat, ...]
     by_kind: tuple[TopicStat, ...] = field(default_factory=tuple)
+    #: For the stats chart (issue 30): the player's points per local day over the last 30 days, oldest
+    #: first, one entry per day (0 on days without points), in the card's tenant.
+    daily_points: tuple[DayPoints, ...] = field(default_factory=tuple)
+    #: Days with a completed challenge over the last 5 weeks (the streak calendar), and the local today.
+    played_days: tuple[dt.date, ...] = field(default_factory=tuple)
+    today: dt.date | None = None
+
+
+@dataclass(frozen=True)
+class DayPoints:
+    """Points a player earned on one local day."""
+
+    day: dt.date
+    points: int
+
+
+@dataclass(frozen=True)
+class HeatCell:
+    """A team's first attempts on one topic at one difficulty label over a week."""
+
+    topic: str
+    difficulty: str
+    first_attempts: int
+    first_correct: int
+
+
+@dataclass(frozen=True)
+class MissedQuestion:
+    """One of the week's most-missed problems, its explanation one click away."""
+
+    problem_id: int
+    question_id: str
+    topic: str
+    first_attempts: int
+    first_correct: int
+    explanation: str
+
+
+@dataclass(frozen=True)
+class Mover:
+    """A player whose standing moved most this week (``previous_rank`` None: new on the board)."""
+
+    display_name: str
+    points: int
+    rank: int
+    previous_rank: int | None
+
+
+@dataclass(frozen=True)
+class TeamReportCard:
+    """The weekly team report of a channel (opt-in): first-attempt accuracy by topic x difficulty, the three
+    most-missed problems of the week, and the week's movers. ``week_start`` is the Monday of the week.
+    """
+
+    title: str
+    week_start: dt.date
+    cells: tuple[HeatCell, ...]
+    missed: tuple[MissedQuestion, ...]
+    movers: tuple[Mover, ...]
 
 
 @dataclass(frozen=True)

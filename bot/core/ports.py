@@ -18,6 +18,7 @@ from bot.core.cards import (
     PracticeNudgeCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
@@ -98,6 +99,12 @@ class ChatPlatform(Protocol):
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard of the channel (scheduled channels with a weekly summary)."""
+        ...
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post the channel's weekly team report (channels that opted in): a heatmap image with alt text,
+        the most-missed problems with their explanations one click away, and the movers.
+        """
         ...
 
     async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:

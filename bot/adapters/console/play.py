@@ -26,6 +26,7 @@ from bot.core.cards import (
     ProblemCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.dispute_service import DisputeService
 from bot.core.disputes import AdminNotice
@@ -104,6 +105,10 @@ class ConsolePlatform:
         closes = card.closes_at.astimezone().strftime("%H:%M")
         title = escape(visible(card.title))
         self._console.print(f"[bold yellow]⏳ {title} closes at {closes}: `rankzero play` to join[/]")
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
+        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Print the week's leaderboard."""

@@ -17,6 +17,7 @@ from bot.core.cards import (
     PracticeNudgeCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
@@ -147,6 +148,10 @@ class DiscordPlatform:
                 # A reply needs Read Message History; the reminder still matters without the link.
                 log.warning("reminder in %s posted without reply: %s", channel.channel_id, exc)
         await target.send(text, allowed_mentions=no_mentions())
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
+        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""

@@ -14,7 +14,14 @@ import os
 from pathlib import Path
 from typing import Any
 
-from bot.core.cards import ChallengeCard, LeaderboardCard, PracticeNudgeCard, ReminderCard, ResultsCard
+from bot.core.cards import (
+    ChallengeCard,
+    LeaderboardCard,
+    PracticeNudgeCard,
+    ReminderCard,
+    ResultsCard,
+    TeamReportCard,
+)
 from bot.core.models import ChannelRef, PlayerRef
 
 #: The channel platform name this adapter serves.
@@ -68,6 +75,10 @@ class FilePlatform:
         await self._write(
             "reminder", channel, challenge_id=card.challenge_id, closes_at=card.closes_at.isoformat()
         )
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
+        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Record the weekly summary."""

@@ -36,6 +36,7 @@ from bot.core.cards import (
     PracticeNudgeCard,
     ReminderCard,
     ResultsCard,
+    TeamReportCard,
 )
 from bot.core.disputes import AdminNotice
 from bot.core.errors import PostRefusedError
@@ -256,6 +257,10 @@ class SlackPlatform:
         each cause once; bot/core/outbox.py).
         """
         await self._tell_admins(f":warning: {bk.esc(notice.text())} (channel <#{channel.channel_id}>)")
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
+        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard (a refusal: a PostRefusedError saying what to do, for the outbox's
