@@ -4,7 +4,8 @@ Jobs carry ids only (a channel pk or a challenge id) and look everything else up
 rebuilt or duplicated job can never act on stale data. Job ids are deterministic:
 
 - ``post:<channel pk>``   cron at the schedule's local time on its days (IANA timezone, DST-correct)
-- ``summary:<channel pk>`` cron on the weekly summary day at the post time
+- ``summary:<channel pk>`` cron on the weekly summary day at the post time; it also queues the team
+                           report where the channel opted in (an outbox post of its own kind)
 - ``close:<challenge id>`` date job at the stored ``closes_at``
 - ``remind:<challenge id>`` date job ``reminder_minutes`` before ``closes_at``
 - ``sync``                 interval job: rebuild when a schedule changed in another process

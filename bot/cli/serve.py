@@ -133,6 +133,7 @@ def _show(view: ScheduleView) -> None:
         f"window      {window}",
         f"reminder    {f'{cfg.reminder_minutes} min before closing' if cfg.reminder_minutes else 'off'}",
         f"weekly      {DAY_NAMES[cfg.summary_day] if cfg.summary_day else 'off'}",
+        f"team report {'on' if cfg.team_report else 'off'}",
     ]
     for taken in view.taken:
         lines.append(
@@ -169,6 +170,12 @@ _channel_option = click.option(
 )
 @click.option("--reminder", default=None, help="Remind this long before closing (30m), or 'off'.")
 @click.option("--weekly-summary", default=None, help="Day of the weekly leaderboard post (mon), or 'off'.")
+@click.option(
+    "--team-report",
+    type=click.Choice(["on", "off"]),
+    default=None,
+    help="Post the weekly team report with the weekly summary: on or off.",
+)
 @click.pass_obj
 def schedule_set(settings: Settings, /, channel_spec: str | None, **changes: object) -> None:
     """Create or change the schedule; options left out keep their current value."""

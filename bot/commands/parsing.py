@@ -27,6 +27,7 @@ SCHEDULE_OPTIONS: dict[str, tuple[str, type]] = {
     "--window": ("window", str),
     "--reminder": ("reminder", str),
     "--weekly-summary": ("weekly_summary", str),
+    "--team-report": ("team_report", str),
 }
 #: The set_schedule arguments (what a form or a typed option may fill).
 SCHEDULE_FIELDS = frozenset(name for name, _ in SCHEDULE_OPTIONS.values())

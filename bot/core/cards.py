@@ -163,9 +163,10 @@ class ResultsCard:
 class DeliveryNotice:
     """For the admins: a post the platform keeps refusing (told once per cause), or one given up on."""
 
-    #: ``challenge``, ``reminder``, ``results``, ``summary`` or ``notice`` (bot/core/outbox.py).
+    #: ``challenge``, ``reminder``, ``results``, ``summary``, ``team_report`` or ``notice``
+    #: (bot/core/outbox.py).
     kind: str
-    #: None for a weekly summary (the channel's week, not one challenge).
+    #: None for a weekly summary or team report (the channel's week, not one challenge).
     challenge_id: int | None
     title: str
     day: dt.date
@@ -183,6 +184,7 @@ class DeliveryNotice:
             "reminder": "the closing reminder",
             "results": "the results",
             "summary": "the weekly summary",
+            "team_report": "the weekly team report",
             "notice": "the admin notice of a flagged question",
         }.get(self.kind, self.kind)
         if self.challenge_id is None:

@@ -1,6 +1,6 @@
 """The outbox: every outgoing post (the daily post, also of a challenge ``play`` opened before its slot;
-its reminder; its results; a channel's weekly summary; the admins' notice of a question a dispute
-flagged) is a row written in the transaction of the state change that causes it, and marked sent only
+its reminder; its results; a channel's weekly summary and team report; the admins' notice of a question a
+dispute flagged) is a row written in the transaction of the state change that causes it, and marked sent only
 after the platform accepted it. A post of several messages records each accepted one (bot/core/parts.py),
 so a retry sends only the rest.
 
@@ -45,6 +45,7 @@ from bot.core.models import Challenge, ChannelRef, Tenant
 from bot.core.ports import AlreadyExistsError, ChatPlatform, Clock, UnitOfWork
 from bot.core.repositories.outbox import OutboxItem, OutboxKind
 from bot.core.standings import PeriodKey, ScopeKey
+from bot.core.team_report import team_report_card
 from bot.core.vocabulary import Period, Scope
 
 log = logging.getLogger(__name__)
@@ -168,13 +169,21 @@ class Outbox:
         )
 
     async def queue_summary(
-        self, uow: UnitOfWork, channel: ChannelRef, channel_pk: int, title: str, week_day: dt.date, key: str
+        self,
+        uow: UnitOfWork,
+        channel: ChannelRef,
+        channel_pk: int,
+        title: str,
+        week_day: dt.date,
+        key: str,
+        kind: Literal["summary", "team_report"] = "summary",
     ) -> int | None:
-        """Queue the weekly summary of ``channel`` (the week of ``week_day``) in the caller's transaction,
-        once per ``key`` (the channel and week); its id, or None when there is no platform.
+        """Queue the weekly summary (or, ``kind``, the team report) of ``channel`` (the week of
+        ``week_day``) in the caller's transaction, once per ``key`` (the channel and week); its id, or
+        None when there is no platform.
         """
         payload = summary_payload(title, week_day)
-        return await self._add(uow, channel.tenant, channel_pk, None, "summary", payload, key)
+        return await self._add(uow, channel.tenant, channel_pk, None, kind, payload, key)
 
     async def _add(
         self,
@@ -327,6 +336,8 @@ class Outbox:
     async def _card(self, uow: UnitOfWork, item: OutboxItem, challenge: Challenge | None) -> Any:
         if item.kind == "summary":
             return await summary_card(uow, item.channel_pk, item.payload)
+        if item.kind == "team_report":
+            return await team_report_card(uow, item.tenant, item.channel_pk, item.payload)
         if item.kind == "notice":
             return admin_notice_from(item.payload)
         assert challenge is not None  # the other kinds belong to a challenge
@@ -351,6 +362,9 @@ class Outbox:
             return None
         if item.kind == "summary":
             await self.platform.post_weekly_summary(channel, card)
+            return None
+        if item.kind == "team_report":
+            await self.platform.post_team_report(channel, card)
             return None
         if item.kind == "notice":
             await self.platform.post_admin_notice(card, channel)
@@ -416,8 +430,8 @@ class Outbox:
 
 @dataclass(frozen=True)
 class _About:
-    """What a post is about, for the log and the admins' notice: its challenge, or (a weekly summary)
-    the week it covers.
+    """What a post is about, for the log and the admins' notice: its challenge, or (a weekly summary or
+    team report) the week it covers.
     """
 
     challenge_id: int | None

@@ -47,6 +47,8 @@ class ScheduleConfig:
     reminder_minutes: int | None = None
     summary_day: int | None = None
     paused: bool = False
+    #: The weekly team report (issue 30), posted with the weekly summary: opt-in, off by default.
+    team_report: bool = False
 
     def validate(self) -> ScheduleConfig:
         """Return self, or raise ConfigurationError naming the bad field and how to fix it."""
@@ -83,6 +85,11 @@ class ScheduleConfig:
                 )
         if self.summary_day is not None and self.summary_day not in DAY_NAMES:
             raise ConfigurationError("weekly summary day must be a day name such as 'mon', or 'off'")
+        if self.team_report and self.summary_day is None:
+            raise ConfigurationError(
+                "the team report is posted with the weekly summary: set its day too (--weekly-summary mon), "
+                "or turn the report off (--team-report off)"
+            )
         return self
 
 
@@ -156,6 +163,16 @@ def parse_weekday(text: str) -> int | None:
     return WEEKDAYS[key[:3]]
 
 
+def parse_switch(text: str, what: str) -> bool:
+    """``on``/``yes``/``true`` -> True, ``off``/``no``/``false`` -> False; anything else is refused."""
+    key = text.strip().lower()
+    if key in ("on", "yes", "true", "1"):
+        return True
+    if key in ("off", "no", "false", "0"):
+        return False
+    raise ConfigurationError(f"{what} {text[:40]!r}: use 'on' or 'off'")
+
+
 def days_text(days: tuple[int, ...]) -> str:
     """ISO weekdays as APScheduler cron and people read them: ``"mon,tue,wed"``."""
     return ",".join(DAY_NAMES[d] for d in sorted(days))
@@ -173,6 +190,7 @@ def merge(
     window: str | None = None,
     reminder: str | None = None,
     weekly_summary: str | None = None,
+    team_report: str | None = None,
     default_timezone: str = "UTC",
 ) -> ScheduleConfig:
     """Apply an admin's changes (None: keep) to a stored config (or the defaults) and validate."""
@@ -200,6 +218,8 @@ def merge(
         cfg = replace(cfg, reminder_minutes=parse_minutes(reminder, "reminder"))
     if weekly_summary is not None:
         cfg = replace(cfg, summary_day=parse_weekday(weekly_summary))
+    if team_report is not None:
+        cfg = replace(cfg, team_report=parse_switch(team_report, "team report"))
     return cfg.validate()
 
 

@@ -32,6 +32,7 @@ from bot.core.schedule import (
 from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
 from bot.core.standings import PeriodKey
+from bot.core.team_report import team_report_title
 from bot.core.tenancy import OutboundGate
 
 log = logging.getLogger(__name__)
@@ -60,6 +61,7 @@ def config_changes(before: ScheduleConfig | None, after: ScheduleConfig | None) 
         "window_minutes",
         "reminder_minutes",
         "summary_day",
+        "team_report",
     ):
         old, new = getattr(before, name), getattr(after, name)
         if old != new:
@@ -165,12 +167,14 @@ class ScheduleService:
         window: str | None = None,
         reminder: str | None = None,
         weekly_summary: str | None = None,
+        team_report: str | None = None,
     ) -> Schedule:
         """Create or change a channel's schedule (admin). Unset arguments keep their stored value.
 
         Everything is validated before the transaction writes: a bad value raises ConfigurationError
         and the stored schedule is unchanged. ``window``: minutes/hours or ``next`` (until the next
-        post); ``reminder`` / ``weekly_summary``: ``off`` to remove; 0 time limit/attempts: the question's.
+        post); ``reminder`` / ``weekly_summary``: ``off`` to remove; 0 time limit/attempts: the question's;
+        ``team_report``: ``on``/``off``, the weekly team report posted with the summary (needs its day).
         """
         _require_admin(actor)
         fallback_tz = channel.timezone if channel.timezone != "UTC" else self._default_tz
@@ -187,6 +191,7 @@ class ScheduleService:
                 window=window,
                 reminder=reminder,
                 weekly_summary=weekly_summary,
+                team_report=team_report,
                 default_timezone=fallback_tz,
             )
 
@@ -552,40 +557,67 @@ class ScheduleService:
         return sum(1 for d in done if d.status == "sent")
 
     async def weekly_summary(self, channel_pk: int) -> LeaderboardCard | None:
-        """Post the channel's leaderboard of the week before the summary day (local), once per week.
+        """Post the channel's leaderboard of the week before the summary day (local), once per week, and
+        the week's team report with it where the channel opted in (a post of its own, once per week too);
+        the summary's card, None when it was not this call's to post.
 
         Called by the weekly job at its slot, and at start: a summary missed while no process ran is
-        made up within the grace period; an older one is not (the next week's comes as usual).
+        made up within the grace period; an older one is not (the next week's comes as usual). Each post
+        is claimed and queued in the outbox in one transaction, so a job run twice, late or in two
+        processes posts each once, and a refused post is retried and told to the admins, not lost.
         """
         now = self._clock.now()
+        card: LeaderboardCard | None = None
+        queued: list[int | None] = []
         async with self._uow() as uow:
             schedule = await uow.schedules.get_schedule(channel_pk)
-            if schedule is None or schedule.config.paused:
+            week_day = self._summary_week(schedule, now)
+            if schedule is None or week_day is None:
                 return None
-            cfg, summary_day = schedule.config, schedule.config.summary_day
-            if summary_day is None:
-                return None
-            slot = previous_slot(replace(cfg, days=(summary_day,)), now)
-            if slot is None or now - slot > max(self.grace, ON_TIME):
-                return None
-            # The summary runs on its day at the post time: it covers the ISO week of the day before, so
-            # a Monday summary (the default suggestion) reports the full week just ended. From the slot,
-            # not from now: a summary made up after midnight still reports the same week.
-            week_day = local_date(cfg, slot) - dt.timedelta(days=1)
             week = PeriodKey.week(week_day)
             key = f"{channel_pk}:{week.key}"
-            if not await uow.schedules.claim("summary", key, now):
-                return None
-            title = f"Weekly summary · {week.label}"
-            card = await summary_card(uow, channel_pk, summary_payload(title, week_day))
-            # Queued with its claim: a refused post is retried and told to the admins, not lost (the
-            # claim alone made a failed post final: nobody posted that week's summary again).
-            item_id = await self._quiz.outbox.queue_summary(
-                uow, schedule.channel, channel_pk, title, week_day, key
-            )
-        if item_id is not None:
-            await self._quiz.outbox.deliver(item_id)
+            if await uow.schedules.claim("summary", key, now):
+                title = f"Weekly summary · {week.label}"
+                card = await summary_card(uow, channel_pk, summary_payload(title, week_day))
+                queued.append(
+                    await self._quiz.outbox.queue_summary(
+                        uow, schedule.channel, channel_pk, title, week_day, key
+                    )
+                )
+            # Claimed apart from the summary: a report turned on after this week's summary went out, and
+            # before a restart within grace, is still posted once.
+            if schedule.config.team_report and await uow.schedules.claim("team_report", key, now):
+                queued.append(
+                    await self._quiz.outbox.queue_summary(
+                        uow,
+                        schedule.channel,
+                        channel_pk,
+                        team_report_title(week_day),
+                        week_day,
+                        key,
+                        kind="team_report",
+                    )
+                )
+        for item_id in queued:
+            if item_id is not None:
+                await self._quiz.outbox.deliver(item_id)
         return card
+
+    def _summary_week(self, schedule: Schedule | None, now: dt.datetime) -> dt.date | None:
+        """A day of the week the weekly posts due now cover (None: none are due: no schedule, paused,
+        no summary day, or its slot is older than the grace period).
+
+        The summary runs on its day at the post time: it covers the ISO week of the day before, so a
+        Monday summary (the default suggestion) reports the full week just ended. From the slot, not from
+        now: a summary made up after midnight still reports the same week.
+        """
+        if schedule is None or schedule.config.paused or schedule.config.summary_day is None:
+            return None
+        cfg = schedule.config
+        slot = previous_slot(replace(cfg, days=(schedule.config.summary_day,)), now)
+        if slot is None or now - slot > max(self.grace, ON_TIME):
+            return None
+        return local_date(cfg, slot) - dt.timedelta(days=1)
 
 
 def _require_admin(actor: Actor) -> None:

@@ -69,7 +69,8 @@ def describe_schedule(schedule: Schedule | ScheduleConfig) -> str:
     if c.reminder_minutes is not None:
         parts.append(f"reminder {duration_phrase(c.reminder_minutes)} before closing")
     if c.summary_day is not None:
-        parts.append(f"weekly summary on {_FULL[c.summary_day]}s")
+        report = " with the team report" if c.team_report else ""
+        parts.append(f"weekly summary{report} on {_FULL[c.summary_day]}s")
     text = ", ".join(parts)
     return f"{text} (paused)" if c.paused else text
 

@@ -20,6 +20,7 @@ from sqlalchemy import (
     String,
     TypeDecorator,
     UniqueConstraint,
+    false,
 )
 from sqlalchemy.engine import Dialect
 from sqlalchemy.orm import DeclarativeBase, Mapped, mapped_column
@@ -303,6 +304,8 @@ class ScheduleRow(Base):
         CheckConstraint("window_minutes IS NULL OR window_minutes > 0", name="window_positive"),
         CheckConstraint("reminder_minutes IS NULL OR reminder_minutes > 0", name="reminder_positive"),
         CheckConstraint("version > 0", name="version_positive"),
+        # The team report is posted with the weekly summary (its day and time): none without one.
+        CheckConstraint("NOT team_report OR summary_day IS NOT NULL", name="team_report_needs_summary"),
     )
 
     id: Mapped[int] = mapped_column(Integer, primary_key=True)
@@ -324,6 +327,8 @@ class ScheduleRow(Base):
     updated_at: Mapped[dt.datetime]
     #: Bumped by every save; a save names the version it read (optimistic concurrency, migration 0011).
     version: Mapped[int] = mapped_column(Integer, default=1, server_default="1")
+    #: The channel's opt-in to the weekly team report (migration 0018; off by default).
+    team_report: Mapped[bool] = mapped_column(Boolean, default=False, server_default=false())
 
 
 class SchedulerClaimRow(Base):
@@ -677,7 +682,7 @@ class DeliveredEventRow(Base):
 
 # ---------------------------------------------------------------- the outbox (issue 25)
 #: What the outbox delivers (bot/core/outbox.py).
-OUTBOX_KINDS = ("challenge", "reminder", "results")
+OUTBOX_KINDS = ("challenge", "reminder", "results", "summary", "notice", "team_report")
 #: pending: to deliver; sent: the platform accepted it; failed: given up (the admins were told).
 OUTBOX_STATES = ("pending", "sent", "failed")
 
@@ -695,7 +700,8 @@ class OutboxRow(Base):
     __table_args__ = (
         UniqueConstraint("kind", "key"),
         CheckConstraint(
-            "kind IN ('challenge', 'reminder', 'results', 'summary', 'notice')", name="kind_valid"
+            "kind IN ('challenge', 'reminder', 'results', 'summary', 'notice', 'team_report')",
+            name="kind_valid",
         ),
         CheckConstraint("status IN ('pending', 'sent', 'failed')", name="status_valid"),
         CheckConstraint("tenant <> ''", name="tenant_not_empty"),

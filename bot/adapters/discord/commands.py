@@ -536,7 +536,11 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
 
     @schedule.command(name="set", description="Set this channel's daily schedule")
     @app_commands.describe(
-        time="HH:MM", days="e.g. mon-fri", window="e.g. 8h or next", reminder="e.g. 30m or off"
+        time="HH:MM",
+        days="e.g. mon-fri",
+        window="e.g. 8h or next",
+        reminder="e.g. 30m or off",
+        team_report="on or off: the weekly team report, with the weekly summary",
     )
     async def schedule_set(
         interaction: discord.Interaction[Any],
@@ -549,6 +553,7 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
         window: str | None = None,
         reminder: str | None = None,
         weekly_summary: str | None = None,
+        team_report: str | None = None,
     ) -> None:
         await h.run(
             interaction,
@@ -563,6 +568,7 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
                 window=window,
                 reminder=reminder,
                 weekly_summary=weekly_summary,
+                team_report=team_report,
             ),
             admin=True,
         )

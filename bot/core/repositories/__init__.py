@@ -9,7 +9,8 @@ One module per port here, mirrored by its implementation in bot/storage/reposito
 ``challenges``     daily challenges and their problems: create, find, post, close
 ``schedules``      channel schedules and the scheduler's one-time claims
 ``plays``          a player's sessions and attempts on problems (the start and answer paths)
-``standings``      leaderboards, completions, badges and a player's record
+``standings``      leaderboards, completions, badges and a player's record; on its base
+                   (``ReportRepository``) what a channel's weekly team report reads
 ``disputes``       disputes (runner checks of an answer) and the flags they raise
 ``corrections``    answer corrections: re-judging stored plays and moving their points
 ``practice``       quizzes, flashcard reviews and explain answers (never in standings)
@@ -35,6 +36,7 @@ from bot.core.repositories.practice import (
     TeamParametersRepository,
 )
 from bot.core.repositories.questions import QuestionRepository, QuestionRow, SyncReport
+from bot.core.repositories.reports import ProblemFirstTries, ReportRepository
 from bot.core.repositories.schedules import ScheduleRepository
 from bot.core.repositories.standings import CompletionRow, StandingRepository
 
@@ -54,11 +56,13 @@ __all__ = [
     "PlayerRepository",
     "PracticeRepository",
     "PracticeSettingsRepository",
+    "ProblemFirstTries",
     "ProblemTally",
     "QuestionFlag",
     "QuestionPlay",
     "QuestionRepository",
     "QuestionRow",
+    "ReportRepository",
     "ScheduleRepository",
     "StandingRepository",
     "StoredDraftLike",

@@ -8,9 +8,9 @@ from typing import Any, Literal, Protocol
 
 from bot.core.models import ChannelRef, Tenant
 
-#: What the outbox delivers: a challenge's post, reminder and results; a channel's weekly summary; an
-#: admin notice (a question a dispute flagged).
-OutboxKind = Literal["challenge", "reminder", "results", "summary", "notice"]
+#: What the outbox delivers: a challenge's post, reminder and results; a channel's weekly summary and its
+#: weekly team report (opt-in); an admin notice (a question a dispute flagged).
+OutboxKind = Literal["challenge", "reminder", "results", "summary", "notice", "team_report"]
 
 
 @dataclass(frozen=True)
@@ -20,7 +20,7 @@ class OutboxItem:
     id: int
     tenant: Tenant
     channel_pk: int
-    #: None for a weekly summary (it belongs to the channel's week, not to one challenge).
+    #: None for a weekly summary or team report (the channel's week, not one challenge).
     challenge_id: int | None
     kind: OutboxKind
     key: str

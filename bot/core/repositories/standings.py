@@ -8,6 +8,7 @@ from dataclasses import dataclass
 from typing import Protocol
 
 from bot.core.models import Challenge, StandingRow, Tenant
+from bot.core.repositories.reports import ReportRepository
 from bot.core.standings import PeriodKey, ScopeKey
 
 
@@ -22,8 +23,10 @@ class CompletionRow:
     max_answer_s: float
 
 
-class StandingRepository(Protocol):
-    """Leaderboards, completed challenges, badges and a player's record (``uow.standings``)."""
+class StandingRepository(ReportRepository, Protocol):
+    """Leaderboards, completed challenges, badges and a player's record (``uow.standings``); the team
+    report's reads are declared on its base.
+    """
 
     async def leaderboard(
         self, scope: ScopeKey, period: PeriodKey, limit: int, player_pk: int | None

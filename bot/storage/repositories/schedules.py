@@ -42,6 +42,7 @@ class SqlScheduleRepository(SqlRepository):
                     reminder_minutes=r.reminder_minutes,
                     summary_day=r.summary_day,
                     paused=r.paused,
+                    team_report=r.team_report,
                 ),
                 updated_at=r.updated_at,
                 version=r.version,
@@ -83,6 +84,7 @@ class SqlScheduleRepository(SqlRepository):
             "reminder_minutes": config.reminder_minutes,
             "summary_day": config.summary_day,
             "paused": config.paused,
+            "team_report": config.team_report,
             "updated_at": now,
         }
         insert = self._db.insert(ScheduleRow).values(channel_pk=channel_pk, version=1, **values)

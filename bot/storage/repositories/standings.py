@@ -23,7 +23,8 @@ from bot.storage.models import (
     QuestionVersionRow,
     StandingRowModel,
 )
-from bot.storage.sql import INSERT_OR_NOTHING, SqlRepository, upsert_sql
+from bot.storage.repositories.reports import SqlReportRepository
+from bot.storage.sql import INSERT_OR_NOTHING, upsert_sql
 
 _COMPLETION_COLUMNS = (
     "challenge_id",
@@ -55,7 +56,7 @@ def _sessions_in_tenant(stmt: Any, tenant: Tenant) -> Any:
     )
 
 
-class SqlStandingRepository(SqlRepository):
+class SqlStandingRepository(SqlReportRepository):
     """The StandingRepository port (bot/core/repositories/standings.py) over one unit of work."""
 
     async def leaderboard(

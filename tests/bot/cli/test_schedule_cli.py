@@ -44,3 +44,15 @@ def test_schedule_set_show_pause_and_refuse_bad_values(tmp_path: Path) -> None:
     assert "(PAUSED)" in out and "next post   " not in out
     code, out = _cli(db, "pause", "--resume")
     assert code == 0 and "next post   " in _cli(db, "show")[1]
+
+
+def test_the_team_report_is_set_with_the_weekly_summary_and_shown(tmp_path: Path) -> None:
+    db = f"sqlite+aiosqlite:///{tmp_path / 'rz.db'}"
+    code, out = _cli(db, "set", "--time", "09:00", "--team-report", "on")
+    assert code == 2 and "posted with the weekly summary" in out, out
+    code, out = _cli(db, "set", "--time", "09:00", "--weekly-summary", "mon", "--team-report", "on")
+    assert code == 0 and "team report on" in out, out
+    code, out = _cli(db, "set", "--team-report", "maybe")
+    assert code == 2 and "'maybe' is not one of 'on', 'off'" in out, out
+    code, out = _cli(db, "set", "--team-report", "off")
+    assert code == 0 and "team report off" in out and "weekly      mon" in out, out

@@ -429,3 +429,16 @@ def test_the_local_memory_is_bounded(clock: FrozenClock) -> None:
         assert deliveries.first_here(f"k{n}")
     assert deliveries.first_here("k0")  # forgotten: the oldest went first
     assert not deliveries.first_here("k4")
+
+
+async def test_the_team_report_is_a_schedule_option_admins_turn_on_and_off(layer: Layer) -> None:
+    # As Slack's `/rankzero schedule set` words and Discord's options both reach the command layer.
+    words = ["--time", "09:00", "--weekly-summary", "mon", "--team-report", "on"]
+    options = parsing.parse_schedule_options(words)
+    assert options["team_report"] == "on"
+    with pytest.raises(NotAdminError):
+        await layer.commands.schedule_set(PLAYER, CHANNEL, options, _allowed)
+    saved = await layer.commands.schedule_set(ADMIN, CHANNEL, options, _allowed)
+    assert saved.config.team_report and saved.config.summary_day == 1
+    off = parsing.parse_schedule_options(["--team-report", "off"])
+    assert not (await layer.commands.schedule_set(ADMIN, CHANNEL, off, _allowed)).config.team_report
