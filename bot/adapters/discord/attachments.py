@@ -16,7 +16,6 @@ picture, never the reply it goes with.
 
 from __future__ import annotations
 
-import asyncio
 import io
 import logging
 import re
@@ -26,6 +25,7 @@ from typing import TypeVar
 import discord
 
 from bot.adapters import charts
+from bot.adapters.chart_drawing import ChartUnavailableError, draw
 
 log = logging.getLogger(__name__)
 
@@ -33,16 +33,10 @@ log = logging.getLogger(__name__)
 MAX_FILES = 10
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MAX_DESCRIPTION = 1024
-#: How long a chart may take to draw before the reply goes without it (matplotlib runs in a thread).
-RENDER_TIMEOUT_S = 20.0
 #: What a file name may hold: Discord serves attachments under their names, so keep them plain.
 _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 
 _Card = TypeVar("_Card")
-
-
-class ChartUnavailableError(Exception):
-    """A chart could not be drawn or does not fit Discord's limits; ``str()`` says why, for the user."""
 
 
 def safe_filename(name: str) -> str:
@@ -56,8 +50,6 @@ def chart_file(chart: charts.Chart) -> discord.File:
 
     Raises ChartUnavailableError when the PNG is empty or over the upload limit.
     """
-    if not chart.png:
-        raise ChartUnavailableError("the chart came out empty")
     if len(chart.png) > MAX_UPLOAD_BYTES:
         raise ChartUnavailableError(
             f"the chart is {len(chart.png)} bytes, over Discord's {MAX_UPLOAD_BYTES} byte limit"
@@ -68,20 +60,6 @@ def chart_file(chart: charts.Chart) -> discord.File:
     return discord.File(io.BytesIO(chart.png), filename=safe_filename(chart.filename), description=alt)
 
 
-async def draw(render: Callable[[_Card], charts.Chart], card: _Card) -> charts.Chart:
-    """Render ``card`` off the event loop within :data:`RENDER_TIMEOUT_S`; ChartUnavailableError (saying
-    why, in words for the user) for any failure: a chart must never cost the reply it goes with.
-    """
-    try:
-        return await asyncio.wait_for(charts.render(render, card), RENDER_TIMEOUT_S)
-    except TimeoutError:
-        log.error("drawing a chart took over %.0f s: sent without it", RENDER_TIMEOUT_S)
-        raise ChartUnavailableError("drawing it took too long") from None
-    except Exception as exc:  # a renderer's bug: logged with its traceback, the reply goes on
-        log.exception("drawing a chart failed: sent without it")
-        raise ChartUnavailableError("it could not be drawn") from exc
-
-
 async def drawn_file(
     render: Callable[[_Card], charts.Chart], card: _Card
 ) -> tuple[discord.File | None, str | None]:
@@ -90,8 +68,3 @@ async def drawn_file(
         return chart_file(await draw(render, card)), None
     except ChartUnavailableError as exc:
         return None, str(exc)
-
-
-def missing_note(why: str) -> str:
-    """What a reply says when its chart could not be attached."""
-    return f"📉 The chart could not be attached ({why}); the figures are below."

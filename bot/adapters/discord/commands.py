@@ -20,6 +20,7 @@ import discord
 from discord import app_commands
 
 from bot.adapters import charts
+from bot.adapters.chart_drawing import missing_note
 from bot.adapters.discord import attachments, dispute_render, practice_render, render
 from bot.adapters.discord.disputes import MAX_VARIANT_INPUT, VARIANT_INPUT, DisputeHandler, variant_form
 from bot.adapters.discord.failures import tell_failure
@@ -269,7 +270,7 @@ class CommandHandler:
                 log.warning("/stats chart refused by Discord: %s %s", exc.status, exc.text)
                 why = "Discord refused the picture"
         await interaction.followup.send(
-            attachments.missing_note(why or "unknown"),
+            missing_note(why or "unknown"),
             embeds=embeds,
             ephemeral=True,
             allowed_mentions=no_mentions(),

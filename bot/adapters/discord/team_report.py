@@ -17,6 +17,7 @@ from typing import Any
 import discord
 
 from bot.adapters import charts
+from bot.adapters.chart_drawing import missing_note
 from bot.adapters.discord import attachments
 from bot.adapters.discord.failures import served_here, tell_failure
 from bot.adapters.discord.play import actor_of
@@ -77,7 +78,7 @@ async def post_report(target: discord.abc.Messageable, card: TeamReportCard) -> 
     else without it and a line saying so. Discord's refusal (HTTPException) propagates for the outbox.
     """
     heatmap, why = await attachments.drawn_file(charts.team_heatmap, card)
-    note = None if heatmap is not None else attachments.missing_note(why or "unknown")
+    note = None if heatmap is not None else missing_note(why or "unknown")
     kwargs: dict[str, Any] = {
         "embed": report_embed(card, image=heatmap.filename if heatmap else None, note=note),
         "allowed_mentions": no_mentions(),
