@@ -16,6 +16,13 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   bot opened, carries every input (pre-filled values where the user typed nothing), and only what Discord's
   client lets through: known inputs, required ones filled, none over its max_length.
 - 400 ``50006 Cannot send an empty message``.
+- Files (docs: Message resource, "Uploading Files" and "Attachment Object"): a message with files is
+  multipart/form-data, its JSON in ``payload_json`` and file ``n`` in the part ``files[n]``, described by
+  ``attachments[n]`` (``id`` n, ``filename``, ``description``: the alt text). At most 10 files (50035 at
+  ``attachments``), a description of at most 1024 characters and a file name required (50035 at
+  ``attachments.n.description`` / ``.filename``), and a request over the upload limit (10 MiB for a bot
+  in a server without boosts) is 413 ``40005 Request entity too large``
+  (discord/discord-api-docs#6058). Accepted files are kept in :attr:`FakeDiscord.uploads`.
 - 400 ``40060 Interaction has already been acknowledged`` for a second callback of one interaction;
   404 ``10062 Unknown interaction`` for a callback later than 3 s (and so after 15 minutes);
   401 ``50027 Invalid Webhook Token`` for a follow-up or @original edit after the token's 15 minutes
@@ -63,6 +70,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+import aiohttp
 import discord
 from aiohttp import web
 
@@ -73,6 +81,65 @@ CHANNEL_ID = 700000000000000001
 MANAGE_GUILD = 1 << 5
 #: The bot's own managed role in the guild (it holds the bot's permissions).
 BOT_ROLE = 555000000000000099
+
+
+#: Discord's limits on files (see the module docstring).
+MAX_FILES = 10
+MAX_UPLOAD_BYTES = 10 * 1024 * 1024
+MAX_ATTACHMENT_DESCRIPTION = 1024
+
+
+@dataclass
+class Uploaded:
+    """A file Discord accepted with a message: its bytes, name, alt text, and the message's id."""
+
+    data: bytes
+    filename: str
+    description: str | None
+    message_id: int
+    #: Whether the message is ephemeral (an interaction's private reply).
+    ephemeral: bool = False
+
+
+@dataclass
+class Multipart:
+    """A multipart/form-data body as read: the ``payload_json`` and each ``files[n]`` part."""
+
+    payload: dict[str, Any]
+    files: dict[int, tuple[str | None, bytes]]
+    size: int
+
+
+async def read_multipart(request: web.Request) -> Multipart:
+    """Read a message body sent as multipart/form-data (what discord.py sends with files)."""
+    reader = await request.multipart()
+    payload: dict[str, Any] = {}
+    files: dict[int, tuple[str | None, bytes]] = {}
+    size = 0
+    while (part := await reader.next()) is not None:
+        assert isinstance(part, aiohttp.BodyPartReader)
+        data = await part.read()
+        size += len(data)
+        if part.name == "payload_json":
+            payload = json.loads(data)
+        elif part.name and (hit := re.fullmatch(r"files\[(\d+)\]", part.name)):
+            files[int(hit[1])] = (part.filename or None, bytes(data))
+    return Multipart(payload, files, size)
+
+
+def attachment_problems(upload: Multipart) -> list[Problem]:
+    """What Discord rejects in a message's files (the size is checked apart: a 413, not a form error)."""
+    problems: list[Problem] = []
+    described = {str(a.get("id")): a for a in upload.payload.get("attachments") or []}
+    if len(upload.files) > MAX_FILES:
+        problems.append(("attachments", "BASE_TYPE_MAX_LENGTH", f"Must be {MAX_FILES} or fewer in length."))
+    for n, (name, _) in sorted(upload.files.items()):
+        meta = described.get(str(n), {})
+        _required(problems, f"attachments.{n}.filename", meta.get("filename") or name)
+        _max_len(
+            problems, f"attachments.{n}.description", meta.get("description"), MAX_ATTACHMENT_DESCRIPTION
+        )
+    return problems
 
 
 @dataclass
@@ -481,6 +548,8 @@ class FakeDiscord:
         #: interaction token -> id of the message its @original refers to
         self.originals: dict[str, int] = {}
         self.files: dict[str, bytes] = {}
+        #: Files sent with messages that Discord accepted, in order.
+        self.uploads: list[Uploaded] = []
         self.threads: dict[int, dict[str, Any]] = {}
         #: DM channels opened by the bot (channel id -> the user), and users whose DMs are closed.
         self.dm_channels: dict[int, int] = {}
@@ -557,7 +626,8 @@ class FakeDiscord:
 
     async def start(self) -> str:
         """Listen on a free loopback port; return the API base URL."""
-        app = web.Application()
+        # Big enough for a request over Discord's upload limit to reach the 413 rule, not aiohttp's own.
+        app = web.Application(client_max_size=4 * MAX_UPLOAD_BYTES)
         app.router.add_get("/gateway", self.gateway.handle)
         app.router.add_route("*", "/{tail:.*}", self._handle)
         self._runner = web.AppRunner(app)
@@ -585,7 +655,7 @@ class FakeDiscord:
             "author": user_payload(BOT_ID, "RankZero", bot=True),
             "embeds": body.get("embeds") or [],
             "components": body.get("components") or [],
-            "attachments": [],
+            "attachments": body.get("attachments") or [],
             "mentions": [],
             "mention_roles": [],
             "mention_everyone": False,
@@ -683,7 +753,11 @@ class FakeDiscord:
 
     async def _handle(self, request: web.Request) -> web.StreamResponse:
         body: Any = None
-        if request.can_read_body:
+        upload: Multipart | None = None
+        if request.content_type == "multipart/form-data":
+            upload = await read_multipart(request)
+            body = self._with_attachments(upload)
+        elif request.can_read_body:
             raw = await request.read()
             try:
                 body = json.loads(raw)
@@ -691,10 +765,52 @@ class FakeDiscord:
                 body = raw.decode(errors="replace")
         path = request.path.removeprefix("/api/v10")
         self.requests.append(Recorded(request.method, path, dict(request.query), body))
-        response = self._route(request.method, path, body)
+        response = self._upload_refusal(upload) if upload is not None else None
+        response = response or self._route(request.method, path, body)
+        if upload is not None and response.status < 400:
+            self._keep_uploads(upload, response)
         if response.status >= 400:
             self.rejected.append((response.status, request.method, path, json.loads(response.body or b"{}")))  # type: ignore[arg-type]
         return response
+
+    def _with_attachments(self, upload: Multipart) -> dict[str, Any]:
+        """The message body of a multipart request, its ``attachments`` as Discord returns them."""
+        described = {str(a.get("id")): a for a in upload.payload.get("attachments") or []}
+        out = []
+        for n, (name, data) in sorted(upload.files.items()):
+            meta = described.get(str(n), {})
+            filename = meta.get("filename") or name or ""
+            aid = self.next_id()
+            out.append(
+                {
+                    "id": str(aid),
+                    "filename": filename,
+                    "description": meta.get("description"),
+                    "size": len(data),
+                    "url": f"{self.root}/attachments/{aid}/{filename}",
+                    "proxy_url": f"{self.root}/attachments/{aid}/{filename}",
+                    "content_type": "image/png" if filename.endswith(".png") else "application/octet-stream",
+                }
+            )
+        return {**upload.payload, "attachments": out}
+
+    def _upload_refusal(self, upload: Multipart) -> web.Response | None:
+        """413 over the upload limit, 400 for files over the other limits."""
+        if upload.size > MAX_UPLOAD_BYTES:
+            return _json({"message": "Request entity too large", "code": 40005}, status=413)
+        problems = attachment_problems(upload)
+        return _json(form_error(problems), status=400) if problems else None
+
+    def _keep_uploads(self, upload: Multipart, response: web.Response) -> None:
+        answer = json.loads(response.body or b"{}")  # type: ignore[arg-type]
+        message = answer if "attachments" in answer else {}
+        mid = int(message.get("id") or 0)
+        flags = int(message.get("flags") or 0)
+        parts = [data for _, (_, data) in sorted(upload.files.items())]
+        for meta, data in zip(message.get("attachments") or [], parts, strict=False):
+            self.uploads.append(
+                Uploaded(data, meta["filename"], meta.get("description"), mid, bool(flags & 64))
+            )
 
     def _route(self, m: str, path: str, body: Any) -> web.Response:
         forced = self._forced_limit(m, path)

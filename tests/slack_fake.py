@@ -44,6 +44,17 @@ object, chat.postMessage, views.open/update/push, rate limits):
   minute: views.*, users.info, chat.postEphemeral; Tier 3, 50+ a minute: chat.update,
   conversations.info), a burst of half a minute's calls (Slack gives no figure). All views.update calls
   of the workspace share one budget.
+- Files (docs.slack.dev: files.getUploadURLExternal, files.completeUploadExternal; what slack_sdk's
+  ``files_upload_v2`` calls): both need ``files:write`` (``missing_scope``). getUploadURLExternal needs
+  ``filename`` (``invalid_arguments``) and a ``length`` above 0 (``missing_argument``, "typically only
+  occurs when the length provided is 0"); ``alt_txt`` over 1000 characters is ``alt_txt_too_large``. It
+  answers a ``file_id`` and an ``upload_url`` on this server; bytes POSTed there whose size is not the
+  declared ``length`` are refused with HTTP 400 (Slack documents no code for it: the fake's choice, so a
+  mismatch cannot pass), an unknown upload URL is 404. completeUploadExternal takes ``files`` (a JSON
+  list of ``{id, title}``): a file id that is not this workspace's, whose bytes never arrived, or that was
+  completed already is ``file_not_found``; ``channel_id`` / ``channels`` follow the channel rules above
+  (a user id in ``channels`` shares to the app's DM with that user). Shared files are kept in
+  :attr:`FakeSlackApi.uploads` with their alt text.
 - response_url (https://api.slack.com/interactivity/handling#message_responses): "up to 5 times within 30
   minutes", then ``used_url`` / ``expired_url`` (404). A post with ``response_type: ephemeral`` is a
   private message to the clicking user (:attr:`FakeSlackApi.ephemeral`); ``replace_original`` from a click
@@ -341,6 +352,39 @@ class Call:
         return json.dumps(self.args, ensure_ascii=False)
 
 
+#: Slack's longest image description (files.getUploadURLExternal: ``alt_txt_too_large``).
+MAX_ALT_TXT = 1000
+
+
+@dataclass
+class PendingFile:
+    """An upload ticket (files.getUploadURLExternal): declared name, length and alt text, the bytes once
+    they arrived at its upload URL, and whether it was completed (shared) already.
+    """
+
+    team: str
+    filename: str
+    length: int
+    alt_txt: str | None
+    data: bytes | None = None
+    completed: bool = False
+
+
+@dataclass
+class SlackUpload:
+    """A file Slack shared (files.completeUploadExternal): where, with what text, and its alt text."""
+
+    file_id: str
+    filename: str
+    data: bytes
+    alt_txt: str | None
+    title: str | None
+    channel: str
+    initial_comment: str | None
+    thread_ts: str | None
+    team: str
+
+
 @dataclass
 class ShownView:
     """A view Slack shows: its current content and hash, and the view it was pushed on."""
@@ -435,6 +479,7 @@ class FakeSlackApi:
             "users:read",
             "channels:read",
             "groups:read",
+            "files:write",
         }
     )
     #: Per workspace (a team id, or a Grid org for an org-wide token): user id -> what users.info answers
@@ -467,6 +512,9 @@ class FakeSlackApi:
     #: Messages deleted in Slack (channel, ts): chat.update of one is ``message_not_found``.
     deleted: set[tuple[str, str]] = field(default_factory=set)
     _external: dict[str, str] = field(default_factory=dict)
+    #: Upload tickets by file id, and the files shared (files.completeUploadExternal), in order.
+    pending_files: dict[str, PendingFile] = field(default_factory=dict)
+    uploads: list[SlackUpload] = field(default_factory=list)
     _buckets: dict[tuple[str, str], Bucket] = field(default_factory=dict)
     _responses: dict[str, int] = field(default_factory=dict)
     #: response_url name -> whose it is and when it was issued (see :meth:`response_url`).
@@ -544,6 +592,7 @@ class FakeSlackApi:
             [
                 web.route("*", "/api/{method}", self._api),
                 web.post("/response/{name}", self._response),
+                web.post("/upload/{file_id}", self._upload),
                 web.get("/oauth/v2/authorize", self._authorize),
             ]
         )
@@ -694,6 +743,11 @@ class FakeSlackApi:
                 "channel": args.get("channel"),
                 "ts": args.get("ts") or f"1700000000.{next(self._ts):06d}",
             }
+        if method in ("files.getUploadURLExternal", "files.completeUploadExternal"):
+            self._need("files:write", args)
+            if method == "files.getUploadURLExternal":
+                return self._upload_ticket(args)
+            return self._complete_upload(args)
         if method == "conversations.info":
             ch = self._channel(args, post=False)
             cid = str(args.get("channel"))
@@ -730,6 +784,80 @@ class FakeSlackApi:
                 raise SlackRefusal("user_not_found")
             return {"view": {"id": f"VH{args.get('user_id')}", **view}}
         raise SlackRefusal("unknown_method", status=404)
+
+    # ------------------------------------------------------------------ files
+    def _upload_ticket(self, args: dict[str, Any]) -> dict[str, Any]:
+        """files.getUploadURLExternal: a file id and the URL to POST its bytes to."""
+        if not args.get("filename"):
+            raise SlackRefusal("invalid_arguments", messages=["[ERROR] missing required field: filename"])
+        length = str(args.get("length") or "")
+        if not length.isdigit() or int(length) <= 0:
+            raise SlackRefusal("missing_argument")
+        alt = args.get("alt_txt")
+        if alt is not None and len(str(alt)) > MAX_ALT_TXT:
+            raise SlackRefusal("alt_txt_too_large")
+        file_id = f"F{next(self._ts):08d}"
+        team = str(args.get("_team", TEAM))
+        self.pending_files[file_id] = PendingFile(
+            team, str(args["filename"]), int(length), None if alt is None else str(alt)
+        )
+        return {"file_id": file_id, "upload_url": f"http://127.0.0.1:{self.port}/upload/{file_id}"}
+
+    async def _upload(self, request: web.Request) -> web.Response:
+        """The upload URL: the raw bytes (or a multipart ``file`` part), exactly the declared length."""
+        pending = self.pending_files.get(request.match_info["file_id"])
+        if pending is None:
+            self.refused.append(("upload", "not_found"))
+            return web.Response(status=404, text="not_found")
+        if request.content_type == "multipart/form-data":
+            form = await request.post()
+            part = next(iter(form.values()), b"")
+            data = part.file.read() if hasattr(part, "file") else str(part).encode()
+        else:
+            data = await request.read()
+        if len(data) != pending.length:
+            self.refused.append(("upload", "length_mismatch"))
+            return web.Response(status=400, text="length does not match files.getUploadURLExternal's")
+        pending.data = data
+        return web.Response(text=f"OK - {len(data)}")
+
+    def _complete_upload(self, args: dict[str, Any]) -> dict[str, Any]:
+        """files.completeUploadExternal: share the uploaded files in the channel (or DM) named."""
+        try:
+            files = json.loads(str(args.get("files") or ""))
+        except ValueError:
+            raise SlackRefusal("invalid_arguments", messages=["[ERROR] files is not JSON"]) from None
+        if not isinstance(files, list) or not files:
+            raise SlackRefusal("invalid_arguments", messages=["[ERROR] missing required field: files"])
+        team = str(args.get("_team", TEAM))
+        tickets = []
+        for entry in files:
+            pending = self.pending_files.get(str(entry.get("id")) if isinstance(entry, dict) else "")
+            if pending is None or pending.team != team or pending.data is None or pending.completed:
+                raise SlackRefusal("file_not_found")
+            tickets.append((str(entry["id"]), entry.get("title"), pending))
+        targets = [t for t in str(args.get("channels") or "").split(",") if t]
+        if args.get("channel_id"):
+            targets.append(str(args["channel_id"]))
+        for target in targets:
+            self._channel({**args, "channel": target}, post=True)
+        for file_id, title, pending in tickets:
+            pending.completed = True
+            for target in targets:
+                self.uploads.append(
+                    SlackUpload(
+                        file_id,
+                        pending.filename,
+                        pending.data or b"",
+                        pending.alt_txt,
+                        title,
+                        target,
+                        args.get("initial_comment"),
+                        args.get("thread_ts"),
+                        team,
+                    )
+                )
+        return {"files": [{"id": fid, "title": title or pending.filename} for fid, title, pending in tickets]}
 
     # ------------------------------------------------------------------ HTTP
     async def _args(self, request: web.Request) -> dict[str, Any]:

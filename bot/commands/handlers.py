@@ -21,7 +21,7 @@ from bot.commands.parsing import (
     problem_reference,
     schedule_changes,
 )
-from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard, StatsCard
+from bot.core.cards import ChallengeCard, LeaderboardCard, MissedExplanation, ResultsCard, StatsCard
 from bot.core.dispute_service import CorrectionCard, DisputeCard, DisputeService
 from bot.core.errors import ConfigurationError, NotFoundError
 from bot.core.models import Actor, Challenge, ChannelRef, PlayerRef
@@ -102,6 +102,10 @@ class Commands:
         record = await self.quiz.stats(player, channel)
         practice = await self.practice.stats(player) if self.practice is not None else None
         return Stats(record, practice)
+
+    async def missed_explanation(self, actor: Actor, problem_id: int) -> MissedExplanation:
+        """The explanation behind a team report's "Explanation" button (the actor's tenant only)."""
+        return await self.quiz.missed_explanation(actor, problem_id)
 
     async def challenge(self, channel: ChannelRef) -> ChallengeCard | NoChallenge:
         """Today's challenge of the channel (for a late joiner). Never creates one: only a post does,

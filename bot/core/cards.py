@@ -294,6 +294,16 @@ class Mover:
 
 
 @dataclass(frozen=True)
+class MissedExplanation:
+    """What the team report's "Explanation" button shows one player: a most-missed problem's explanation."""
+
+    problem_id: int
+    question_id: str
+    topic: str
+    explanation: str
+
+
+@dataclass(frozen=True)
 class TeamReportCard:
     """The weekly team report of a channel (opt-in): first-attempt accuracy by topic x difficulty, the three
     most-missed problems of the week, and the week's movers. ``week_start`` is the Monday of the week.

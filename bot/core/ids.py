@@ -9,7 +9,8 @@ from dataclasses import dataclass
 
 PREFIX = "rz"
 #: ``practice`` ids carry a verb first: ``rz:practice:<verb>:<args>`` (quiz, next, reveal, grade, explain).
-ACTIONS = frozenset({"start", "answer", "hint", "next", "dispute", "practice"})
+#: ``miss``: the team report's "Explanation" button of one most-missed problem, ``rz:miss:<problem id>``.
+ACTIONS = frozenset({"start", "answer", "hint", "next", "dispute", "practice", "miss"})
 
 
 @dataclass(frozen=True)

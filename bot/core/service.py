@@ -22,6 +22,7 @@ from bot.core.cards import (
     Feedback,
     HintCard,
     LeaderboardCard,
+    MissedExplanation,
     PlayerChallengeSummary,
     ProblemCard,
     ProblemResult,
@@ -43,6 +44,7 @@ from bot.core.errors import (
     NotStartedError,
     ProblemOverError,
     TimeUpError,
+    TooEarlyError,
 )
 from bot.core.models import (
     Actor,
@@ -69,7 +71,7 @@ from bot.core.ports import (
 )
 from bot.core.repositories import AnswerWrite, CompletionRow, QuestionRow, SyncReport
 from bot.core.standings import PeriodKey, ScopeKey, standing_keys
-from bot.core.tenancy import acting_tenant
+from bot.core.tenancy import acting_tenant, sees
 from bot.core.transactions import OwnTransactions, Transactions
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Period, Scope, parse_enum
 
@@ -516,6 +518,25 @@ class QuizService:
         if session is None:
             raise NotStartedError("press Start first: the problem has not been started")
         return self._problem_card(challenge, problem, session)
+
+    async def missed_explanation(self, actor: Actor, problem_id: int) -> MissedExplanation:
+        """The explanation of a problem of ``actor``'s tenant (the team report's "Explanation" button).
+
+        Problem ids are sequential and printed in button ids: a problem of another tenant is refused with
+        the same words as a missing one, and one of a challenge still open is refused (its explanation
+        would give the answer away to whoever has not played it yet).
+        """
+        async with self._uow() as uow:
+            challenge, problem = await self._problem(uow, problem_id)
+        if not sees(actor, challenge.channel.tenant):  # a DM (no tenant) sees none
+            raise NotFoundError(f"no problem with id {problem_id}")
+        if challenge.status == "open":
+            raise TooEarlyError(
+                "that problem's challenge is still open: its explanation comes once it closes"
+            )
+        question = problem.question
+        text = question.explanation or "This question has no explanation."
+        return MissedExplanation(problem_id, question.id, question.topic, text)
 
     async def hint(self, actor: Actor, problem_id: int) -> HintCard:
         """Show the hint (once charged, later views are free)."""

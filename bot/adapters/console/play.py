@@ -107,8 +107,8 @@ class ConsolePlatform:
         self._console.print(f"[bold yellow]⏳ {title} closes at {closes}: `rankzero play` to join[/]")
 
     async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
-        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
-        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
+        """Print the weekly team report (its heatmap as a table: a terminal shows no image)."""
+        self._console.print(render.team_report(card))
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Print the week's leaderboard."""

@@ -22,6 +22,7 @@ from bot.core.cards import (
     ProblemCard,
     ResultsCard,
     StatsCard,
+    TeamReportCard,
 )
 from bot.core.vocabulary import Difficulty, Kind
 
@@ -229,6 +230,35 @@ def stats(card: StatsCard) -> RenderableType:
         table.add_row(escape(t.name), f"{t.correct}/{t.answered}", f"{t.accuracy:.0%}")
     badges = Text("Badges: " + (", ".join(f"{b.emoji} {b.name} ×{n}" for b, n in card.badges) or "none yet"))
     return Group(head, badges, table)
+
+
+@safe
+def team_report(card: TeamReportCard) -> RenderableType:
+    """The weekly team report in the terminal: the heatmap as a table (first-attempt accuracy by topic and
+    difficulty; a terminal shows no image, so the table is its text equivalent), the movers, and the most
+    missed problems with their explanations inline (the terminal is one player's: nothing to click).
+    """
+    table = Table(title=f"{escape(card.title)} · week of {card.week_start.isoformat()}")
+    table.add_column("Topic")
+    table.add_column("Difficulty")
+    table.add_column("Right at the first try", justify="right")
+    for cell in card.cells:
+        share = f"{cell.first_correct / cell.first_attempts:.0%}" if cell.first_attempts else "n/a"
+        table.add_row(
+            escape(cell.topic),
+            escape(cell.difficulty),
+            f"{cell.first_correct}/{cell.first_attempts} ({share})",
+        )
+    parts: list[RenderableType] = [table]
+    for m in card.movers:
+        move = "new" if m.previous_rank is None else f"from #{m.previous_rank}"
+        # Text is never parsed as markup: names go in as they are (Table cells are markup: escaped).
+        parts.append(Text(f"📈 #{m.rank} {m.display_name} · {m.points} pts ({move})"))
+    for i, miss in enumerate(card.missed, start=1):
+        rate = f"{miss.first_correct}/{miss.first_attempts} right at the first try"
+        parts.append(Text(f"❌ Most missed #{i}: {miss.question_id} ({miss.topic}) · {rate}", "bold"))
+        parts.append(Markdown(miss.explanation))
+    return Group(*parts)
 
 
 @safe

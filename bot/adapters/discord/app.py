@@ -32,6 +32,7 @@ from bot.adapters.discord.question_form import EditFormButton, QuestionForms
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
 from bot.adapters.discord.submissions import route_submission
+from bot.adapters.discord.team_report import MissButton
 from bot.config import Settings
 from bot.core.models import Actor, PlayerRef, Tenant
 from bot.core.ports import Clock, SystemClock
@@ -52,7 +53,7 @@ def intents() -> discord.Intents:
 
 def _equip(client: discord.Client) -> app_commands.CommandTree[Any]:
     # DynamicItems are routed by custom_id: a click on a message from any earlier process works.
-    client.add_dynamic_items(RankZeroButton, PracticeButton, DraftButton, EditFormButton)
+    client.add_dynamic_items(RankZeroButton, PracticeButton, DraftButton, EditFormButton, MissButton)
     return RankZeroTree(client)
 
 

@@ -19,7 +19,9 @@ from typing import Any
 import discord
 from discord import app_commands
 
-from bot.adapters.discord import dispute_render, practice_render, render
+from bot.adapters import charts
+from bot.adapters.chart_drawing import missing_note
+from bot.adapters.discord import attachments, dispute_render, practice_render, render
 from bot.adapters.discord.disputes import MAX_VARIANT_INPUT, VARIANT_INPUT, DisputeHandler, variant_form
 from bot.adapters.discord.failures import tell_failure
 from bot.adapters.discord.play import PLATFORM, actor_of, admin_policy, channel_of
@@ -255,8 +257,23 @@ class CommandHandler:
         embeds = [render.stats_embed(stats.record)]
         if stats.practice is not None:  # practice is shown apart from the competitive record
             embeds.append(practice_render.practice_stats_embed(stats.practice))
+        embeds = practice_render.fit_message(embeds)
+        # The chart (issue 30) goes with the same private reply; without it the figures still arrive.
+        chart, why = await attachments.drawn_file(charts.player_chart, stats.record)
+        if chart is not None:
+            try:
+                await interaction.followup.send(
+                    embeds=embeds, file=chart, ephemeral=True, allowed_mentions=no_mentions()
+                )
+                return
+            except discord.HTTPException as exc:  # the picture refused (413...): the text goes alone
+                log.warning("/stats chart refused by Discord: %s %s", exc.status, exc.text)
+                why = "Discord refused the picture"
         await interaction.followup.send(
-            embeds=practice_render.fit_message(embeds), ephemeral=True, allowed_mentions=no_mentions()
+            missing_note(why or "unknown"),
+            embeds=embeds,
+            ephemeral=True,
+            allowed_mentions=no_mentions(),
         )
 
     async def challenge(self, interaction: discord.Interaction[Any]) -> None:

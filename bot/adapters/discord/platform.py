@@ -7,7 +7,7 @@ import logging
 
 import discord
 
-from bot.adapters.discord import dispute_render, practice_render, render
+from bot.adapters.discord import dispute_render, practice_render, render, team_report
 from bot.adapters.discord.sanitize import no_mentions, safe_text, split_text
 from bot.adapters.notices import NoticeThrottle
 from bot.core.cards import (
@@ -150,8 +150,11 @@ class DiscordPlatform:
         await target.send(text, allowed_mentions=no_mentions())
 
     async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
-        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
-        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
+        """Post the weekly team report: the heatmap attached with its alt text, the movers, the most-missed
+        problems with their "Explanation" buttons (team_report.py). A refusal propagates (HTTPException),
+        as for the other posts, for the outbox to retry and tell the admins.
+        """
+        await team_report.post_report(self._channel(channel), card)
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""

@@ -77,8 +77,16 @@ class FilePlatform:
         )
 
     async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
-        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
-        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
+        """Record the weekly team report (its data: this adapter records posts, it draws nothing)."""
+        await self._write(
+            "team_report",
+            channel,
+            title=card.title,
+            week_start=card.week_start.isoformat(),
+            cells=[(c.topic, c.difficulty, c.first_attempts, c.first_correct) for c in card.cells],
+            missed=[m.problem_id for m in card.missed],
+            movers=[(m.display_name, m.rank, m.previous_rank) for m in card.movers],
+        )
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Record the weekly summary."""

@@ -38,7 +38,7 @@ from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures, observe, verify
 from bot.adapters.slack.budget import RequestBudget
 from bot.adapters.slack.context import SlackContext
-from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, views
+from bot.adapters.slack.listeners import actions, commands, disputes, events, practice, reports, views
 from bot.adapters.slack.platform import PLATFORM, SlackPlatform
 from bot.adapters.slack.verify import (
     INSTALLS_PER_MINUTE,
@@ -71,7 +71,17 @@ EVENTS_PATH = "/slack/events"
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 #: The bot scopes an install asks for (the same as the README's manifest).
-BOT_SCOPES = ("chat:write", "chat:write.public", "commands", "users:read", "channels:read", "groups:read")
+#: ``files:write``: the stats chart and the team report's heatmap (issue 30; files.getUploadURLExternal and
+#: files.completeUploadExternal need it).
+BOT_SCOPES = (
+    "chat:write",
+    "chat:write.public",
+    "commands",
+    "users:read",
+    "channels:read",
+    "groups:read",
+    "files:write",
+)
 #: What a member of a workspace without an installation (uninstalled, token revoked) is told.
 NOT_INSTALLED = (
     "RankZero is not installed in this workspace any more (it was uninstalled or its token revoked): "
@@ -184,6 +194,7 @@ def build_bolt_app(
     events.register(app, ctx)
     disputes.register(app, ctx)
     practice.register(app, ctx)
+    reports.register(app, ctx)
     return app
 
 

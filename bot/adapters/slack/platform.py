@@ -23,11 +23,14 @@ from slack_sdk.oauth.installation_store.models.bot import Bot
 from slack_sdk.oauth.token_rotation.async_rotator import AsyncTokenRotator
 from slack_sdk.web.async_client import AsyncWebClient
 
+from bot.adapters import charts
+from bot.adapters.chart_drawing import ChartUnavailableError, draw, missing_note
 from bot.adapters.notices import NoticeThrottle
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import dispute_blocks as dbk
-from bot.adapters.slack import permissions
+from bot.adapters.slack import permissions, uploads
 from bot.adapters.slack import practice_blocks as pb
+from bot.adapters.slack import report_blocks as rb
 from bot.adapters.slack.workspaces import Workspace
 from bot.core.cards import (
     ChallengeCard,
@@ -41,6 +44,7 @@ from bot.core.cards import (
 from bot.core.disputes import AdminNotice
 from bot.core.errors import PostRefusedError
 from bot.core.models import ChannelRef, PlayerRef
+from bot.core.parts import send_parts
 
 log = logging.getLogger(__name__)
 
@@ -259,8 +263,50 @@ class SlackPlatform:
         await self._tell_admins(f":warning: {bk.esc(notice.text())} (channel <#{channel.channel_id}>)")
 
     async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
-        """Post the weekly team report (issue 30: the platform's delivery is being built)."""
-        raise NotImplementedError("the team report's delivery on this platform lands with issue 30")
+        """Post the weekly team report: the heatmap as a file with its alt text, then the movers and the
+        most-missed problems with their "Explanation" buttons (two parts, each sent once across the
+        outbox's retries). Without the heatmap (it could not be drawn, or the app lacks ``files:write``:
+        an install from before issue 30) the report goes out as text saying so, and the admins hear of a
+        missing scope. Any other refusal is a PostRefusedError saying what to do, for the outbox.
+        """
+        client = await self.client_for(channel)
+        note: str | None = None
+        try:
+            heatmap: charts.Chart | None = await draw(charts.team_heatmap, card)
+        except ChartUnavailableError as exc:
+            heatmap, note = None, bk.esc(missing_note(str(exc)))
+
+        async def send(part: str) -> None:
+            nonlocal note
+            if part == "heatmap" and heatmap is not None:
+                note = note or await self._upload_heatmap(client, channel, heatmap, card)
+            elif part == "report":
+                await self._post(
+                    channel.channel_id, rb.report_blocks(card, note), rb.report_text(card), client=client
+                )
+
+        parts = ["heatmap", "report"] if heatmap is not None else ["report"]
+        try:
+            await send_parts(parts, send, key=lambda part: f"{part}:{card.title}:{card.week_start}")
+        except SlackApiError as exc:
+            raise permissions.refusal(exc, channel.channel_id) from exc
+
+    async def _upload_heatmap(
+        self, client: AsyncWebClient, channel: ChannelRef, heatmap: charts.Chart, card: TeamReportCard
+    ) -> str | None:
+        """Share the heatmap in the channel; a note for the report when it cannot be (None: shared)."""
+        try:
+            await uploads.upload_chart(
+                client, heatmap, channel=channel.channel_id, comment=bk.esc(card.title)
+            )
+        except SlackApiError as exc:
+            if exc.response.get("error") != "missing_scope":
+                raise  # the channel refuses the bot: the report would be refused too
+            words = uploads.refusal_words(exc)
+            if self.notices.first(f"{channel.workspace_id}:files-scope"):
+                await self._tell_admins(f":warning: The team report went out without its heatmap: {words}.")
+            return bk.esc(missing_note(words))
+        return None
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard (a refusal: a PostRefusedError saying what to do, for the outbox's

@@ -13,7 +13,7 @@ import pytest
 
 from bot.commands.admin import AdminPolicy
 from bot.commands.handlers import Commands
-from bot.core.errors import NotAdminError, NotFoundError, QuestionBankError, RankZeroError
+from bot.core.errors import NotAdminError, NotFoundError, QuestionBankError, RankZeroError, TooEarlyError
 from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant
 from tests.bootstrap import Env as AppEnv
 from tests.bootstrap import open_env
@@ -211,3 +211,28 @@ async def test_a_players_record_in_one_server_shows_nothing_of_another(env: Env)
     assert (in_b.points, in_b.correct, in_b.problems) == (0, 0, 1)
     assert in_b.challenges_completed == 1 and in_a.challenges_completed == 1
     assert (await env.quiz.stats(player("ann", A).player, GRID)).problems == 0
+
+
+async def test_a_team_report_explanation_is_its_tenants_and_only_once_closed(env: Env) -> None:
+    """Issue 30: the team report's "Explanation" button names a problem id; a click from another tenant,
+    or from a DM (no tenant), reads exactly as a missing id, and an open challenge's problem is not
+    explained (it would give the answer away).
+    """
+    challenge, _ = await env.quiz.open_challenge(A)
+    problem_id = challenge.problems[0].id
+    with pytest.raises(TooEarlyError):
+        await env.commands.missed_explanation(player("ann", A), problem_id)
+    await env.quiz.close_challenge(challenge.id)
+
+    shown = await env.commands.missed_explanation(player("ann", A), problem_id)
+    assert (shown.question_id, shown.explanation) == (QID, f"because {QID}")
+
+    outsiders = [player("bob", B), Actor(PlayerRef("discord", "dm", "Dm"))]
+    for outsider in outsiders:
+        with pytest.raises(NotFoundError) as theirs:
+            await env.commands.missed_explanation(outsider, problem_id)
+        with pytest.raises(NotFoundError) as missing:
+            await env.commands.missed_explanation(outsider, problem_id + 1000)
+        assert str(theirs.value).replace(str(problem_id), "N") == str(missing.value).replace(
+            str(problem_id + 1000), "N"
+        )

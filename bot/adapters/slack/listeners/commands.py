@@ -13,7 +13,7 @@ from typing import Any
 from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
-from bot.adapters.slack import failures, permissions
+from bot.adapters.slack import failures, permissions, uploads
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
@@ -68,7 +68,13 @@ async def _stats(
 ) -> list[bk.Block]:
     stats = await ctx.commands.stats(actor.player, ch)
     practice = [] if stats.practice is None else pb.practice_stats_blocks(stats.practice)
-    return [*bk.stats_blocks(stats.record), *practice]
+    # The figures first, privately, as every reply here; then the chart (issue 30). Slack has no private
+    # files in a channel, so the chart goes to the player's DM with the app and the reply's second line
+    # says where it is, or why it could not be sent: the figures never wait on it or depend on it.
+    respond = failures.Responder(ctx.client, body)
+    for chunk in bk.split_message([*bk.stats_blocks(stats.record), *practice]):
+        await respond(blocks=chunk, text="RankZero", response_type="ephemeral")
+    return [bk.context(await uploads.send_stats_chart(ctx.client, actor.player.user_id, stats.record))]
 
 
 async def _dispute(
