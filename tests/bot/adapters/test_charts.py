@@ -10,7 +10,9 @@ import datetime as dt
 import threading
 from collections.abc import Callable
 
+import numpy as np
 import pytest
+from matplotlib.collections import PathCollection
 from matplotlib.figure import Figure
 from matplotlib.text import Text
 
@@ -73,9 +75,11 @@ def team_card(cells: tuple[HeatCell, ...], title: str = "#ml-team") -> TeamRepor
     return TeamReportCard(title=title, week_start=WEEK, cells=cells, missed=(), movers=())
 
 
-def drawn_texts(monkeypatch: pytest.MonkeyPatch, draw: Callable[[], Chart]) -> list[Text]:
-    """Every text of the figure ``draw`` renders, as drawn (tick labels included)."""
-    figures: list[Figure] = []
+def drawn_texts(
+    monkeypatch: pytest.MonkeyPatch, draw: Callable[[], Chart], figures: list[Figure] | None = None
+) -> list[Text]:
+    """Every text of the figure ``draw`` renders, as drawn (tick labels included); ``figures`` gets it."""
+    figures = [] if figures is None else figures
     real_png = charts._png
 
     def keep(fig: Figure) -> bytes:
@@ -197,10 +201,13 @@ def test_team_heatmap_is_a_png_whose_alt_text_lists_the_weakest_cells_first() ->
 
 
 def test_team_heatmap_annotates_cells_and_marks_empty_ones(monkeypatch: pytest.MonkeyPatch) -> None:
-    texts = [t.get_text() for t in drawn_texts(monkeypatch, lambda: team_heatmap(team_card(CELLS)))]
+    figures: list[Figure] = []
+    texts = [t.get_text() for t in drawn_texts(monkeypatch, lambda: team_heatmap(team_card(CELLS)), figures)]
     assert {"8/10\n80%", "1/5\n20%", "6/10\n60%", "4/4\n100%", "0/3\n0%"} <= set(texts)
-    # 4 topics x 4 difficulties (the bank's three always, expert as one cell has it): 11 empty cells.
-    assert texts.count("–") == 4 * 4 - 5
+    # 4 topics x 4 difficulties (the bank's three always, expert as one cell has it): 11 empty cells, each
+    # marked with a dash.
+    (marks,) = figures[0].axes[0].collections[-1:]
+    assert isinstance(marks, PathCollection) and np.asarray(marks.get_offsets()).shape == (4 * 4 - 5, 2)
     assert [t for t in texts if t in ("beginner", "intermediate", "advanced", "expert")] == [
         "beginner",
         "intermediate",
