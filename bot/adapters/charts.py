@@ -586,10 +586,10 @@ def _team_filename(card: TeamReportCard) -> str:
     return f"rankzero-team-report-{card.week_start.isoformat()}.png"
 
 
-#: The charts' own worker thread. One: matplotlib's drawing is Python under the GIL, so a second thread
-#: would not draw faster, only take the GIL from the event loop more often (benchmarks/chart_render.py:
-#: the loop's longest stall with 4 charts at once against one at a time); charts wait their turn here
-#: instead of filling the loop's default executor, which DNS look-ups and file reads share.
+#: The charts' own worker thread. One: matplotlib draws in Python under the GIL, so more threads would not
+#: draw faster; charts wait their turn here instead of filling the loop's default executor, which DNS
+#: look-ups and file reads share. (benchmarks/chart_render.py compares the loop's longest stall with
+#: asyncio.to_thread, 4 at a time: no better on this project's 2-core machines.)
 _RENDER_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rankzero-chart")
 
 
