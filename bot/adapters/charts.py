@@ -20,6 +20,7 @@ import io
 import threading
 import unicodedata
 from collections.abc import Callable, Iterable, Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, TypeVar
 
@@ -234,15 +235,48 @@ def player_alt_text(card: StatsCard) -> str:
     return _cut([head, accuracy, streak], MAX_ALT_TEXT)
 
 
+def _title(ax: Axes, text: str) -> None:
+    """A panel's title as a plain text above it (``set_title`` re-measures the tick labels each draw)."""
+    ax.annotate(
+        text,
+        (0.0, 1.0),
+        xycoords="axes fraction",
+        xytext=(0, 10),
+        textcoords="offset points",
+        ha="left",
+        va="baseline",
+        fontsize=11,
+        parse_math=False,
+    )
+
+
+def _bars(
+    ax: Axes, starts: list[float], lengths: list[float], thickness: float, color: str, *, vertical: bool
+) -> None:
+    """Bars as one collection: ``ax.bar`` adds a patch per bar and re-computes the data limits for each
+    (a fifth of the chart's render time); the limits are set by the caller.
+    """
+    from matplotlib.collections import PolyCollection
+
+    half = thickness / 2
+    polys = []
+    for at, length in zip(starts, lengths, strict=True):
+        if vertical:
+            polys.append([(at - half, 0.0), (at + half, 0.0), (at + half, length), (at - half, length)])
+        else:
+            polys.append([(0.0, at - half), (length, at - half), (length, at + half), (0.0, at + half)])
+    ax.add_collection(PolyCollection(polys, facecolors=color, edgecolors="none"), autolim=False)
+
+
 def _draw_points(ax: Axes, days: list[DayPoints]) -> None:
     total = sum(d.points for d in days)
-    ax.set_title(f"Points, last {POINTS_DAYS} days: {total}", loc="left", fontsize=11, parse_math=False)
+    _title(ax, f"Points, last {POINTS_DAYS} days: {total}")
     if not days:
         ax.set_axis_off()
         ax.text(0.5, 0.5, "No points yet", ha="center", va="center", transform=ax.transAxes, parse_math=False)
         return
     xs = list(range(len(days)))
-    ax.bar(xs, [d.points for d in days], color=OKABE_ITO["blue"], width=0.8)
+    _bars(ax, [float(x) for x in xs], [float(d.points) for d in days], 0.8, OKABE_ITO["blue"], vertical=True)
     # A tick each week, labelled with the date (ASCII, ours: safe to draw).
     ticks = [i for i in xs if (len(days) - 1 - i) % 7 == 0]
     ax.set_xticks(ticks, [days[i].day.strftime("%b %d") for i in ticks], fontsize=8)
@@ -267,33 +301,49 @@ def _draw_topics(ax: Axes, topics: list[TopicStat], hidden: int) -> None:
     title = (
         f"Accuracy by topic (top {len(topics)} of {len(topics) + hidden})" if hidden else "Accuracy by topic"
     )
-    ax.set_title(title, loc="left", fontsize=11, parse_math=False)
+    _title(ax, title)
     ax.set_xlim(0, 1)
     ax.spines[["top", "right", "left"]].set_visible(False)
     ax.set_xticks([0, 0.5, 1], ["0%", "50%", "100%"], fontsize=8)
+    ax.set_yticks([])
     if not topics:
-        ax.set_yticks([])
         ax.text(
             0.5, 0.5, "No answers yet", ha="center", va="center", transform=ax.transAxes, parse_math=False
         )
         return
-    ys = list(range(len(topics)))[::-1]  # the most-answered topic on top
-    ax.barh(ys, [1.0] * len(topics), color=_GREY, height=0.7)
-    ax.barh(ys, [t.accuracy for t in topics], color=OKABE_ITO["bluish_green"], height=0.7)
+    ys = [float(y) for y in range(len(topics))][::-1]  # the most-answered topic on top
+    _bars(ax, ys, [1.0] * len(topics), 0.7, _GREY, vertical=False)
+    _bars(ax, ys, [t.accuracy for t in topics], 0.7, OKABE_ITO["bluish_green"], vertical=False)
     ax.set_ylim(-0.6, max(len(topics), 6) - 0.4)
-    # Names are tick labels (the layout makes room for them), each drawn with parse_math=False: the ticks
-    # are fixed, so these label objects are the ones drawn.
-    ax.set_yticks(ys, [_drawable(t.name, NAME_CHARS) for t in topics], fontsize=8, parse_math=False)
-    ax.tick_params(axis="y", length=0)
+    names = ax.get_yaxis_transform()  # x in axes units, y in data units
     for y, topic in zip(ys, topics, strict=True):
+        # Names are plain texts drawn with parse_math=False; the margin left of the panel fits NAME_CHARS.
+        ax.text(
+            -0.02,
+            y,
+            _drawable(topic.name, NAME_CHARS),
+            ha="right",
+            va="center",
+            fontsize=8,
+            transform=names,
+            parse_math=False,
+        )
         # Black on Okabe-Ito's bluish green and on the grey: contrast above 6:1 either way.
         ax.text(
-            0.02, y, f"{round(100 * topic.accuracy)}%  {topic.correct}/{topic.answered}", ha="left",
-            va="center", fontsize=7.5, color="black", parse_math=False,
-        )  # fmt: skip
+            0.02,
+            y,
+            f"{round(100 * topic.accuracy)}%  {topic.correct}/{topic.answered}",
+            ha="left",
+            va="center",
+            fontsize=7.5,
+            color="black",
+            parse_math=False,
+        )
 
 
 def _draw_calendar(ax: Axes, card: StatsCard) -> None:
+    import numpy as np
+    from matplotlib.colors import ListedColormap
     from matplotlib.patches import Rectangle
 
     ax.set_title(
@@ -308,38 +358,35 @@ def _draw_calendar(ax: Axes, card: StatsCard) -> None:
         ax.text(0.5, 0.5, "No games yet", ha="center", va="center", transform=ax.transAxes, parse_math=False)
         return
     played = set(card.played_days)
-    ax.set_xlim(-0.1, 7.1)
-    ax.set_ylim(CALENDAR_WEEKS + 0.6, -0.1)  # week rows from the top
-    for col, label in enumerate(("Mon", "Tue", "Wed", "Thu", "Fri", "Sat", "Sun")):
-        ax.text(col + 0.5, 0.3, label, ha="center", va="center", fontsize=8, parse_math=False)
-    for i, day in enumerate(_calendar_days(today)):
-        row, col = divmod(i, 7)
-        future = day > today
-        hit = day in played and not future
-        face = "white" if future else (OKABE_ITO["orange"] if hit else _EMPTY)
-        ax.add_patch(
-            Rectangle(
-                (col + 0.06, row + 0.66),
-                0.88,
-                0.88,
-                facecolor=face,
-                edgecolor="black" if day == today else "#BBBBBB",
-                linewidth=2.0 if day == today else 0.6,
-            )
-        )
-        # A played day has a check mark as well as its colour: the calendar reads without colour too.
-        mark = f"{day.day}\n✓" if hit else str(day.day)
-        ax.text(
-            col + 0.5,
-            row + 1.1,
-            mark,
-            ha="center",
-            va="center",
-            fontsize=7,
-            linespacing=1.1,
-            color="#AAAAAA" if future else "black",
-            parse_math=False,
-        )
+    days = _calendar_days(today)
+    # One image for the 35 cells (0 future, 1 not played, 2 played) and one marker collection: a few
+    # artists instead of 70 patches and texts (the calendar was half of the chart's render time).
+    state = np.array([0 if d > today else (2 if d in played else 1) for d in days]).reshape(CALENDAR_WEEKS, 7)
+    ax.imshow(
+        state,
+        cmap=ListedColormap(["white", _EMPTY, OKABE_ITO["orange"]]),
+        vmin=0,
+        vmax=2,
+        extent=(-0.5, 6.5, CALENDAR_WEEKS - 0.5, -0.5),
+        aspect="auto",
+    )
+    ax.hlines(np.arange(-0.5, CALENDAR_WEEKS), -0.5, 6.5, color="white", linewidth=3)
+    ax.vlines(np.arange(-0.5, 7), -0.5, CALENDAR_WEEKS - 0.5, color="white", linewidth=3)
+    hits = [divmod(i, 7) for i, d in enumerate(days) if d in played and d <= today]
+    if hits:
+        # A played day has a mark as well as its colour: the calendar reads without colour too.
+        ax.scatter([c for _, c in hits], [r for r, _ in hits], marker="o", s=40, color=OKABE_ITO["black"])
+    row, col = divmod(days.index(today), 7)
+    ax.add_patch(
+        Rectangle((col - 0.47, row - 0.47), 0.94, 0.94, fill=False, edgecolor="black", linewidth=2, zorder=5)
+    )
+    ax.set_xlim(-2.1, 6.55)
+    ax.set_ylim(CALENDAR_WEEKS - 0.45, -1.1)
+    for c, label in enumerate(("M", "T", "W", "T", "F", "S", "S")):
+        ax.text(c, -0.8, label, ha="center", va="center", fontsize=8, parse_math=False)
+    for r in range(CALENDAR_WEEKS):
+        monday = days[7 * r]
+        ax.text(-0.65, r, monday.strftime("%b %d"), ha="right", va="center", fontsize=8, parse_math=False)
 
 
 def player_chart(card: StatsCard) -> Chart:
@@ -347,21 +394,24 @@ def player_chart(card: StatsCard) -> Chart:
     _matplotlib()
     from matplotlib.figure import Figure
 
-    fig = Figure(figsize=(9, 6.4), dpi=_DPI, layout="constrained")
-    fig.suptitle(
+    # Fixed positions, not a layout engine: constrained layout measured a third of the render time, and
+    # every label's length is bounded (NAME_CHARS), so the margins can be too.
+    fig = Figure(figsize=(9, 6.4), dpi=_DPI)
+    fig.text(
+        0.01,
+        0.975,
         f"RankZero stats: {_drawable(card.display_name, NAME_CHARS)}",
         fontsize=13,
         fontweight="bold",
-        x=0.01,
         ha="left",
+        va="top",
         parse_math=False,
     )
-    grid = fig.add_gridspec(2, 2, height_ratios=(1, 1.25), width_ratios=(1.25, 1))
-    _draw_points(fig.add_subplot(grid[0, :]), _recent_points(card))
+    _draw_points(fig.add_axes((0.06, 0.58, 0.925, 0.30)), _recent_points(card))
     topics = _top_topics(card.by_topic)
     hidden = sum(1 for t in card.by_topic if t.answered > 0) - len(topics)
-    _draw_topics(fig.add_subplot(grid[1, 0]), topics, hidden)
-    _draw_calendar(fig.add_subplot(grid[1, 1]), card)
+    _draw_topics(fig.add_axes((0.185, 0.06, 0.37, 0.41)), topics, hidden)
+    _draw_calendar(fig.add_axes((0.58, 0.03, 0.41, 0.44)), card)
     return Chart(png=_png(fig), alt_text=player_alt_text(card), filename="rankzero-stats.png")
 
 
@@ -442,15 +492,19 @@ def team_heatmap(card: TeamReportCard) -> Chart:
     from matplotlib.figure import Figure
 
     grid = _heat_grid(card.cells)
-    rows = max(1, len(grid.topics))
-    cmap = colormaps[HEATMAP_CMAP]
-    fig = Figure(figsize=(8, 1.6 + 0.42 * max(rows, 4)), dpi=_DPI, layout="constrained")
-    ax = fig.add_subplot()
-    ax.set_title(
+    rows = max(4, len(grid.topics))
+    # Fixed margins in pixels (labels are bounded): 180 left for topics, 70 on top for the title and the
+    # difficulty labels, 110 right for the colour bar, 30 below for the note on hidden topics.
+    width, height = 800, 100 + 36 * rows
+    fig = Figure(figsize=(width / _DPI, height / _DPI), dpi=_DPI)
+    ax = fig.add_axes((180 / width, 30 / height, 510 / width, (height - 100) / height))
+    fig.text(
+        10 / width,
+        1 - 10 / height,
         f"{_drawable(card.title, 40)}: first-attempt accuracy, week of {card.week_start.isoformat()}",
-        loc="left",
+        ha="left",
+        va="top",
         fontsize=11,
-        pad=10,
         parse_math=False,
     )
     if not grid.cells:
@@ -469,52 +523,58 @@ def team_heatmap(card: TeamReportCard) -> Chart:
     for (topic, diff), (c, a) in grid.cells.items():
         values[grid.topics.index(topic), grid.difficulties.index(diff)] = c / a
     image = ax.imshow(
-        np.ma.masked_invalid(values), cmap=cmap.with_extremes(bad=_EMPTY), vmin=0.0, vmax=1.0, aspect="auto"
+        np.ma.masked_invalid(values),
+        cmap=colormaps[HEATMAP_CMAP].with_extremes(bad=_EMPTY),
+        vmin=0.0,
+        vmax=1.0,
+        aspect="auto",
+        extent=(-0.5, len(grid.difficulties) - 0.5, len(grid.topics) - 0.5, -0.5),
     )
-    # Labels come from data (topics, unknown difficulty labels): tick labels with parse_math=False.
-    ax.set_xticks(
-        range(len(grid.difficulties)),
-        [_drawable(d, 14) for d in grid.difficulties],
-        fontsize=9,
-        parse_math=False,
-    )
-    ax.set_yticks(
-        range(len(grid.topics)), [_drawable(t, NAME_CHARS) for t in grid.topics], fontsize=9, parse_math=False
-    )
-    ax.tick_params(length=0)
-    ax.xaxis.tick_top()
+    ax.set_axis_off()
+    ax.hlines(np.arange(0.5, len(grid.topics) - 1), -0.5, len(grid.difficulties) - 0.5, color="white", lw=1.5)
+    ax.vlines(np.arange(0.5, len(grid.difficulties) - 1), -0.5, len(grid.topics) - 0.5, color="white", lw=1.5)
+    # Labels come from data (topics, unknown difficulty labels): plain texts drawn with parse_math=False.
+    for col, diff in enumerate(grid.difficulties):
+        ax.text(col, -0.6, _drawable(diff, 14), ha="center", va="bottom", fontsize=9, parse_math=False)
+    for row, topic in enumerate(grid.topics):
+        ax.text(
+            -0.58, row, _drawable(topic, NAME_CHARS), ha="right", va="center", fontsize=9, parse_math=False
+        )
+    empty = []
     for row, topic in enumerate(grid.topics):
         for col, diff in enumerate(grid.difficulties):
             cell = grid.cells.get((topic, diff))
             if cell is None:
-                ax.text(
-                    col, row, "–", ha="center", va="center", fontsize=10, color="#777777", parse_math=False
-                )
+                empty.append((col, row))
                 continue
             c, a = cell
-            share = c / a
             # Dark text on cividis' bright end, white on its dark end (contrast either way).
-            ink = "black" if share >= 0.55 else "white"
             ax.text(
                 col,
                 row,
-                f"{c}/{a}\n{round(100 * share)}%",
+                f"{c}/{a}\n{round(100 * c / a)}%",
                 ha="center",
                 va="center",
                 fontsize=8.5,
-                color=ink,
+                color="black" if c / a >= 0.55 else "white",
                 linespacing=1.15,
                 parse_math=False,
             )
-    for spine in ax.spines.values():
-        spine.set_visible(False)
-    bar = fig.colorbar(image, ax=ax, fraction=0.04, pad=0.02)
+    if empty:
+        # Cells without first attempts: grey with a dash (one collection), not a colour of the scale.
+        ax.scatter([c for c, _ in empty], [r for _, r in empty], marker="_", s=60, color="#777777")
+    cax = fig.add_axes((705 / width, 30 / height, 14 / width, (height - 100) / height))
+    bar = fig.colorbar(image, cax=cax)
     bar.set_label("first-attempt accuracy", fontsize=9)
     bar.set_ticks([0, 0.5, 1], labels=["0%", "50%", "100%"])
     bar.ax.tick_params(labelsize=8)
     if grid.hidden_topics:
-        ax.set_xlabel(
+        fig.text(
+            690 / width,
+            8 / height,
             f"the {len(grid.topics)} most-attempted topics; {grid.hidden_topics} more not shown",
+            ha="right",
+            va="bottom",
             fontsize=8,
             color="#555555",
             parse_math=False,
@@ -526,6 +586,13 @@ def _team_filename(card: TeamReportCard) -> str:
     return f"rankzero-team-report-{card.week_start.isoformat()}.png"
 
 
+#: The charts' own worker thread. One: matplotlib draws in Python under the GIL, so more threads would not
+#: draw faster; charts wait their turn here instead of filling the loop's default executor, which DNS
+#: look-ups and file reads share. (benchmarks/chart_render.py compares the loop's longest stall with
+#: asyncio.to_thread, 4 at a time: no better on this project's 2-core machines.)
+_RENDER_POOL = ThreadPoolExecutor(max_workers=1, thread_name_prefix="rankzero-chart")
+
+
 async def render(draw: Callable[[_Card], Chart], card: _Card) -> Chart:
     """Render ``card`` with ``draw`` in a worker thread: matplotlib is CPU-bound; the loop must not stall."""
-    return await asyncio.to_thread(draw, card)
+    return await asyncio.get_running_loop().run_in_executor(_RENDER_POOL, draw, card)

@@ -228,8 +228,15 @@ def leaderboard(settings: Settings, period: str, player: str | None) -> None:
 
 @main.command()
 @click.option("--player", type=PLAYER_NAME, default=None, help="Whose stats (default: you).")
+@click.option(
+    "--png",
+    "png",
+    type=click.Path(dir_okay=False, writable=False, path_type=Path),
+    default=None,
+    help="Also write the stats chart (points, accuracy by topic, streak calendar) to this PNG file.",
+)
 @click.pass_obj
-def stats(settings: Settings, player: str | None) -> None:
+def stats(settings: Settings, player: str | None, png: Path | None) -> None:
     """Show a player's points, accuracy by topic, streak and badges."""
     from rich.console import Console
 
@@ -239,10 +246,29 @@ def stats(settings: Settings, player: str | None) -> None:
     console = Console()
 
     async def body(app: App) -> None:
-        console.print(render.stats(await app.service.stats(console_player(player), CONSOLE_CHANNEL)))
+        card = await app.service.stats(console_player(player), CONSOLE_CHANNEL)
+        console.print(render.stats(card))
         console.print(practice_stats(await app.practice.stats(console_player(player))))
+        if png is not None:
+            from bot.adapters import charts
+
+            chart = await charts.render(charts.player_chart, card)
+            _write_chart(png, chart.png)
+            # Plain echo, not rich: the alt text carries player-chosen names ("[red]" is not markup).
+            click.echo(f"Chart written to {visible(str(png))}")
+            click.echo(f"Alt text: {visible(chart.alt_text)}")
 
     run_app(settings, body, console=console)
+
+
+def _write_chart(path: Path, data: bytes) -> None:
+    """Write the chart's PNG; a path that cannot be written is a clean error (exit 1), not a traceback."""
+    try:
+        path.write_bytes(data)
+    except OSError as exc:
+        reason = exc.strerror or type(exc).__name__
+        click.echo(f"error: cannot write the chart to {visible(str(path))}: {reason}", err=True)
+        raise SystemExit(1) from None
 
 
 def _practice(

@@ -19,6 +19,7 @@ from bot.core.calendar import local_day
 from bot.core.cards import (
     BadgeAward,
     ChallengeCard,
+    DayPoints,
     Feedback,
     HintCard,
     LeaderboardCard,
@@ -85,6 +86,10 @@ _CLOSE_RETRIES = 3
 STREAK_MILESTONES = frozenset({7, 30, 50, 100, 200, 365, 500, 1000})
 #: At most this many streak lines in a results post (longest first).
 RESULTS_STREAKS = 10
+#: The stats chart (issue 30): points per day over the last 30 local days, and the streak calendar's
+#: window, 35 days (five Monday-to-Sunday weeks end today at most 34 days after their first Monday).
+STATS_CHART_DAYS = 30
+STATS_CALENDAR_DAYS = 35
 
 
 def _ended(challenge: Challenge, now: dt.datetime) -> bool:
@@ -959,8 +964,12 @@ class QuizService:
             badges = await uow.standings.badge_counts(player_pk, tenant)
             name = await uow.players.player_name(player_pk)
             points = await uow.standings.player_points(player_pk, tenant)
-        today = local_day(now, channel.timezone if channel else "UTC")
+            today = local_day(now, channel.timezone if channel else "UTC")
+            chart_start = today - dt.timedelta(days=STATS_CHART_DAYS - 1)
+            daily = await uow.standings.player_daily_points(player_pk, tenant, chart_start)
         days = [c.day for c in history]
+        # The calendar's window: today and the days before it, back to the Monday 4 weeks before this week's.
+        calendar_start = today - dt.timedelta(days=STATS_CALENDAR_DAYS - 1)
         return StatsCard(
             display_name=name,
             points=points,
@@ -972,6 +981,12 @@ class QuizService:
             badges=tuple((_award(code), n) for code, n in sorted(badges.items()) if code in scoring.BADGES),
             by_topic=tuple(TopicStat(name, n, ok) for name, n, ok in by_topic),
             by_kind=tuple(TopicStat(name, n, ok) for name, n, ok in by_kind),
+            daily_points=tuple(
+                DayPoints(day, daily.get(day, 0))
+                for day in (chart_start + dt.timedelta(days=i) for i in range(STATS_CHART_DAYS))
+            ),
+            played_days=tuple(sorted({d for d in days if calendar_start <= d <= today})),
+            today=today,
         )
 
     # ------------------------------------------------------------------ admin

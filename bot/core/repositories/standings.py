@@ -72,6 +72,14 @@ class StandingRepository(ReportRepository, Protocol):
         """All points a player earned in ``tenant``'s challenges (None: everywhere)."""
         ...
 
+    async def player_daily_points(
+        self, player_pk: int, tenant: Tenant | None, since: dt.date
+    ) -> dict[dt.date, int]:
+        """Points a player earned per challenge day from ``since`` on, in ``tenant``'s challenges (None:
+        everywhere); days without points are absent.
+        """
+        ...
+
     async def player_accuracy(
         self, player_pk: int, by: str, tenant: Tenant | None
     ) -> list[tuple[str, int, int]]:

@@ -247,6 +247,25 @@ class SqlStandingRepository(SqlReportRepository):
         total = await self.s.scalar(stmt)
         return int(total or 0)
 
+    async def player_daily_points(
+        self, player_pk: int, tenant: Tenant | None, since: dt.date
+    ) -> dict[dt.date, int]:
+        """Points per challenge day (the channel's local day) from ``since`` on, in the tenant's
+        challenges (None: everywhere); days without points are absent.
+        """
+        total = func.sum(PlaySessionRow.points)
+        stmt = (
+            select(ChallengeRow.day, total)
+            .select_from(PlaySessionRow)
+            .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+            .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+            .where(PlaySessionRow.player_pk == player_pk, ChallengeRow.day >= since)
+        )
+        if tenant is not None:
+            stmt = stmt.join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk).where(_in_tenant(tenant))
+        rows = await self.s.execute(stmt.group_by(ChallengeRow.day).having(total > 0))
+        return {day: int(points) for day, points in rows.tuples()}
+
     async def player_accuracy(
         self, player_pk: int, by: str, tenant: Tenant | None
     ) -> list[tuple[str, int, int]]:

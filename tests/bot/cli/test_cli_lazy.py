@@ -28,6 +28,7 @@ HEAVY = (
     "slack_bolt",
     "httpx",
     "asyncio",
+    "matplotlib",  # the stats chart (issue 30): imported when a chart is drawn
 )
 
 
