@@ -29,11 +29,13 @@ class WebLink:
     url: str
     expires_at: dt.datetime
 
-    def text(self) -> str:
-        """The private reply, the same words on every platform (the URL is given bare, unformatted)."""
+    def text(self, url_form: str = "{url}") -> str:
+        """The private reply, the same words on every platform; ``url_form`` sets the URL in the platform's
+        markup (Discord's ``<{url}>`` shows no preview, so Discord never fetches the page).
+        """
         when = self.expires_at.strftime("%Y-%m-%d %H:%M UTC")
         return (
-            f"This channel's leaderboard and team report, read-only: {self.url}\n"
+            f"This channel's leaderboard and team report, read-only: {url_form.format(url=self.url)}\n"
             f"The link works until {when}; anyone you give it to can read this channel's page until then."
         )
 

@@ -284,7 +284,7 @@ class CommandHandler:
     async def web(self, interaction: discord.Interaction[Any]) -> None:
         """A private link to this channel's read-only page (any member, for the channel asked in)."""
         link = web_link(self.web_links, channel_of(interaction, self.timezone))
-        await self._send(interaction, link.text())
+        await self._send(interaction, link.text("<{url}>"))  # <...>: no preview fetched by Discord
 
     async def challenge(self, interaction: discord.Interaction[Any]) -> None:
         """Today's challenge of this channel with its Start button (for a late joiner).

@@ -80,6 +80,9 @@ async def guard(request: web.Request, handler: Handler) -> web.StreamResponse:
         return await handler(request)
     except web.HTTPException as exc:
         return refused(exc.status, exc.reason, "there is no page at this address")
+    except Exception:  # a bug or a database error: logged here, never a traceback to the browser
+        log.exception("the web page failed")
+        return refused(500, "Not available", "the page could not be drawn; reload in a minute")
 
 
 class WebPageServer:

@@ -182,3 +182,17 @@ async def test_only_get_and_head_within_bounds(service: QuizService, links: WebL
 async def test_an_empty_channel_says_so(links: WebLinks, client: Client) -> None:
     page = await (await client.get(path_of(links, ChannelRef("test", "ws1", "quiet")))).text()
     assert "Nobody has scored yet" in page and "No first attempts" in page and "<img" not in page
+
+
+async def test_a_failure_while_drawing_is_a_plain_500_with_the_headers(
+    service: QuizService, links: WebLinks, client: Client, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    async def broken(*args: object, **kwargs: object) -> None:
+        raise RuntimeError("secret internals")
+
+    monkeypatch.setattr(service, "last_week_report", broken)
+    response = await client.get(path_of(links, CHANNEL))
+    text = await response.text()
+    assert response.status == 500
+    assert_guarded(response.headers)
+    assert "secret internals" not in text and "Traceback" not in text and "reload" in text
