@@ -12,7 +12,7 @@ STAMP  := $(VENV)/.installed-stamp
 # 2.13.0 CPU). `make lock` regenerates it from pyproject.toml; see README.md, "Dependencies".
 LOCK   := requirements/lock.txt
 
-.PHONY: play test test-fast setup sandbox runner lint bench lock gpu-wheels gpu-check deploy-check images images-smoke deploy-env
+.PHONY: play test test-fast setup sandbox browser runner lint bench lock gpu-wheels gpu-check deploy-check images images-smoke deploy-env
 
 play: setup
 	$(BIN)/rankzero play
@@ -85,6 +85,14 @@ sandbox:
 	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
 	  echo "installing bubblewrap and libseccomp (the runner's sandbox and its syscall filter)"; \
 	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq bubblewrap libseccomp2; }
+
+# Headless Chromium for the web page's browser test (tests/bot/adapters/web/test_web_chromium.py, which
+# skips without it). Not part of setup: .ci/run installs it; apt is asked only when no binary is found.
+browser:
+	@command -v chromium >/dev/null 2>&1 || command -v chromium-browser >/dev/null 2>&1 || { \
+	  SUDO=$$( [ "$$(id -u)" = 0 ] || echo sudo ); \
+	  echo "installing chromium (headless, for the web page's screenshot test)"; \
+	  $$SUDO apt-get update -qq && $$SUDO apt-get install -y -qq --no-install-recommends chromium; }
 
 runner: setup
 	$(BIN)/rankzero-runner serve

@@ -41,6 +41,7 @@ from bot.core.quota import RunnerQuota
 from bot.core.schedule_service import ScheduleService
 from bot.core.service import QuizService
 from bot.core.tenancy import OutboundGate
+from bot.core.web_links import WebLinks
 from bot.metrics import BotMetrics, MeteredGate, MeteredPlatform
 from bot.runner_client import HttpRunnerClient, LocalRunner, LocalRunnerClient
 from bot.runner_fleet import FleetRunnerClient, OwnedRunner, runner_from_settings
@@ -435,4 +436,14 @@ async def build_services(
         slack_installations=installations,
         slack_oauth_states=states,
         metrics=metrics,
+        web_links=web_links(settings, clock),
     )
+
+
+def web_links(settings: Settings, clock: Clock) -> WebLinks | None:
+    """The web page's link signer, or None when the page is off (no secret or no public URL)."""
+    if not settings.web_enabled:
+        return None
+    assert settings.web_secret is not None and settings.public_url is not None
+    lifetime = dt.timedelta(days=settings.web_link_days)
+    return WebLinks(settings.web_secret.get_secret_value(), settings.public_url, lifetime, clock)

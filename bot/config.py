@@ -170,6 +170,24 @@ class Settings(BaseSettings):
     #: The address the health endpoint listens on: loopback by default (only this host can probe it);
     #: 0.0.0.0 (or ::) in a container, where the orchestrator probes the pod's address.
     health_host: str = "127.0.0.1"
+    # --- the read-only web page of a channel (issue 30 §3; bot/adapters/web): off unless both are set.
+    #: The secret web page links are signed with (HMAC-SHA256; at least 32 characters, e.g. from `rankzero
+    #: secrets new-key`). Changing it ends every link given out.
+    web_secret: SecretStr | None = None
+    #: The public base URL the links point at (https://..., a TLS proxy in front of the web port).
+    public_url: str | None = None
+    #: Days a link works after `/rankzero web` (Slack) or `/web` (Discord) gave it.
+    web_link_days: float = Field(default=7.0, gt=0, le=90)
+    #: Where the page listens (loopback by default: put the TLS proxy on this host, or 0.0.0.0 in a
+    #: container); its own port, apart from the health port.
+    web_host: str = "127.0.0.1"
+    web_port: int = Field(default=8790, ge=1, le=65535)
+
+    @property
+    def web_enabled(self) -> bool:
+        """True when the web page is on (a secret and a public URL are set)."""
+        return bool(self.web_secret and self.web_secret.get_secret_value() and self.public_url)
+
     # --- a database that stops answering (a frozen server, a network that drops packets) must fail calls
     # within these bounds instead of holding a job, a click or shutdown for good (issue 25).
     #: Seconds to open a PostgreSQL connection (asyncpg's own default is 60).

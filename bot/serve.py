@@ -21,6 +21,7 @@ from sqlalchemy import text
 from sqlalchemy.ext.asyncio import AsyncEngine
 
 from bot.adapters.registry import Adapter
+from bot.adapters.web.server import WebPageServer
 from bot.bootstrap import build_services
 from bot.config import Settings
 from bot.core.errors import RankZeroError
@@ -280,6 +281,37 @@ async def open_health(settings: Settings, metrics: BotMetrics | None = None) -> 
     return health
 
 
+class WebPortError(RankZeroError):
+    """The web page's port cannot be bound."""
+
+
+async def open_web(settings: Settings, services: Services) -> WebPageServer | None:
+    """Serve the read-only web page (bot/adapters/web) when it is on (RANKZERO_WEB_SECRET and
+    RANKZERO_PUBLIC_URL); None when it is off.
+    """
+    if services.web_links is None:
+        return None
+    page = WebPageServer(
+        services.web_links,
+        services.quiz,
+        host=settings.web_host,
+        port=settings.web_port,
+        timezone=settings.default_timezone,
+        allowed=settings.tenant_allow_list,
+    )
+    try:
+        await page.start()
+    except OSError as exc:
+        raise WebPortError(
+            f"the web page's port {settings.web_host}:{settings.web_port} cannot be opened "
+            f"({exc.strerror or exc}): give it another RANKZERO_WEB_PORT"
+        ) from None
+    log.info(
+        "web page on http://%s:%d/web/ (links point at %s)", settings.web_host, page.port, settings.public_url
+    )
+    return page
+
+
 async def serve(
     settings: Settings,
     adapters: Sequence[Adapter],
@@ -302,6 +334,13 @@ async def serve(
         if health is not None:
             await health.stop()
         raise
+    try:
+        page = await open_web(settings, services)
+    except BaseException:
+        if health is not None:
+            await health.stop()
+        await services.app.close()
+        raise
     stop = asyncio.Event()
     loop = asyncio.get_running_loop()
     for sig in (signal.SIGINT, signal.SIGTERM):
@@ -320,6 +359,8 @@ async def serve(
             await stop.wait()
     finally:
         log.warning("rankzero serve: stopping")
+        if page is not None:
+            await page.stop()  # bounded by its runner's own shutdown timeout
         abandoned = await _shutdown(settings.shutdown_timeout_s, health, services, started)
     if abandoned:
         # Reached only after a requested stop (an error on its way out is the one reported): exit 1.

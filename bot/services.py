@@ -26,6 +26,7 @@ if TYPE_CHECKING:
     from bot.core.repositories.form_drafts import FormDraftRepository
     from bot.core.schedule_service import ScheduleService
     from bot.core.service import QuizService
+    from bot.core.web_links import WebLinks
     from bot.metrics import BotMetrics
     from bot.runner_fleet import OwnedRunner
     from bot.scheduling import RankZeroScheduler
@@ -83,3 +84,5 @@ class Services:
     slack_oauth_states: AsyncOAuthStateStore | None = None
     #: The process's metrics: adapters report acknowledgements and rate-limit retries here.
     metrics: BotMetrics | None = None
+    #: Signs the read-only web page's links (None: the page is off; RANKZERO_WEB_SECRET is unset).
+    web_links: WebLinks | None = None

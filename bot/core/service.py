@@ -32,6 +32,7 @@ from bot.core.cards import (
     Reveal,
     StatsCard,
     StreakLine,
+    TeamReportCard,
     TopicStat,
 )
 from bot.core.errors import (
@@ -72,6 +73,7 @@ from bot.core.ports import (
 )
 from bot.core.repositories import AnswerWrite, CompletionRow, QuestionRow, SyncReport
 from bot.core.standings import PeriodKey, ScopeKey, standing_keys
+from bot.core.team_report import team_report_card, team_report_title, week_start
 from bot.core.tenancy import acting_tenant, sees
 from bot.core.transactions import OwnTransactions, Transactions
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Period, Scope, parse_enum
@@ -542,6 +544,16 @@ class QuizService:
         question = problem.question
         text = question.explanation or "This question has no explanation."
         return MissedExplanation(problem_id, question.id, question.topic, text)
+
+    async def last_week_report(self, channel: ChannelRef) -> TeamReportCard:
+        """The team report of ``channel``'s last complete week (Monday to Sunday before this one, in the
+        channel's timezone), from the data as it stands: the read-only web page's (bot/adapters/web).
+        """
+        day = week_start(local_day(self._clock.now(), channel.timezone)) - dt.timedelta(days=7)
+        payload = {"title": team_report_title(day), "day": day.isoformat()}
+        async with self._uow() as uow:
+            channel_pk = await uow.players.ensure_channel(channel)
+            return await team_report_card(uow, channel.tenant, channel_pk, payload)
 
     async def hint(self, actor: Actor, problem_id: int) -> HintCard:
         """Show the hint (once charged, later views are free)."""

@@ -276,6 +276,7 @@ class DiscordAdapter:
             clock=self.clock,
             drafts=services.drafts,
             form_drafts=services.form_drafts,
+            web_links=services.web_links,
         )
         register_commands(self.client.tree, self.commands)
         self.client.rankzero_reposter = Reposter(services.quiz, services.schedules)

@@ -42,6 +42,7 @@ from bot.commands import questions
 from bot.commands.deadline import within
 from bot.commands.handlers import Commands, NoChallenge, PostCheck
 from bot.commands.parsing import parse_period, parse_retire, parse_scope
+from bot.commands.web import web_link
 from bot.core.errors import ConfigurationError, PostRefusedError, RankZeroError
 from bot.core.models import Actor, PlayerRef, bounded_display_name
 from bot.core.ports import Clock, SystemClock
@@ -52,6 +53,7 @@ from bot.core.schedule_service import ScheduleService
 from bot.core.schedule_text import describe_schedule, meanwhile_text
 from bot.core.service import QuizService
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty, Kind, Period, Scope
+from bot.core.web_links import WebLinks
 from questions.loader import BankValidationError, validate_text_async
 
 log = logging.getLogger(__name__)
@@ -110,8 +112,11 @@ class CommandHandler:
         clock: Clock | None = None,
         drafts: DraftRepository | None = None,
         form_drafts: FormDraftRepository | None = None,
+        web_links: WebLinks | None = None,
     ) -> None:
         self.quiz = quiz
+        #: Signs /web's links (None: the page is off on this bot).
+        self.web_links = web_links
         self.timezone = timezone
         #: Who is an admin (Manage Server, or one of the configured roles): decided by the command layer.
         self.admins = admin_policy(admin_roles)
@@ -275,6 +280,11 @@ class CommandHandler:
             ephemeral=True,
             allowed_mentions=no_mentions(),
         )
+
+    async def web(self, interaction: discord.Interaction[Any]) -> None:
+        """A private link to this channel's read-only page (any member, for the channel asked in)."""
+        link = web_link(self.web_links, channel_of(interaction, self.timezone))
+        await self._send(interaction, link.text("<{url}>"))  # <...>: no preview fetched by Discord
 
     async def challenge(self, interaction: discord.Interaction[Any]) -> None:
         """Today's challenge of this channel with its Start button (for a late joiner).
@@ -512,6 +522,10 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     @tree.command(name="stats", description="A player's record (yours by default)")
     async def stats(interaction: discord.Interaction[Any], member: discord.User | None = None) -> None:
         await h.run(interaction, lambda: h.stats(interaction, member))
+
+    @tree.command(name="web", description="A private link to this channel's read-only leaderboard page")
+    async def web(interaction: discord.Interaction[Any]) -> None:
+        await h.run(interaction, lambda: h.web(interaction))
 
     @tree.command(name="challenge", description="Today's challenge of this channel, with its Start button")
     async def challenge(interaction: discord.Interaction[Any]) -> None:

@@ -343,6 +343,7 @@ def help_text(admin: bool) -> str:
         "`explain [topic]` explain a concept in your own words (private, never ranked)",
         "`dispute &lt;problem-id&gt;` (or `today:N`, or a question id) run a finished problem's code in the "
         "sandbox; add a variant of the code after it, between triple backticks, to run that instead",
+        "`web` a private link to this channel's read-only page (leaderboards and team report)",
     ]
     if admin:
         lines += [

@@ -25,6 +25,7 @@ from bot.commands.parsing import (
     parse_retire,
     parse_schedule_options,
 )
+from bot.commands.web import web_link
 from bot.core.errors import ConfigurationError, RankZeroError
 from bot.core.models import Actor, ChannelRef
 from bot.core.schedule_text import describe_schedule, meanwhile_text
@@ -75,6 +76,16 @@ async def _stats(
     for chunk in bk.split_message([*bk.stats_blocks(stats.record), *practice]):
         await respond(blocks=chunk, text="RankZero", response_type="ephemeral")
     return [bk.context(await uploads.send_stats_chart(ctx.client, actor.player.user_id, stats.record))]
+
+
+async def _web(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    # Any member, for the channel asked in: the page shows what this channel already sees. The reply is
+    # ephemeral like every one here (the link is a credential until it expires).
+    if args:
+        raise ConfigurationError("usage: /rankzero web (no options: a link to this channel's page)")
+    return [bk.section(bk.esc(web_link(ctx.services.web_links, ch).text()))]
 
 
 async def _dispute(
@@ -168,6 +179,7 @@ SUBCOMMANDS: dict[str, Handler] = {
     "post-now": _post_now,
     "close-now": _close_now,
     "question": _question,
+    "web": _web,
     **practice.COMMANDS,
 }
 

@@ -507,7 +507,7 @@ async def test_slash_commands_sync_to_the_configured_guild(
         # The services serve gives the adapter always carry practice: /quiz, /review and /explain too.
         assert set(names) == {
             *("leaderboard", "stats", "challenge", "dispute", "rankzero", "question"),
-            *("quiz", "review", "explain"),
+            *("quiz", "review", "explain", "web"),
         }
         subs = {o["name"] for o in names["question"]["options"]}
         assert subs == {"add", "restore", "import", "retire", "preview", "correct", "flags"}
