@@ -355,6 +355,8 @@ def help_text(admin: bool) -> str:
             " before saving) · `question retire &lt;id&gt;`",
             "`question correct &lt;id&gt; &lt;letter&gt;` fix an official answer and re-score · "
             "`question flags [all]` questions a dispute contradicted",
+            "`difficulty` questions whose label the workspace's answers disagree with · "
+            "`insights` the team's weakest topics and the quiz that targets them",
         ]
     return "\n".join(lines)
 
