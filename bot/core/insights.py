@@ -17,7 +17,7 @@ from bot.core.difficulty import LABEL_LOGITS, DifficultyEstimate, update_estimat
 from bot.core.models import Challenge, QuestionCandidate, Tenant
 from bot.core.ports import UnitOfWork
 from bot.core.repositories import LearnedDifficulty, TopicAccuracy
-from bot.core.vocabulary import Difficulty
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
 
 #: The window of the weakest topics: the team's first attempts of the last 30 days.
 INSIGHT_DAYS = 30
@@ -116,10 +116,15 @@ async def tenant_insights(
     since = now - dt.timedelta(days=INSIGHT_DAYS)
     topics = await uow.difficulty.topic_accuracy(tenant, since)
     weakest = weakest_topics(topics, TOPIC_MIN_ATTEMPTS, WEAKEST_TOPICS)
+    # The practice quiz draws from the shared bank's multiple-choice questions: offer the weakest topic
+    # it can quiz (a topic only the tenant's own questions have would answer "no quiz questions").
+    quizzable = {
+        q.topic for q in await uow.questions.list_questions(None, False) if q.kind in MULTIPLE_CHOICE_KINDS
+    }
     return InsightsCard(
         days=INSIGHT_DAYS,
         min_attempts=TOPIC_MIN_ATTEMPTS,
         weakest=weakest,
-        quiz_topic=weakest[0].topic if weakest else None,
+        quiz_topic=next((t.topic for t in weakest if t.topic in quizzable), None),
         difficulty=await tenant_difficulty(uow, tenant, min_attempts, CHAT_LINES),
     )
