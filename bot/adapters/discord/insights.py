@@ -56,9 +56,10 @@ def insights_embed(card: InsightsCard) -> discord.Embed:
     )
     if card.quiz_topic is not None:
         embed.add_field(
-            name="Practise it",
+            name="Practise them",
             value=truncate(
-                f"Anyone can run `/quiz topic:{safe_text(card.quiz_topic)}` (private, not ranked).",
+                "Anyone can run `/quiz topic:weakest` (these topics) or "
+                f"`/quiz topic:{safe_text(card.quiz_topic)}` (the weakest): private, not ranked.",
                 FIELD_VALUE,
             ),
             inline=False,

@@ -46,7 +46,12 @@ def insights_blocks(card: InsightsCard) -> list[Block]:
     if card.quiz_topic is not None:
         # Quoted as /rankzero's shlex split reads it back, so a topic with spaces stays one argument.
         command = f"/rankzero quiz {shlex.quote(card.quiz_topic)}"
-        blocks.append(section(f"Practise it: anyone can run `{esc(command)}` (private, not ranked)."))
+        blocks.append(
+            section(
+                "Practise them: anyone can run `/rankzero quiz weakest` (these topics) or "
+                f"`{esc(command)}` (the weakest): private, not ranked."
+            )
+        )
     gaps = "\n".join(_line(line) for line in card.difficulty.lines) or "None: the labels match the answers."
     blocks.append(section(f"*Label vs. answers* · {card.difficulty.disagreeing} disagree\n{gaps}"))
     return blocks

@@ -11,8 +11,9 @@ from collections.abc import AsyncIterator
 
 import pytest
 
+from bot.commands.practice import PracticeFlow
 from bot.core.difficulty import DifficultyEstimate, label_prior
-from bot.core.errors import ConfigurationError, NotAdminError
+from bot.core.errors import ConfigurationError, NotAdminError, NotFoundError
 from bot.core.models import Actor, ChannelRef, PlayerRef, Tenant
 from bot.core.service import QuizService
 from bot.services import App
@@ -141,6 +142,18 @@ async def test_insights_name_the_weakest_topics_and_the_quiz_for_them(
         # The other tenant has no answers: nothing is weak there, no quiz proposed.
         other = await app.service.insights(_admin(OTHER))
         assert other.weakest == () and other.quiz_topic is None
+        # The practice quiz on them: "weakest" in a team quizzes exactly the team's weakest topics.
+        weakest = [t.topic for t in card.weakest]
+        assert await app.practice.team_weakest_topics(CHANNEL.tenant) == weakest
+        flow = PracticeFlow(app.practice)
+        ann = PlayerRef("test", "ann", "Ann")
+        quiz = await flow.start_quiz(ann, " Weakest", CHANNEL.tenant)
+        for position in range(1, quiz.total + 1):
+            await app.practice.answer_quiz(ann, quiz.quiz_id, position, "A")
+        result = await app.practice.quiz_result(ann, quiz.quiz_id)
+        assert quiz.total == 5 and {item.topic for item in result.items} <= set(weakest)
+        with pytest.raises(NotFoundError, match="no weak topic yet"):
+            await flow.start_quiz(PlayerRef("test", "zed", "Zed"), "weakest", OTHER.tenant)
         # 31 days later the window is empty.
         clock.advance(dt.timedelta(days=31).total_seconds())
         assert (await app.service.insights(_admin())).weakest == ()

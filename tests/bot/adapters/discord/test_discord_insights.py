@@ -52,6 +52,11 @@ async def test_insights_name_the_weakest_topics_and_the_quiz(bot: Bot) -> None:
     fields = {f["name"]: f["value"] for f in embed["fields"]}
     weak = fields["Weakest topics · last 30 days"]
     assert weak.count("0% right first time (0/10)") == 3
-    assert fields["Practise it"].startswith("Anyone can run `/quiz topic:")
+    assert fields["Practise them"].startswith("Anyone can run `/quiz topic:weakest` (these topics)")
+    # Any member's /quiz topic:weakest quizzes the server's weakest topics.
+    weakest = [line.split("**")[1] for line in weak.splitlines()]
+    quiz = await bot.command("quiz", [{"type": 3, "name": "topic", "value": "weakest"}], user_id=333)
+    [question] = bot.fake.messages[quiz]["embeds"]
+    assert question["title"].startswith("Quiz 1/5") and question["title"].endswith(tuple(weakest))
     refused = bot.act.command(bot.client, "rankzero insights", [], user_id=222, user="mallory")
     assert "only admins" in (await bot.reply(refused))["content"]

@@ -68,7 +68,14 @@ async def test_insights_escape_the_topic_and_offer_the_quiz(h: Harness) -> None:
     text = json.dumps(out, ensure_ascii=False)
     assert "<!here>" not in text, "a topic must not ping the channel"
     assert "*&lt;!here&gt; &amp; co*: 0% right first time (0/10)" in text
+    assert "`/rankzero quiz weakest` (these topics)" in text
     # The quiz command quotes the topic as /rankzero reads it back, then escapes it for mrkdwn.
     assert "`/rankzero quiz '&lt;!here&gt; &amp; co'`" in text
+    # Any member's "quiz weakest" quizzes the workspace's three weakest topics: one question each here
+    # (the whole bank would make five).
+    n = len(h.api.of("views.update"))
+    assert (await h.send.command(PLAYER, "quiz weakest")).status_code == 200
+    quiz = (await h.api.wait_for("views.update", n + 1))[-1].args["view"]
+    assert "*Quiz 1 of 3*" in json.dumps(quiz, ensure_ascii=False)
     help_text = await _reply(h, OWNER, "help")
     assert "`insights`" in help_text and "`difficulty`" in help_text
