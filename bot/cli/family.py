@@ -1,4 +1,6 @@
-"""``rankzero questions build`` and ``rankzero questions stats``: question families and bank figures."""
+"""``rankzero questions build`` and ``rankzero questions stats``: question families and bank figures;
+``rankzero insights``: what a tenant's answers teach (weakest topics, labels they disagree with).
+"""
 
 from __future__ import annotations
 
@@ -14,7 +16,7 @@ from bot.adapters.console.safe import visible
 from bot.bootstrap import open_runner
 from bot.cli._common import TENANT_KEY, operator, run_app
 from bot.config import Settings
-from bot.core.cards import DifficultyCard
+from bot.core.cards import DifficultyCard, InsightsCard
 from bot.core.errors import RankZeroError
 from bot.core.models import Tenant
 from bot.services import App
@@ -194,3 +196,27 @@ def _echo_difficulty(tenant: Tenant, card: DifficultyCard) -> None:
                 f"{line.first_correct}/{line.first_attempts} right first ({line.rating:+.2f})"
             )
         )
+
+
+@click.command("insights")
+@click.option("--tenant", type=TENANT_KEY, required=True, help="Whose answers, e.g. discord:<guild id>.")
+@click.pass_obj
+def insights(settings: Settings, tenant: Tenant) -> None:
+    """A tenant's weakest topics of the last 30 days and where its answers disagree with the labels."""
+
+    async def body(app: App) -> InsightsCard:
+        return await app.service.insights(operator(), tenant=tenant)
+
+    card = run_app(settings, body)
+    click.echo(
+        f"weakest topics of {tenant.key}, last {card.days} days ({card.min_attempts}+ first attempts):"
+    )
+    for t in card.weakest:
+        click.echo(
+            visible(f"  {t.topic:40} {t.accuracy:4.0%} right first ({t.first_correct}/{t.first_attempts})")
+        )
+    if not card.weakest:
+        click.echo("  none yet")
+    if card.quiz_topic is not None:
+        click.echo(visible(f"practice: /quiz topic:weakest, or the weakest alone: {card.quiz_topic}"))
+    _echo_difficulty(tenant, card.difficulty)

@@ -75,3 +75,13 @@ def test_stats_json_and_without_tenant(setup: tuple[str, Path]) -> None:
     ]
     plain = CliRunner().invoke(main, ["--db", url, "questions", "stats", str(bank)])
     assert plain.exit_code == 0 and "learned difficulty" not in plain.output
+
+
+def test_insights_reads_one_tenant(setup: tuple[str, Path]) -> None:
+    url, _ = setup
+    result = CliRunner().invoke(main, ["--db", url, "insights", "--tenant", A.key])
+    assert result.exit_code == 0, result.output
+    assert "weakest topics of discord:111, last 30 days (10+ first attempts):\n  none yet" in result.output
+    assert "q-easy" in result.output and "q-hard" not in result.output
+    missing = CliRunner().invoke(main, ["--db", url, "insights"])
+    assert missing.exit_code == 2 and "--tenant" in missing.output
