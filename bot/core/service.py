@@ -1018,6 +1018,8 @@ class QuizService:
         """
         own = acting_tenant(actor)
         if own is not None:
+            if tenant is not None and tenant != own:
+                raise NotAdminError("a server or workspace admin sees their own team's answers only")
             return own
         if tenant is None:
             raise ConfigurationError("name the tenant (platform:workspace) whose answers to read")

@@ -122,6 +122,8 @@ async def test_admins_see_where_label_and_data_disagree(small: App) -> None:
     assert (card.learned, card.disagreeing, card.min_attempts) == (3, 2, 20)
     with pytest.raises(NotAdminError):
         await small.service.difficulty_report(actor("ann"))
+    with pytest.raises(NotAdminError):  # a tenant's admin cannot read another tenant's answers
+        await small.service.difficulty_report(_admin(), tenant=OTHER.tenant)
     with pytest.raises(ConfigurationError):
         await small.service.difficulty_report(ADMIN)  # the operator names a tenant
     theirs = await small.service.difficulty_report(ADMIN, tenant=OTHER.tenant)
