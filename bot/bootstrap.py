@@ -145,6 +145,7 @@ async def build_app(
         clock,
         platform,
         problems_per_challenge=settings.problems_per_challenge,
+        learned_difficulty_min_attempts=settings.learned_difficulty_min_attempts,
         seed=seed,
         # Players clicking together (right after the daily post) share transactions: group commit.
         transactions=GroupCommit(uow, lanes=default_lanes(engine)),

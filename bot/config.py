@@ -83,6 +83,9 @@ class Settings(BaseSettings):
     data_dir: Path = Field(default_factory=default_data_dir)
     database_url: str = ""
     problems_per_challenge: int = Field(default=5, ge=1, le=10)
+    #: First attempts a team must have made on a question before its learned difficulty (bot/core/
+    #: difficulty.py) replaces the bank's label in the daily ramp and counts as disagreeing with it.
+    learned_difficulty_min_attempts: int = Field(default=20, ge=1, le=100_000)
     default_timezone: str = "UTC"
     runner_url: str | None = None
     runner_token: SecretStr | None = None

@@ -1,4 +1,6 @@
-"""``rankzero questions build`` and ``rankzero questions stats``: question families and bank figures."""
+"""``rankzero questions build`` and ``rankzero questions stats``: question families and bank figures;
+``rankzero insights``: what a tenant's answers teach (weakest topics, labels they disagree with).
+"""
 
 from __future__ import annotations
 
@@ -10,9 +12,14 @@ from pathlib import Path
 import click
 from rich.console import Console
 
+from bot.adapters.console.safe import visible
 from bot.bootstrap import open_runner
+from bot.cli._common import TENANT_KEY, operator, run_app
 from bot.config import Settings
+from bot.core.cards import DifficultyCard, InsightsCard
 from bot.core.errors import RankZeroError
+from bot.core.models import Tenant
+from bot.services import App
 from questions.build import BuildReport, build
 from questions.families import default_families_dir, default_generated_dir, load_families
 from questions.loader import BankValidationError, default_bank_dir, load_paths
@@ -101,7 +108,24 @@ def questions_build(
 @click.command("stats")
 @click.argument("paths", nargs=-1, type=click.Path(exists=True))
 @click.option("--json", "as_json", is_flag=True, help="Print one JSON object.")
-def questions_stats(paths: tuple[str, ...], as_json: bool) -> None:
+@click.option(
+    "--tenant",
+    type=TENANT_KEY,
+    default=None,
+    help="Also list, from the database, the questions whose difficulty learned from this tenant's first "
+    "attempts disagrees with the label (e.g. discord:<guild id>).",
+)
+@click.option(
+    "--limit",
+    type=click.IntRange(1, 500),
+    default=50,
+    show_default=True,
+    help="With --tenant: at most this many disagreements, the widest gap first.",
+)
+@click.pass_context
+def questions_stats(
+    ctx: click.Context, paths: tuple[str, ...], as_json: bool, tenant: Tenant | None, limit: int
+) -> None:
     """Figures of the bank: multiple-choice questions, families, verified answers, days before a repeat."""
     bank = paths or (str(default_bank_dir()),)
     try:
@@ -111,7 +135,10 @@ def questions_stats(paths: tuple[str, ...], as_json: bool) -> None:
             click.echo(str(err), err=True)
         raise SystemExit(1) from None
     stats = bank_stats(loaded, verified_ids(bank))
+    learned = _learned(ctx.obj, tenant, limit) if tenant is not None else None
     if as_json:
+        if learned is not None:
+            stats["learned_difficulty"] = _difficulty_json(tenant, learned)
         click.echo(json.dumps(stats, indent=2))
         return
     for key, value in stats.items():
@@ -121,3 +148,75 @@ def questions_stats(paths: tuple[str, ...], as_json: bool) -> None:
                 click.echo(f"  {k:44} {v}")
         else:
             click.echo(f"{key:24} {value}")
+    if learned is not None and tenant is not None:
+        _echo_difficulty(tenant, learned)
+
+
+def _learned(settings: Settings, tenant: Tenant, limit: int) -> DifficultyCard:
+    """The tenant's label disagreements, read from the bot's database as the operator."""
+
+    async def body(app: App) -> DifficultyCard:
+        return await app.service.difficulty_report(operator(), tenant=tenant, limit=limit)
+
+    return run_app(settings, body)
+
+
+def _difficulty_json(tenant: Tenant | None, card: DifficultyCard) -> dict[str, object]:
+    return {
+        "tenant": tenant.key if tenant is not None else None,
+        "min_attempts": card.min_attempts,
+        "learned": card.learned,
+        "disagreeing": card.disagreeing,
+        "questions": [
+            {
+                "id": line.question_id,
+                "label": line.label,
+                "learned": line.learned,
+                "rating": round(line.rating, 3),
+                "first_attempts": line.first_attempts,
+                "first_correct": line.first_correct,
+            }
+            for line in card.lines
+        ],
+    }
+
+
+def _echo_difficulty(tenant: Tenant, card: DifficultyCard) -> None:
+    # Ids and labels come from the database (a tenant's own questions): shown through visible().
+    click.echo(
+        visible(
+            f"learned difficulty ({tenant.key}): {card.learned} questions with {card.min_attempts}+ first "
+            f"attempts, {card.disagreeing} disagree with their label"
+        )
+    )
+    for line in card.lines:
+        click.echo(
+            visible(
+                f"  {line.question_id:40} {line.label:12} -> {line.learned:12} "
+                f"{line.first_correct}/{line.first_attempts} right first ({line.rating:+.2f})"
+            )
+        )
+
+
+@click.command("insights")
+@click.option("--tenant", type=TENANT_KEY, required=True, help="Whose answers, e.g. discord:<guild id>.")
+@click.pass_obj
+def insights(settings: Settings, tenant: Tenant) -> None:
+    """A tenant's weakest topics of the last 30 days and where its answers disagree with the labels."""
+
+    async def body(app: App) -> InsightsCard:
+        return await app.service.insights(operator(), tenant=tenant)
+
+    card = run_app(settings, body)
+    click.echo(
+        f"weakest topics of {tenant.key}, last {card.days} days ({card.min_attempts}+ first attempts):"
+    )
+    for t in card.weakest:
+        click.echo(
+            visible(f"  {t.topic:40} {t.accuracy:4.0%} right first ({t.first_correct}/{t.first_attempts})")
+        )
+    if not card.weakest:
+        click.echo("  none yet")
+    if card.quiz_topic is not None:
+        click.echo(visible(f"practice: /quiz topic:weakest, or the weakest alone: {card.quiz_topic}"))
+    _echo_difficulty(tenant, card.difficulty)

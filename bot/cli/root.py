@@ -58,6 +58,11 @@ _LAZY_MAIN: dict[str, tuple[str, str, str]] = {
         "dispute",
         "Dispute a problem that is over for you: the runner runs its code and matches the choices.",
     ),
+    "insights": (
+        "bot.cli.family",
+        "insights",
+        "A tenant's weakest topics of the last 30 days and where its answers disagree with the labels.",
+    ),
     "secrets": (
         "bot.cli.secrets_cmd",
         "secrets",

@@ -21,7 +21,15 @@ from bot.commands.parsing import (
     problem_reference,
     schedule_changes,
 )
-from bot.core.cards import ChallengeCard, LeaderboardCard, MissedExplanation, ResultsCard, StatsCard
+from bot.core.cards import (
+    ChallengeCard,
+    DifficultyCard,
+    InsightsCard,
+    LeaderboardCard,
+    MissedExplanation,
+    ResultsCard,
+    StatsCard,
+)
 from bot.core.dispute_service import CorrectionCard, DisputeCard, DisputeService
 from bot.core.errors import ConfigurationError, NotFoundError
 from bot.core.models import Actor, Challenge, ChannelRef, PlayerRef
@@ -219,6 +227,19 @@ class Commands:
         """Questions a dispute contradicted: the open ones, or all."""
         self.admins.require(actor)
         return await self._disputes().flags(actor, None if everything else "open")
+
+    # ------------------------------------------------------------------ admins: what the answers teach
+    async def difficulty(self, actor: Actor) -> DifficultyCard:
+        """The questions whose difficulty learned from the team's first attempts disagrees with their
+        label, the widest gap first (the admin's tenant only).
+        """
+        self.admins.require(actor)
+        return await self.quiz.difficulty_report(actor)
+
+    async def insights(self, actor: Actor) -> InsightsCard:
+        """The team's weakest topics lately, the practice quiz for them, the top disagreements."""
+        self.admins.require(actor)
+        return await self.quiz.insights(actor)
 
     def _disputes(self) -> DisputeService:
         if self.disputes is None:

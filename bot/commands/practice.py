@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from bot.core.errors import NotFoundError
+from bot.core.insights import INSIGHT_DAYS, TOPIC_MIN_ATTEMPTS
 from bot.core.models import PlayerRef, Tenant
 from bot.core.practice import PracticeService
 from bot.core.practice_models import (
@@ -48,6 +50,10 @@ class ReviewStep:
     moved: bool = False
 
 
+#: The quiz "topic" that means the team's weakest topics (a word no bank topic is).
+WEAKEST = "weakest"
+
+
 class PracticeFlow:
     """The practice commands and buttons, platform-neutral."""
 
@@ -55,8 +61,20 @@ class PracticeFlow:
         self.practice = practice
 
     # ------------------------------------------------------------------ quiz
-    async def start_quiz(self, player: PlayerRef, topic: str | None) -> QuizQuestionCard:
-        """Five untimed questions (on ``topic`` when given); the first one."""
+    async def start_quiz(
+        self, player: PlayerRef, topic: str | None, tenant: Tenant | None = None
+    ) -> QuizQuestionCard:
+        """Five untimed questions (on ``topic`` when given); the first one. The topic ``weakest``, typed
+        in a team (``tenant``), is the team's weakest topics (``/rankzero insights`` offers it).
+        """
+        if tenant is not None and topic is not None and topic.strip().casefold() == WEAKEST:
+            topics = await self.practice.team_weakest_topics(tenant)
+            if not topics:
+                raise NotFoundError(
+                    f"your team has no weak topic yet (a topic needs {TOPIC_MIN_ATTEMPTS} first attempts in "
+                    f"the last {INSIGHT_DAYS} days): practise any topic without naming one"
+                )
+            return await self.practice.start_quiz(player, among=topics)
         return await self.practice.start_quiz(player, topic)
 
     async def answer_quiz(self, player: PlayerRef, quiz_id: int, position: int, letter: str) -> QuizStep:

@@ -333,3 +333,57 @@ class PracticeNudgeCard:
     display_name: str
     due: int
     day: dt.date
+
+
+@dataclass(frozen=True)
+class DifficultyLine:
+    """A question whose difficulty a team's first attempts put under another label than the bank's."""
+
+    question_id: str
+    #: The bank's label (of the version last asked) and the label the learned rating maps to.
+    label: str
+    learned: str
+    #: The learned difficulty on the logit scale (the labels' priors: -1.5, -0.5, 0.5, 1.5).
+    rating: float
+    first_attempts: int
+    first_correct: int
+
+
+@dataclass(frozen=True)
+class DifficultyCard:
+    """A tenant's questions where the label and the learned difficulty disagree, the widest gap first."""
+
+    lines: tuple[DifficultyLine, ...]
+    #: First attempts a question needs before it is compared (RANKZERO_LEARNED_DIFFICULTY_MIN_ATTEMPTS).
+    min_attempts: int
+    #: Questions with that many first attempts (compared), and how many disagree (``lines`` is the top).
+    learned: int
+    disagreeing: int
+
+
+@dataclass(frozen=True)
+class WeakTopic:
+    """A topic's first attempts in the window and how many were right."""
+
+    topic: str
+    first_attempts: int
+    first_correct: int
+
+    @property
+    def accuracy(self) -> float:
+        """The share right at the first attempt."""
+        return self.first_correct / self.first_attempts if self.first_attempts else 0.0
+
+
+@dataclass(frozen=True)
+class InsightsCard:
+    """For a tenant's admins: the team's weakest topics over the last ``days`` days (topics with at least
+    ``min_attempts`` first attempts, lowest accuracy first), the practice quiz topic that targets them
+    (None: no topic has enough attempts yet) and the top label disagreements.
+    """
+
+    days: int
+    min_attempts: int
+    weakest: tuple[WeakTopic, ...]
+    quiz_topic: str | None
+    difficulty: DifficultyCard

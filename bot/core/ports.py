@@ -25,6 +25,7 @@ from bot.core.models import ChannelRef, PlayerRef
 from bot.core.repositories import (
     ChallengeRepository,
     CorrectionRepository,
+    DifficultyRepository,
     DisputeRepository,
     OutboxRepository,
     PlayerRepository,
@@ -230,4 +231,9 @@ class UnitOfWork(Protocol):
     @property
     def outbox(self) -> OutboxRepository:
         """Outgoing posts queued until the platform accepts them."""
+        ...
+
+    @property
+    def difficulty(self) -> DifficultyRepository:
+        """Each tenant's learned question difficulty."""
         ...

@@ -23,6 +23,7 @@ from bot.core.cards import PracticeNudgeCard
 from bot.core.deck import deck_card, one_line, why_of
 from bot.core.errors import InvalidAnswerError, NotFoundError, RankZeroError
 from bot.core.grading import grade_explanation
+from bot.core.insights import INSIGHT_DAYS, TOPIC_MIN_ATTEMPTS, WEAKEST_TOPICS, weakest_topics
 from bot.core.models import PlayerRef, Question, QuestionCandidate, Tenant
 from bot.core.player_day import PlayerDay, day_streak, parse_timezone, player_day
 from bot.core.ports import Clock, UnitOfWork
@@ -197,14 +198,24 @@ class PracticeService:
         self._rng = random.Random(seed)
 
     # ------------------------------------------------------------------ quiz
-    async def start_quiz(self, player: PlayerRef, topic: str | None = None) -> QuizQuestionCard:
-        """Start a quiz of 5 multiple-choice questions (fewer if the topic has fewer); return the first."""
+    async def start_quiz(
+        self, player: PlayerRef, topic: str | None = None, *, among: Sequence[str] = ()
+    ) -> QuizQuestionCard:
+        """Start a quiz of 5 multiple-choice questions (fewer if the topic has fewer); return the first.
+        ``among``: exactly these topics instead (the team's weakest, :meth:`team_weakest_topics`).
+        """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
             # A quiz draws from every multiple-choice kind of the bank.
             candidates = await uow.practice.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS)
-            topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "quiz questions")
+            known = sorted({c.topic for c in candidates})
+            if among:
+                topics = [t for t in known if t in set(among)]
+                if not topics:
+                    raise NotFoundError("the practice quiz has no questions on those topics")
+            else:
+                topics = _choose_topic(topic, known, "quiz questions")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:
                 raise NotFoundError(
@@ -213,10 +224,23 @@ class PracticeService:
                 )
             picks = _pick(pool, QUIZ_SIZE, self._rng)
             label = topics[0] if topic and len(topics) == 1 else topic
+            if among:
+                joined = ", ".join(topics)
+                # The stored label is at most 80 characters.
+                label = joined if len(joined) <= 80 else joined[:79] + "…"
             quiz = await uow.practice.create_quiz(player_pk, label, [c.version_id for c in picks], now)
         card = self._quiz_card(quiz)
         assert card is not None
         return card
+
+    async def team_weakest_topics(self, tenant: Tenant) -> list[str]:
+        """The team's weakest topics (bot/core/insights.py: the lowest first-attempt accuracy over the
+        last :data:`INSIGHT_DAYS` days, :data:`TOPIC_MIN_ATTEMPTS` attempts at least), weakest first.
+        """
+        since = self._clock.now() - dt.timedelta(days=INSIGHT_DAYS)
+        async with self._uow() as uow:
+            rows = await uow.difficulty.topic_accuracy(tenant, since)
+        return [t.topic for t in weakest_topics(rows, TOPIC_MIN_ATTEMPTS, WEAKEST_TOPICS)]
 
     async def _own_quiz(self, uow: UnitOfWork, player: PlayerRef, quiz_id: int) -> QuizRow:
         player_pk = await uow.players.ensure_player(player)

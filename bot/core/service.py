@@ -20,8 +20,10 @@ from bot.core.cards import (
     BadgeAward,
     ChallengeCard,
     DayPoints,
+    DifficultyCard,
     Feedback,
     HintCard,
+    InsightsCard,
     LeaderboardCard,
     MissedExplanation,
     PlayerChallengeSummary,
@@ -47,6 +49,13 @@ from bot.core.errors import (
     ProblemOverError,
     TimeUpError,
     TooEarlyError,
+)
+from bot.core.insights import (
+    CHAT_LINES,
+    learn_from_close,
+    tenant_difficulty,
+    tenant_insights,
+    with_learned_levels,
 )
 from bot.core.models import (
     Actor,
@@ -185,6 +194,7 @@ class QuizService:
         platform: ChatPlatform | None = None,
         *,
         problems_per_challenge: int = 5,
+        learned_difficulty_min_attempts: int = 20,
         seed: int | None = None,
         transactions: Transactions | None = None,
         telemetry: Telemetry | None = None,
@@ -194,6 +204,8 @@ class QuizService:
         a ``GroupCommit`` so that players clicking together share transactions). ``telemetry``: where
         recorded answers are counted (the process's metrics; default nowhere). ``outbox``: the lease,
         backoff and give-up times of the posts' outbox (bot/core/outbox.py).
+        ``learned_difficulty_min_attempts``: a team's first attempts on a question before its learned
+        difficulty replaces the label in the daily ramp and is compared with it (bot/core/insights.py).
         """
         if problems_per_challenge < 1:
             raise ConfigurationError("problems per challenge must be at least 1")
@@ -202,6 +214,7 @@ class QuizService:
         self._clock = clock
         self._platform = platform
         self._n = problems_per_challenge
+        self._learned_min = max(1, learned_difficulty_min_attempts)
         self._seed = seed
         self._telemetry: Telemetry = telemetry or NoTelemetry()
         #: Every post to the platform goes through it (queued with its cause, marked sent when accepted).
@@ -251,6 +264,11 @@ class QuizService:
                 return existing, False
             candidates = await uow.questions.question_candidates(
                 channel.tenant, channel_pk, MULTIPLE_CHOICE_KINDS
+            )
+            # The ramp places each question by what this team found, once it answered it often enough.
+            learned = await uow.difficulty.learned(channel.tenant, self._learned_min)
+            candidates = with_learned_levels(
+                candidates, {r.question_id: r.estimate for r in learned}, self._learned_min
             )
             if not candidates:
                 raise NotFoundError(
@@ -841,6 +859,8 @@ class QuizService:
                 raise NotFoundError(f"no challenge with id {challenge_id}")
             if not await uow.challenges.close_challenge(challenge_id, now):
                 return None
+            # In the close's transaction, after its status guard: counted exactly once per challenge.
+            await learn_from_close(uow, challenge, now)
             for _sid, player_pk in await uow.plays.expire_sessions(challenge_id, now):
                 await self._after_finish(uow, challenge, player_pk)
             # Backstop: on PostgreSQL a player's last two problems ending concurrently can each see the
@@ -1038,6 +1058,38 @@ class QuizService:
         async with self._uow() as uow:
             if not await uow.questions.retire_question(view, question_id, self._clock.now()):
                 raise NotFoundError(f"no question with id {question_id!r}: see `rankzero questions list`")
+
+    @staticmethod
+    def _admin_tenant(actor: Actor, tenant: Tenant | None) -> Tenant:
+        """The tenant an admin's report covers: their own (a tenant admin can name no other); the
+        operator names one.
+        """
+        own = acting_tenant(actor)
+        if own is not None:
+            if tenant is not None and tenant != own:
+                raise NotAdminError("a server or workspace admin sees their own team's answers only")
+            return own
+        if tenant is None:
+            raise ConfigurationError("name the tenant (platform:workspace) whose answers to read")
+        return tenant
+
+    async def difficulty_report(
+        self, actor: Actor, *, tenant: Tenant | None = None, limit: int = CHAT_LINES
+    ) -> DifficultyCard:
+        """Where the team's first attempts put a question under another label than the bank's (admins),
+        the widest gap first.
+        """
+        self._require_admin(actor)
+        view = self._admin_tenant(actor, tenant)
+        async with self._uow() as uow:
+            return await tenant_difficulty(uow, view, self._learned_min, limit)
+
+    async def insights(self, actor: Actor, *, tenant: Tenant | None = None) -> InsightsCard:
+        """The team's weakest topics lately, the quiz topic that targets them, the top disagreements."""
+        self._require_admin(actor)
+        view = self._admin_tenant(actor, tenant)
+        async with self._uow() as uow:
+            return await tenant_insights(uow, view, self._clock.now(), self._learned_min)
 
     async def list_questions(
         self, include_retired: bool = False, *, view: Tenant | None = None

@@ -150,6 +150,35 @@ class QuestionVersionRow(Base):
     created_at: Mapped[dt.datetime]
 
 
+class QuestionDifficultyRow(Base):
+    """A question's difficulty learned from one tenant's first attempts (bot/core/difficulty.py): the
+    posterior mean ``rating`` (logit scale) and precision ``information``, updated when a challenge that
+    asked it closes, in the close's transaction. ``label`` is the bank's label of the version last asked
+    (the prior, and what "disagree" compares with). A team's answers are its own: keyed by tenant.
+    """
+
+    __tablename__ = "question_difficulty"
+    __table_args__ = (
+        CheckConstraint("tenant <> ''", name="tenant_not_empty"),
+        CheckConstraint("first_correct >= 0 AND first_correct <= first_attempts", name="counts_valid"),
+        CheckConstraint("information > 0", name="information_positive"),
+        CheckConstraint("rating >= -6 AND rating <= 6", name="rating_in_range"),
+        # Not an enumeration of today's labels: a bank with a new level must not fail a challenge's close.
+        CheckConstraint("label <> ''", name="label_not_empty"),
+    )
+
+    tenant: Mapped[str] = mapped_column(TENANT_KEY, primary_key=True)
+    question_id: Mapped[str] = mapped_column(
+        ForeignKey("questions.id", ondelete="CASCADE"), primary_key=True, index=True
+    )
+    label: Mapped[str] = mapped_column(String(16))
+    rating: Mapped[float] = mapped_column(Double)
+    information: Mapped[float] = mapped_column(Double)
+    first_attempts: Mapped[int] = mapped_column(Integer, default=0)
+    first_correct: Mapped[int] = mapped_column(Integer, default=0)
+    updated_at: Mapped[dt.datetime]
+
+
 class ChallengeRow(Base):
     """A channel's challenge of one day (unique per channel and date)."""
 

@@ -16,6 +16,7 @@ from sqlalchemy.ext.asyncio import AsyncEngine, AsyncSession, async_sessionmaker
 from bot.core.ports import TransientConflictError, UnitOfWork
 from bot.storage.repositories.challenges import SqlChallengeRepository
 from bot.storage.repositories.corrections import SqlCorrectionRepository
+from bot.storage.repositories.difficulty import SqlDifficultyRepository
 from bot.storage.repositories.disputes import SqlDisputeRepository
 from bot.storage.repositories.outbox import SqlOutboxRepository
 from bot.storage.repositories.players import SqlPlayerRepository
@@ -47,6 +48,7 @@ class SqlUnitOfWork:
         self.practice = SqlPracticeRepository(db)
         self.practice_settings = SqlPracticeSettingsRepository(db)
         self.outbox = SqlOutboxRepository(db)
+        self.difficulty = SqlDifficultyRepository(db)
 
     @property
     def s(self) -> AsyncSession:

@@ -2,7 +2,7 @@
 through the outbox as a kind of its own (issue 30 section 1)
 
 Revision ID: 0018
-Revises: 0016
+Revises: 0017
 Create Date: 2026-11-28
 
 Existing schedules: ``team_report`` false (off until an admin turns it on). The report rides on the weekly
@@ -16,7 +16,7 @@ import sqlalchemy as sa
 from alembic import op
 
 revision: str = "0018"
-down_revision: str | None = "0016"
+down_revision: str | None = "0017"
 branch_labels: str | Sequence[str] | None = None
 depends_on: str | Sequence[str] | None = None
 

@@ -24,6 +24,7 @@ from bot.adapters.chart_drawing import missing_note
 from bot.adapters.discord import attachments, dispute_render, practice_render, render
 from bot.adapters.discord.disputes import MAX_VARIANT_INPUT, VARIANT_INPUT, DisputeHandler, variant_form
 from bot.adapters.discord.failures import tell_failure
+from bot.adapters.discord.insights import register_insight_commands
 from bot.adapters.discord.play import PLATFORM, actor_of, admin_policy, channel_of
 from bot.adapters.discord.question_form import FIRST_RESPONSE_BUDGET_S, QuestionForms
 from bot.adapters.discord.replies import give_back, send_private
@@ -673,5 +674,6 @@ def register_commands(tree: app_commands.CommandTree[Any], h: CommandHandler) ->
     async def question_flags(interaction: discord.Interaction[Any], everything: bool = False) -> None:
         await h.run(interaction, lambda: h.disputes_ui.flags(interaction, everything), admin=True)
 
+    register_insight_commands(rankzero, h)
     tree.add_command(rankzero)
     tree.add_command(question)

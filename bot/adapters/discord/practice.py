@@ -21,7 +21,7 @@ from discord import app_commands
 
 from bot.adapters.discord import practice_render as render
 from bot.adapters.discord.failures import tell_failure
-from bot.adapters.discord.play import actor_of
+from bot.adapters.discord.play import actor_of, tenant_of
 from bot.adapters.discord.render import error_text
 from bot.adapters.discord.replies import give_back
 from bot.adapters.discord.sanitize import no_mentions
@@ -115,7 +115,8 @@ class PracticeHandler:
         """``/quiz [topic]``: five untimed questions, the first one now."""
 
         async def body(player: PlayerRef) -> Screen:
-            card = await self.flow.start_quiz(player, topic)
+            # In a server, topic "weakest" is that team's weakest topics (not in a DM: no team there).
+            card = await self.flow.start_quiz(player, topic, tenant_of(interaction))
             return Screen(embeds=[render.quiz_question_embed(card)], view=render.quiz_question_view(card))
 
         await self._command(interaction, body)
@@ -324,7 +325,7 @@ def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeH
     """Add ``/quiz``, ``/review`` and ``/explain`` to ``tree``."""
 
     @tree.command(name="quiz", description="Practice: 5 untimed questions with feedback (not ranked)")
-    @app_commands.describe(topic="a topic, e.g. FSDP (default: any)")
+    @app_commands.describe(topic="a topic, e.g. FSDP, or weakest: this server's weakest (default: any)")
     async def quiz(interaction: discord.Interaction[Any], topic: str | None = None) -> None:
         await h.quiz(interaction, topic)
 

@@ -339,7 +339,8 @@ def help_text(admin: bool) -> str:
         "`challenge` today's challenge of this channel, with a Start button",
         "`leaderboard [channel|workspace] [today|week|all]` the standings",
         "`stats` your record (ranked) and your practice",
-        "`quiz [topic]` 5 practice questions · `review` your due flashcards · "
+        "`quiz [topic]` 5 practice questions (`quiz weakest`: the team's weakest topics) · "
+        "`review` your due flashcards · "
         "`explain [topic]` explain a concept in your own words (private, never ranked)",
         "`dispute &lt;problem-id&gt;` (or `today:N`, or a question id) run a finished problem's code in the "
         "sandbox; add a variant of the code after it, between triple backticks, to run that instead",
@@ -356,6 +357,8 @@ def help_text(admin: bool) -> str:
             " before saving) · `question retire &lt;id&gt;`",
             "`question correct &lt;id&gt; &lt;letter&gt;` fix an official answer and re-score · "
             "`question flags [all]` questions a dispute contradicted",
+            "`difficulty` questions whose label the workspace's answers disagree with · "
+            "`insights` the team's weakest topics and the quiz that targets them",
         ]
     return "\n".join(lines)
 

@@ -16,6 +16,7 @@ One module per port here, mirrored by its implementation in bot/storage/reposito
 ``practice``       quizzes, flashcard reviews and explain answers (never in standings)
 ``practice_settings`` each player's fitted FSRS parameters and daily-nudge opt-in and claims
 ``outbox``         outgoing posts queued with the state change that causes them, until sent
+``difficulty``     each tenant's learned question difficulty and the first attempts it comes from
 ``drafts``         admins' question drafts (written through by bot/adapters/drafts.py, not via the uow)
 =================  ==========================================================================
 """
@@ -24,6 +25,12 @@ from __future__ import annotations
 
 from bot.core.repositories.challenges import ChallengeRepository
 from bot.core.repositories.corrections import CorrectionRepository, QuestionPlay
+from bot.core.repositories.difficulty import (
+    AskedAttempt,
+    DifficultyRepository,
+    LearnedDifficulty,
+    TopicAccuracy,
+)
 from bot.core.repositories.disputes import DisputeRecord, DisputeRepository, QuestionFlag
 from bot.core.repositories.drafts import DraftRepository, StoredDraftLike
 from bot.core.repositories.outbox import OutboxItem, OutboxKind, OutboxRepository
@@ -42,13 +49,16 @@ from bot.core.repositories.standings import CompletionRow, StandingRepository
 
 __all__ = [
     "AnswerWrite",
+    "AskedAttempt",
     "ChallengeRepository",
     "CompletionRow",
     "CorrectionRepository",
     "DeckRepository",
+    "DifficultyRepository",
     "DisputeRecord",
     "DisputeRepository",
     "DraftRepository",
+    "LearnedDifficulty",
     "OutboxItem",
     "OutboxKind",
     "OutboxRepository",
@@ -68,4 +78,5 @@ __all__ = [
     "StoredDraftLike",
     "SyncReport",
     "TeamParametersRepository",
+    "TopicAccuracy",
 ]

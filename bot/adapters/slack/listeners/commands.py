@@ -14,6 +14,7 @@ from slack_bolt.async_app import AsyncAck, AsyncApp
 
 from bot.adapters.slack import blocks as bk
 from bot.adapters.slack import failures, permissions, uploads
+from bot.adapters.slack import insight_blocks as ib
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack.context import SlackContext
 from bot.adapters.slack.listeners import disputes, practice
@@ -169,6 +170,20 @@ async def _question(
     )
 
 
+async def _difficulty(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    ctx.admin_policy.require(actor)
+    return ib.difficulty_blocks(await ctx.commands.difficulty(actor))
+
+
+async def _insights(
+    ctx: SlackContext, actor: Actor, ch: ChannelRef, args: list[str], body: dict[str, Any]
+) -> list[bk.Block]:
+    ctx.admin_policy.require(actor)
+    return ib.insights_blocks(await ctx.commands.insights(actor))
+
+
 SUBCOMMANDS: dict[str, Handler] = {
     "help": _help,
     "challenge": _challenge,
@@ -180,6 +195,8 @@ SUBCOMMANDS: dict[str, Handler] = {
     "close-now": _close_now,
     "question": _question,
     "web": _web,
+    "difficulty": _difficulty,
+    "insights": _insights,
     **practice.COMMANDS,
 }
 

@@ -80,7 +80,8 @@ async def quiz_command(
     topic = " ".join(args).strip() or None
 
     async def make() -> dict[str, Any]:
-        return pb.quiz_question_view(await _flow(ctx).start_quiz(actor.player, topic))
+        # "weakest": the workspace's weakest topics (``/rankzero insights`` offers it).
+        return pb.quiz_question_view(await _flow(ctx).start_quiz(actor.player, topic, actor.tenant))
 
     await _fill(ctx, view_id, pb.QUIZ_TITLE, make)
     return []
