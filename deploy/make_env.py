@@ -44,6 +44,12 @@ SLACK_APP_TOKEN=
 ADMINS=
 ALLOWED_TENANTS=
 DEFAULT_TIMEZONE=
+
+# --- The read-only web page (README.md, "The read-only web page"): off while either is empty. WEB_SECRET:
+# at least 32 random characters (e.g. `rankzero secrets new-key`); PUBLIC_URL: https://... of the proxy
+# in front of 127.0.0.1:8790.
+WEB_SECRET=
+PUBLIC_URL=
 """
 
 

@@ -279,8 +279,13 @@ def test_the_bot_runs_one_discord_shard_per_pod(monkeypatch: pytest.MonkeyPatch)
         settings = Settings(database_url="postgresql+asyncpg://u:p@db:5432/rankzero")
         assert settings.discord_shard_set == ShardSet((ordinal,), replicas)
         assert settings.health_host == "0.0.0.0" and settings.slack_host == "0.0.0.0"
+        assert settings.web_host == "0.0.0.0"
         ports = {p["name"]: p["containerPort"] for p in container["ports"]}
-        assert ports == {"health": settings.health_port, "slack": settings.slack_port}
+        assert ports == {
+            "health": settings.health_port,
+            "slack": settings.slack_port,
+            "web": settings.web_port,
+        }
         assert settings.runner_url is not None
         assert sorted(settings.runner_url.split(",")) == sorted(
             f"http://rankzero-runner-{shape}.rankzero.svc:8765" for shape in SHAPES
