@@ -26,6 +26,7 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 log = logging.getLogger(__name__)
@@ -106,3 +107,53 @@ async def send_parts(
         if current is not None:
             await current.accepted(index + 1, digest)
     return sent
+
+
+# ---------------------------------------------------------------------------------------------- post marks
+#: The marks of a post are this long at most (Discord's nonce takes 25 characters; Slack's metadata more).
+MARK_MAX = 64
+
+
+@dataclass(frozen=True)
+class PostMark:
+    """The idempotency mark of the post the outbox delivers now: each message the platform accepts carries
+    ``part(i)`` (Slack: the message's metadata; Discord: its nonce), so a later try can ask the platform
+    whether the message exists already instead of posting it again.
+
+    ``key``: the outbox row's identity (its id and when it was queued: ids of purged rows may be reused).
+    ``uncertain``: an earlier claim of this row may have reached the platform (every claim is committed
+    before its send, so a row claimed before was maybe accepted, its record lost with the process that
+    died, or its answer lost in a timeout): the adapter looks for the marks before posting.
+    """
+
+    key: str
+    uncertain: bool
+
+    def part(self, index: int) -> str:
+        """The mark of message ``index`` of the post (0: the first, or only, one)."""
+        return f"{self.key}.{index}"[:MARK_MAX]
+
+    def index_of(self, mark: object) -> int | None:
+        """Which message of this post ``mark`` (read back from the platform, hostile) is; None: not ours."""
+        if not isinstance(mark, str) or not mark.startswith(f"{self.key}."):
+            return None
+        tail = mark[len(self.key) + 1 :]
+        return int(tail) if tail.isdigit() and len(tail) <= 4 else None
+
+
+_MARK: ContextVar[PostMark | None] = ContextVar("rankzero_post_mark", default=None)
+
+
+@contextlib.contextmanager
+def marked(mark: PostMark) -> Iterator[PostMark]:
+    """Mark the posts made inside the block with ``mark`` (the outbox's delivery of one post)."""
+    token = _MARK.set(mark)
+    try:
+        yield mark
+    finally:
+        _MARK.reset(token)
+
+
+def current_mark() -> PostMark | None:
+    """The mark of the post being delivered (None: a direct post, outside the outbox)."""
+    return _MARK.get()

@@ -71,7 +71,17 @@ EVENTS_PATH = "/slack/events"
 INSTALL_PATH = "/slack/install"
 REDIRECT_PATH = "/slack/oauth_redirect"
 #: The bot scopes an install asks for (the same as the README's manifest).
-BOT_SCOPES = ("chat:write", "chat:write.public", "commands", "users:read", "channels:read", "groups:read")
+BOT_SCOPES = (
+    "chat:write",
+    "chat:write.public",
+    "commands",
+    "users:read",
+    "channels:read",
+    "groups:read",
+    # An outbox post retried after an uncertain try looks for its mark in the channel (SlackPlatform._post).
+    "channels:history",
+    "groups:history",
+)
 #: What a member of a workspace without an installation (uninstalled, token revoked) is told.
 NOT_INSTALLED = (
     "RankZero is not installed in this workspace any more (it was uninstalled or its token revoked): "
