@@ -102,7 +102,11 @@ async def send_parts(
     for index, part in enumerate(split):
         if current is not None and index < done:
             continue
-        await send(part)
+        token = _PART.set(index)  # the part's mark (current_part_mark) for the adapter's send
+        try:
+            await send(part)
+        finally:
+            _PART.reset(token)
         sent += 1
         if current is not None:
             await current.accepted(index + 1, digest)
@@ -142,6 +146,8 @@ class PostMark:
 
 
 _MARK: ContextVar[PostMark | None] = ContextVar("rankzero_post_mark", default=None)
+#: Which message of a post in parts :func:`send_parts` is sending (0 outside it: a post of one message).
+_PART: ContextVar[int] = ContextVar("rankzero_post_part", default=0)
 
 
 @contextlib.contextmanager
@@ -157,3 +163,11 @@ def marked(mark: PostMark) -> Iterator[PostMark]:
 def current_mark() -> PostMark | None:
     """The mark of the post being delivered (None: a direct post, outside the outbox)."""
     return _MARK.get()
+
+
+def current_part_mark() -> str | None:
+    """The mark of the message being sent now: the current post's mark of the part :func:`send_parts` is
+    sending (the first, for a post of one message); None outside an outbox delivery.
+    """
+    mark = _MARK.get()
+    return None if mark is None else mark.part(_PART.get())

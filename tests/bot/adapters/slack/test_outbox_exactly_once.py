@@ -10,42 +10,19 @@ from __future__ import annotations
 import json
 from collections.abc import AsyncIterator
 from pathlib import Path
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from bot.core.cards import ChallengeCard, ResultsCard
 from bot.core.models import Challenge, ChannelRef
-from bot.core.outbox import Outbox, OutboxTiming
-from bot.core.ports import ChatPlatform
+from bot.core.outbox import OutboxTiming
 from tests.bot.adapters.slack.test_slack_adapter import Harness, _harness
 from tests.conftest import test_bank
+from tests.fakes import die_mid_post, survivor
 from tests.slack_fake import TEAM
 
 TIMING = OutboxTiming(lease_s=60, retry_base_s=30, retry_max_s=600, give_up_s=3 * 3600)
 CHANNEL = ChannelRef("slack", TEAM, "C1")
-
-
-class Died(BaseException):
-    """The process died: no ``except Exception`` of the outbox runs, so nothing is recorded."""
-
-
-class DiesAfterAcceptance:
-    """The real platform, except that the process "dies" right after Slack accepted a post."""
-
-    def __init__(self, real: ChatPlatform) -> None:
-        self.real = real
-
-    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
-        await self.real.post_challenge(channel, card)
-        raise Died
-
-    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
-        await self.real.post_results(channel, card, message_ref)
-        raise Died
-
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self.real, name)
 
 
 @pytest.fixture
@@ -71,32 +48,11 @@ async def queued(slack: Harness) -> tuple[Challenge, int]:
     return challenge, item.id
 
 
-async def die_mid_post(outbox: Outbox, item_id: int) -> None:
-    real = outbox.platform
-    assert real is not None
-    outbox.platform = cast(ChatPlatform, DiesAfterAcceptance(real))
-    try:
-        with pytest.raises(Died):
-            await outbox.deliver(item_id)
-    finally:
-        outbox.platform = real
-
-
 async def survivor_takes_over(slack: Harness, item_id: int) -> str:
     """Another sender after the dead one's lease: its delivery's status."""
     slack.clock.advance(TIMING.lease_s + 1)
     slack.api.clock_offset_s += TIMING.lease_s + 1
-    quiz = slack.services.quiz
-    assert quiz.outbox.platform is not None
-    survivor = Outbox(
-        quiz._uow,
-        slack.clock,
-        quiz.outbox.platform,
-        results=quiz.outbox._results,
-        challenge_card=quiz.outbox._challenge_card,
-        timing=TIMING,
-    )
-    delivery = await survivor.deliver(item_id)
+    delivery = await survivor(slack.services.quiz.outbox, slack.clock).deliver(item_id)
     return delivery.status
 
 
