@@ -353,6 +353,8 @@ class Call:
     args: dict[str, Any]
     #: When Slack accepted it (epoch seconds): what a player sees appears then.
     at: float = field(default_factory=time.time)
+    #: The client's (address, port) it came from: which process made it.
+    peer: tuple[Any, ...] | None = None
 
     def dump(self) -> str:
         """The arguments as JSON text (to search for rendered strings)."""
@@ -438,6 +440,11 @@ class FakeSlackApi:
     fail: dict[str, str] = field(default_factory=dict)
     #: method -> seconds Slack takes to answer it (a slow users.info, say).
     stall: dict[str, float] = field(default_factory=dict)
+    #: method -> seconds the answer of its next accepted call is held back, once: the call is done in Slack
+    #: (a message posted) while its caller still waits (to kill it between Slack's acceptance and its own
+    #: record of it).
+    hold_after: dict[str, float] = field(default_factory=dict)
+    _held: set[asyncio.Future[None]] = field(default_factory=set)
     #: Every refusal answered (method, error), 429s included.
     refused: list[tuple[str, str]] = field(default_factory=list)
     views: dict[str, ShownView] = field(default_factory=dict)
@@ -582,7 +589,9 @@ class FakeSlackApi:
         self.port = int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
-        """Stop listening."""
+        """Stop listening (answers held back are let go first: the runner waits for every handler)."""
+        for held in self._held:
+            held.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -729,9 +738,9 @@ class FakeSlackApi:
         channel = str(args.get("channel"))
         kept = self.messages.setdefault(channel, [])
         if method == "chat.update":
-            for message in kept:
-                if message["ts"] == ts:
-                    message.update(text=args.get("text"), blocks=args.get("blocks"))
+            for edited in kept:
+                if edited["ts"] == ts:
+                    edited.update(text=args.get("text"), blocks=args.get("blocks"))
             return
         suffix = self._bot_suffix(args)
         message: dict[str, Any] = {
@@ -1046,7 +1055,13 @@ class FakeSlackApi:
             if method in ("views.open", "views.update", "views.push"):
                 args["_view_id"] = body["view"]["id"]  # recorded, so a test knows which modal it is
                 args["_user"] = self.view_owner.get(str(body["view"]["id"]))
-            self.calls.append(Call(method, args))
+            peer = request.transport.get_extra_info("peername") if request.transport else None
+            self.calls.append(Call(method, args, peer=tuple(peer) if peer else None))
+        if method in self.hold_after:
+            held = asyncio.ensure_future(asyncio.sleep(self.hold_after.pop(method)))
+            self._held.add(held)
+            await asyncio.wait({held})  # until its time, or stop() lets it go
+            self._held.discard(held)
         headers = {"X-OAuth-Scopes": ",".join(sorted(scopes))} if method == "auth.test" else None
         return web.json_response({"ok": True, **body}, headers=headers)
 

@@ -11,8 +11,9 @@ Why a context variable rather than a parameter of every ``ChatPlatform`` method:
 business, and the port has many implementations (each adapter, the router, the metrics wrapper, fakes)
 that only pass the call through; the adapters that split a post are the only ones that need to look.
 
-What remains at least once: a message the platform accepted while the process died before its record
-committed (one database write) is sent again, as for a post of one message (bot/core/outbox.py). And a
+A message the platform accepted while the process died before its record committed (one database write)
+is not sent again when the platform can be asked: each message carries its post's mark (:class:`PostMark`,
+below; bot/core/outbox.py), as a post of one message does. And a
 post rebuilt differently at the retry (results are rendered from live standings: a renamed player, a
 correction) is split differently, so skipping "the first k messages" would drop or repeat content: the
 ledger keeps a digest of the whole split with its count, and a retry whose split differs sends it all again
@@ -142,7 +143,7 @@ class PostMark:
         if not isinstance(mark, str) or not mark.startswith(f"{self.key}."):
             return None
         tail = mark[len(self.key) + 1 :]
-        return int(tail) if tail.isdigit() and len(tail) <= 4 else None
+        return int(tail) if tail.isascii() and tail.isdigit() and len(tail) <= 4 else None
 
 
 _MARK: ContextVar[PostMark | None] = ContextVar("rankzero_post_mark", default=None)

@@ -9,6 +9,13 @@ app (or revoked its token) has none: the post is refused with a PostRefusedError
 told in Slack (the admin channel is one workspace's; another workspace's troubles are not its business).
 With token rotation (tokens that expire every 12 hours, and a refresh token), the token is renewed before
 the post when it is about to expire, as Bolt renews it for incoming requests.
+
+Each outbox message carries its post's mark as message metadata (event type ``rankzero_post``). A try that
+follows an earlier claim of the same post (maybe accepted by Slack, its record lost with a dead process)
+first reads the channel's latest messages (conversations.history, or conversations.replies in a thread,
+with ``include_all_metadata``; ``channels:history`` / ``groups:history``) and takes this bot's message with
+the mark as the post. Residual window: a message Slack has not listed yet when the lookup runs, and a
+lookup Slack refuses (no scope, not a member): that post goes ahead and may repeat (see the README).
 """
 
 from __future__ import annotations
@@ -55,9 +62,12 @@ ROTATE_BEFORE_MIN = 120
 
 #: The metadata event type of an outbox post's messages; its payload's ``post`` is the message's mark.
 MARK_EVENT = "rankzero_post"
-#: How many of the channel's (or thread's) latest messages an uncertain try looks through, a page at a time.
+#: How many of the channel's (or thread's) latest messages an uncertain try looks through: one call of
+#: conversations.history (Tier 3; ``limit`` up to 999) asks for all of them, and the cursor is followed only
+#: when Slack answers fewer (apps under its reduced limits get 15 a page, one call a minute: the client waits
+#: out the 429).
 MARK_SCAN = 200
-MARK_PAGE = 100
+MARK_PAGE = 200
 #: Lookups Slack refuses for good: the post goes ahead unchecked (see SlackPlatform._posted_already).
 LOOKUP_REFUSED = frozenset({"missing_scope", "not_in_channel", "thread_not_found"})
 
@@ -206,10 +216,10 @@ class SlackPlatform:
         self, client: AsyncWebClient, channel: str, mark: parts.PostMark, thread_ts: str | None
     ) -> dict[int, str]:
         """The messages of the post ``mark`` this bot has in ``channel`` (or in the thread ``thread_ts``),
-        by index -> ts, among the latest :data:`MARK_SCAN` messages (newest first, :data:`MARK_PAGE` a
-        page): a bounded look, since an uncertain try follows its predecessor within minutes, while the
-        lease ran out. Only this bot's messages count (another app could post any metadata), and only in
-        this channel of this workspace (the client holds this workspace's token).
+        by index -> ts, among the latest :data:`MARK_SCAN` messages (newest first): a bounded look, since an
+        uncertain try follows its predecessor within minutes, once the lease ran out. Only this bot's
+        messages count (another app could post any metadata), and only in this channel of this workspace
+        (the client holds this workspace's token).
 
         A lookup Slack refuses for good (no ``channels:history`` / ``groups:history`` scope, a public
         channel the bot posts in through ``chat:write.public`` without being a member) is logged and the
