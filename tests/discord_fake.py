@@ -23,6 +23,10 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   ``attachments.n.description`` / ``.filename``), and a request over the upload limit (10 MiB for a bot
   in a server without boosts) is 413 ``40005 Request entity too large``
   (discord/discord-api-docs#6058). Accepted files are kept in :attr:`FakeDiscord.uploads`.
+- A message's ``nonce`` (an integer, or a string of at most 25 characters: else 50035) with
+  ``enforce_nonce: true`` is checked for uniqueness "in the past few minutes" (docs: Create Message): a
+  second create with the nonce of a message the bot created within :data:`NONCE_WINDOW_S` returns that
+  message and creates none. Discord gives no exact window; the fake's is short (a conservative reading).
 - 400 ``40060 Interaction has already been acknowledged`` for a second callback of one interaction;
   404 ``10062 Unknown interaction`` for a callback later than 3 s (and so after 15 minutes);
   401 ``50027 Invalid Webhook Token`` for a follow-up or @original edit after the token's 15 minutes
@@ -166,6 +170,9 @@ ALL_PERMISSIONS = (1 << 41) - 1
 #: How long Discord accepts the first response and the token's webhook calls.
 FIRST_RESPONSE_S = 3.0
 TOKEN_LIFETIME_S = 15 * 60.0
+#: How long Discord remembers a message nonce sent with ``enforce_nonce`` ("the past few minutes": no exact
+#: figure is documented; three minutes, the short end of "a few").
+NONCE_WINDOW_S = 3 * 60.0
 
 Problem = tuple[str, str, str]  # (path "embeds.0.title", code, message)
 
@@ -290,6 +297,9 @@ def message_problems(body: dict[str, Any], *, create: bool) -> list[Problem]:
     )
     if create and empty and not body.get("attachments"):
         problems.append(("", "50006", "Cannot send an empty message"))
+    nonce = body.get("nonce")
+    if nonce is not None and not (isinstance(nonce, int) or (isinstance(nonce, str) and len(nonce) <= 25)):
+        problems.append(("nonce", "BASE_TYPE_MAX_LENGTH", "Must be 25 or fewer in length."))
     return problems
 
 
@@ -570,6 +580,8 @@ class FakeDiscord:
         #: Message creation per channel: 5 per 5 s, as the API's X-RateLimit headers report it.
         self.channel_limit = (5, 5.0)
         self._buckets: dict[int, list[float]] = {}
+        #: The bot's message nonces sent with ``enforce_nonce``: nonce -> (message id, when).
+        self.nonces: dict[str, tuple[int, float]] = {}
         self._forced: list[list[Any]] = []
         #: [method, path regex, status, body, matching requests to let through first]
         self._failures: list[list[Any]] = []
@@ -966,7 +978,17 @@ class FakeDiscord:
             "X-RateLimit-Reset-After": f"{reset_after:.3f}",
             "X-RateLimit-Bucket": f"channel-{channel}",
         }
-        return _json(self._store(self.next_id(), channel, body), headers=headers)
+        nonce = body.get("nonce")
+        if body.get("enforce_nonce") and nonce is not None:
+            earlier = self.nonces.get(str(nonce))
+            fresh = earlier is not None and self.now() - earlier[1] < NONCE_WINDOW_S
+            if earlier is not None and fresh and earlier[0] in self.messages:
+                # Discord: the message created before with this nonce is returned, no new one is made.
+                return _json(self.messages[earlier[0]], headers=headers)
+        mid = self.next_id()
+        if body.get("enforce_nonce") and nonce is not None:
+            self.nonces[str(nonce)] = (mid, self.now())
+        return _json(self._store(mid, channel, body), headers=headers)
 
     def _forced_limit(self, m: str, path: str) -> web.Response | None:
         for entry in self._forced:

@@ -5,6 +5,7 @@ from __future__ import annotations
 import asyncio
 import datetime as dt
 from dataclasses import dataclass, field
+from typing import Any, cast
 
 from bot.core.cards import (
     ChallengeCard,
@@ -17,6 +18,8 @@ from bot.core.cards import (
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
+from bot.core.outbox import Outbox
+from bot.core.ports import ChatPlatform, Clock
 
 
 class FrozenClock:
@@ -111,3 +114,58 @@ class FakePlatform:
         if player.user_id in self.unreachable:
             raise ConnectionRefusedError(f"cannot send messages to {player.user_id}")
         self.nudges.append((player, card))
+
+
+class Died(BaseException):
+    """The process died: no ``except Exception`` of the outbox runs, so nothing after it is recorded."""
+
+
+class DiesAfterAcceptance:
+    """A real platform, except that the process "dies" (raises :class:`Died`) right after the platform
+    accepted a daily post or results: the window between acceptance and the outbox's commit, for certain.
+    Everything else passes through.
+    """
+
+    def __init__(self, real: ChatPlatform) -> None:
+        self.real = real
+
+    async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
+        """Post, then die."""
+        await self.real.post_challenge(channel, card)
+        raise Died
+
+    async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
+        """Post, then die."""
+        await self.real.post_results(channel, card, message_ref)
+        raise Died
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self.real, name)
+
+
+async def die_mid_post(outbox: Outbox, item_id: int) -> None:
+    """Deliver ``item_id`` through a sender that dies once the platform accepted it (its claim stays)."""
+    real = outbox.platform
+    assert real is not None
+    outbox.platform = cast(ChatPlatform, DiesAfterAcceptance(real))
+    try:
+        try:
+            await outbox.deliver(item_id)
+        except Died:
+            return
+        raise AssertionError("the sender did not reach the platform")
+    finally:
+        outbox.platform = real
+
+
+def survivor(outbox: Outbox, clock: Clock) -> Outbox:
+    """Another process's sender over the same database and platform (the replica that takes over)."""
+    assert outbox.platform is not None
+    return Outbox(
+        outbox._uow,
+        clock,
+        outbox.platform,
+        results=outbox._results,
+        challenge_card=outbox._challenge_card,
+        timing=outbox.timing,
+    )

@@ -38,6 +38,12 @@ object, chat.postMessage, views.open/update/push, rate limits):
   authenticates the app (HTTP Basic or form: ``invalid_client_id``, ``bad_client_secret``), takes the code
   once (``invalid_code``) with the same redirect URL as the authorization (``bad_redirect_uri``), and answers
   a new bot token for that workspace (Enterprise Grid: its enterprise; org-wide: ``is_enterprise_install``).
+- Messages are kept per channel (:attr:`FakeSlackApi.messages`). chat.postMessage's ``metadata`` must be an
+  object of ``event_type`` (alphanumeric) and ``event_payload`` (an object): ``invalid_metadata_format``,
+  ``metadata_too_large``. conversations.history (top-level messages, newest first) and conversations.replies
+  (a thread, ``thread_not_found``) need ``channels:history`` / ``groups:history`` and, for a bot token,
+  membership (``not_in_channel``); ``limit`` 1..999, cursor pagination (``invalid_cursor``), ``oldest`` /
+  ``latest`` / ``inclusive``; a message's ``metadata`` is returned only with ``include_all_metadata``.
 - Rate limits (https://api.slack.com/docs/rate-limits): HTTP 429 with ``Retry-After`` (whole seconds) and
   ``error: ratelimited``. chat.postMessage about one message a second per channel (a short burst
   allowed); other methods a budget per method and workspace by tier (:data:`METHOD_TIERS`: Tier 4, 100+ a
@@ -71,6 +77,7 @@ import hmac
 import itertools
 import json
 import math
+import re
 import secrets
 import threading
 import time
@@ -104,6 +111,15 @@ MAX_LABEL = 2000
 MAX_MODAL_TEXT = 24
 MAX_METADATA = 3000
 MAX_MESSAGE_TEXT = 40_000
+#: A message's metadata (chat.postMessage ``metadata``: ``event_type`` a short alphanumeric name, and an
+#: ``event_payload`` object) as JSON text at most this long (Slack documents no exact figure the project
+#: could confirm: a conservative bound, far above the ~60 characters of RankZero's marks).
+MAX_MESSAGE_METADATA = 8_000
+MAX_EVENT_TYPE = 255
+#: conversations.history / conversations.replies: ``limit`` at most 999 (the method's documented maximum;
+#: the default is 100), pages chained by an opaque ``cursor`` (``invalid_cursor`` when it is not one).
+MAX_HISTORY_LIMIT = 999
+DEFAULT_HISTORY_LIMIT = 100
 TRIGGER_TTL_S = 3.0
 
 
@@ -140,6 +156,8 @@ TIER_PER_MINUTE = {1: 1, 2: 20, 3: 50, 4: 100}
 METHOD_TIERS = {
     "chat.update": 3,
     "conversations.info": 3,
+    "conversations.history": 3,
+    "conversations.replies": 3,
     "chat.postEphemeral": 4,
     "views.open": 4,
     "views.update": 4,
@@ -346,6 +364,8 @@ class Call:
     args: dict[str, Any]
     #: When Slack accepted it (epoch seconds): what a player sees appears then.
     at: float = field(default_factory=time.time)
+    #: The client's (address, port) it came from: which process made it.
+    peer: tuple[Any, ...] | None = None
 
     def dump(self) -> str:
         """The arguments as JSON text (to search for rendered strings)."""
@@ -464,6 +484,11 @@ class FakeSlackApi:
     fail: dict[str, str] = field(default_factory=dict)
     #: method -> seconds Slack takes to answer it (a slow users.info, say).
     stall: dict[str, float] = field(default_factory=dict)
+    #: method -> seconds the answer of its next accepted call is held back, once: the call is done in Slack
+    #: (a message posted) while its caller still waits (to kill it between Slack's acceptance and its own
+    #: record of it).
+    hold_after: dict[str, float] = field(default_factory=dict)
+    _held: set[asyncio.Future[None]] = field(default_factory=set)
     #: Every refusal answered (method, error), 429s included.
     refused: list[tuple[str, str]] = field(default_factory=list)
     views: dict[str, ShownView] = field(default_factory=dict)
@@ -480,6 +505,8 @@ class FakeSlackApi:
             "channels:read",
             "groups:read",
             "files:write",
+            "channels:history",
+            "groups:history",
         }
     )
     #: Per workspace (a team id, or a Grid org for an org-wide token): user id -> what users.info answers
@@ -511,6 +538,9 @@ class FakeSlackApi:
     refresh_tokens: dict[str, Token] = field(default_factory=dict)
     #: Messages deleted in Slack (channel, ts): chat.update of one is ``message_not_found``.
     deleted: set[tuple[str, str]] = field(default_factory=set)
+    #: channel id -> the messages in it, oldest first (as conversations.history lists them, with their
+    #: ``metadata``; thread replies carry ``thread_ts``). Deleted messages are removed.
+    messages: dict[str, list[dict[str, Any]]] = field(default_factory=dict)
     _external: dict[str, str] = field(default_factory=dict)
     #: Upload tickets by file id, and the files shared (files.completeUploadExternal), in order.
     pending_files: dict[str, PendingFile] = field(default_factory=dict)
@@ -571,6 +601,11 @@ class FakeSlackApi:
     def delete_message(self, channel: str, ts: str) -> None:
         """Someone deletes a message in Slack (chat.update of it is then ``message_not_found``)."""
         self.deleted.add((channel, ts))
+        self.messages[channel] = [m for m in self.messages.get(channel, []) if m["ts"] != ts]
+
+    def posts_in(self, channel: str) -> list[dict[str, Any]]:
+        """The messages that are in ``channel`` now (not deleted), thread replies included, oldest first."""
+        return list(self.messages.get(channel, []))
 
     def token_of(self, team: str) -> str:
         """The live bot token of a workspace (AssertionError when it has none)."""
@@ -603,7 +638,9 @@ class FakeSlackApi:
         self.port = int(self._runner.addresses[0][1])
 
     async def stop(self) -> None:
-        """Stop listening."""
+        """Stop listening (answers held back are let go first: the runner waits for every handler)."""
+        for held in self._held:
+            held.cancel()
         if self._runner is not None:
             await self._runner.cleanup()
 
@@ -713,6 +750,119 @@ class FakeSlackApi:
         if blocks is None and not args.get("text"):
             raise SlackRefusal("no_text")
 
+    def _bot_suffix(self, args: dict[str, Any]) -> str:
+        """What tells this token's bot user apart (auth.test's ``UBOT…`` / ``BBOT…``)."""
+        token = self.tokens.get(str(args.get("_token")), Token(TEAM))
+        return "" if args.get("_token") == self.bot_token else token.team
+
+    def _metadata_arg(self, args: dict[str, Any]) -> dict[str, Any] | None:
+        """chat.postMessage's ``metadata`` (JSON text or an object): ``event_type`` a non-empty alphanumeric
+        (and ``_``) name, ``event_payload`` an object; ``invalid_metadata_format`` otherwise,
+        ``metadata_too_large`` past :data:`MAX_MESSAGE_METADATA`.
+        """
+        raw = args.get("metadata")
+        if raw is None or raw == "":
+            return None
+        if isinstance(raw, str):
+            try:
+                raw = json.loads(raw)
+            except ValueError:
+                raise SlackRefusal("invalid_metadata_format") from None
+        if not isinstance(raw, dict) or set(raw) - {"event_type", "event_payload"}:
+            raise SlackRefusal("invalid_metadata_format")
+        event_type, payload = raw.get("event_type"), raw.get("event_payload")
+        if (
+            not isinstance(event_type, str)
+            or not re.fullmatch(r"[A-Za-z0-9_]+", event_type)
+            or len(event_type) > MAX_EVENT_TYPE
+            or not isinstance(payload, dict)
+        ):
+            raise SlackRefusal("invalid_metadata_format")
+        if len(json.dumps(raw)) > MAX_MESSAGE_METADATA:
+            raise SlackRefusal("metadata_too_large")
+        return {"event_type": event_type, "event_payload": payload}
+
+    def _keep(self, method: str, args: dict[str, Any], ts: str, metadata: dict[str, Any] | None) -> None:
+        """Store a posted message in its channel (or apply an edit to it)."""
+        channel = str(args.get("channel"))
+        kept = self.messages.setdefault(channel, [])
+        if method == "chat.update":
+            for edited in kept:
+                if edited["ts"] == ts:
+                    edited.update(text=args.get("text"), blocks=args.get("blocks"))
+            return
+        suffix = self._bot_suffix(args)
+        message: dict[str, Any] = {
+            "type": "message",
+            "ts": ts,
+            "user": f"UBOT{suffix}",
+            "bot_id": f"BBOT{suffix}",
+            "app_id": "A0RANKZERO",
+            "text": args.get("text"),
+            "blocks": args.get("blocks"),
+        }
+        if args.get("thread_ts"):
+            message["thread_ts"] = str(args["thread_ts"])
+        if metadata is not None:
+            message["metadata"] = metadata
+        kept.append(message)
+
+    def _history(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
+        """conversations.history (a channel's messages, newest first, thread replies left out) or
+        conversations.replies (a thread: its parent, then its replies, oldest first), as Slack answers a
+        bot token: ``channels:history`` / ``groups:history``, only in channels the bot is a member of
+        (``not_in_channel``), ``limit`` 1..999, an opaque ``cursor``, ``oldest`` / ``latest`` /
+        ``inclusive``; ``metadata`` only with ``include_all_metadata``.
+        """
+        token = self.tokens.get(str(args.get("_token")), Token(TEAM))
+        channel = self.channels.get(str(args.get("channel")))
+        if channel is None or (channel.private and not channel.member) or not self._sees(token, channel):
+            raise SlackRefusal("channel_not_found")
+        self._need("groups:history" if channel.private else "channels:history", args)
+        if not channel.member:
+            raise SlackRefusal("not_in_channel")
+        try:
+            limit = int(args.get("limit") or DEFAULT_HISTORY_LIMIT)
+        except (TypeError, ValueError):
+            raise SlackRefusal("invalid_arguments", messages=["[ERROR] limit must be a number"]) from None
+        if not 1 <= limit <= MAX_HISTORY_LIMIT:
+            raise SlackRefusal(
+                "invalid_arguments", messages=[f"[ERROR] limit must be 1..{MAX_HISTORY_LIMIT}"]
+            )
+        kept = self.messages.get(str(args.get("channel")), [])
+        if method == "conversations.history":
+            listed = [m for m in reversed(kept) if m.get("thread_ts") in (None, m["ts"])]
+        else:
+            parent = str(args.get("ts") or "")
+            if not any(m["ts"] == parent for m in kept):
+                raise SlackRefusal("thread_not_found")
+            listed = [m for m in kept if m["ts"] == parent or m.get("thread_ts") == parent]
+        inclusive = str(args.get("inclusive", "")).lower() in ("1", "true")
+        if args.get("oldest"):
+            oldest = float(args["oldest"])
+            listed = [
+                m for m in listed if float(m["ts"]) > oldest or (inclusive and float(m["ts"]) == oldest)
+            ]
+        if args.get("latest"):
+            latest = float(args["latest"])
+            listed = [
+                m for m in listed if float(m["ts"]) < latest or (inclusive and float(m["ts"]) == latest)
+            ]
+        start = 0
+        if args.get("cursor"):
+            try:
+                start = int(
+                    base64.b64decode(str(args["cursor"]), validate=True).decode().removeprefix("next:")
+                )
+            except (ValueError, UnicodeDecodeError):
+                raise SlackRefusal("invalid_cursor") from None
+        page = listed[start : start + limit]
+        with_metadata = str(args.get("include_all_metadata", "")).lower() in ("1", "true")
+        shown = [{k: v for k, v in m.items() if k != "metadata" or with_metadata} for m in page]
+        more = start + limit < len(listed)
+        cursor = base64.b64encode(f"next:{start + limit}".encode()).decode() if more else ""
+        return {"messages": shown, "has_more": more, "response_metadata": {"next_cursor": cursor}}
+
     def _answer(self, method: str, args: dict[str, Any]) -> dict[str, Any]:
         """The ok body of ``method``, or a SlackRefusal."""
         if method in self.fail:
@@ -721,7 +871,7 @@ class FakeSlackApi:
         if method == "auth.test":
             token = self.tokens[str(args["_token"])]
             team = self.teams.get(token.team, Team(token.team))
-            suffix = "" if args["_token"] == self.bot_token else token.team
+            suffix = self._bot_suffix(args)
             body: dict[str, Any] = {
                 "user_id": f"UBOT{suffix}",
                 "bot_id": f"BBOT{suffix}",
@@ -739,10 +889,12 @@ class FakeSlackApi:
             if method == "chat.update" and (str(args.get("channel")), str(args.get("ts"))) in self.deleted:
                 raise SlackRefusal("message_not_found")
             self._blocks_arg(args)
-            return {
-                "channel": args.get("channel"),
-                "ts": args.get("ts") or f"1700000000.{next(self._ts):06d}",
-            }
+            metadata = self._metadata_arg(args) if method == "chat.postMessage" else None
+            ts = str(args.get("ts") or f"1700000000.{next(self._ts):06d}")
+            self._keep(method, args, ts, metadata)
+            return {"channel": args.get("channel"), "ts": ts}
+        if method in ("conversations.history", "conversations.replies"):
+            return self._history(method, args)
         if method in ("files.getUploadURLExternal", "files.completeUploadExternal"):
             self._need("files:write", args)
             if method == "files.getUploadURLExternal":
@@ -1031,7 +1183,13 @@ class FakeSlackApi:
             if method in ("views.open", "views.update", "views.push"):
                 args["_view_id"] = body["view"]["id"]  # recorded, so a test knows which modal it is
                 args["_user"] = self.view_owner.get(str(body["view"]["id"]))
-            self.calls.append(Call(method, args))
+            peer = request.transport.get_extra_info("peername") if request.transport else None
+            self.calls.append(Call(method, args, peer=tuple(peer) if peer else None))
+        if method in self.hold_after:
+            held = asyncio.ensure_future(asyncio.sleep(self.hold_after.pop(method)))
+            self._held.add(held)
+            await asyncio.wait({held})  # until its time, or stop() lets it go
+            self._held.discard(held)
         headers = {"X-OAuth-Scopes": ",".join(sorted(scopes))} if method == "auth.test" else None
         return web.json_response({"ok": True, **body}, headers=headers)
 

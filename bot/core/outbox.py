@@ -22,9 +22,14 @@ Delivering one row (:meth:`Outbox.deliver`):
    tell again), and given up only after ``give_up_s``, with a last notice to the admins.
 
 A sender killed between 1 and 4 leaves the row pending: once its lease ends the next sender (the
-scheduler's ``outbox`` job in any process, or a restart) delivers it. Exactly once then holds unless the
-process dies after the platform accepted the post and before step 4 commits (a window of one database
-write): the platform has no idempotency key to ask, so that post would be sent again (at least once).
+scheduler's ``outbox`` job in any process, or a restart) delivers it. A sender that dies after the platform
+accepted the post and before step 4 commits leaves no record of the post in the row: step 3 therefore marks
+every message with the row's idempotency mark (:class:`bot.core.parts.PostMark`: Slack stores it as the
+message's metadata, Discord as its nonce), and a try of a row claimed before (its claim, committed before
+the send, is the record that an attempt started) is ``uncertain``: the adapter first looks for the mark in
+the channel's recent messages and, when it finds it, takes that message as the post instead of posting
+again. What remains (a lookup the platform refuses or that does not see the message yet) is in the
+adapters' docs.
 """
 
 from __future__ import annotations
@@ -249,7 +254,7 @@ class Outbox:
                 ledger = parts.PartLedger(
                     item.parts_sent, self._part_recorder(item), item.payload.get(PARTS_DIGEST)
                 )
-                with parts.ledger(ledger):
+                with parts.ledger(ledger), parts.marked(post_mark(item)):
                     ref = await self._send(channel, challenge, item, card)
         except asyncio.CancelledError:
             # Cancelled (a job deadline, shutdown): release the claim for an early retry, so the row does
@@ -426,6 +431,13 @@ class Outbox:
         if retry_at is None:
             return Delivery("gave_up", cause)
         return Delivery("retrying", cause, retry_at)
+
+
+def post_mark(item: OutboxItem) -> parts.PostMark:
+    """The idempotency mark of ``item``'s messages: its id and the second it was queued (ids of purged rows
+    can come back on SQLite), ``uncertain`` from its second claim on (an earlier claim maybe posted it).
+    """
+    return parts.PostMark(f"rz{item.id}-{int(item.created_at.timestamp())}", uncertain=item.attempts > 1)
 
 
 @dataclass(frozen=True)

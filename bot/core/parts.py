@@ -11,8 +11,9 @@ Why a context variable rather than a parameter of every ``ChatPlatform`` method:
 business, and the port has many implementations (each adapter, the router, the metrics wrapper, fakes)
 that only pass the call through; the adapters that split a post are the only ones that need to look.
 
-What remains at least once: a message the platform accepted while the process died before its record
-committed (one database write) is sent again, as for a post of one message (bot/core/outbox.py). And a
+A message the platform accepted while the process died before its record committed (one database write)
+is not sent again when the platform can be asked: each message carries its post's mark (:class:`PostMark`,
+below; bot/core/outbox.py), as a post of one message does. And a
 post rebuilt differently at the retry (results are rendered from live standings: a renamed player, a
 correction) is split differently, so skipping "the first k messages" would drop or repeat content: the
 ledger keeps a digest of the whole split with its count, and a retry whose split differs sends it all again
@@ -26,6 +27,7 @@ import hashlib
 import logging
 from collections.abc import Awaitable, Callable, Iterable, Iterator
 from contextvars import ContextVar
+from dataclasses import dataclass
 from typing import TypeVar
 
 log = logging.getLogger(__name__)
@@ -101,8 +103,72 @@ async def send_parts(
     for index, part in enumerate(split):
         if current is not None and index < done:
             continue
-        await send(part)
+        token = _PART.set(index)  # the part's mark (current_part_mark) for the adapter's send
+        try:
+            await send(part)
+        finally:
+            _PART.reset(token)
         sent += 1
         if current is not None:
             await current.accepted(index + 1, digest)
     return sent
+
+
+# ---------------------------------------------------------------------------------------------- post marks
+#: The marks of a post are this long at most (Discord's nonce takes 25 characters; Slack's metadata more).
+MARK_MAX = 64
+
+
+@dataclass(frozen=True)
+class PostMark:
+    """The idempotency mark of the post the outbox delivers now: each message the platform accepts carries
+    ``part(i)`` (Slack: the message's metadata; Discord: its nonce), so a later try can ask the platform
+    whether the message exists already instead of posting it again.
+
+    ``key``: the outbox row's identity (its id and when it was queued: ids of purged rows may be reused).
+    ``uncertain``: an earlier claim of this row may have reached the platform (every claim is committed
+    before its send, so a row claimed before was maybe accepted, its record lost with the process that
+    died, or its answer lost in a timeout): the adapter looks for the marks before posting.
+    """
+
+    key: str
+    uncertain: bool
+
+    def part(self, index: int) -> str:
+        """The mark of message ``index`` of the post (0: the first, or only, one)."""
+        return f"{self.key}.{index}"[:MARK_MAX]
+
+    def index_of(self, mark: object) -> int | None:
+        """Which message of this post ``mark`` (read back from the platform, hostile) is; None: not ours."""
+        if not isinstance(mark, str) or not mark.startswith(f"{self.key}."):
+            return None
+        tail = mark[len(self.key) + 1 :]
+        return int(tail) if tail.isascii() and tail.isdigit() and len(tail) <= 4 else None
+
+
+_MARK: ContextVar[PostMark | None] = ContextVar("rankzero_post_mark", default=None)
+#: Which message of a post in parts :func:`send_parts` is sending (0 outside it: a post of one message).
+_PART: ContextVar[int] = ContextVar("rankzero_post_part", default=0)
+
+
+@contextlib.contextmanager
+def marked(mark: PostMark) -> Iterator[PostMark]:
+    """Mark the posts made inside the block with ``mark`` (the outbox's delivery of one post)."""
+    token = _MARK.set(mark)
+    try:
+        yield mark
+    finally:
+        _MARK.reset(token)
+
+
+def current_mark() -> PostMark | None:
+    """The mark of the post being delivered (None: a direct post, outside the outbox)."""
+    return _MARK.get()
+
+
+def current_part_mark() -> str | None:
+    """The mark of the message being sent now: the current post's mark of the part :func:`send_parts` is
+    sending (the first, for a post of one message); None outside an outbox delivery.
+    """
+    mark = _MARK.get()
+    return None if mark is None else mark.part(_PART.get())

@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import hashlib
 import json
 import logging
+from typing import Any
 
 import discord
 
@@ -21,9 +23,30 @@ from bot.core.cards import (
 )
 from bot.core.disputes import AdminNotice
 from bot.core.models import ChannelRef, PlayerRef
-from bot.core.parts import send_parts
+from bot.core.parts import current_part_mark, send_parts
 
 log = logging.getLogger(__name__)
+#: Discord's longest message nonce (docs: Create Message).
+NONCE_MAX = 25
+
+
+def post_nonce() -> str | None:
+    """The nonce of the outbox message being sent (None outside the outbox): its mark
+    (:func:`bot.core.parts.current_part_mark`), hashed when over Discord's 25 characters. discord.py sends it
+    with ``enforce_nonce``, so Discord answers a second create with the same nonce from this bot, within a
+    few minutes, with the message it made the first time instead of a new one: a sender that died after
+    Discord accepted a post, and the sender that takes its lease over, post it once.
+    """
+    mark = current_part_mark()
+    if mark is None or len(mark) <= NONCE_MAX:
+        return mark
+    return hashlib.sha256(mark.encode()).hexdigest()[:NONCE_MAX]
+
+
+def nonced() -> dict[str, Any]:
+    """``send``'s keyword for :func:`post_nonce` (none outside the outbox)."""
+    nonce = post_nonce()
+    return {} if nonce is None else {"nonce": nonce}
 
 
 def embed_text(embed: discord.Embed) -> str:
@@ -76,6 +99,7 @@ class DiscordPlatform:
                 embed=render.challenge_embed(card),
                 view=render.challenge_view(card),
                 allowed_mentions=no_mentions(),
+                **nonced(),
             )
         except discord.HTTPException as exc:
             await self._report_refused_post(channel, card, exc)
@@ -122,7 +146,7 @@ class DiscordPlatform:
         target = self._channel(channel)
 
         async def send(embed: discord.Embed) -> None:
-            await target.send(embed=embed, allowed_mentions=no_mentions())
+            await target.send(embed=embed, allowed_mentions=no_mentions(), **nonced())
 
         await send_parts(render.results_embeds(card), send, key=embed_text)
         if message_ref and message_ref.isdigit():
@@ -140,14 +164,14 @@ class DiscordPlatform:
                 message_id=int(message_ref), channel_id=int(channel.channel_id), fail_if_not_exists=False
             )
             try:
-                await target.send(text, reference=reference, allowed_mentions=no_mentions())
+                await target.send(text, reference=reference, allowed_mentions=no_mentions(), **nonced())
                 return
             except discord.Forbidden as exc:
                 if exc.code != CANNOT_REPLY_WITHOUT_HISTORY:
                     raise
                 # A reply needs Read Message History; the reminder still matters without the link.
                 log.warning("reminder in %s posted without reply: %s", channel.channel_id, exc)
-        await target.send(text, allowed_mentions=no_mentions())
+        await target.send(text, allowed_mentions=no_mentions(), **nonced())
 
     async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
         """Post the weekly team report: the heatmap attached with its alt text, the movers, the most-missed
@@ -159,7 +183,7 @@ class DiscordPlatform:
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""
         await self._channel(channel).send(
-            embed=render.leaderboard_embed(card), allowed_mentions=no_mentions()
+            embed=render.leaderboard_embed(card), allowed_mentions=no_mentions(), **nonced()
         )
 
     async def post_admin_notice(self, notice: AdminNotice, channel: ChannelRef | None = None) -> None:
@@ -171,7 +195,7 @@ class DiscordPlatform:
         target = self.client.get_partial_messageable(self.admin_channel_id)
 
         async def send(chunk: str) -> None:
-            await target.send(chunk, allowed_mentions=no_mentions())
+            await target.send(chunk, allowed_mentions=no_mentions(), **nonced())
 
         # A long notice is several messages: each sent once across the outbox's retries.
         await send_parts(split_text(text), send, key=str)

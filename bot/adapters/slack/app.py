@@ -81,6 +81,9 @@ BOT_SCOPES = (
     "channels:read",
     "groups:read",
     "files:write",
+    # An outbox post retried after an uncertain try looks for its mark in the channel (SlackPlatform._post).
+    "channels:history",
+    "groups:history",
 )
 #: What a member of a workspace without an installation (uninstalled, token revoked) is told.
 NOT_INSTALLED = (

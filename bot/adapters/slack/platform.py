@@ -9,6 +9,13 @@ app (or revoked its token) has none: the post is refused with a PostRefusedError
 told in Slack (the admin channel is one workspace's; another workspace's troubles are not its business).
 With token rotation (tokens that expire every 12 hours, and a refresh token), the token is renewed before
 the post when it is about to expire, as Bolt renews it for incoming requests.
+
+Each outbox message carries its post's mark as message metadata (event type ``rankzero_post``). A try that
+follows an earlier claim of the same post (maybe accepted by Slack, its record lost with a dead process)
+first reads the channel's latest messages (conversations.history, or conversations.replies in a thread,
+with ``include_all_metadata``; ``channels:history`` / ``groups:history``) and takes this bot's message with
+the mark as the post. Residual window: a message Slack has not listed yet when the lookup runs, and a
+lookup Slack refuses (no scope, not a member): that post goes ahead and may repeat (see the README).
 """
 
 from __future__ import annotations
@@ -32,6 +39,7 @@ from bot.adapters.slack import permissions, uploads
 from bot.adapters.slack import practice_blocks as pb
 from bot.adapters.slack import report_blocks as rb
 from bot.adapters.slack.workspaces import Workspace
+from bot.core import parts
 from bot.core.cards import (
     ChallengeCard,
     DeliveryNotice,
@@ -54,6 +62,29 @@ PLATFORM = "slack"
 GONE = frozenset({"message_not_found"})
 #: A rotating token is renewed when it expires within this many minutes (Bolt's default, for requests).
 ROTATE_BEFORE_MIN = 120
+
+
+#: The metadata event type of an outbox post's messages; its payload's ``post`` is the message's mark.
+MARK_EVENT = "rankzero_post"
+#: How many of the channel's (or thread's) latest messages an uncertain try looks through: one call of
+#: conversations.history (Tier 3; ``limit`` up to 999) asks for all of them, and the cursor is followed only
+#: when Slack answers fewer (apps under its reduced limits get 15 a page, one call a minute: the client waits
+#: out the 429).
+MARK_SCAN = 200
+MARK_PAGE = 200
+#: Lookups Slack refuses for good: the post goes ahead unchecked (see SlackPlatform._posted_already).
+LOOKUP_REFUSED = frozenset({"missing_scope", "not_in_channel", "thread_not_found"})
+
+
+def _mark_index(message: Any, mark: parts.PostMark, bot_id: object) -> int | None:
+    """Which message of ``mark``'s post ``message`` (as Slack lists it: hostile) is; None: none of ours."""
+    if not isinstance(message, dict) or not bot_id or message.get("bot_id") != bot_id:
+        return None
+    metadata = message.get("metadata")
+    if not isinstance(metadata, dict) or metadata.get("event_type") != MARK_EVENT:
+        return None
+    payload = metadata.get("event_payload")
+    return mark.index_of(payload.get("post")) if isinstance(payload, dict) else None
 
 
 def split_ref(message_ref: str | None) -> tuple[str, str] | None:
@@ -156,15 +187,87 @@ class SlackPlatform:
         thread_ts: str | None = None,
         *,
         client: AsyncWebClient | None = None,
+        marked: bool = False,
     ) -> str | None:
+        """Post ``blocks`` (several messages past Slack's block limit); the first message's ts.
+
+        ``marked``: an outbox post (not an admin line about it): each message carries the post's mark
+        (:func:`bot.core.parts.current_mark`) as its metadata, and when an earlier try may have been
+        accepted (``uncertain``) the messages Slack has already are found by their marks and not posted
+        again (their ts stands for them).
+        """
+        client = client or self.client
+        mark = parts.current_mark() if marked else None
+        found: dict[int, str] = {}
+        if mark is not None and mark.uncertain:
+            found = await self._posted_already(client, channel, mark, thread_ts)
         first: str | None = None
-        for chunk in bk.split_message(blocks):
+        for index, chunk in enumerate(bk.split_message(blocks)):
+            if index in found:
+                log.warning("Slack: message %s of a post was accepted before; not posted again", index)
+                first = first or found[index]
+                continue
             kwargs: dict[str, Any] = {"channel": channel, "blocks": chunk, "text": bk.clip(text)}
             if thread_ts:
                 kwargs["thread_ts"] = thread_ts
-            resp = await (client or self.client).chat_postMessage(**kwargs)
+            if mark is not None:
+                kwargs["metadata"] = {"event_type": MARK_EVENT, "event_payload": {"post": mark.part(index)}}
+            resp = await client.chat_postMessage(**kwargs)
             first = first or str(resp.get("ts"))
         return first
+
+    async def _posted_already(
+        self, client: AsyncWebClient, channel: str, mark: parts.PostMark, thread_ts: str | None
+    ) -> dict[int, str]:
+        """The messages of the post ``mark`` this bot has in ``channel`` (or in the thread ``thread_ts``),
+        by index -> ts, among the latest :data:`MARK_SCAN` messages (newest first): a bounded look, since an
+        uncertain try follows its predecessor within minutes, once the lease ran out. Only this bot's
+        messages count (another app could post any metadata), and only in this channel of this workspace
+        (the client holds this workspace's token).
+
+        A lookup Slack refuses for good (no ``channels:history`` / ``groups:history`` scope, a public
+        channel the bot posts in through ``chat:write.public`` without being a member) is logged and the
+        post goes ahead (at least once, as before marks); any other failure is raised (the outbox retries).
+        """
+        try:
+            me = await client.auth_test()
+            bot_id = me.get("bot_id")
+            found: dict[int, str] = {}
+            cursor: str | None = None
+            seen = 0
+            while seen < MARK_SCAN:
+                args: dict[str, Any] = {
+                    "channel": channel,
+                    "limit": min(MARK_PAGE, MARK_SCAN - seen),
+                    "include_all_metadata": True,
+                }
+                if cursor:
+                    args["cursor"] = cursor
+                if thread_ts:
+                    resp = await client.conversations_replies(ts=thread_ts, **args)
+                else:
+                    resp = await client.conversations_history(**args)
+                messages = resp.get("messages") or []
+                seen += len(messages)
+                for message in messages:
+                    index = _mark_index(message, mark, bot_id)
+                    if index is not None and index not in found:
+                        found[index] = str(message.get("ts"))
+                cursor = (resp.get("response_metadata") or {}).get("next_cursor") or None
+                if not messages or not cursor:
+                    break
+            return found
+        except SlackApiError as exc:
+            error = str(exc.response.get("error"))
+            if error not in LOOKUP_REFUSED:
+                raise
+            log.warning(
+                "Slack: cannot look for an earlier try of a post in %s (%s): posting it (it may repeat); "
+                "grant channels:history and groups:history to post each message once",
+                channel,
+                error,
+            )
+            return {}
 
     async def post_challenge(self, channel: ChannelRef, card: ChallengeCard) -> str | None:
         """Post the daily challenge with its Start button; return ``channel:ts``.
@@ -175,7 +278,7 @@ class SlackPlatform:
         client = await self.client_for(channel)
         try:
             ts = await self._post(
-                channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title), client=client
+                channel.channel_id, bk.challenge_blocks(card), bk.esc(card.title), client=client, marked=True
             )
         except SlackApiError as exc:
             refused = permissions.refusal(exc, channel.channel_id)
@@ -225,6 +328,7 @@ class SlackPlatform:
                 f"Results · {bk.esc(card.title)}",
                 thread_ts=thread,
                 client=client,
+                marked=True,
             )
         except SlackApiError as exc:
             raise permissions.refusal(exc, channel.channel_id) from exc
@@ -252,6 +356,7 @@ class SlackPlatform:
                 bk.reminder_blocks(card),
                 f"{bk.esc(card.title)} closes soon",
                 client=await self.client_for(channel),
+                marked=True,
             )
         except SlackApiError as exc:
             raise permissions.refusal(exc, channel.channel_id) from exc
@@ -318,6 +423,7 @@ class SlackPlatform:
                 bk.leaderboard_blocks(card),
                 bk.esc(card.title),
                 client=await self.client_for(channel),
+                marked=True,
             )
         except SlackApiError as exc:
             raise permissions.refusal(exc, channel.channel_id) from exc
@@ -332,7 +438,10 @@ class SlackPlatform:
             return
         try:
             await self._post(
-                self.admin_channel, dbk.admin_notice_blocks(notice), dbk.admin_notice_text(notice)
+                self.admin_channel,
+                dbk.admin_notice_blocks(notice),
+                dbk.admin_notice_text(notice),
+                marked=True,
             )
         except SlackApiError as exc:  # said in words for the log (the outbox retries it)
             raise permissions.refusal(exc, self.admin_channel) from exc

@@ -266,3 +266,70 @@ async def test_chat_write_public_posts_in_public_channels_only_and_scopes_are_ch
         missing.value.response["error"] == "missing_scope"
         and missing.value.response["needed"] == "users:read"
     )
+
+
+async def refusal(call: Any) -> str:
+    """The error Slack answered a call with (the call must be refused)."""
+    with pytest.raises(SlackApiError) as refused:
+        await call
+    return str(refused.value.response["error"])
+
+
+async def test_message_metadata_is_kept_and_listed_only_with_include_all_metadata(api: FakeSlackApi) -> None:
+    web = client(api)
+    mark = {"event_type": "rankzero_post", "event_payload": {"post": "rz1-2.0"}}
+    posted = await web.chat_postMessage(channel="C1", text="hi", metadata=mark)
+    await web.chat_postMessage(channel="C1", text="reply", thread_ts=posted["ts"])
+    plain = await web.conversations_history(channel="C1")
+    assert [m["text"] for m in plain["messages"]] == ["hi"]  # replies are not in the channel's history
+    assert "metadata" not in plain["messages"][0]
+    full = await web.conversations_history(channel="C1", include_all_metadata=True)
+    assert full["messages"][0]["metadata"] == mark and full["messages"][0]["bot_id"] == "BBOT"
+    thread = await web.conversations_replies(channel="C1", ts=posted["ts"], include_all_metadata=True)
+    assert [m["text"] for m in thread["messages"]] == ["hi", "reply"]
+    assert await refusal(web.conversations_replies(channel="C1", ts="1.000001")) == "thread_not_found"
+
+
+@pytest.mark.parametrize(
+    ("metadata", "error"),
+    [
+        ({"event_type": "bad type!", "event_payload": {}}, "invalid_metadata_format"),
+        ({"event_type": "ok"}, "invalid_metadata_format"),
+        ({"event_type": "ok", "event_payload": "text"}, "invalid_metadata_format"),
+        ({"event_type": "ok", "event_payload": {}, "extra": 1}, "invalid_metadata_format"),
+        ({"event_type": "ok", "event_payload": {"x": "y" * 8_000}}, "metadata_too_large"),
+    ],
+)
+async def test_malformed_or_large_metadata_is_refused(
+    api: FakeSlackApi, metadata: dict[str, Any], error: str
+) -> None:
+    assert await refusal(client(api).chat_postMessage(channel="C1", text="hi", metadata=metadata)) == error
+    assert api.posts_in("C1") == []
+
+
+async def test_history_pages_by_cursor_within_its_limit(api: FakeSlackApi) -> None:
+    web = client(api)
+    api.limits.pop("chat.postMessage", None)  # five quick posts: this test is about history
+    for i in range(5):
+        await web.chat_postMessage(channel="C1", text=f"m{i}")
+    first = await web.conversations_history(channel="C1", limit=2)
+    assert [m["text"] for m in first["messages"]] == ["m4", "m3"] and first["has_more"] is True
+    cursor = first["response_metadata"]["next_cursor"]
+    rest = await web.conversations_history(channel="C1", limit=999, cursor=cursor)
+    assert [m["text"] for m in rest["messages"]] == ["m2", "m1", "m0"] and rest["has_more"] is False
+    assert rest["response_metadata"]["next_cursor"] == ""
+    assert await refusal(web.conversations_history(channel="C1", limit=1000)) == "invalid_arguments"
+    assert await refusal(web.conversations_history(channel="C1", cursor="not a cursor")) == "invalid_cursor"
+
+
+async def test_history_needs_its_scope_and_membership(api: FakeSlackApi) -> None:
+    web = client(api)
+    api.channels["COUT"] = Channel("outside", member=False)
+    api.channels["GPRIV"] = Channel("private", private=True)
+    assert await refusal(web.conversations_history(channel="COUT")) == "not_in_channel"
+    await web.conversations_history(channel="GPRIV")
+    api.scopes.discard("groups:history")
+    assert await refusal(web.conversations_history(channel="GPRIV")) == "missing_scope"
+    await web.conversations_history(channel="C1")  # a public channel needs channels:history only
+    api.scopes.discard("channels:history")
+    assert await refusal(web.conversations_history(channel="C1")) == "missing_scope"
