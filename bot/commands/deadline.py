@@ -9,7 +9,8 @@ failure path, which tells the user in one sentence and logs where it was stuck.
 from __future__ import annotations
 
 import asyncio
-from collections.abc import Awaitable
+import contextlib
+from collections.abc import AsyncIterator, Awaitable
 from typing import TypeVar
 
 T = TypeVar("T")
@@ -29,10 +30,19 @@ async def within(seconds: float | None, work: Awaitable[T]) -> T:
 
     A TimeoutError raised by the work itself (a driver's connect or statement timeout) passes unchanged.
     """
+    async with bounded(seconds):
+        return await work
+
+
+@contextlib.asynccontextmanager
+async def bounded(seconds: float | None) -> AsyncIterator[None]:
+    """The body of the ``async with`` under the deadline ``seconds`` (None: none), as :func:`within`: past
+    it the body is cancelled and HandlerDeadlineError raised; the body's own TimeoutError passes unchanged.
+    """
     guard = asyncio.timeout(seconds)
     try:
         async with guard:
-            return await work
+            yield
     except TimeoutError:
         if guard.expired():
             raise HandlerDeadlineError(seconds or 0.0) from None

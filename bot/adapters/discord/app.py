@@ -19,7 +19,7 @@ import yarl
 from discord import app_commands
 from discord.gateway import DiscordWebSocket
 
-from bot.adapters.discord.commands import CommandHandler, register_commands
+from bot.adapters.discord.commands import register_commands
 from bot.adapters.discord.components import RankZeroButton
 from bot.adapters.discord.disputes import DisputeHandler, DraftButton
 from bot.adapters.discord.failures import RankZeroTree
@@ -31,6 +31,7 @@ from bot.adapters.discord.practice_components import PracticeButton
 from bot.adapters.discord.question_form import EditFormButton, QuestionForms
 from bot.adapters.discord.reposting import Reposter
 from bot.adapters.discord.sanitize import no_mentions
+from bot.adapters.discord.slash import Slash
 from bot.adapters.discord.submissions import route_submission
 from bot.adapters.discord.team_report import MissButton
 from bot.config import Settings
@@ -159,7 +160,7 @@ class _TenantEvents:
         )
         try:
             await guild.leave()
-        except discord.HTTPException as exc:  # its commands are refused anyway (see CommandHandler)
+        except discord.HTTPException as exc:  # its commands are refused anyway (failures.served_here)
             log.error("could not leave Discord server %s: %s %s", guild.id, exc.status, exc.text)
         return False
 
@@ -182,7 +183,7 @@ class RankZeroClient(_ObservedEvents, _TenantEvents, _PermissionEvents, _FormEve
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_forms: QuestionForms | None = None
-        self.rankzero_commands: CommandHandler | None = None
+        self.rankzero_commands: Slash | None = None
         self.rankzero_reposter: Reposter | None = None
         self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
@@ -206,7 +207,7 @@ class RankZeroShardedClient(
         self.rankzero_practice: PracticeHandler | None = None
         self.rankzero_drafts: DisputeHandler | None = None
         self.rankzero_forms: QuestionForms | None = None
-        self.rankzero_commands: CommandHandler | None = None
+        self.rankzero_commands: Slash | None = None
         self.rankzero_reposter: Reposter | None = None
         self.rankzero_schedules: ScheduleService | None = None
         #: How long one interaction's work may take (RANKZERO_HANDLER_DEADLINE_S; None: no bound).
@@ -255,7 +256,7 @@ class DiscordAdapter:
         self.client.rankzero_allowed = allowed
         self.platform = DiscordPlatform(self.client, admin_channel_id=admin_channel_id)
         self.play: PlayHandler | None = None
-        self.commands: CommandHandler | None = None
+        self.commands: Slash | None = None
         self.practice: PracticeHandler | None = None
         self._runner: asyncio.Task[None] | None = None
 
@@ -266,7 +267,7 @@ class DiscordAdapter:
         self.client.rankzero_acks.metrics = services.metrics
         self.play = PlayHandler(services.quiz, self.clock, admins=admins, timezone=self.timezone)
         self.client.rankzero = self.play
-        self.commands = CommandHandler(
+        self.commands = Slash(
             services.quiz,
             services.schedules,
             services.app.disputes,

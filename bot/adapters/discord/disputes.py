@@ -128,7 +128,7 @@ def variant_form(problem_id: int) -> discord.ui.Modal:
 
     Its custom id ``rz:variant:<problem id>`` carries the problem, so no View is kept: the submission is
     routed by submissions.py whenever it comes (after discord.py's timeout, after a restart) and handled
-    by ``CommandHandler.on_variant``, which checks again that the problem is this server's.
+    by ``Slash.on_variant`` (slash.py), which checks again that the problem is this server's.
     """
     code: discord.ui.TextInput[Any] = discord.ui.TextInput(
         label="Your version of the code",

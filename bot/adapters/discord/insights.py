@@ -1,21 +1,15 @@
 """``/rankzero difficulty`` and ``/rankzero insights`` (admins, private answers): where the difficulty
 learned from the server's first attempts disagrees with the bank's labels, and the team's weakest topics
-with the practice quiz that targets them. Embeds here; the bodies are the command layer's.
+with the practice quiz that targets them. Embeds here; the commands are RankZeroGroup's
+(admin_commands.py), the bodies the command layer's.
 """
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
-
 import discord
-from discord import app_commands
 
-from bot.adapters.discord.replies import send_private
 from bot.adapters.discord.sanitize import FIELD_VALUE, fit_embed, plain, safe_text, truncate
 from bot.core.cards import DifficultyCard, DifficultyLine, InsightsCard
-
-if TYPE_CHECKING:  # commands.py imports this module to register the commands
-    from bot.adapters.discord.commands import CommandHandler
 
 
 def _line(line: DifficultyLine) -> str:
@@ -71,25 +65,3 @@ def insights_embed(card: InsightsCard) -> discord.Embed:
         inline=False,
     )
     return fit_embed(embed)
-
-
-def register_insight_commands(group: app_commands.Group, h: CommandHandler) -> None:
-    """Add ``difficulty`` and ``insights`` to the admin ``/rankzero`` group; ``h`` is the CommandHandler
-    (its ``run`` defers, refuses non-admins and shows domain errors).
-    """
-
-    @group.command(name="difficulty", description="Questions whose label the server's answers disagree with")
-    async def difficulty(interaction: discord.Interaction[Any]) -> None:
-        async def body() -> None:
-            card = await h.commands.difficulty(h.actor(interaction))
-            await send_private(interaction, embed=difficulty_embed(card))
-
-        await h.run(interaction, body, admin=True)
-
-    @group.command(name="insights", description="The team's weakest topics and the quiz that targets them")
-    async def insights(interaction: discord.Interaction[Any]) -> None:
-        async def body() -> None:
-            card = await h.commands.insights(h.actor(interaction))
-            await send_private(interaction, embed=insights_embed(card))
-
-        await h.run(interaction, body, admin=True)

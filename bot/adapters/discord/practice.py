@@ -75,6 +75,21 @@ def explain_form(version_id: int, typed: str | None = None) -> discord.ui.Modal:
     return EXPLAIN_FORM.form(str(version_id), "Your explanation", [answer])
 
 
+#: Discord's most choices in an autocomplete answer.
+MAX_ZONE_CHOICES = 25
+
+
+async def timezone_choices(
+    interaction: discord.Interaction[Any], current: str
+) -> list[app_commands.Choice[str]]:
+    """``/review timezone:``'s suggestions: the IANA names matching what is typed (Discord shows 25 at most).
+
+    Discord does not tell bots a user's timezone (an interaction carries their language, ``locale``, only),
+    so the zone is picked from the names.
+    """
+    return [app_commands.Choice(name=z, value=z) for z in zone_choices(current, MAX_ZONE_CHOICES)]
+
+
 class PracticeHandler:
     """The bodies of the practice commands and buttons."""
 
@@ -111,7 +126,28 @@ class PracticeHandler:
         await self._show(interaction, screen)
 
     # ------------------------------------------------------------------ commands
-    async def quiz(self, interaction: discord.Interaction[Any], topic: str | None) -> None:
+    def slash_commands(self) -> list[app_commands.Command[Any, ..., None]]:
+        """``/quiz``, ``/review`` and ``/explain``, whose callbacks are these bound methods."""
+        return [
+            app_commands.Command(
+                name="quiz",
+                description="Practice: 5 untimed questions with feedback (not ranked)",
+                callback=self.quiz,
+            ),
+            app_commands.Command(
+                name="review",
+                description="Practice: your due flashcards (spaced repetition)",
+                callback=self.review,
+            ),
+            app_commands.Command(
+                name="explain",
+                description="Practice: explain a concept in your own words, graded",
+                callback=self.explain,
+            ),
+        ]
+
+    @app_commands.describe(topic="a topic, e.g. FSDP, or weakest: this server's weakest (default: any)")
+    async def quiz(self, interaction: discord.Interaction[Any], topic: str | None = None) -> None:
         """``/quiz [topic]``: five untimed questions, the first one now."""
 
         async def body(player: PlayerRef) -> Screen:
@@ -121,12 +157,18 @@ class PracticeHandler:
 
         await self._command(interaction, body)
 
+    @app_commands.describe(
+        nudge="a daily DM when cards are due: on or off (then no review now)",
+        new_per_day="new cards to start a day, 0-200 (default 10; then no review now)",
+        timezone="your timezone, e.g. Europe/Paris: your day starts at 4 am there (then no review now)",
+    )
+    @app_commands.autocomplete(timezone=timezone_choices)
     async def review(
         self,
         interaction: discord.Interaction[Any],
-        nudge: str | None = None,
-        new_per_day: int | None = None,
-        timezone: str | None = None,
+        nudge: Literal["on", "off"] | None = None,
+        new_per_day: app_commands.Range[int, 0, 200] | None = None,
+        timezone: app_commands.Range[str, 1, 64] | None = None,
     ) -> None:
         """``/review [nudge:on|off] [new_per_day:N] [timezone:ZONE]``: the player's due flashcards, one at
         a time; with a setting, change it instead (the daily DM, new cards a day, the player's timezone).
@@ -155,7 +197,8 @@ class PracticeHandler:
 
         await self._command(interaction, body)
 
-    async def explain(self, interaction: discord.Interaction[Any], topic: str | None) -> None:
+    @app_commands.describe(topic="a topic, e.g. DDP (default: any)")
+    async def explain(self, interaction: discord.Interaction[Any], topic: str | None = None) -> None:
         """``/explain [topic]``: an explain prompt with its Answer button."""
 
         async def body(player: PlayerRef) -> Screen:
@@ -317,41 +360,7 @@ class PracticeHandler:
         await give_back(interaction, text)
 
 
-#: Discord's most choices in an autocomplete answer.
-MAX_ZONE_CHOICES = 25
-
-
 def register_practice_commands(tree: app_commands.CommandTree[Any], h: PracticeHandler) -> None:
     """Add ``/quiz``, ``/review`` and ``/explain`` to ``tree``."""
-
-    @tree.command(name="quiz", description="Practice: 5 untimed questions with feedback (not ranked)")
-    @app_commands.describe(topic="a topic, e.g. FSDP, or weakest: this server's weakest (default: any)")
-    async def quiz(interaction: discord.Interaction[Any], topic: str | None = None) -> None:
-        await h.quiz(interaction, topic)
-
-    @tree.command(name="review", description="Practice: your due flashcards (spaced repetition)")
-    @app_commands.describe(
-        nudge="a daily DM when cards are due: on or off (then no review now)",
-        new_per_day="new cards to start a day, 0-200 (default 10; then no review now)",
-        timezone="your timezone, e.g. Europe/Paris: your day starts at 4 am there (then no review now)",
-    )
-    async def review(
-        interaction: discord.Interaction[Any],
-        nudge: Literal["on", "off"] | None = None,
-        new_per_day: app_commands.Range[int, 0, 200] | None = None,
-        timezone: app_commands.Range[str, 1, 64] | None = None,
-    ) -> None:
-        await h.review(interaction, nudge, new_per_day, timezone)
-
-    @review.autocomplete("timezone")
-    async def review_timezone(
-        interaction: discord.Interaction[Any], current: str
-    ) -> list[app_commands.Choice[str]]:
-        # Discord does not tell bots a user's timezone (an interaction carries their language, ``locale``,
-        # only), so the zone is picked from IANA names matching what is typed; Discord shows 25 at most.
-        return [app_commands.Choice(name=z, value=z) for z in zone_choices(current, MAX_ZONE_CHOICES)]
-
-    @tree.command(name="explain", description="Practice: explain a concept in your own words, graded")
-    @app_commands.describe(topic="a topic, e.g. DDP (default: any)")
-    async def explain(interaction: discord.Interaction[Any], topic: str | None = None) -> None:
-        await h.explain(interaction, topic)
+    for command in h.slash_commands():
+        tree.add_command(command)

@@ -11,6 +11,7 @@ from typing import Any
 
 import discord
 import pytest
+from discord import app_commands
 
 from bot.adapters.discord import sanitize
 from bot.adapters.discord.app import DiscordAdapter
@@ -515,6 +516,23 @@ async def test_slash_commands_sync_to_the_configured_guild(
         assert [c["value"] for c in scope["choices"]] == ["channel", "server"]
     finally:
         await close_bot(bot)
+
+
+async def test_every_slash_command_is_a_method_of_its_command_class(bot: Bot) -> None:
+    """Issue 29 §3: a command's callback is a method of its command class (an ``app_commands.Group`` or
+    the top-level commands' class) that calls the command layer, with no registration closure between.
+    """
+    commands = [c for c in bot.client.tree.walk_commands() if isinstance(c, app_commands.Command)]
+    names = {c.qualified_name for c in commands}
+    assert {"leaderboard", "dispute", "quiz", "rankzero schedule set", "question flags"} <= names
+    for command in commands:
+        assert command.binding is not None, command.qualified_name
+        assert "<locals>" not in command.callback.__qualname__, command.qualified_name
+    groups = {c.name: c for c in bot.client.tree.get_commands() if isinstance(c, app_commands.Group)}
+    # The admin groups' subcommands are bound to the group itself (the nested schedule group's too).
+    subcommands = [c for c in groups["rankzero"].walk_commands() if isinstance(c, app_commands.Command)]
+    assert "rankzero schedule set" in {c.qualified_name for c in subcommands}
+    assert all(c.binding is groups["rankzero"] for c in subcommands)
 
 
 async def test_question_add_offers_every_difficulty_and_adds_a_beginner_question(
