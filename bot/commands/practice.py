@@ -74,8 +74,8 @@ class PracticeFlow:
                     f"your team has no weak topic yet (a topic needs {TOPIC_MIN_ATTEMPTS} first attempts in "
                     f"the last {INSIGHT_DAYS} days): practise any topic without naming one"
                 )
-            return await self.practice.start_quiz(player, among=topics)
-        return await self.practice.start_quiz(player, topic)
+            return await self.practice.start_quiz(player, among=topics, tenant=tenant)
+        return await self.practice.start_quiz(player, topic, tenant=tenant)
 
     async def answer_quiz(self, player: PlayerRef, quiz_id: int, position: int, letter: str) -> QuizStep:
         """Feedback on the answer; the quiz's result too when that was its last question."""
@@ -148,9 +148,11 @@ class PracticeFlow:
         return ReviewStep(card, outcome=outcome)
 
     # ------------------------------------------------------------------ explain
-    async def explain(self, player: PlayerRef, topic: str | None) -> ExplainPromptCard:
-        """A concept to explain in one's own words."""
-        return await self.practice.explain_prompt(player, topic)
+    async def explain(
+        self, player: PlayerRef, topic: str | None, tenant: Tenant | None = None
+    ) -> ExplainPromptCard:
+        """A concept to explain in one's own words (from the bank as ``tenant`` plays it, when given)."""
+        return await self.practice.explain_prompt(player, topic, tenant=tenant)
 
     async def submit_explanation(
         self, player: PlayerRef, version_id: int, answer: str, *, tenant: Tenant | None = None

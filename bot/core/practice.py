@@ -199,16 +199,23 @@ class PracticeService:
 
     # ------------------------------------------------------------------ quiz
     async def start_quiz(
-        self, player: PlayerRef, topic: str | None = None, *, among: Sequence[str] = ()
+        self,
+        player: PlayerRef,
+        topic: str | None = None,
+        *,
+        among: Sequence[str] = (),
+        tenant: Tenant | None = None,
     ) -> QuizQuestionCard:
         """Start a quiz of 5 multiple-choice questions (fewer if the topic has fewer); return the first.
         ``among``: exactly these topics instead (the team's weakest, :meth:`team_weakest_topics`).
+        ``tenant``: where the quiz is asked for; it draws from the bank as that tenant plays it (its own
+        questions and corrections, not what it retired). None (a DM, the console): the shared bank.
         """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
             # A quiz draws from every multiple-choice kind of the bank.
-            candidates = await uow.practice.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS)
+            candidates = await uow.practice.practice_candidates(player_pk, MULTIPLE_CHOICE_KINDS, tenant)
             known = sorted({c.topic for c in candidates})
             if among:
                 topics = [t for t in known if t in set(among)]
@@ -704,14 +711,17 @@ class PracticeService:
         return outcomes
 
     # ------------------------------------------------------------------ explain
-    async def explain_prompt(self, player: PlayerRef, topic: str | None = None) -> ExplainPromptCard:
+    async def explain_prompt(
+        self, player: PlayerRef, topic: str | None = None, *, tenant: Tenant | None = None
+    ) -> ExplainPromptCard:
         """An explain prompt (optionally on a topic): one the player failed, once its retry is due
         (EXPLAIN_RETRY_AFTER after the failed attempt), else the one this player practised least.
+        ``tenant``: drawn from the bank as that tenant plays it (None: the shared bank), as start_quiz.
         """
         now = self._clock.now()
         async with self._uow() as uow:
             player_pk = await uow.players.ensure_player(player)
-            candidates = await uow.practice.practice_candidates(player_pk, (Kind.EXPLAIN,))
+            candidates = await uow.practice.practice_candidates(player_pk, (Kind.EXPLAIN,), tenant)
             topics = _choose_topic(topic, sorted({c.topic for c in candidates}), "explain prompts")
             pool = [c for c in candidates if c.topic in topics]
             if not pool:

@@ -202,7 +202,7 @@ class PracticeHandler:
         """``/explain [topic]``: an explain prompt with its Answer button."""
 
         async def body(player: PlayerRef) -> Screen:
-            card = await self.flow.explain(player, topic)
+            card = await self.flow.explain(player, topic, tenant_of(interaction))
             return Screen(embeds=[render.explain_prompt_embed(card)], view=render.explain_prompt_view(card))
 
         await self._command(interaction, body)

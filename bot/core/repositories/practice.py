@@ -7,7 +7,7 @@ from collections.abc import Sequence
 from typing import Protocol
 
 from bot.core.grading import ConceptResult
-from bot.core.models import PlayerRef, QuestionCandidate
+from bot.core.models import PlayerRef, QuestionCandidate, Tenant
 from bot.core.practice_models import (
     DaySettings,
     PracticeTotals,
@@ -97,8 +97,12 @@ class PracticeRepository(DeckRepository, Protocol):
     deck's members are :class:`DeckRepository`'s (split so that each port stays narrow).
     """
 
-    async def practice_candidates(self, player_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
-        """Active questions of these kinds (latest version); ``uses`` = times this player practised it."""
+    async def practice_candidates(
+        self, player_pk: int, kinds: Sequence[str], view: Tenant | None = None
+    ) -> list[QuestionCandidate]:
+        """Questions of these kinds as ``view`` plays them (latest version it sees, not retired for it, its
+        own questions included; None: the shared bank alone); ``uses`` = times this player practised it.
+        """
         ...
 
     async def create_quiz(

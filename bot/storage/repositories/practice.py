@@ -14,7 +14,7 @@ from sqlalchemy import and_, case, delete, func, or_, select, update
 
 from bot.core.deck import DECK_KINDS, deck_question_ids
 from bot.core.grading import ConceptResult
-from bot.core.models import PlayerRef, QuestionCandidate
+from bot.core.models import PlayerRef, QuestionCandidate, Tenant
 from bot.core.practice_models import (
     CardSource,
     DaySettings,
@@ -45,6 +45,7 @@ from bot.storage.models import (
     ReviewCardModel,
 )
 from bot.storage.models import QuestionRow as QuestionModel
+from bot.storage.repositories.questions import tenant_bank
 from bot.storage.sql import SqlRepository, latest_versions
 
 #: The order new cards are introduced in: beginner facts before expert ones.
@@ -78,26 +79,20 @@ def _state(row: ReviewCardModel) -> CardState:
 class SqlPracticeRepository(SqlRepository):
     """The PracticeRepository port (bot/core/repositories/practice.py) over one unit of work."""
 
-    async def _latest_active(self, kinds: Sequence[str]) -> list[QuestionVersionRow]:
-        latest = latest_versions()
-        stmt = (
-            select(QuestionVersionRow)
-            .join(
-                latest,
-                and_(
-                    QuestionVersionRow.question_id == latest.c.question_id,
-                    QuestionVersionRow.version == latest.c.v,
-                ),
+    async def practice_candidates(
+        self, player_pk: int, kinds: Sequence[str], view: Tenant | None = None
+    ) -> list[QuestionCandidate]:
+        """Questions of these kinds as ``view`` plays them (the daily picker's tenant_bank: its own
+        questions and corrections included, its retirements left out; None: the shared bank alone);
+        ``uses`` counts this player's quiz items and explain attempts.
+        """
+        rows = list(
+            await self.s.scalars(
+                tenant_bank(view.key if view is not None else None, kinds).order_by(
+                    QuestionVersionRow.question_id
+                )
             )
-            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
-            .where(QuestionModel.retired_at.is_(None), QuestionVersionRow.kind.in_(list(kinds)))
-            .order_by(QuestionVersionRow.question_id)
         )
-        return list(await self.s.scalars(stmt))
-
-    async def practice_candidates(self, player_pk: int, kinds: Sequence[str]) -> list[QuestionCandidate]:
-        """Active questions of these kinds; ``uses`` counts this player's quiz items and explain attempts."""
-        rows = await self._latest_active(kinds)
         used: dict[str, int] = {}
         quiz_uses = (
             select(QuestionVersionRow.question_id, func.count())

@@ -9,7 +9,7 @@ import hashlib
 from collections.abc import Sequence
 from typing import Any
 
-from sqlalchemy import and_, delete, exists, func, or_, select, update
+from sqlalchemy import Select, and_, delete, exists, func, or_, select, update
 
 from bot.core.errors import QuestionBankError
 from bot.core.models import Question, QuestionCandidate, Tenant
@@ -48,6 +48,27 @@ def _retired_for(view: str | None) -> Any:
         return retired
     r = QuestionRetirementRow
     return or_(retired, exists().where(r.tenant == view, r.question_id == QuestionModel.id))
+
+
+def tenant_bank(view: str | None, kinds: Sequence[str]) -> Select[tuple[QuestionVersionRow]]:
+    """The bank as ``view`` plays it: a SELECT of the latest version it sees of each question of these
+    kinds that is not retired for it (shared questions with its own corrections taking precedence, and
+    its own questions; None: the shared bank alone). The daily picker and practice both read this one
+    query, so a team practises exactly what it plays and never another tenant's questions.
+    """
+    latest = latest_versions(view)
+    return (
+        select(QuestionVersionRow)
+        .join(
+            latest,
+            and_(
+                QuestionVersionRow.question_id == latest.c.question_id,
+                QuestionVersionRow.version == latest.c.v,
+            ),
+        )
+        .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+        .where(~_retired_for(view), QuestionVersionRow.kind.in_(list(kinds)))
+    )
 
 
 class SqlQuestionRepository(SqlRepository):
@@ -295,7 +316,6 @@ class SqlQuestionRepository(SqlRepository):
         """Questions the tenant plays, of these kinds (latest version it sees), and their use count in
         this channel.
         """
-        latest = latest_versions(tenant.key)
         used = (
             select(
                 QuestionVersionRow.question_id.label("qid"),
@@ -309,17 +329,9 @@ class SqlQuestionRepository(SqlRepository):
             .subquery()
         )
         stmt = (
-            select(QuestionVersionRow, func.coalesce(used.c.n, 0), used.c.last)
-            .join(
-                latest,
-                and_(
-                    QuestionVersionRow.question_id == latest.c.question_id,
-                    QuestionVersionRow.version == latest.c.v,
-                ),
-            )
-            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
+            tenant_bank(tenant.key, kinds)
+            .add_columns(func.coalesce(used.c.n, 0), used.c.last)
             .outerjoin(used, used.c.qid == QuestionVersionRow.question_id)
-            .where(~_retired_for(tenant.key), QuestionVersionRow.kind.in_(list(kinds)))
             .order_by(QuestionVersionRow.question_id)
         )
         return [

@@ -136,7 +136,7 @@ async def explain_command(
     topic = " ".join(args).strip() or None
 
     async def make() -> dict[str, Any]:
-        return pb.explain_modal(await _flow(ctx).explain(actor.player, topic))
+        return pb.explain_modal(await _flow(ctx).explain(actor.player, topic, actor.tenant))
 
     await _fill(ctx, view_id, pb.EXPLAIN_TITLE, make)
     return []
