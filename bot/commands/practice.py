@@ -122,27 +122,33 @@ class PracticeFlow:
         """The player's timezone setting (None: not set, their day is UTC's)."""
         return (await self.practice.day_settings(player)).timezone
 
-    async def review(self, player: PlayerRef) -> ReviewStep:
-        """Start a review session: what is due (the summary) and the first card's front."""
+    async def review(self, player: PlayerRef, tenant: Tenant | None = None) -> ReviewStep:
+        """Start a review session: what is due (the summary) and the first card's front (its question as
+        ``tenant`` plays it, when given).
+        """
         summary = await self.practice.start_review(player)
-        return ReviewStep(await self.practice.next_card(player), summary)
+        return ReviewStep(await self.practice.next_card(player, tenant=tenant), summary)
 
-    async def reveal(self, player: PlayerRef, card_id: int, showing: int) -> ReviewStep:
+    async def reveal(
+        self, player: PlayerRef, card_id: int, showing: int, tenant: Tenant | None = None
+    ) -> ReviewStep:
         """The back of the card the click was for, if it is still the one due; else the deck as it is."""
-        card = await self.practice.next_card(player)
+        card = await self.practice.next_card(player, tenant=tenant)
         if card is None:
             return ReviewStep(None, await self.practice.start_review(player))
         if (card.card_id, card.showing) != (card_id, showing):
             return ReviewStep(card, moved=True)
         return ReviewStep(card, revealed=True)
 
-    async def grade(self, player: PlayerRef, card_id: int, showing: int, grade: str) -> ReviewStep:
+    async def grade(
+        self, player: PlayerRef, card_id: int, showing: int, grade: str, tenant: Tenant | None = None
+    ) -> ReviewStep:
         """Self-grade a card (FSRS schedules it), then the next due card or the end of the session.
 
         A second click on the same showing changes nothing (``outcome.duplicate``).
         """
         outcome = await self.practice.grade_card(player, card_id, grade, showing)
-        card = await self.practice.next_card(player)
+        card = await self.practice.next_card(player, tenant=tenant)
         if card is None:
             return ReviewStep(None, await self.practice.start_review(player), outcome=outcome)
         return ReviewStep(card, outcome=outcome)

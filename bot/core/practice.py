@@ -408,10 +408,12 @@ class PracticeService:
             showing=row.state.reps,
         )
 
-    async def next_card(self, player: PlayerRef) -> FlashcardCard | None:
+    async def next_card(self, player: PlayerRef, *, tenant: Tenant | None = None) -> FlashcardCard | None:
         """The player's next card: studied cards due today first (reviews due before their day's cutoff,
         (re)learning ones due now), then new cards up to the day's limit (mistakes first); when none, a
         (re)learning card due within the learn-ahead limit (20 minutes, as Anki); None when done.
+        ``tenant``: where the player reviews; a card shows its question as that tenant plays it (its
+        correction of the answer), None (a DM, the console) as the shared bank has it.
         """
         now = self._clock.now()
         async with self._uow() as uow:
@@ -420,12 +422,12 @@ class PracticeService:
             totals = await uow.practice.practice_totals(player_pk, now, day.end)
             new_left = min(totals.new_cards, await self._new_left(uow, player_pk, settings, day))
             remaining = totals.cards_due + new_left
-            due = await uow.practice.day_due_cards(player_pk, now, day.end, 1)
+            due = await uow.practice.day_due_cards(player_pk, now, day.end, 1, tenant)
             if not due:
-                due = await uow.practice.new_cards(player_pk, min(1, new_left))
+                due = await uow.practice.new_cards(player_pk, min(1, new_left), tenant)
             if not due:
                 due = await uow.practice.due_cards(
-                    player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning")
+                    player_pk, now + LEARN_AHEAD, 1, ("learning", "relearning"), tenant
                 )
                 remaining = len(due)
             scheduler = await self._scheduler(uow, player_pk)

@@ -184,7 +184,7 @@ class PracticeHandler:
                 said.append(render.timezone_text(await self.flow.set_timezone(player, timezone)))
             if said:
                 return Screen(content="\n".join(said))
-            step = await self.flow.review(player)
+            step = await self.flow.review(player, tenant_of(interaction))
             if step.card is None:
                 assert step.summary is not None
                 return Screen(embeds=[render.review_done_embed(0, step.summary)])
@@ -232,9 +232,13 @@ class PracticeHandler:
             elif verb == "next":
                 screen = await self._next_question(player, int(args[0]))
             elif verb == "reveal":
-                screen = await self._reveal(player, int(args[0]), int(args[1]), int(args[2]))
+                screen = await self._reveal(
+                    player, int(args[0]), int(args[1]), int(args[2]), tenant_of(interaction)
+                )
             elif verb == "grade":
-                screen = await self._grade(player, int(args[0]), int(args[1]), args[2], int(args[3]))
+                screen = await self._grade(
+                    player, int(args[0]), int(args[1]), args[2], int(args[3]), tenant_of(interaction)
+                )
             else:  # pragma: no cover - the button template admits no other verb
                 raise ValueError(verb)
         except RankZeroError as exc:
@@ -264,8 +268,10 @@ class PracticeHandler:
             embeds=[render.quiz_question_embed(step.question)], view=render.quiz_question_view(step.question)
         )
 
-    async def _reveal(self, player: PlayerRef, card_id: int, showing: int, reviewed: int) -> Screen:
-        step = await self.flow.reveal(player, card_id, showing)
+    async def _reveal(
+        self, player: PlayerRef, card_id: int, showing: int, reviewed: int, tenant: Tenant | None
+    ) -> Screen:
+        step = await self.flow.reveal(player, card_id, showing, tenant)
         if step.card is None:
             assert step.summary is not None
             return Screen(embeds=[render.review_done_embed(reviewed, step.summary)])
@@ -281,9 +287,9 @@ class PracticeHandler:
         )
 
     async def _grade(
-        self, player: PlayerRef, card_id: int, showing: int, grade: str, reviewed: int
+        self, player: PlayerRef, card_id: int, showing: int, grade: str, reviewed: int, tenant: Tenant | None
     ) -> Screen:
-        step = await self.flow.grade(player, card_id, showing, grade)
+        step = await self.flow.grade(player, card_id, showing, grade, tenant)
         assert step.outcome is not None
         reviewed += 0 if step.outcome.duplicate else 1
         line = render.review_outcome_text(step.outcome)

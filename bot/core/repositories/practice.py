@@ -36,21 +36,30 @@ class DeckRepository(Protocol):
         ...
 
     async def due_cards(
-        self, player_pk: int, until: dt.datetime, limit: int, phases: Sequence[str] | None = None
+        self,
+        player_pk: int,
+        until: dt.datetime,
+        limit: int,
+        phases: Sequence[str] | None = None,
+        view: Tenant | None = None,
     ) -> list[ReviewCardRow]:
-        """The player's studied (not new), active cards due by ``until`` (optionally of these phases)."""
-        ...
-
-    async def day_due_cards(
-        self, player_pk: int, now: dt.datetime, day_end: dt.datetime, limit: int
-    ) -> list[ReviewCardRow]:
-        """Studied active cards due for the player's day: (re)learning ones by ``now``, review ones
-        before ``day_end``; soonest first.
+        """The player's studied (not new), active cards due by ``until`` (optionally of these phases).
+        ``view``: the tenant reviewing (the versions shown are the ones it sees; None: the shared bank).
         """
         ...
 
-    async def new_cards(self, player_pk: int, limit: int) -> list[ReviewCardRow]:
-        """The player's next active new cards: mistakes first, then the bank's in the deck's order."""
+    async def day_due_cards(
+        self, player_pk: int, now: dt.datetime, day_end: dt.datetime, limit: int, view: Tenant | None = None
+    ) -> list[ReviewCardRow]:
+        """Studied active cards due for the player's day: (re)learning ones by ``now``, review ones
+        before ``day_end``; soonest first. ``view``: as due_cards.
+        """
+        ...
+
+    async def new_cards(self, player_pk: int, limit: int, view: Tenant | None = None) -> list[ReviewCardRow]:
+        """The player's next active new cards: mistakes first, then the bank's in the deck's order.
+        ``view``: as due_cards.
+        """
         ...
 
     async def introduced_since(self, player_pk: int, since: dt.datetime) -> int:

@@ -294,9 +294,11 @@ class SqlPracticeRepository(SqlRepository):
         return bool(moved.rowcount)  # type: ignore[attr-defined]
 
     async def _cards(
-        self, where: Any, limit: int | None = None, *, new_order: bool = False
+        self, where: Any, limit: int | None = None, *, new_order: bool = False, view: Tenant | None = None
     ) -> list[ReviewCardRow]:
-        latest = latest_versions()
+        # The version each card shows is the latest one the reviewing tenant sees (its correction of a
+        # shared question, if any): the visibility rule of the picker, never another tenant's versions.
+        latest = latest_versions(view.key if view is not None else None)
         order = (
             (case((ReviewCardModel.source == "mistake", 0), else_=1), ReviewCardModel.id)
             if new_order
@@ -331,9 +333,16 @@ class SqlPracticeRepository(SqlRepository):
         ]
 
     async def due_cards(
-        self, player_pk: int, until: dt.datetime, limit: int, phases: Sequence[str] | None = None
+        self,
+        player_pk: int,
+        until: dt.datetime,
+        limit: int,
+        phases: Sequence[str] | None = None,
+        view: Tenant | None = None,
     ) -> list[ReviewCardRow]:
-        """The player's studied (not new) cards due by ``until``, soonest first; suspended ones left out."""
+        """The player's studied (not new) cards due by ``until``, soonest first; suspended ones left out;
+        each as ``view`` sees its question (None: the shared bank).
+        """
         where = and_(
             ReviewCardModel.player_pk == player_pk,
             ReviewCardModel.due_at <= until,
@@ -342,10 +351,10 @@ class SqlPracticeRepository(SqlRepository):
         )
         if phases is not None:
             where = and_(where, ReviewCardModel.phase.in_(list(phases)))
-        return await self._cards(where, limit)
+        return await self._cards(where, limit, view=view)
 
     async def day_due_cards(
-        self, player_pk: int, now: dt.datetime, day_end: dt.datetime, limit: int
+        self, player_pk: int, now: dt.datetime, day_end: dt.datetime, limit: int, view: Tenant | None = None
     ) -> list[ReviewCardRow]:
         """Studied cards due for the player's day: (re)learning ones due by ``now``, review ones due before
         ``day_end`` (the player's next day cutoff, as Anki); soonest first, suspended ones left out.
@@ -358,14 +367,14 @@ class SqlPracticeRepository(SqlRepository):
                 and_(ReviewCardModel.phase == "review", ReviewCardModel.due_at < day_end),
             ),
         )
-        return await self._cards(where, limit)
+        return await self._cards(where, limit, view=view)
 
-    async def new_cards(self, player_pk: int, limit: int) -> list[ReviewCardRow]:
+    async def new_cards(self, player_pk: int, limit: int, view: Tenant | None = None) -> list[ReviewCardRow]:
         """The player's next new cards: mistakes first, then the bank's in the deck's order."""
         if limit <= 0:
             return []
         where = and_(ReviewCardModel.player_pk == player_pk, ReviewCardModel.phase == "new", _ACTIVE)
-        return await self._cards(where, limit, new_order=True)
+        return await self._cards(where, limit, new_order=True, view=view)
 
     async def introduced_since(self, player_pk: int, since: dt.datetime) -> int:
         """How many of the player's cards were studied for the first time at or after ``since``."""

@@ -117,3 +117,23 @@ async def test_the_weakest_topics_quiz_covers_a_topic_only_the_tenants_questions
     assert (card.question_id, card.total) == ("ours-1", 1)
     with pytest.raises(NotFoundError, match="no questions on those topics"):
         await flow.start_quiz(ALICE.player, "weakest", THEIRS)
+
+
+async def test_a_flashcard_shows_the_answer_as_the_reviewing_tenant_corrected_it(env: Env) -> None:
+    await env.disputes.correct_answer(OUR_ADMIN, "shared-ddp", "B")
+    flow = PracticeFlow(env.practice)
+    step = await flow.review(ALICE.player, OURS)
+    backs: dict[str, str] = {}
+    while step.card is not None and step.card.question_id not in backs:
+        backs[step.card.question_id] = step.card.back
+        # Each tenant sees the same card (the deck is the player's) with its own version of the question.
+        theirs = await flow.reveal(ALICE.player, step.card.card_id, step.card.showing, THEIRS)
+        shared = await flow.reveal(ALICE.player, step.card.card_id, step.card.showing)
+        assert theirs.card is not None and shared.card is not None
+        assert theirs.card.card_id == shared.card.card_id == step.card.card_id
+        if step.card.question_id == "shared-ddp":
+            assert step.card.back.startswith("shared-ddp choice 1")  # choice B, the tenant's correction
+            assert theirs.card.back.startswith("shared-ddp choice 0")  # choice A, the shared answer
+            assert shared.card.back.startswith("shared-ddp choice 0")
+        step = await flow.grade(ALICE.player, step.card.card_id, step.card.showing, "easy", OURS)
+    assert "shared-ddp" in backs

@@ -120,7 +120,7 @@ async def review_command(
                     pb.REVIEW_TITLE, "Use `/rankzero review nudge on` or `/rankzero review nudge off`."
                 )
             return pb.message_view(pb.REVIEW_TITLE, pb.nudge_setting_text(on))
-        step = await _flow(ctx).review(actor.player)
+        step = await _flow(ctx).review(actor.player, actor.tenant)
         assert step.summary is not None
         return _review_view(ctx, step, pb.review_summary_line(step.summary))
 
@@ -160,7 +160,8 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
         await ack()
         action, args = pb.parse_action(str(body["actions"][0]["action_id"]))
         view_id = str(body["view"]["id"])
-        player = (await ctx.actor(body["user"], body=body)).player
+        clicker = await ctx.actor(body["user"], body=body)
+        player = clicker.player
         flow = _flow(ctx)
         title = pb.QUIZ_TITLE if action.startswith("quiz") else pb.REVIEW_TITLE
 
@@ -179,13 +180,13 @@ def register(app: AsyncApp, ctx: SlackContext) -> None:
                 zone = await flow.set_timezone(player, args[0])
                 return pb.message_view(pb.REVIEW_TITLE, pb.timezone_text(zone))
             if action == "reveal":
-                shown = await flow.reveal(player, int(args[0]), int(args[1]))
+                shown = await flow.reveal(player, int(args[0]), int(args[1]), clicker.tenant)
                 if shown.revealed and shown.card is not None:
                     return pb.flashcard_back_view(shown.card)
                 # Graded meanwhile (another click, another device) or another card fell due first: go on
                 # with the deck as it is now rather than reveal a card that is not the next one.
                 return _review_view(ctx, shown, "Your deck changed meanwhile: here is your next card.")
-            graded = await flow.grade(player, int(args[0]), int(args[1]), args[2])
+            graded = await flow.grade(player, int(args[0]), int(args[1]), args[2], clicker.tenant)
             assert graded.outcome is not None
             if graded.outcome.duplicate:
                 return None  # a second click on the same showing: the first one updates the modal
