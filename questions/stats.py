@@ -26,7 +26,7 @@ import yaml
 
 from bot.core.models import QuestionCandidate
 from bot.core.scoring import EXPERIENCE_REST_DAYS, FAMILY_REST_DAYS, pick_problems
-from questions.answer_key import rendered
+from questions.answer_key import LETTERS, rendered
 from questions.crosschecks import CROSS_CHECKS
 from questions.families import family_of
 from questions.loader import LoadedQuestion, iter_yaml_files
@@ -41,6 +41,15 @@ MAX_SIMULATED_WEEKDAYS = 1300
 #: Past this share of a kind's questions keyed on their longest choice, "pick the longest" beats knowing:
 #: ``questions validate`` warns and ``stats`` reports ``longest_correct_share`` per kind.
 LONGEST_CORRECT_LIMIT = 0.30
+#: Past this share of a kind's questions keyed on one letter, "always pick that letter" beats chance:
+#: ``questions validate`` warns and ``stats`` reports ``correct_position_share`` per kind.
+POSITION_LIMIT = 0.40
+#: A kind is judged on its letters only from this many multiple-choice questions (fewer swing by chance).
+POSITION_MIN_QUESTIONS = 20
+#: One bank file's hand-written questions may key one letter in at most this share of them...
+FILE_POSITION_LIMIT = 0.50
+#: ...once it holds this many hand-written multiple-choice questions.
+FILE_POSITION_MIN_QUESTIONS = 12
 
 
 def replay(
@@ -226,6 +235,91 @@ def longest_correct_warnings(specs: Sequence[QuestionSpec]) -> list[str]:
     ]
 
 
+def correct_letter(spec: QuestionSpec) -> str | None:
+    """The letter players see on the keyed choice (choices are shown in spec order: a family instance's
+    spec is already its stable shuffle); None unless exactly one choice is keyed.
+    """
+    keyed = [i for i, c in enumerate(spec.choices or []) if c.correct]
+    return LETTERS[keyed[0]] if len(keyed) == 1 and keyed[0] < len(LETTERS) else None
+
+
+def _letter_counts(specs: Sequence[QuestionSpec]) -> dict[str, Counter[str]]:
+    """Per multiple-choice kind: how many of its questions key each letter (every letter a question of
+    the kind offers appears, so a letter never keyed counts 0).
+    """
+    counts: dict[str, Counter[str]] = {}
+    for spec in specs:
+        if spec.kind not in MULTIPLE_CHOICE_KINDS or not spec.choices:
+            continue
+        letter = correct_letter(spec)
+        if letter is None:
+            continue  # the answer-key check refuses it
+        kind = counts.setdefault(spec.kind, Counter())
+        for offered in LETTERS[: len(spec.choices)]:
+            kind[offered] += 0
+        kind[letter] += 1
+    return counts
+
+
+def correct_position_shares(specs: Sequence[QuestionSpec]) -> dict[str, dict[str, float]]:
+    """Per multiple-choice kind: the share of its questions whose keyed choice is shown as each letter."""
+    out: dict[str, dict[str, float]] = {}
+    for kind, counts in sorted(_letter_counts(specs).items()):
+        total = sum(counts.values())
+        out[kind] = {letter: round(n / total, 3) for letter, n in sorted(counts.items())}
+    return out
+
+
+def correct_position_warnings(specs: Sequence[QuestionSpec]) -> list[str]:
+    """One line per kind (of at least :data:`POSITION_MIN_QUESTIONS` questions) whose keyed choice sits on
+    one letter in more than :data:`POSITION_LIMIT` of its questions.
+    """
+    lines: list[str] = []
+    for kind, counts in sorted(_letter_counts(specs).items()):
+        total = sum(counts.values())
+        if total < POSITION_MIN_QUESTIONS:
+            continue
+        for letter, n in sorted(counts.items()):
+            if n / total > POSITION_LIMIT:
+                lines.append(
+                    f"{kind}: the correct choice is {letter} in {n} of {total} questions ({n / total:.0%}, "
+                    f"limit {POSITION_LIMIT:.0%}): a player who always answers {letter} wins; move the "
+                    f"correct choice of some hand-written {kind} questions to another position (swap whole "
+                    "choice entries, text and feedback together)"
+                )
+    return lines
+
+
+def file_position_warnings(loaded: Sequence[LoadedQuestion]) -> list[str]:
+    """One line per bank file whose hand-written multiple-choice questions (at least
+    :data:`FILE_POSITION_MIN_QUESTIONS`) key one letter in more than :data:`FILE_POSITION_LIMIT` of them.
+
+    Family instances are left out: their order is a stable shuffle the author does not choose.
+    """
+    by_file: dict[str, Counter[str]] = {}
+    for q in loaded:
+        spec = q.spec
+        if spec.retired or "/" in spec.id or spec.kind not in MULTIPLE_CHOICE_KINDS or not spec.choices:
+            continue
+        letter = correct_letter(spec)
+        if letter is not None:
+            by_file.setdefault(q.file, Counter())[letter] += 1
+    lines: list[str] = []
+    for file, counts in sorted(by_file.items()):
+        total = sum(counts.values())
+        if total < FILE_POSITION_MIN_QUESTIONS:
+            continue
+        for letter, n in sorted(counts.items()):
+            if n / total > FILE_POSITION_LIMIT:
+                lines.append(
+                    f"{file}: the correct choice is {letter} in {n} of its {total} multiple-choice questions "
+                    f"(limit {FILE_POSITION_LIMIT:.0%}): move the correct choice of some of them to another "
+                    "letter (swap whole choice entries, text and feedback together; check that no prompt, "
+                    "hint, explanation or feedback names a choice by its letter or position)"
+                )
+    return lines
+
+
 def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str, Any]:
     """The figures of ``rankzero questions stats --json`` (retired questions, out of rotation, left out)."""
     loaded = [q for q in loaded if not q.spec.retired]
@@ -252,6 +346,7 @@ def bank_stats(loaded: Sequence[LoadedQuestion], verified: set[str]) -> dict[str
         "cross_checked": len(crossed),
         "proven_share": round(len(proven) / len(instances), 3) if instances else 0.0,
         "longest_correct_share": longest_correct_shares(mc),
+        "correct_position_share": correct_position_shares(mc),
         "modern_topics": modern_topic_counts([q.spec for q in loaded]),
         "by_kind": dict(sorted(Counter(q.spec.kind for q in loaded).items())),
         "by_topic": dict(sorted(Counter(s.topic for s in mc).items())),

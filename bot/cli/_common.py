@@ -30,6 +30,7 @@ if TYPE_CHECKING:
 
     from bot.config import Settings
     from bot.services import App
+    from questions.loader import LoadedQuestion
 
 T = TypeVar("T")
 #: The console's local "channel": one per database (play, dispute and the schedule commands use it).
@@ -159,16 +160,23 @@ def run_app(
         raise SystemExit(1) from None
 
 
-def load_specs_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
-    """Validate ``paths``; on errors print each one and a count, then exit 1."""
+def load_questions_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[LoadedQuestion]:
+    """Validate ``paths`` and return the questions with where each was written; on errors print each one
+    and a count, then exit 1.
+    """
     from questions.loader import BankValidationError, load_paths
 
     try:
-        loaded = load_paths(paths)
+        return load_paths(paths)
     except BankValidationError as exc:
         for err in exc.errors:
             click.echo(visible(str(err)), err=True)
         outcome = "nothing imported" if importing else "fix them and validate again"
         click.echo(f"{len(exc.errors)} error(s); {outcome}", err=True)
         raise SystemExit(1) from None
+
+
+def load_specs_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
+    """Validate ``paths``; on errors print each one and a count, then exit 1."""
+    loaded = load_questions_or_exit(paths, importing=importing)
     return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]

@@ -22,6 +22,7 @@ from bot.cli._common import (
     TENANT_KEY,
     console_actor,
     console_player,
+    load_questions_or_exit,
     load_specs_or_exit,
     operator,
     run_app,
@@ -436,14 +437,24 @@ def questions_validate(paths: tuple[str, ...]) -> None:
     to fix it (exit 1). A path that does not exist is a usage error (exit 2).
     """
     from questions.loader import default_bank_dir
-    from questions.schema import QuestionSpec
-    from questions.stats import longest_correct_warnings
+    from questions.stats import (
+        correct_position_warnings,
+        file_position_warnings,
+        longest_correct_warnings,
+    )
 
-    specs = load_specs_or_exit(paths or (str(default_bank_dir()),), importing=False)
-    click.echo(f"ok: {len(specs)} questions valid")
-    # A warning, not an error: one file may lean one way while the bank as a whole is balanced.
-    for line in longest_correct_warnings([QuestionSpec.model_validate(s) for s in specs]):
-        click.echo(f"warning: {line}", err=True)
+    loaded = load_questions_or_exit(paths or (str(default_bank_dir()),), importing=False)
+    click.echo(f"ok: {len(loaded)} questions valid")
+    # Warnings, not errors: one file may lean one way while the bank as a whole is balanced.
+    specs = [q.spec for q in loaded]
+    # Retired questions are never shown, so their letters cannot be learned (as bank_stats counts them).
+    shown = [s for s in specs if not s.retired]
+    for line in [
+        *longest_correct_warnings(specs),
+        *correct_position_warnings(shown),
+        *file_position_warnings(loaded),
+    ]:
+        click.echo(f"warning: {visible(line)}", err=True)
 
 
 @questions.command("import")
