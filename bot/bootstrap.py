@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import datetime as dt
 import logging
-from collections.abc import AsyncIterator, Awaitable, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from contextlib import asynccontextmanager
 from typing import TYPE_CHECKING, Any
 
@@ -52,7 +52,7 @@ from bot.storage.repositories.deliveries import SqlDeliveryLog
 from bot.storage.repositories.drafts import SqlDraftRepository
 from bot.storage.repositories.form_drafts import SqlFormDraftRepository
 from bot.storage.uow import SqlUnitOfWork, session_factory
-from questions.loader import default_bank_dir, load_paths
+from questions.loader import LoadedQuestion, default_bank_dir, load_paths
 
 if TYPE_CHECKING:
     from slack_sdk.oauth.state_store.async_state_store import AsyncOAuthStateStore
@@ -199,9 +199,14 @@ async def build_app(
     )
 
 
+def import_specs(loaded: Iterable[LoadedQuestion]) -> list[dict[str, Any]]:
+    """Loaded (validated) questions as spec dicts ready to import."""
+    return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
+
+
 def shipped_bank_specs() -> list[dict[str, Any]]:
     """The bank shipped in questions/bank, validated, as spec dicts ready to import."""
-    return [q.spec.model_dump(mode="json", exclude_none=True) for q in load_paths([default_bank_dir()])]
+    return import_specs(load_paths([default_bank_dir()]))
 
 
 @asynccontextmanager

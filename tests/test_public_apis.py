@@ -23,6 +23,7 @@ import ast
 import functools
 import importlib
 import inspect
+import linecache
 import re
 import sys
 from collections.abc import Iterator
@@ -90,6 +91,41 @@ def resolve(path: str) -> object | None:
 
 
 @functools.cache
+def _class_starts(filename: str) -> dict[str, int]:
+    """Where each class of a source file starts (its first decorator, as ``inspect.findsource`` has it),
+    by qualified name, 0-based: one parse per file instead of ``inspect.getsource``'s one per class."""
+    starts: dict[str, int] = {}
+
+    def visit(node: ast.AST, prefix: str) -> None:
+        for child in ast.iter_child_nodes(node):
+            if isinstance(child, ast.ClassDef):
+                name = f"{prefix}{child.name}"
+                first = child.decorator_list[0].lineno if child.decorator_list else child.lineno
+                starts.setdefault(name, first - 1)
+                visit(child, f"{name}.")
+            elif isinstance(child, ast.FunctionDef | ast.AsyncFunctionDef):
+                visit(child, f"{prefix}{child.name}.<locals>.")
+            else:
+                visit(child, prefix)
+
+    visit(ast.parse("".join(linecache.getlines(filename))), "")
+    return starts
+
+
+def class_source(cls: type) -> str:
+    """``inspect.getsource(cls)``, with each module parsed once (issue 29: re-parsing the same big
+    third-party modules for each class was most of this test's 11 s)."""
+    filename = inspect.getsourcefile(cls)
+    if filename is None:
+        raise OSError(f"no source file for {cls!r}")
+    lines = linecache.getlines(filename, vars(sys.modules[cls.__module__]))
+    start = _class_starts(filename).get(cls.__qualname__)
+    if start is None:
+        raise OSError(f"could not find class definition of {cls.__qualname__}")
+    return "".join(inspect.getblock(lines[start:]))
+
+
+@functools.cache
 def base_private_names(base: type) -> frozenset[str]:
     """Private names a third-party class (and its third-party ancestors) defines or sets on self.
 
@@ -102,7 +138,7 @@ def base_private_names(base: type) -> frozenset[str]:
             continue
         names.update(n for n in vars(cls) if is_private(n))
         try:
-            source = inspect.getsource(cls)
+            source = class_source(cls)
         except (OSError, TypeError):
             continue
         names.update(n for n in re.findall(r"self\.(_\w+)", source) if is_private(n))

@@ -20,6 +20,7 @@ from bot.core.service import QuizService
 from bot.core.verdicts import RunnerHealth, RunSpec, RunVerdict
 from tests.conftest import ADMIN, CHANNEL, actor, make_spec
 from tests.fakes import FakePlatform, FrozenClock
+from tests.shipped import shipped_specs
 from tests.verdicts import cpu_health, printed_verdict
 
 TIMING = OutboxTiming(lease_s=60, retry_base_s=30, retry_max_s=600, give_up_s=3 * 3600)
@@ -261,7 +262,7 @@ async def test_a_sender_taken_over_mid_parts_stops_and_records_nothing(
 def test_a_console_close_run_again_prints_the_results_it_could_not_print(tmp_path: Any) -> None:
     import asyncio
 
-    from bot.bootstrap import build_app, shipped_bank_specs
+    from bot.bootstrap import build_app
     from bot.cli import CONSOLE_CHANNEL, main
     from bot.cli._common import operator
     from bot.config import Settings
@@ -275,7 +276,7 @@ def test_a_console_close_run_again_prints_the_results_it_could_not_print(tmp_pat
     async def close_with_a_broken_terminal() -> None:
         app = await build_app(Settings(database_url=url), platform=BrokenTerminal())
         try:
-            await app.service.admin_import(operator(), shipped_bank_specs())  # as `rankzero play` seeds it
+            await app.service.admin_import(operator(), shipped_specs())  # as `rankzero play` seeds it
             challenge, _ = await app.service.open_challenge(CONSOLE_CHANNEL)
             card = await app.service.close_challenge(challenge.id)
             assert card is not None and card.not_posted is not None

@@ -13,12 +13,13 @@ from pathlib import Path
 import pytest
 
 import bot.cli.serve as serve_mod
-from bot.bootstrap import build_app, shipped_bank_specs
+from bot.bootstrap import build_app
 from bot.config import Settings
 from bot.core.errors import InvalidAnswerError, NotFoundError, QuestionBankError
 from bot.core.models import Actor, PlayerRef, Tenant
 from tests.bot.core.test_tenancy import QID, A, B, Env, admin_of, env  # noqa: F401  (env: both databases)
 from tests.conftest import ADMIN, make_spec
+from tests.shipped import shipped_specs
 
 
 async def test_serve_starts_after_a_tenant_took_an_id_of_the_next_shipped_bank(
@@ -36,7 +37,7 @@ async def test_serve_starts_after_a_tenant_took_an_id_of_the_next_shipped_bank(
     finally:
         await app.close()
     # The operator upgrades RankZero and its shipped bank now has that id: serve seeds it at start.
-    shipped = shipped_bank_specs()
+    shipped = shipped_specs()  # shipped_bank_specs(), loaded once per session
     monkeypatch.setattr(serve_mod, "shipped_bank_specs", lambda: [*shipped, future])
     caplog.set_level(logging.WARNING, logger="bot.core.service")
     await serve_mod._seed_bank(settings)
