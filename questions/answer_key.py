@@ -14,33 +14,15 @@ Two layers, both refusing an instance with its id, what is wrong and how to fix 
 
 from __future__ import annotations
 
-import re
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from bot.core.choice_text import rendered as rendered  # one normalisation for the bank and the game
 from questions import crosschecks_choice  # noqa: F401  (registers the model-choice families' derivations)
 from questions.crosschecks import CROSS_CHECKS
 from questions.rules import Answer
 
-# Markdown that changes how a choice looks, not what it says: paired inline-code ticks and bold/italic
-# asterisks around text (`x`, *x*, **x**). A lone or inner `*` is content (`2**3`, `a * b`), and
-# underscores stay (identifiers such as weights_only carry them).
-_MARKUP = re.compile(r"(`+)(.+?)\1|(?<![\w*])(\*{1,3})(?=\S)(.+?)(?<=\S)\3(?![\w*])")
 LETTERS = "ABCDEF"
-
-
-def rendered(text: str) -> str:
-    """The text a player reads for a choice: Markdown code/emphasis markers dropped, whitespace collapsed."""
-    for _ in range(4):  # nested markers (**`x`**) peel one layer a pass
-        peeled = _MARKUP.sub(_inner, text)
-        if peeled == text:
-            break
-        text = peeled
-    return " ".join(text.split())
-
-
-def _inner(match: re.Match[str]) -> str:
-    return match.group(2) if match.group(2) is not None else match.group(4)
 
 
 def _letter(index: int) -> str:

@@ -8,7 +8,9 @@ runner works):
 * ``preview_question``: an admin sees what the runner really prints before saving a new question.
 * ``check_question``: verify one question against the runner (``rankzero questions verify``).
 * ``correct_answer``: an admin fixes a question's official answer: a new version, and every past
-  attempt re-judged, sessions, standings and completions re-scored, a note queued for each channel.
+  attempt re-judged by the text its player chose on the version they were asked (an attempt on an older
+  wording without the corrected text is left as scored, and counted), sessions, standings and
+  completions re-scored, a note queued for each channel.
 """
 
 from __future__ import annotations
@@ -23,6 +25,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from bot.core import scoring
+from bot.core.choice_text import rendered
 from bot.core.disputes import AdminNotice, MatchResult, gpu_shortfall, match_verdict
 from bot.core.errors import (
     ConfigurationError,
@@ -91,6 +94,17 @@ class CorrectionCard:
     points_delta: int
     players_affected: int
     flags_resolved: int
+    #: Plays on an older wording that no longer offers the corrected choice's text: left as scored.
+    left_as_scored: int = 0
+
+    @property
+    def left_note(self) -> str:
+        """The sentence about plays left as scored (empty when none)."""
+        n = self.left_as_scored
+        if not n:
+            return ""
+        were = "s on an older wording were" if n != 1 else " on an older wording was"
+        return f"{n} attempt{were} left as scored."
 
 
 def question_from_spec(spec: dict[str, Any], version_id: int = 0, version: int = 0) -> Question:
@@ -500,6 +514,10 @@ class DisputeService:
         A tenant admin corrects the question for their tenant only: the new version is theirs, and only
         their channels' problems and attempts are re-scored. The operator corrects the shared question
         for everyone. A question the admin's tenant does not see reads as missing.
+
+        Each play is judged through its own version's choices: it is right when the choice its player
+        picked reads (``rendered``) as the corrected choice. A problem keeps the version it was asked on
+        unless that version shows exactly the corrected version's choices, in order.
         """
         self._require_admin(actor)
         view = acting_tenant(actor)
@@ -525,13 +543,35 @@ class DisputeService:
             new_id = await uow.questions.add_corrected_version(view, question_id, spec, now)
             new = await uow.questions.question_version(new_id)
             assert new is not None and new.version > latest.version
-            await uow.corrections.repoint_problems(view, question_id, new.version_id)
-            rescored = points_delta = 0
+            corrected = latest.choice(letter)
+            assert corrected is not None  # checked above
+            target = rendered(corrected.text)
+            # A play is re-judged through its own version's choices (letters of an older order mean other
+            # choices), so read the plays before any problem moves.
+            plays = await uow.corrections.question_plays(view, question_id)
+            # Only problems whose version shows exactly the corrected version's choices (same texts, same
+            # order: the key is all that differs) move to it; one asked on another order or wording keeps
+            # the version its players saw, or their letters would point at other choices.
+            same = []
+            for version_id in await uow.corrections.problem_versions(view, question_id):
+                asked = await uow.questions.question_version(version_id)
+                if asked is not None and _shown(asked) == _shown(new):
+                    same.append(version_id)
+            await uow.corrections.repoint_problems(view, question_id, new.version_id, same)
+            rescored = points_delta = left = 0
             players: set[int] = set()
             channels: dict[int, int] = {}
-            for play in await uow.corrections.question_plays(view, question_id):
-                delta = await self._rescore_play(uow, play, letter)
-                if delta is None:
+            for play in plays:
+                if not play.session.attempts:
+                    continue
+                own = next((c.letter for c in play.question.choices if rendered(c.text) == target), None)
+                if own is None:
+                    # The corrected choice is not one this play's wording offered (rewritten or removed):
+                    # no honest re-judgement exists, so its result stands and the admin is told.
+                    left += 1
+                    continue
+                delta = await self._rescore_play(uow, play, own)
+                if delta is None:  # pragma: no cover - attempts checked above
                     continue
                 rescored += 1
                 points_delta += delta
@@ -558,6 +598,8 @@ class DisputeService:
                     f"(checked on the runner). {n} past answer{'s' if n != 1 else ''} re-scored; "
                     "leaderboards updated.",
                 )
+            if left:
+                log.info("correction of %s left %d play(s) on an older wording as scored", question_id, left)
             resolved = await uow.disputes.resolve_flags(view, question_id, now)
         return CorrectionCard(
             question_id,
@@ -569,10 +611,13 @@ class DisputeService:
             points_delta,
             len(players),
             resolved,
+            left,
         )
 
     async def _rescore_play(self, uow: UnitOfWork, play: QuestionPlay, letter: str) -> int | None:
-        """Re-judge one session; return its points delta, or None when it has no attempts to re-judge."""
+        """Re-judge one session against ``letter``, the corrected choice's letter in the play's own
+        version; return its points delta, or None when it has no attempts to re-judge.
+        """
         s = play.session
         if not s.attempts:
             return None
@@ -595,6 +640,11 @@ class DisputeService:
             )
             await uow.corrections.adjust_completion(play.challenge_id, s.player_pk, d_correct, d_points)
         return d_points
+
+
+def _shown(question: Question) -> tuple[str, ...]:
+    """A version's choices as a player reads them, in order (what a problem's attempts' letters mean)."""
+    return tuple(rendered(c.text) for c in question.choices)
 
 
 def _verdict_json(verdict: RunVerdict | None) -> dict[str, Any]:

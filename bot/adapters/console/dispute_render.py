@@ -71,6 +71,7 @@ def correction(card: CorrectionCard) -> RenderableType:
         f"{card.question_id}: answer {card.old_letter} → {card.new_letter} (v{card.from_version} → "
         f"v{card.to_version}); {card.sessions_rescored} session(s) re-scored, {card.players_affected} "
         f"player(s) moved, {card.points_delta:+d} points in total; {card.flags_resolved} flag(s) resolved"
+        + (f". {card.left_note}" if card.left_note else "")
     )
 
 

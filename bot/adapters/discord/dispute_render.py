@@ -178,6 +178,7 @@ def correction_text(card: CorrectionCard) -> str:
         f"(v{card.from_version} → v{card.to_version}); {card.sessions_rescored} session(s) re-scored, "
         f"{card.players_affected} player(s) moved, {card.points_delta:+d} points in total; "
         f"{card.flags_resolved} flag(s) resolved. The next results post of each channel notes the correction."
+        + (f" {card.left_note}" if card.left_note else "")
     )
 
 

@@ -176,6 +176,7 @@ def correction_blocks(card: CorrectionCard) -> list[Block]:
             f"{card.sessions_rescored} session(s) re-scored, {card.players_affected} player(s) moved, "
             f"{card.points_delta:+d} points in total; {card.flags_resolved} flag(s) resolved. "
             "The next results post of each channel notes the correction."
+            + (f" {card.left_note}" if card.left_note else "")
         ),
     ]
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from dataclasses import dataclass
 from typing import Protocol
 
@@ -32,9 +33,22 @@ class CorrectionRepository(Protocol):
         """
         ...
 
-    async def repoint_problems(self, view: Tenant | None, question_id: str, to_version_id: int) -> int:
-        """Make every problem of ``view``'s channels (None: every problem) that asked the question show
-        version ``to_version_id``; return how many.
+    async def problem_versions(self, view: Tenant | None, question_id: str) -> list[int]:
+        """The distinct version ids that ``view``'s problems (None: every tenant's) asking the question
+        were asked on.
+        """
+        ...
+
+    async def repoint_problems(
+        self,
+        view: Tenant | None,
+        question_id: str,
+        to_version_id: int,
+        from_version_ids: Collection[int] | None = None,
+    ) -> int:
+        """Make the problems of ``view``'s channels (None: every problem) that asked the question show
+        version ``to_version_id``: only those asked on ``from_version_ids`` when given (None: all);
+        return how many.
         """
         ...
 

@@ -5,6 +5,7 @@ standings and completions to a corrected answer.
 from __future__ import annotations
 
 import datetime as dt
+from collections.abc import Collection
 from typing import Any
 
 from sqlalchemy import delete, select, update
@@ -98,12 +99,33 @@ class SqlCorrectionRepository(SqlRepository):
             )
         return plays
 
-    async def repoint_problems(self, view: Tenant | None, question_id: str, to_version_id: int) -> int:
-        """Point every problem of the view's channels that asked the question at ``to_version_id``."""
-        result = await self.s.execute(
-            update(ProblemRow)
+    async def problem_versions(self, view: Tenant | None, question_id: str) -> list[int]:
+        """The distinct version ids the view's problems that asked the question were asked on."""
+        rows = await self.s.execute(
+            select(ProblemRow.question_version_id)
             .where(ProblemRow.id.in_(self._problems_of(view, question_id)))
-            .values(question_version_id=to_version_id)
+            .distinct()
+            .order_by(ProblemRow.question_version_id)
+        )
+        return [int(v) for v in rows.scalars().all()]
+
+    async def repoint_problems(
+        self,
+        view: Tenant | None,
+        question_id: str,
+        to_version_id: int,
+        from_version_ids: Collection[int] | None = None,
+    ) -> int:
+        """Point the view's problems that asked the question (only those on ``from_version_ids`` when
+        given) at ``to_version_id``.
+        """
+        where = [ProblemRow.id.in_(self._problems_of(view, question_id))]
+        if from_version_ids is not None:
+            if not from_version_ids:
+                return 0
+            where.append(ProblemRow.question_version_id.in_(sorted(from_version_ids)))
+        result = await self.s.execute(
+            update(ProblemRow).where(*where).values(question_version_id=to_version_id)
         )
         return int(result.rowcount or 0)  # type: ignore[attr-defined]
 

@@ -236,3 +236,27 @@ async def test_a_team_report_explanation_is_its_tenants_and_only_once_closed(env
         assert str(theirs.value).replace(str(problem_id), "N") == str(missing.value).replace(
             str(problem_id + 1000), "N"
         )
+
+
+async def test_a_correction_after_a_reorder_stays_in_its_tenant(env: Env) -> None:
+    """Both servers played v1; the operator reorders the choices (v2); B corrects: only B's play moves,
+    judged by the text its player chose on v1's order.
+    """
+    a, _ = await env.quiz.open_challenge(A)
+    b, _ = await env.quiz.open_challenge(B)
+    await _play(env, player("ann", A), a.problems[0].id, "B")  # "choice 1" on v1: wrong for now
+    await _play(env, player("bo", B), b.problems[0].id, "B")  # the same choice in B
+    v1 = make_spec(QID, "advanced", "DDP", kind="predict_output", correct=0)
+    await env.quiz.admin_import(ADMIN, [{**v1, "choices": [v1["choices"][i] for i in (1, 0, 2, 3)]}])
+    # On v2 "choice 1" is A: B's admin makes it the answer.
+    fix = await env.disputes.correct_answer(admin_of(B), QID, "A")
+    assert (fix.from_version, fix.to_version, fix.sessions_rescored, fix.left_as_scored) == (2, 3, 1, 0)
+    assert (await _points(env, B))["Bo"] > 0, "bo chose the corrected text on the old order"
+    assert await _points(env, A) == {}, "ann's identical choice stays wrong: B's correction is B's"
+    versions = {
+        name: [q.version for q in await env.quiz.list_questions(view=view) if q.id == QID]
+        for name, view in (("shared", None), ("A", A.tenant), ("B", B.tenant))
+    }
+    assert versions == {"shared": [2], "A": [2], "B": [3]}
+    for challenge in (a, b):  # both problems keep v1, the order their players answered on
+        assert (await env.quiz.get_challenge(challenge.id)).problems[0].question.version == 1
