@@ -292,6 +292,14 @@ class Mover:
     rank: int
     previous_rank: int | None
 
+    @property
+    def movement(self) -> str:
+        """The move as shown beside the name: ``new``, ``▲2``, ``▼1`` or ``=``."""
+        if self.previous_rank is None:
+            return "new"
+        delta = self.previous_rank - self.rank
+        return f"▲{delta}" if delta > 0 else f"▼{-delta}" if delta < 0 else "="
+
 
 @dataclass(frozen=True)
 class MissedExplanation:

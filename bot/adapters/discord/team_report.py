@@ -37,12 +37,7 @@ MAX_MISSED = 3
 
 
 def _mover_line(mover: Mover) -> str:
-    if mover.previous_rank is None:
-        move = "new"
-    else:
-        delta = mover.previous_rank - mover.rank
-        move = f"▲{delta}" if delta > 0 else f"▼{-delta}" if delta < 0 else "="
-    return f"**{mover.rank}.** {plain(mover.display_name)} · {mover.points} pts ({move})"
+    return f"**{mover.rank}.** {plain(mover.display_name)} · {mover.points} pts ({mover.movement})"
 
 
 def report_embed(card: TeamReportCard, *, image: str | None, note: str | None = None) -> discord.Embed:

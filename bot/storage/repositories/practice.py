@@ -198,18 +198,9 @@ class SqlPracticeRepository(SqlRepository):
     # ---------------------------------------------------------------- flashcards
     async def _deck_rows(self) -> list[tuple[str, str, str]]:
         """(question id, kind, difficulty) of the shared bank's active questions of the deck's kinds."""
-        latest = latest_versions()
-        stmt = (
-            select(QuestionVersionRow.question_id, QuestionVersionRow.kind, QuestionVersionRow.difficulty)
-            .join(
-                latest,
-                and_(
-                    QuestionVersionRow.question_id == latest.c.question_id,
-                    QuestionVersionRow.version == latest.c.v,
-                ),
-            )
-            .join(QuestionModel, QuestionModel.id == QuestionVersionRow.question_id)
-            .where(_ACTIVE, QuestionVersionRow.kind.in_(sorted(DECK_KINDS)))
+        # The picker's query for the shared bank (no tenant), narrowed to the three columns the deck needs.
+        stmt = tenant_bank(None, sorted(DECK_KINDS)).with_only_columns(
+            QuestionVersionRow.question_id, QuestionVersionRow.kind, QuestionVersionRow.difficulty
         )
         return [(str(q), str(k), str(d)) for q, k, d in (await self.s.execute(stmt)).tuples()]
 

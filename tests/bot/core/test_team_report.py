@@ -329,3 +329,12 @@ def test_heat_cells_sum_per_topic_and_difficulty_easiest_first() -> None:
         HeatCell("FSDP", "expert", 3, 1),
     )
     assert team_report_title(dt.date(2026, 11, 29)) == "Team report · week of 2026-11-23"
+
+
+def test_a_movers_movement_reads_as_the_platforms_show_it() -> None:
+    from bot.core.cards import Mover
+
+    assert Mover("a", 10, rank=1, previous_rank=None).movement == "new"
+    assert Mover("a", 10, rank=1, previous_rank=3).movement == "▲2"
+    assert Mover("a", 10, rank=4, previous_rank=3).movement == "▼1"
+    assert Mover("a", 10, rank=2, previous_rank=2).movement == "="
