@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import logging
 
+import aiohttp
 from slack_sdk.errors import SlackApiError, SlackRequestError
 from slack_sdk.web.async_client import AsyncWebClient
 
@@ -85,5 +86,8 @@ async def send_stats_chart(client: AsyncWebClient, user: str, card: StatsCard) -
     except SlackRequestError as exc:  # the upload URL refused the bytes
         log.warning("stats chart for %s: the upload failed: %s", user, exc)
         return missing_note("the upload failed")
+    except (aiohttp.ClientError, TimeoutError) as exc:  # slack_sdk passes network failures on as they are
+        log.warning("stats chart for %s: Slack could not be reached: %r", user, exc)
+        return missing_note("Slack could not be reached for the upload; try again in a moment")
     # Slack shows a file to everyone in the conversation it is shared in: a DM keeps it the player's.
     return ":chart_with_upwards_trend: Your chart is in your messages with RankZero."

@@ -215,3 +215,15 @@ async def test_fake_refuses_a_channel_the_bot_is_not_in(api: FakeSlackApi) -> No
         await _web(api).files_upload_v2(content=b"abc", filename="a.png", channel="C9", alt_txt="x")
     assert refused.value.response["error"] == "not_in_channel"
     assert not api.uploads
+
+
+async def test_stats_chart_when_slack_cannot_be_reached_is_a_note_not_an_error() -> None:
+    """slack_sdk passes a network failure on as aiohttp's own error: the player still gets a note."""
+    from bot.adapters.slack import uploads
+    from bot.core.cards import StatsCard
+    from tests.net import free_port
+
+    unreachable = AsyncWebClient(token="xoxb-test", base_url=f"http://127.0.0.1:{free_port()}/api/")
+    card = StatsCard("Ada", 0, 0, 0, 0, 0, 0, (), ())
+    note = await uploads.send_stats_chart(unreachable, PLAYER, card)
+    assert "could not be reached" in note
