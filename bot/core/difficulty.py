@@ -15,7 +15,8 @@ questions' current ratings with a N(0, :data:`ABILITY_SD`) prior: a question ans
 strongest players does not look easy for that alone.
 
 Pure functions, no I/O: the service reads the answers and the stored estimates in the close's
-transaction and writes the results back in it (bot/core/service.py, ``_learn_difficulty``).
+transaction and writes the results back in it (bot/core/insights.py, ``learn_from_close``); an answer
+correction learns the corrected question again from its re-judged first attempts (``relearn_question``).
 """
 
 from __future__ import annotations

@@ -35,6 +35,7 @@ from bot.core.errors import (
     RateLimitedError,
     TooEarlyError,
 )
+from bot.core.insights import relearn_question
 from bot.core.models import LETTERS, Actor, Challenge, Choice, Question
 from bot.core.outbox import Outbox, admin_notice_payload
 from bot.core.ports import ChatPlatform, Clock, RunnerClient, UnitOfWork
@@ -518,6 +519,9 @@ class DisputeService:
         Each play is judged through its own version's choices: it is right when the choice its player
         picked reads (``rendered``) as the corrected choice. A problem keeps the version it was asked on
         unless that version shows exactly the corrected version's choices, in order.
+
+        The learned difficulty of the question is learned again from the re-judged first attempts, in the
+        same transaction, for the correcting tenant (every tenant that learned it, for the operator).
         """
         self._require_admin(actor)
         view = acting_tenant(actor)
@@ -578,6 +582,11 @@ class DisputeService:
                 if delta:
                     players.add(play.session.player_pk)
                 channels[play.channel_pk] = channels.get(play.channel_pk, 0) + 1
+            # The learned difficulty counted the old key's verdicts at each close (a wrong key is what
+            # makes a question look too hard): learn it again from the re-judged first attempts, for the
+            # correcting tenant only (the operator's correction re-judged every tenant's plays).
+            for tenant in [view] if view is not None else await uow.difficulty.learned_tenants(question_id):
+                await relearn_question(uow, tenant, question_id, now)
             correction_id = await uow.corrections.add_correction(
                 view,
                 question_id,

@@ -13,7 +13,7 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from bot.core.cards import DifficultyCard, DifficultyLine, InsightsCard, WeakTopic
-from bot.core.difficulty import LABEL_LOGITS, DifficultyEstimate, update_estimates
+from bot.core.difficulty import LABEL_LOGITS, DifficultyEstimate, label_prior, update_estimates
 from bot.core.models import Challenge, QuestionCandidate, Tenant
 from bot.core.ports import UnitOfWork
 from bot.core.repositories import LearnedDifficulty, TopicAccuracy
@@ -48,6 +48,35 @@ async def learn_from_close(uow: UnitOfWork, challenge: Challenge, now: dt.dateti
     updated = update_estimates([a.attempt for a in asked], current)
     await uow.difficulty.save_estimates(tenant, updated, labels, now)
     return len(asked)
+
+
+async def relearn_question(uow: UnitOfWork, tenant: Tenant, question_id: str, now: dt.datetime) -> bool:
+    """Learn the tenant's difficulty of the question again from its label's prior over the first attempts
+    of the tenant's closed challenges as they are stored now, in the caller's transaction (an answer
+    correction, after it re-scored them: a wrong key made the question look hard). Returns whether the
+    tenant had an estimate to redo (a tenant that never learned the question gets none).
+
+    The same model as the closes, replayed in challenge order: each challenge's players' abilities are
+    estimated against its other questions' current ratings and this question's replayed one, then this
+    question alone is updated (:func:`update_estimates`). Only closed challenges count and the estimate's
+    row is locked first (a concurrent close waits, then adds its own challenge to the result), so each
+    first attempt is counted once: an open challenge's are counted by its close, as always.
+    Linear in the question's history in the tenant, one challenge at a time, like the re-score itself.
+    """
+    row = await uow.difficulty.lock_learned(tenant, question_id)
+    if row is None:
+        return False
+    estimate = label_prior(row.label)
+    for challenge_id in await uow.difficulty.closed_challenges_asking(tenant, question_id):
+        asked = await uow.difficulty.challenge_first_attempts(challenge_id)
+        labels = {a.attempt.question_id: a.label for a in asked}
+        others = set(labels) - {question_id}
+        stored = await uow.difficulty.estimates(tenant, others)
+        current = {qid: stored[qid] if qid in stored else label_prior(label) for qid, label in labels.items()}
+        current[question_id] = estimate
+        estimate = update_estimates([a.attempt for a in asked], current).get(question_id, estimate)
+    await uow.difficulty.save_estimates(tenant, {question_id: estimate}, {question_id: row.label}, now)
+    return True
 
 
 def with_learned_levels(

@@ -61,6 +61,22 @@ class DifficultyRepository(Protocol):
         """
         ...
 
+    async def lock_learned(self, tenant: Tenant, question_id: str) -> LearnedDifficulty | None:
+        """The tenant's stored estimate of the question, locked until the transaction ends (None when the
+        tenant never learned it: nothing is stored then).
+        """
+        ...
+
+    async def learned_tenants(self, question_id: str) -> list[Tenant]:
+        """Every tenant with a stored estimate of the question (the operator's correction of the shared
+        question re-learns it in each; no tenant's answers are read for another).
+        """
+        ...
+
+    async def closed_challenges_asking(self, tenant: Tenant, question_id: str) -> list[int]:
+        """The ids of the tenant's closed challenges with a first attempt on the question, in order."""
+        ...
+
     async def save_estimates(
         self,
         tenant: Tenant,

@@ -96,6 +96,50 @@ class SqlDifficultyRepository(SqlRepository):
             found.update({row.question_id: _estimate(row) for row in rows})
         return found
 
+    async def lock_learned(self, tenant: Tenant, question_id: str) -> LearnedDifficulty | None:
+        """The tenant's row of the question FOR UPDATE (PostgreSQL; SQLite has one writer), or None."""
+        row = await self.s.scalar(
+            select(QuestionDifficultyRow)
+            .where(
+                QuestionDifficultyRow.tenant == tenant.key, QuestionDifficultyRow.question_id == question_id
+            )
+            .with_for_update()
+            .execution_options(populate_existing=True)
+        )
+        return None if row is None else LearnedDifficulty(row.question_id, row.label, _estimate(row))
+
+    async def learned_tenants(self, question_id: str) -> list[Tenant]:
+        """The tenants with a row of the question, by key."""
+        keys = await self.s.scalars(
+            select(QuestionDifficultyRow.tenant)
+            .where(QuestionDifficultyRow.question_id == question_id)
+            .order_by(QuestionDifficultyRow.tenant)
+        )
+        return [Tenant.from_key(key) for key in keys]
+
+    async def closed_challenges_asking(self, tenant: Tenant, question_id: str) -> list[int]:
+        """The tenant's closed challenges (through their channel) with a first attempt whose asked version
+        is of the question: the attempts a close counted (an open one's are counted when it closes).
+        """
+        ids = await self.s.scalars(
+            select(ChallengeRow.id)
+            .select_from(AttemptRow)
+            .join(PlaySessionRow, PlaySessionRow.id == AttemptRow.session_id)
+            .join(ProblemRow, ProblemRow.id == PlaySessionRow.problem_id)
+            .join(ChallengeRow, ChallengeRow.id == ProblemRow.challenge_id)
+            .join(ChannelRow, ChannelRow.id == ChallengeRow.channel_pk)
+            .join(QuestionVersionRow, QuestionVersionRow.id == AttemptRow.question_version_id)
+            .where(
+                and_(ChannelRow.platform == tenant.platform, ChannelRow.workspace_id == tenant.workspace_id),
+                ChallengeRow.status == "closed",
+                QuestionVersionRow.question_id == question_id,
+                AttemptRow.attempt_no == 1,
+            )
+            .distinct()
+            .order_by(ChallengeRow.id)
+        )
+        return [int(i) for i in ids]
+
     async def save_estimates(
         self,
         tenant: Tenant,

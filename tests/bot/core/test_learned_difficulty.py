@@ -177,3 +177,65 @@ async def test_concurrent_closes_in_one_tenant_lose_no_update(small: App) -> Non
     ids = [p.question.id for p in challenges[0].problems]
     learned = await _estimates(small, CHANNEL.tenant, ids)
     assert {(e.first_attempts, e.first_correct) for e in learned.values()} == {(4, 4)}
+
+
+async def test_an_answer_correction_relearns_the_question_in_its_tenant_only(small: App) -> None:
+    # The key says A; every player answers B, the truth: at the close everything looks missed.
+    ids = await _play(small.service, CHANNEL, ["ann", "bob"], "B")
+    await _play(small.service, OTHER, ["cyd", "dee"], "B")
+    before = await _estimates(small, CHANNEL.tenant, ids)
+    theirs = await _estimates(small, OTHER.tenant, ids)
+    assert (before["easy"].first_attempts, before["easy"].first_correct) == (2, 0)
+
+    await small.disputes.correct_answer(_admin(), "easy", "B")
+
+    after = await _estimates(small, CHANNEL.tenant, ids)
+    fixed = after["easy"]
+    assert (fixed.first_attempts, fixed.first_correct) == (2, 2), "the re-judged first attempts count"
+    assert fixed.rating < label_prior("beginner").rating < before["easy"].rating, "easier, not harder"
+    assert fixed.information > label_prior("beginner").information
+    assert {q: after[q] for q in ids if q != "easy"} == {q: before[q] for q in ids if q != "easy"}
+    assert await _estimates(small, OTHER.tenant, ids) == theirs, "another tenant's answers stay its own"
+    # Correcting back re-judges them wrong again: the same tally, as hard as the close first said (up to
+    # the other questions' ratings the abilities are measured against, which the close has since moved).
+    await small.disputes.correct_answer(_admin(), "easy", "A")
+    again = (await _estimates(small, CHANNEL.tenant, ["easy"]))["easy"]
+    assert (again.first_attempts, again.first_correct) == (2, 0)
+    assert again.rating == pytest.approx(before["easy"].rating, abs=0.1)
+
+
+async def test_a_correction_of_an_open_challenge_is_counted_once_by_its_close(
+    small: App, clock: FrozenClock
+) -> None:
+    ids = await _play(small.service, CHANNEL, ["ann"], "B")  # closed: counted (1, 0)
+    clock.advance(dt.timedelta(days=1).total_seconds())
+    challenge, _ = await small.service.open_challenge(CHANNEL)
+    for name in ("bob", "cyd"):
+        p = next(p for p in challenge.problems if p.question.id == "mid-1")
+        await small.service.start_problem(actor(name), p.id)
+        await small.service.answer(actor(name), p.id, "B")
+    await small.disputes.correct_answer(_admin(), "mid-1", "B")
+    learned = (await _estimates(small, CHANNEL.tenant, ids))["mid-1"]
+    assert (learned.first_attempts, learned.first_correct) == (1, 1), "the open challenge waits for its close"
+    assert await small.service.close_challenge(challenge.id) is not None
+    learned = (await _estimates(small, CHANNEL.tenant, ids))["mid-1"]
+    assert (learned.first_attempts, learned.first_correct) == (3, 3)
+    assert await small.service.close_challenge(challenge.id) is None
+    assert (await _estimates(small, CHANNEL.tenant, ids))["mid-1"] == learned
+
+
+async def test_the_operators_correction_relearns_every_tenant_that_learned_the_question(small: App) -> None:
+    ids = await _play(small.service, CHANNEL, ["ann", "bob"], "B")
+    await _play(small.service, OTHER, ["cyd"], "B")
+    await small.disputes.correct_answer(ADMIN, "hard-1", "B")
+    mine = (await _estimates(small, CHANNEL.tenant, ids))["hard-1"]
+    theirs = (await _estimates(small, OTHER.tenant, ids))["hard-1"]
+    assert (mine.first_attempts, mine.first_correct, theirs.first_attempts, theirs.first_correct) == (
+        2,
+        2,
+        1,
+        1,
+    )
+    # A tenant that never played it learned nothing and gets no row.
+    third = Tenant("test", "ws3")
+    assert await _estimates(small, third, ids) == {}
