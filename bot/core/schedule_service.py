@@ -14,6 +14,7 @@ from collections.abc import Awaitable, Callable
 from dataclasses import dataclass, replace
 from typing import Literal
 
+from bot.core.calendar import local_day
 from bot.core.cards import ChallengeCard, LeaderboardCard, ResultsCard
 from bot.core.errors import NotAdminError, NotFoundError, ScheduleConflictError
 from bot.core.models import Actor, Challenge, ChannelRef, OpenWindow
@@ -32,7 +33,7 @@ from bot.core.schedule import (
 from bot.core.schedule_text import describe_schedule
 from bot.core.service import QuizService
 from bot.core.standings import PeriodKey
-from bot.core.team_report import team_report_title
+from bot.core.team_report import last_complete_week, team_report_title
 from bot.core.tenancy import OutboundGate
 
 log = logging.getLogger(__name__)
@@ -576,17 +577,24 @@ class ScheduleService:
                 return None
             week = PeriodKey.week(week_day)
             key = f"{channel_pk}:{week.key}"
-            if await uow.schedules.claim("summary", key, now):
+            # Each post is queued under the key its claim took (the outbox dedups on it too).
+            summary_key = await _claim_week(uow, "summary", key, week_day, schedule, now)
+            if summary_key is not None:
                 title = f"Weekly summary · {week.label}"
                 card = await summary_card(uow, channel_pk, summary_payload(title, week_day))
                 queued.append(
                     await self._quiz.outbox.queue_summary(
-                        uow, schedule.channel, channel_pk, title, week_day, key
+                        uow, schedule.channel, channel_pk, title, week_day, summary_key
                     )
                 )
             # Claimed apart from the summary: a report turned on after this week's summary went out, and
             # before a restart within grace, is still posted once.
-            if schedule.config.team_report and await uow.schedules.claim("team_report", key, now):
+            report_key = (
+                await _claim_week(uow, "team_report", key, week_day, schedule, now)
+                if schedule.config.team_report
+                else None
+            )
+            if report_key is not None:
                 queued.append(
                     await self._quiz.outbox.queue_summary(
                         uow,
@@ -594,7 +602,7 @@ class ScheduleService:
                         channel_pk,
                         team_report_title(week_day),
                         week_day,
-                        key,
+                        report_key,
                         kind="team_report",
                     )
                 )
@@ -607,9 +615,11 @@ class ScheduleService:
         """A day of the week the weekly posts due now cover (None: none are due: no schedule, paused,
         no summary day, or its slot is older than the grace period).
 
-        The summary runs on its day at the post time: it covers the ISO week of the day before, so a
-        Monday summary (the default suggestion) reports the full week just ended. From the slot, not from
-        now: a summary made up after midnight still reports the same week.
+        The summary runs on its day at the post time: it covers the last complete ISO week (Monday to
+        Sunday) before the slot's local day, whatever the summary day: a Monday summary (the default
+        suggestion) reports the week just ended, a Wednesday one the same week (never the Monday and
+        Tuesday of the week still running, which would leave Wednesday to Sunday out of every report).
+        From the slot, not from now: a summary made up after midnight still reports the same week.
         """
         if schedule is None or schedule.config.paused or schedule.config.summary_day is None:
             return None
@@ -617,7 +627,33 @@ class ScheduleService:
         slot = previous_slot(replace(cfg, days=(schedule.config.summary_day,)), now)
         if slot is None or now - slot > max(self.grace, ON_TIME):
             return None
-        return local_date(cfg, slot) - dt.timedelta(days=1)
+        return last_complete_week(local_date(cfg, slot))
+
+
+async def _claim_week(
+    uow: UnitOfWork, kind: str, key: str, week_day: dt.date, schedule: Schedule, now: dt.datetime
+) -> str | None:
+    """Claim the weekly post ``kind`` of the week of ``week_day``; the key claimed (the outbox item is
+    queued under it), None when the post is not this call's to make.
+
+    ``key`` names the channel and the week reported (its ISO key), not the slot: a post made up late, a
+    second process, or an admin moving the summary day to another weekday never posts one week twice.
+
+    Before the "last complete week" rule, a summary day other than Monday claimed the week still
+    running under the same key, for a report of its first days only. Such a claim, made before the week
+    it names ended (local time), does not stand for the week: the complete post is claimed once more under
+    ``key:complete`` instead, so the week is neither skipped at the change (its Wednesday to Sunday
+    would be in no post) nor posted complete twice (that second key is claimed once, too). A claim made
+    by this rule is always made after its week ended, so it never reaches the fallback.
+    """
+    if await uow.schedules.claim(kind, key, now):
+        return key
+    claimed = await uow.schedules.claimed_at(kind, key)
+    week_end = week_day + dt.timedelta(days=7)  # the Monday after the week, local
+    if claimed is None or local_day(claimed, schedule.config.timezone) >= week_end:
+        return None
+    complete = f"{key}:complete"
+    return complete if await uow.schedules.claim(kind, complete, now) else None
 
 
 def _require_admin(actor: Actor) -> None:

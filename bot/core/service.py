@@ -82,7 +82,7 @@ from bot.core.ports import (
 )
 from bot.core.repositories import AnswerWrite, CompletionRow, QuestionRow, SyncReport
 from bot.core.standings import PeriodKey, ScopeKey, standing_keys
-from bot.core.team_report import team_report_card, team_report_title, week_start
+from bot.core.team_report import last_complete_week, team_report_card, team_report_title
 from bot.core.tenancy import acting_tenant, sees
 from bot.core.transactions import OwnTransactions, Transactions
 from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Period, Scope, parse_enum
@@ -563,14 +563,28 @@ class QuizService:
         text = question.explanation or "This question has no explanation."
         return MissedExplanation(problem_id, question.id, question.topic, text)
 
-    async def last_week_report(self, channel: ChannelRef) -> TeamReportCard:
-        """The team report of ``channel``'s last complete week (Monday to Sunday before this one, in the
-        channel's timezone), from the data as it stands: the read-only web page's (bot/adapters/web).
+    async def schedule_timezone(self, channel: ChannelRef) -> str:
+        """The timezone ``channel``'s days and weeks are counted in: its schedule's when it has one (the
+        one its posts are made in, as find_challenge's "today"), else ``channel.timezone``.
         """
-        day = week_start(local_day(self._clock.now(), channel.timezone)) - dt.timedelta(days=7)
-        payload = {"title": team_report_title(day), "day": day.isoformat()}
         async with self._uow() as uow:
             channel_pk = await uow.players.ensure_channel(channel)
+            schedule = await uow.schedules.get_schedule(channel_pk)
+        return schedule.config.timezone if schedule is not None else channel.timezone
+
+    async def last_week_report(self, channel: ChannelRef) -> TeamReportCard:
+        """The team report of ``channel``'s last complete week (Monday to Sunday before this one, in the
+        schedule's timezone, else the channel's), from the data as it stands: the read-only web page's
+        (bot/adapters/web). The same week the weekly post made today would report (last_complete_week).
+        """
+        async with self._uow() as uow:
+            channel_pk = await uow.players.ensure_channel(channel)
+            # The schedule's timezone, not the bot default's: a UTC+14 channel's Monday morning is still
+            # Sunday in UTC, and the page would show the week before the one its chat report covered.
+            schedule = await uow.schedules.get_schedule(channel_pk)
+            tz = schedule.config.timezone if schedule is not None else channel.timezone
+            day = last_complete_week(local_day(self._clock.now(), tz))
+            payload = {"title": team_report_title(day), "day": day.isoformat()}
             return await team_report_card(uow, channel.tenant, channel_pk, payload)
 
     async def hint(self, actor: Actor, problem_id: int) -> HintCard:

@@ -39,6 +39,14 @@ def week_start(day: dt.date) -> dt.date:
     return day - dt.timedelta(days=day.isoweekday() - 1)
 
 
+def last_complete_week(day: dt.date) -> dt.date:
+    """The Monday of the last complete ISO week (Monday to Sunday) before ``day``: the week a weekly
+    post made on ``day`` reports, whatever weekday ``day`` is (a Wednesday's post still reports the
+    whole week before, never the Monday and Tuesday of the week still running).
+    """
+    return week_start(day) - dt.timedelta(days=7)
+
+
 def team_report_title(day: dt.date) -> str:
     """``Team report · week of 2026-11-23`` (the Monday of ``day``'s week)."""
     return f"Team report · week of {week_start(day).isoformat()}"

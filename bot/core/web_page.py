@@ -36,7 +36,9 @@ class ChannelPage:
 
 async def channel_page(quiz: QuizService, target: LinkTarget, timezone: str = "UTC") -> ChannelPage:
     """The page of the channel ``target`` names, read only in that channel (its tenant's rows)."""
-    channel = target.channel(timezone)
+    # "This week" and "last week" in the schedule's timezone when the channel has one (the weeks its
+    # chat posts count), not the bot default's.
+    channel = target.channel(await quiz.schedule_timezone(target.channel(timezone)))
     week = await quiz.leaderboard(channel, scope=Scope.CHANNEL, period=Period.WEEK, limit=PAGE_TOP)
     all_time = await quiz.leaderboard(channel, scope=Scope.CHANNEL, period=Period.ALL, limit=PAGE_TOP)
     report = await quiz.last_week_report(channel)

@@ -37,6 +37,10 @@ class ScheduleRepository(Protocol):
         """Claim a one-time side effect (unique (kind, key)); True only for the first claimer."""
         ...
 
+    async def claimed_at(self, kind: str, key: str) -> dt.datetime | None:
+        """When the claim (kind, key) was made (aware UTC); None when there is none."""
+        ...
+
     async def release(self, kind: str, key: str) -> bool:
         """Remove a claim; True only for the caller that removed it (a later claim of it succeeds again)."""
         ...

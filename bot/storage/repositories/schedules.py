@@ -119,6 +119,17 @@ class SqlScheduleRepository(SqlRepository):
         result = await self.s.execute(stmt.on_conflict_do_nothing())
         return bool(result.rowcount)  # type: ignore[attr-defined]
 
+    async def claimed_at(self, kind: str, key: str) -> dt.datetime | None:
+        """When the claim (kind, key) was made (aware UTC; SQLite hands it back naive); None: none."""
+        when = await self.s.scalar(
+            select(SchedulerClaimRow.claimed_at).where(
+                SchedulerClaimRow.kind == kind, SchedulerClaimRow.key == key
+            )
+        )
+        if when is None:
+            return None
+        return when if when.tzinfo is not None else when.replace(tzinfo=dt.UTC)
+
     async def release(self, kind: str, key: str) -> bool:
         """Delete the claim (kind, key); True only for the caller whose delete removed it."""
         result = await self.s.execute(
