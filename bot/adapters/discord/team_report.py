@@ -88,10 +88,20 @@ async def post_report(
         "embed": report_embed(card, image=heatmap.filename if heatmap else None, note=note),
         "allowed_mentions": no_mentions(),
     }
-    if heatmap is not None:
-        kwargs["file"] = heatmap
     if card.missed:
         kwargs["view"] = report_view(card)
+    if heatmap is not None:
+        try:
+            await target.send(**kwargs, file=heatmap, **(marks or {}))
+            return
+        except discord.Forbidden as exc:
+            if exc.code != attachments.MISSING_PERMISSIONS:
+                raise
+            # Most likely Attach Files (Send Messages or Embed Links refuse the text alone too, and that
+            # refusal propagates): the report goes without its picture, saying what to grant.
+            log.warning("team report's heatmap refused in %s: %s", getattr(target, "id", "?"), exc.text)
+            note = missing_note(attachments.NEEDS_ATTACH_FILES)
+            kwargs["embed"] = report_embed(card, image=None, note=note)
     await target.send(**kwargs, **(marks or {}))
 
 
