@@ -32,9 +32,10 @@ Strict as the real API (each rule with its source; the JSON bodies are Discord's
   401 ``50027 Invalid Webhook Token`` for a follow-up or @original edit after the token's 15 minutes
   (what the API answers then: discord/discord-api-docs#6851).
 - 404 ``10003 Unknown Channel`` for every call on a deleted channel (:attr:`FakeDiscord.deleted_channels`).
-- 403 ``50001 Missing Access`` (no View Channel) / ``50013 Missing Permissions`` (no Send Messages, or
-  embeds without Embed Links) / ``160002`` (a reply without Read Message History, or a thread without
-  Create Public Threads: 50013) from a per-channel permission table (:meth:`FakeDiscord.set_permissions`);
+- 403 ``50001 Missing Access`` (no View Channel) / ``50013 Missing Permissions`` (no Send Messages,
+  embeds without Embed Links, or a new message with files without Attach Files) / ``160002`` (a reply
+  without Read Message History, or a thread without Create Public Threads: 50013) from a per-channel
+  permission table (:meth:`FakeDiscord.set_permissions`);
   interaction responses and follow-ups are webhooks and need no channel permission.
 - DMs: ``POST /users/@me/channels`` opens (or returns) the user's DM channel; a message to a user whose
   privacy settings refuse the bot (:attr:`FakeDiscord.dms_closed`) gets 403 ``50007 Cannot send messages
@@ -162,6 +163,7 @@ ADMINISTRATOR = 1 << 3  # bypasses channel overwrites: a bot is not given it
 VIEW_CHANNEL = 1 << 10
 SEND_MESSAGES = 1 << 11
 EMBED_LINKS = 1 << 14
+ATTACH_FILES = 1 << 15
 READ_MESSAGE_HISTORY = 1 << 16
 SEND_MESSAGES_IN_THREADS = 1 << 38
 CREATE_PUBLIC_THREADS = 1 << 35
@@ -948,6 +950,8 @@ class FakeDiscord:
         if create and not allow & send:
             return _json({"message": "Missing Permissions", "code": 50013}, status=403)
         if body.get("embeds") and not allow & EMBED_LINKS:
+            return _json({"message": "Missing Permissions", "code": 50013}, status=403)
+        if create and body.get("attachments") and not allow & ATTACH_FILES:  # a message with files
             return _json({"message": "Missing Permissions", "code": 50013}, status=403)
         if create and body.get("message_reference") and not allow & READ_MESSAGE_HISTORY:
             message = "Cannot reply without permission to read message history"

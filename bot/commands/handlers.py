@@ -112,7 +112,13 @@ class Commands:
         return Stats(record, practice)
 
     async def missed_explanation(self, actor: Actor, problem_id: int) -> MissedExplanation:
-        """The explanation behind a team report's "Explanation" button (the actor's tenant only)."""
+        """The explanation behind a team report's "Explanation" button (the actor's tenant only).
+
+        A click names whatever id its sender likes (up to 18 digits): one no problem can have (beyond the
+        database's 32-bit ids) gets the same "not found" as a missing one, not a database error.
+        """
+        if not 0 < problem_id <= MAX_PROBLEM_NUMBER:
+            raise NotFoundError(f"no problem with id {problem_id}")
         return await self.quiz.missed_explanation(actor, problem_id)
 
     async def challenge(self, channel: ChannelRef) -> ChallengeCard | NoChallenge:

@@ -39,6 +39,12 @@ _UNSAFE_NAME = re.compile(r"[^A-Za-z0-9_.-]")
 _Card = TypeVar("_Card")
 
 
+#: Discord's error code for a missing permission (403): a message with files needs Attach Files.
+MISSING_PERMISSIONS = 50013
+#: Why a chart was not attached when the channel refused the file (the words for the note).
+NEEDS_ATTACH_FILES = "the bot needs the Attach Files permission in this channel"
+
+
 def safe_filename(name: str) -> str:
     """``name`` reduced to letters, digits, ``_.-``, ending in ``.png`` (the renderers' names already are)."""
     stem = _UNSAFE_NAME.sub("_", name.removesuffix(".png"))[:60].strip("._") or "chart"

@@ -119,7 +119,8 @@ class PlayerCommands:
                     return
                 except discord.HTTPException as exc:  # the picture refused (413...): the text goes alone
                     log.warning("/stats chart refused by Discord: %s %s", exc.status, exc.text)
-                    why = "Discord refused the picture"
+                    refused_file = exc.status == 403 and exc.code == attachments.MISSING_PERMISSIONS
+                    why = attachments.NEEDS_ATTACH_FILES if refused_file else "Discord refused the picture"
             await interaction.followup.send(
                 missing_note(why or "unknown"), embeds=embeds, ephemeral=True, allowed_mentions=no_mentions()
             )

@@ -178,7 +178,7 @@ class DiscordPlatform:
         problems with their "Explanation" buttons (team_report.py). A refusal propagates (HTTPException),
         as for the other posts, for the outbox to retry and tell the admins.
         """
-        await team_report.post_report(self._channel(channel), card)
+        await team_report.post_report(self._channel(channel), card, nonced())
 
     async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
         """Post the week's leaderboard."""

@@ -62,6 +62,19 @@ def plain(text: str) -> str:
     return neutralise_mentions(discord.utils.escape_markdown(text))
 
 
+#: A code span's text is at most this long (an id, a short name: not a place for prose).
+CODE_SPAN = 100
+
+
+def code_span(text: str, limit: int = CODE_SPAN) -> str:
+    """``text`` as an inline code span: Discord shows a span's text literally (a markdown escape would show
+    its backslash), so no escapes; a backtick (which would close the span) becomes a look-alike, line
+    breaks become spaces, and the text is cut to ``limit`` characters.
+    """
+    body = text.replace("`", "\u02cb").replace("\r", " ").replace("\n", " ")
+    return f"`{truncate(body, limit) or ZWSP}`"
+
+
 def truncate(text: str, limit: int) -> str:
     """``text`` cut to ``limit`` characters, ending with MARKER when cut."""
     if len(text) <= limit:

@@ -22,7 +22,14 @@ from bot.adapters.discord import attachments
 from bot.adapters.discord.failures import served_here, tell_failure
 from bot.adapters.discord.play import actor_of
 from bot.adapters.discord.render import BLUE, add_long_field, bank_text, error_text
-from bot.adapters.discord.sanitize import BUTTON_LABEL, fit_embed, no_mentions, plain, truncate
+from bot.adapters.discord.sanitize import (
+    BUTTON_LABEL,
+    code_span,
+    fit_embed,
+    no_mentions,
+    plain,
+    truncate,
+)
 from bot.commands.deadline import within
 from bot.core import ids
 from bot.core.cards import MissedExplanation, Mover, TeamReportCard
@@ -53,7 +60,7 @@ def report_embed(card: TeamReportCard, *, image: str | None, note: str | None = 
     embed.add_field(name="Movers", value=truncate(movers, 1024), inline=False)
     for i, miss in enumerate(card.missed[:MAX_MISSED], start=1):
         rate = f"{miss.first_correct}/{miss.first_attempts} right at the first try"
-        value = f"`{plain(miss.question_id)}` · {plain(miss.topic)} · {rate}"
+        value = f"{code_span(miss.question_id)} · {plain(miss.topic)} · {rate}"
         embed.add_field(name=f"Most missed #{i}", value=truncate(value, 1024), inline=False)
     if not card.missed:
         embed.add_field(name="Most missed", value="No problem was missed this week.", inline=False)
@@ -68,9 +75,12 @@ def report_view(card: TeamReportCard) -> discord.ui.View:
     return view
 
 
-async def post_report(target: discord.abc.Messageable, card: TeamReportCard) -> None:
+async def post_report(
+    target: discord.abc.Messageable, card: TeamReportCard, marks: dict[str, Any] | None = None
+) -> None:
     """Send the report to ``target``: with the heatmap when it can be drawn and fits Discord's limits,
     else without it and a line saying so. Discord's refusal (HTTPException) propagates for the outbox.
+    ``marks``: ``send``'s outbox nonce (platform.nonced), so a try after a death is not posted twice.
     """
     heatmap, why = await attachments.drawn_file(charts.team_heatmap, card)
     note = None if heatmap is not None else missing_note(why or "unknown")
@@ -78,11 +88,21 @@ async def post_report(target: discord.abc.Messageable, card: TeamReportCard) -> 
         "embed": report_embed(card, image=heatmap.filename if heatmap else None, note=note),
         "allowed_mentions": no_mentions(),
     }
-    if heatmap is not None:
-        kwargs["file"] = heatmap
     if card.missed:
         kwargs["view"] = report_view(card)
-    await target.send(**kwargs)
+    if heatmap is not None:
+        try:
+            await target.send(**kwargs, file=heatmap, **(marks or {}))
+            return
+        except discord.Forbidden as exc:
+            if exc.code != attachments.MISSING_PERMISSIONS:
+                raise
+            # Most likely Attach Files (Send Messages or Embed Links refuse the text alone too, and that
+            # refusal propagates): the report goes without its picture, saying what to grant.
+            log.warning("team report's heatmap refused in %s: %s", getattr(target, "id", "?"), exc.text)
+            note = missing_note(attachments.NEEDS_ATTACH_FILES)
+            kwargs["embed"] = report_embed(card, image=None, note=note)
+    await target.send(**kwargs, **(marks or {}))
 
 
 def explanation_embed(shown: MissedExplanation) -> discord.Embed:

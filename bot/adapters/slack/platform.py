@@ -381,13 +381,24 @@ class SlackPlatform:
         except ChartUnavailableError as exc:
             heatmap, note = None, bk.esc(missing_note(str(exc)))
 
+        ran: set[str] = set()
+
         async def send(part: str) -> None:
             nonlocal note
+            ran.add(part)
             if part == "heatmap" and heatmap is not None:
                 note = note or await self._upload_heatmap(client, channel, heatmap, card)
             elif part == "report":
+                if heatmap is not None and "heatmap" not in ran:
+                    # An earlier try did the heatmap part; its note (a refused upload) died with that try:
+                    # asked again, so the report says the same as it would have then.
+                    note = await self._files_note(client)
                 await self._post(
-                    channel.channel_id, rb.report_blocks(card, note), rb.report_text(card), client=client
+                    channel.channel_id,
+                    rb.report_blocks(card, note),
+                    rb.report_text(card),
+                    client=client,
+                    marked=True,
                 )
 
         parts = ["heatmap", "report"] if heatmap is not None else ["report"]
@@ -395,6 +406,19 @@ class SlackPlatform:
             await send_parts(parts, send, key=lambda part: f"{part}:{card.title}:{card.week_start}")
         except SlackApiError as exc:
             raise permissions.refusal(exc, channel.channel_id) from exc
+
+    async def _files_note(self, client: AsyncWebClient) -> str | None:
+        """The report's note when the token lacks ``files:write`` (as a refused upload says), from the scopes
+        Slack's auth.test reports (X-OAuth-Scopes); None when it has it or Slack does not say.
+        """
+        me = await client.auth_test()
+        headers = {str(k).lower(): str(v) for k, v in (me.headers or {}).items()}
+        if "x-oauth-scopes" not in headers:
+            return None
+        scopes = {scope.strip() for scope in headers["x-oauth-scopes"].split(",")}
+        if uploads.FILES_SCOPE in scopes:
+            return None
+        return bk.esc(missing_note(uploads.scope_words(uploads.FILES_SCOPE)))
 
     async def _upload_heatmap(
         self, client: AsyncWebClient, channel: ChannelRef, heatmap: charts.Chart, card: TeamReportCard

@@ -65,9 +65,13 @@ def refusal_words(exc: SlackApiError) -> str:
     """Why Slack refused an upload, in words a player or admin can act on."""
     error = str(exc.response.get("error"))
     if error == "missing_scope":
-        needed = exc.response.get("needed") or FILES_SCOPE
-        return f"the Slack app lacks the `{needed}` scope: a workspace admin can add it and reinstall the app"
+        return scope_words(str(exc.response.get("needed") or FILES_SCOPE))
     return f"Slack refused the upload ({error})"
+
+
+def scope_words(needed: str) -> str:
+    """What to do when the app lacks the scope ``needed``, in words an admin can act on."""
+    return f"the Slack app lacks the `{needed}` scope: a workspace admin can add it and reinstall the app"
 
 
 async def send_stats_chart(client: AsyncWebClient, user: str, card: StatsCard) -> str:

@@ -19,17 +19,18 @@ from bot.adapters.slack import report_blocks as rb
 from bot.adapters.slack.context import SlackContext
 from bot.core.errors import RankZeroError
 
-#: An explanation button's action id: ``rz:miss:`` and a problem id (at most 18 digits).
-MISS_ACTION = re.compile(r"^rz:miss:(\d{1,18})$")
+#: An explanation button's action id: ``rz:miss:`` and a problem id (at most 18 ASCII digits: ``\d`` would
+#: take any Unicode digit, such as '١٢٣'). Matched whole (fullmatch: ``$`` lets a trailing newline in).
+MISS_ACTION = re.compile(r"rz:miss:([0-9]{1,18})")
 
 
 def register(app: AsyncApp, ctx: SlackContext) -> None:
     """Attach the explanation buttons' listener."""
 
-    @app.action(MISS_ACTION)
+    @app.action(re.compile(r"^rz:miss:[0-9]{1,18}\Z"))
     async def explanation(ack: AsyncAck, body: dict[str, Any]) -> None:
         await ack()
-        hit = MISS_ACTION.match(str(body["actions"][0]["action_id"]))
+        hit = MISS_ACTION.fullmatch(str(body["actions"][0]["action_id"]))
         assert hit is not None  # the listener matched it
         respond = failures.Responder(ctx.client, body)
         actor = await ctx.player_actor(body)

@@ -17,6 +17,9 @@ from bot.adapters.discord import attachments
 from bot.core.cards import HeatCell, MissedQuestion, Mover, TeamReportCard
 from tests.discord_env import CHANNEL, Bot, BotOptions
 from tests.discord_fake import (
+    ALL_PERMISSIONS,
+    ATTACH_FILES,
+    CHANNEL_ID,
     GUILD_ID,
     MAX_ATTACHMENT_DESCRIPTION,
     MAX_UPLOAD_BYTES,
@@ -116,6 +119,21 @@ async def test_stats_keeps_the_text_when_discord_refuses_the_picture(
     assert "could not be attached" in reply["content"]
 
 
+async def test_stats_says_what_to_grant_when_the_file_needs_attach_files(bot: Bot) -> None:
+    """The chart's follow-up refused with 403 50013 (Missing Permissions: the app's permissions in the
+    channel lack Attach Files; the fake's permission table models channel messages, so the refusal is
+    forced here): the figures arrive, and the note says which permission the chart needs.
+    """
+    bot.fake.fail_next("POST", r"/webhooks/\d+/[^/]+", 403, {"message": "Missing Permissions", "code": 50013})
+    token = bot.act.command(bot.client, "stats")
+    await bot.fake.wait_for(lambda: len(bot.followups(token)) == 2)  # refused, then the text alone
+
+    assert [r[0] for r in bot.fake.take_rejections()] == [403]
+    reply = bot.followups(token)[-1]
+    assert reply["embeds"][0]["title"].startswith("Stats")
+    assert "Attach Files" in reply["content"] and not bot.fake.uploads
+
+
 # ---------------------------------------------------------------------- the team report
 async def test_team_report_posts_heatmap_movers_and_explanation_buttons(bot: Bot) -> None:
     problems = await _closed_problems(bot)
@@ -134,6 +152,25 @@ async def test_team_report_posts_heatmap_movers_and_explanation_buttons(bot: Bot
     assert sorted(buttons.values()) == sorted(f"rz:miss:{pid}" for pid in problems[:3])
     # Mentions never ping: the title's @everyone is inert.
     assert bot.fake.calls("POST", r"/channels/\d+/messages")[-1].body["allowed_mentions"]["parse"] == []
+
+
+async def test_team_report_without_attach_files_goes_without_the_heatmap(bot: Bot) -> None:
+    """Discord refuses the message with the file (403 50013): the report is sent again without it, saying
+    what the channel lacks, with its movers and buttons (not retried and given up by the outbox).
+    """
+    problems = await _closed_problems(bot)
+    bot.fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~ATTACH_FILES)
+    before = set(bot.fake.messages)
+
+    await bot.adapter.platform.post_team_report(CHANNEL, _report(problems))
+
+    [(status, method, _path, body)] = bot.fake.take_rejections()
+    assert (status, method, body["code"]) == (403, "POST", 50013)
+    [message_id] = set(bot.fake.messages) - before
+    assert not _uploads_of(bot.fake, message_id)
+    embed = bot.fake.messages[message_id]["embeds"][0]
+    assert "Attach Files" in embed["description"] and "image" not in embed
+    assert sorted(bot.buttons(message_id).values()) == sorted(f"rz:miss:{pid}" for pid in problems[:3])
 
 
 async def test_explanation_button_answers_privately(bot: Bot) -> None:

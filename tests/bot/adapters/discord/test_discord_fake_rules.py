@@ -6,6 +6,7 @@ the adapter sees) and, for bodies discord.py would refuse before sending, as raw
 
 from __future__ import annotations
 
+import io
 from collections.abc import AsyncIterator
 from typing import Any
 
@@ -16,6 +17,7 @@ import pytest
 from tests.discord_fake import (
     ALL_PERMISSIONS,
     APP_ID,
+    ATTACH_FILES,
     CHANNEL_ID,
     CREATE_PUBLIC_THREADS,
     EMBED_LINKS,
@@ -315,6 +317,19 @@ async def test_channel_permissions(fake: FakeDiscord, client: discord.Client) ->
         await channel.send(embed=discord.Embed(title="an embed does"))
     assert info.value.code == 50013
     fake.take_rejections()
+
+
+async def test_a_message_with_files_needs_attach_files(fake: FakeDiscord, client: discord.Client) -> None:
+    """Discord's 403 50013 for a file without Attach Files; the same message without it goes."""
+    channel = client.get_partial_messageable(CHANNEL_ID)
+    fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS & ~ATTACH_FILES)
+    with pytest.raises(discord.Forbidden) as info:
+        await channel.send("a chart", file=discord.File(io.BytesIO(b"png"), filename="c.png"))
+    assert (info.value.status, info.value.code, info.value.text) == (403, 50013, "Missing Permissions")
+    await channel.send("text needs no Attach Files")
+    fake.take_rejections()
+    fake.set_permissions(CHANNEL_ID, ALL_PERMISSIONS)
+    await channel.send("a chart", file=discord.File(io.BytesIO(b"png"), filename="c.png"))
 
 
 async def test_replies_need_read_message_history_and_threads_create_public_threads(fake: FakeDiscord) -> None:
