@@ -166,6 +166,35 @@ class OneHopConnection:
             raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
         return await self._thread.submit(fn, *args)
 
+    async def run_to_end(self, fn: Callable[[], None]) -> None:
+        """Run ``fn()`` on the connection's thread to its end even when the caller is cancelled meanwhile.
+
+        For the calls that put a connection back in order (rollback, close). SQLAlchemy's pool makes them
+        when a connection comes back, and logs any exception they raise, a cancellation too, as an error
+        with its traceback ("Exception during reset or similar", "Exception closing connection"), then
+        throws the connection away with its transaction in an unknown state. A task cancelled at that
+        moment (``serve`` stopping while a job returns its connection) is a normal stop, not an error: the
+        call finishes (a local SQLite rollback or close, no network), returns normally, and the
+        cancellation is requested again so that the task's next await raises it (or, with none left, the
+        task ends cancelled), without counting it twice for ``asyncio.timeout``'s ``uncancel`` checks.
+        """
+        if self._closed:
+            raise sqlite3.ProgrammingError("Cannot operate on a closed database.")
+        future = self._thread.submit(fn)
+        cancelled = False
+        while True:
+            try:
+                await asyncio.shield(future)
+                break
+            except asyncio.CancelledError:
+                cancelled = True
+                if future.done():  # it ended in the same turn of the loop as the cancellation came
+                    break
+        future.result()  # the call's own error, if it had one
+        if cancelled and (task := asyncio.current_task()) is not None:
+            task.uncancel()  # the request we swallowed ...
+            task.cancel()  # ... is made again, so the count stays as the canceller left it
+
     async def cursor(self) -> OneHopCursor:
         """A cursor (created without a trip to the thread: the sqlite3 one is made per statement)."""
         return OneHopCursor(self)
@@ -182,7 +211,7 @@ class OneHopConnection:
 
     async def rollback(self) -> None:
         """Roll the current transaction back."""
-        await self.run(self.sqlite.rollback)
+        await self.run_to_end(self.sqlite.rollback)
 
     async def create_function(self, *args: Any, **kwargs: Any) -> None:
         """Register a SQL function (SQLAlchemy registers ``regexp``)."""
@@ -198,7 +227,7 @@ class OneHopConnection:
         if self._closed:
             return
         try:
-            await self.run(self.sqlite.close)
+            await self.run_to_end(self.sqlite.close)
         finally:
             self._closed = True
             self._thread.shutdown()

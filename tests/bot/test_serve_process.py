@@ -259,3 +259,46 @@ def test_serve_console_prints_the_post_of_a_due_schedule(tmp_path: Path) -> None
     shown = out.read_text(errors="replace")
     assert code == 0, shown
     assert "5 problems" in shown and "Traceback" not in shown
+
+
+@pytest.mark.parametrize(
+    "signal_on",
+    ["Multi-GPU challenge", "post for channel", "rankzero serve: running"],
+    ids=["during-the-post", "after-the-post-before-the-scheduler-runs", "running"],
+)
+def test_serve_console_stops_cleanly_on_sigterm_at_each_point(tmp_path: Path, signal_on: str) -> None:
+    """SIGTERM as the post prints, as the starting scheduler records it, or once running: exit 0, no
+    traceback (a cancelled job's connection reset used to be logged by SQLAlchemy's pool as an error).
+    """
+    env = {k: v for k, v in os.environ.items() if not k.startswith("RANKZERO_")}
+    env |= {
+        "RANKZERO_DATABASE_URL": f"sqlite+aiosqlite:///{tmp_path / 'stop.db'}",
+        "RANKZERO_HEALTH_PORT": str(free_port()),
+        "COLUMNS": "120",
+    }
+    for args in (
+        ("questions", "import", "questions/bank"),
+        ("schedule", "set", "--time", f"{dt.datetime.now(dt.UTC):%H:%M}", "--tz", "UTC", "--days", "daily"),
+    ):
+        done = subprocess.run(
+            [*RANKZERO, *args], env=env, cwd=ROOT, capture_output=True, text=True, timeout=120
+        )
+        assert done.returncode == 0, done.stderr
+    out = tmp_path / "serve.out"
+    with out.open("wb") as sink:
+        proc = subprocess.Popen(
+            [*RANKZERO, "serve", "--console"], env=env, cwd=ROOT, stdout=sink, stderr=sink
+        )
+        try:
+
+            def reached() -> bool:
+                assert proc.poll() is None, out.read_text(errors="replace")
+                return signal_on in out.read_text(errors="replace")
+
+            wait_until(reached, f"serve --console never printed {signal_on!r}", polls=3000, every_s=0.02)
+        finally:
+            proc.send_signal(signal.SIGTERM)
+            code = proc.wait(timeout=60)
+    shown = out.read_text(errors="replace")
+    assert code == 0, shown
+    assert "Traceback" not in shown and "ERROR" not in shown, shown

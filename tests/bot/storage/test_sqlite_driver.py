@@ -102,3 +102,54 @@ async def test_a_locked_database_waits_on_the_thread_not_the_loop(tmp_path: Path
         task.cancel()
         holder.close()
         await conn.close()
+
+
+async def test_a_rollback_cancelled_on_its_way_still_rolls_back_and_the_task_ends_cancelled(
+    tmp_path: Path,
+) -> None:
+    conn = await sqlite_driver.connect(str(tmp_path / "r.db"), busy_timeout_s=1)
+    gate = threading.Event()
+    try:
+        await conn.execute("CREATE TABLE t (n INTEGER)")
+        await conn.execute("BEGIN IMMEDIATE")
+        await conn.execute("INSERT INTO t VALUES (1)")
+        blocker = asyncio.ensure_future(conn.run(gate.wait))  # the thread is busy: the rollback queues
+        rolling = asyncio.ensure_future(conn.rollback())
+        await asyncio.sleep(0)
+        rolling.cancel()
+        await asyncio.sleep(0)
+        assert not rolling.done(), "the rollback waits for its call on the thread"
+        gate.set()
+        await blocker
+        with pytest.raises(asyncio.CancelledError):
+            await rolling  # the cancellation is passed on once the rollback is done
+        assert not await conn.run(lambda: conn.sqlite.in_transaction)
+        assert await (await conn.execute("SELECT count(*) FROM t")).fetchall() == [(0,)]
+    finally:
+        gate.set()
+        await conn.close()
+
+
+async def test_a_timeout_around_a_rollback_still_reads_as_a_timeout(tmp_path: Path) -> None:
+    """The swallowed cancellation is asked again without being counted twice (``asyncio.timeout``)."""
+    conn = await sqlite_driver.connect(str(tmp_path / "t.db"), busy_timeout_s=1)
+    gate = threading.Event()
+    try:
+        blocker = asyncio.ensure_future(conn.run(gate.wait))
+
+        async def bounded() -> None:
+            async with asyncio.timeout(0):
+                await conn.rollback()
+                gate.set()  # not reached: the timeout's cancellation comes at the next await
+                await asyncio.sleep(0)
+
+        waiting = asyncio.ensure_future(bounded())
+        await asyncio.sleep(0)
+        await asyncio.sleep(0)
+        gate.set()
+        await blocker
+        with pytest.raises(TimeoutError):
+            await waiting
+    finally:
+        gate.set()
+        await conn.close()
