@@ -122,7 +122,8 @@ class Died(BaseException):
 
 class DiesAfterAcceptance:
     """A real platform, except that the process "dies" (raises :class:`Died`) right after the platform
-    accepted a daily post or results: the window between acceptance and the outbox's commit, for certain.
+    accepted a daily post, results or a weekly post (summary, team report): the window between acceptance
+    and the outbox's commit, for certain.
     Everything else passes through.
     """
 
@@ -137,6 +138,16 @@ class DiesAfterAcceptance:
     async def post_results(self, channel: ChannelRef, card: ResultsCard, message_ref: str | None) -> None:
         """Post, then die."""
         await self.real.post_results(channel, card, message_ref)
+        raise Died
+
+    async def post_weekly_summary(self, channel: ChannelRef, card: LeaderboardCard) -> None:
+        """Post, then die."""
+        await self.real.post_weekly_summary(channel, card)
+        raise Died
+
+    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
+        """Post, then die."""
+        await self.real.post_team_report(channel, card)
         raise Died
 
     def __getattr__(self, name: str) -> Any:

@@ -6,15 +6,11 @@ does for the other posts.
 
 from __future__ import annotations
 
-import contextlib
 import datetime as dt
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from bot.core.cards import TeamReportCard
-from bot.core.models import ChannelRef
-from bot.core.ports import ChatPlatform
 from tests.bot.adapters.discord.test_outbox_exactly_once_discord import (  # noqa: F401 (fixtures)
     TIMING,
     _strict_discord,
@@ -23,19 +19,7 @@ from tests.bot.adapters.discord.test_outbox_exactly_once_discord import (  # noq
     takes_over,
 )
 from tests.discord_env import CHANNEL, Bot
-from tests.fakes import Died, DiesAfterAcceptance
-
-
-class _Dies(DiesAfterAcceptance):
-    """Dies once Discord accepted a weekly post."""
-
-    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
-        await self.real.post_team_report(channel, card)
-        raise Died
-
-    async def post_weekly_summary(self, channel: ChannelRef, card: Any) -> None:
-        await self.real.post_weekly_summary(channel, card)
-        raise Died
+from tests.fakes import die_mid_post
 
 
 @pytest.mark.parametrize("kind", ["summary", "team_report"])
@@ -48,11 +32,7 @@ async def test_weekly_post_accepted_before_a_death_is_not_posted_again(bot: Bot,
             uow, CHANNEL, pk, "Team report · week of 2026-11-23", day, f"{pk}:probe", kind=kind
         )
     assert item_id is not None
-    real: Any = bot.quiz.outbox.platform
-    bot.quiz.outbox.platform = cast(ChatPlatform, _Dies(real))
-    with contextlib.suppress(Died):
-        await bot.quiz.outbox.deliver(item_id)
-    bot.quiz.outbox.platform = real
+    await die_mid_post(bot.quiz.outbox, item_id)
     [_accepted] = in_channel(bot.fake)
     assert await takes_over(bot, item_id, TIMING.lease_s + 1) == "sent"
     assert len(in_channel(bot.fake)) == 1, "the team report was posted twice"

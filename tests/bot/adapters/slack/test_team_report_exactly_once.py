@@ -8,13 +8,10 @@ from __future__ import annotations
 import contextlib
 import datetime as dt
 import json
-from typing import Any, cast
+from typing import Any
 
 import pytest
 
-from bot.core.cards import TeamReportCard
-from bot.core.models import ChannelRef
-from bot.core.ports import ChatPlatform
 from tests.bot.adapters.slack.test_outbox_exactly_once import (  # noqa: F401 (fixture)
     CHANNEL,
     slack,
@@ -22,36 +19,26 @@ from tests.bot.adapters.slack.test_outbox_exactly_once import (  # noqa: F401 (f
     top_level,
 )
 from tests.bot.adapters.slack.test_slack_adapter import Harness
-from tests.fakes import Died, DiesAfterAcceptance
+from tests.fakes import Died, die_mid_post
 
 
-class _Dies(DiesAfterAcceptance):
-    """Dies once Slack accepted a weekly post."""
-
-    async def post_team_report(self, channel: ChannelRef, card: TeamReportCard) -> None:
-        await self.real.post_team_report(channel, card)
-        raise Died
-
-    async def post_weekly_summary(self, channel: ChannelRef, card: Any) -> None:
-        await self.real.post_weekly_summary(channel, card)
-        raise Died
-
-
-@pytest.mark.parametrize("kind", ["summary", "team_report"])
-async def test_weekly_post_accepted_before_a_death_is_not_posted_again(slack: Harness, kind: Any) -> None:  # noqa: F811
-    """The survivor's try after the lease finds the accepted message and posts nothing."""
-    quiz = slack.services.quiz
+async def _queued(h: Harness, kind: Any) -> int:
+    """Queue the channel's weekly post of ``kind`` (summary or team_report) for the week of 2026-11-23."""
+    quiz = h.services.quiz
     async with quiz._uow() as uow:
         pk = await uow.players.ensure_channel(CHANNEL)
         item_id = await quiz.outbox.queue_summary(
             uow, CHANNEL, pk, "Team report · week of 2026-11-23", dt.date(2026, 11, 23), f"{pk}:p", kind=kind
         )
     assert item_id is not None
-    real: Any = quiz.outbox.platform
-    quiz.outbox.platform = cast(ChatPlatform, _Dies(real))
-    with contextlib.suppress(Died):
-        await quiz.outbox.deliver(item_id)
-    quiz.outbox.platform = real
+    return item_id
+
+
+@pytest.mark.parametrize("kind", ["summary", "team_report"])
+async def test_weekly_post_accepted_before_a_death_is_not_posted_again(slack: Harness, kind: Any) -> None:  # noqa: F811
+    """The survivor's try after the lease finds the accepted message and posts nothing."""
+    item_id = await _queued(slack, kind)
+    await die_mid_post(slack.services.quiz.outbox, item_id)
     before = len(top_level(slack))
     assert before == 1
     assert await survivor_takes_over(slack, item_id) == "sent"
@@ -73,18 +60,7 @@ async def test_team_report_accepted_before_its_part_record_is_not_posted_again(
         raise Died
 
     quiz = slack.services.quiz
-    async with quiz._uow() as uow:
-        pk = await uow.players.ensure_channel(CHANNEL)
-        item_id = await quiz.outbox.queue_summary(
-            uow,
-            CHANNEL,
-            pk,
-            "Team report · week of 2026-11-23",
-            dt.date(2026, 11, 23),
-            f"{pk}:p",
-            kind="team_report",
-        )
-    assert item_id is not None
+    item_id = await _queued(slack, "team_report")
     with monkeypatch.context() as patched:
         patched.setattr(parts.PartLedger, "accepted", _dies)
         with contextlib.suppress(Died):
@@ -113,18 +89,7 @@ async def test_a_retry_without_files_write_keeps_the_missing_heatmap_note(
         raise Died  # right after the heatmap part's record: the report is left to the next try
 
     quiz = slack.services.quiz
-    async with quiz._uow() as uow:
-        pk = await uow.players.ensure_channel(CHANNEL)
-        item_id = await quiz.outbox.queue_summary(
-            uow,
-            CHANNEL,
-            pk,
-            "Team report · week of 2026-11-23",
-            dt.date(2026, 11, 23),
-            f"{pk}:p",
-            kind="team_report",
-        )
-    assert item_id is not None
+    item_id = await _queued(slack, "team_report")
     with monkeypatch.context() as patched:
         patched.setattr(parts.PartLedger, "accepted", _dies)
         with contextlib.suppress(Died):
