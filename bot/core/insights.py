@@ -13,11 +13,11 @@ import datetime as dt
 from collections.abc import Mapping, Sequence
 
 from bot.core.cards import DifficultyCard, DifficultyLine, InsightsCard, WeakTopic
-from bot.core.difficulty import LABEL_LOGITS, DifficultyEstimate, label_prior, update_estimates
+from bot.core.difficulty import DifficultyEstimate, disagrees, label_prior, update_estimates
 from bot.core.models import Challenge, QuestionCandidate, Tenant
 from bot.core.ports import UnitOfWork
 from bot.core.repositories import LearnedDifficulty, TopicAccuracy
-from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS, Difficulty
+from bot.core.vocabulary import MULTIPLE_CHOICE_KINDS
 
 #: The window of the weakest topics: the team's first attempts of the last 30 days.
 INSIGHT_DAYS = 30
@@ -97,16 +97,12 @@ def with_learned_levels(
 
 def _gap(row: LearnedDifficulty) -> float:
     """How far the learned rating sits from the label's prior (an unknown label: from the middle)."""
-    try:
-        centre = LABEL_LOGITS[Difficulty(row.label)]
-    except ValueError:
-        centre = 0.0
-    return abs(row.estimate.rating - centre)
+    return abs(row.estimate.rating - label_prior(row.label).rating)
 
 
 def difficulty_card(rows: Sequence[LearnedDifficulty], min_attempts: int, limit: int) -> DifficultyCard:
     """The disagreements among ``rows`` (estimates with enough attempts), the widest gap first."""
-    disagreeing = [r for r in rows if r.estimate.level.value != r.label]
+    disagreeing = [r for r in rows if disagrees(r.estimate, r.label, min_attempts)]
     disagreeing.sort(key=lambda r: (-_gap(r), r.question_id))
     lines = tuple(
         DifficultyLine(

@@ -568,8 +568,11 @@ class QuizService:
         one its posts are made in, as find_challenge's "today"), else ``channel.timezone``.
         """
         async with self._uow() as uow:
-            channel_pk = await uow.players.ensure_channel(channel)
-            schedule = await uow.schedules.get_schedule(channel_pk)
+            return await self._schedule_timezone(uow, channel, await uow.players.ensure_channel(channel))
+
+    @staticmethod
+    async def _schedule_timezone(uow: UnitOfWork, channel: ChannelRef, channel_pk: int) -> str:
+        schedule = await uow.schedules.get_schedule(channel_pk)
         return schedule.config.timezone if schedule is not None else channel.timezone
 
     async def last_week_report(self, channel: ChannelRef) -> TeamReportCard:
@@ -581,8 +584,7 @@ class QuizService:
             channel_pk = await uow.players.ensure_channel(channel)
             # The schedule's timezone, not the bot default's: a UTC+14 channel's Monday morning is still
             # Sunday in UTC, and the page would show the week before the one its chat report covered.
-            schedule = await uow.schedules.get_schedule(channel_pk)
-            tz = schedule.config.timezone if schedule is not None else channel.timezone
+            tz = await self._schedule_timezone(uow, channel, channel_pk)
             day = last_complete_week(local_day(self._clock.now(), tz))
             payload = {"title": team_report_title(day), "day": day.isoformat()}
             return await team_report_card(uow, channel.tenant, channel_pk, payload)

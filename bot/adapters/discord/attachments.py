@@ -17,7 +17,6 @@ picture, never the reply it goes with.
 from __future__ import annotations
 
 import io
-import logging
 import re
 from collections.abc import Callable
 from typing import TypeVar
@@ -27,10 +26,7 @@ import discord
 from bot.adapters import charts
 from bot.adapters.chart_drawing import ChartUnavailableError, draw
 
-log = logging.getLogger(__name__)
-
 #: Discord's documented limits (see the module docstring).
-MAX_FILES = 10
 MAX_UPLOAD_BYTES = 10 * 1024 * 1024
 MAX_DESCRIPTION = 1024
 #: What a file name may hold: Discord serves attachments under their names, so keep them plain.

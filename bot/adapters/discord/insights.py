@@ -8,13 +8,13 @@ from __future__ import annotations
 
 import discord
 
-from bot.adapters.discord.sanitize import FIELD_VALUE, fit_embed, plain, safe_text, truncate
+from bot.adapters.discord.sanitize import FIELD_VALUE, code_span, fit_embed, plain, safe_text, truncate
 from bot.core.cards import DifficultyCard, DifficultyLine, InsightsCard
 
 
 def _line(line: DifficultyLine) -> str:
     return (
-        f"`{safe_text(line.question_id)}` · labelled **{plain(line.label)}**, plays like "
+        f"{code_span(line.question_id)} · labelled **{plain(line.label)}**, plays like "
         f"**{plain(line.learned)}** ({line.first_correct}/{line.first_attempts} right first time)"
     )
 
