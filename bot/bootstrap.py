@@ -201,7 +201,7 @@ async def build_app(
 
 def import_specs(loaded: Iterable[LoadedQuestion]) -> list[dict[str, Any]]:
     """Loaded (validated) questions as spec dicts ready to import."""
-    return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
+    return [q.import_spec() for q in loaded]
 
 
 def shipped_bank_specs() -> list[dict[str, Any]]:

@@ -87,6 +87,10 @@ class LoadedQuestion:
     file: str
     line: int
 
+    def import_spec(self) -> dict[str, Any]:
+        """The spec as the bank stores and imports it (JSON values, unset fields left out)."""
+        return self.spec.model_dump(mode="json", exclude_none=True)
+
 
 #: The longest text accepted per field (characters), checked before the schema with file:line errors.
 FIELD_CAPS: dict[str, int] = {

@@ -179,4 +179,4 @@ def load_questions_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[L
 def load_specs_or_exit(paths: tuple[str, ...], *, importing: bool) -> list[dict[str, Any]]:
     """Validate ``paths``; on errors print each one and a count, then exit 1."""
     loaded = load_questions_or_exit(paths, importing=importing)
-    return [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
+    return [q.import_spec() for q in loaded]

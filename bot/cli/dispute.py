@@ -45,7 +45,7 @@ def _load_questions(paths: tuple[str, ...]) -> list[Question]:
         for err in exc.errors:
             click.echo(visible(str(err)), err=True)
         raise SystemExit(1) from None
-    return [question_from_spec(q.spec.model_dump(mode="json", exclude_none=True)) for q in loaded]
+    return [question_from_spec(q.import_spec()) for q in loaded]
 
 
 async def resolve_problem(quiz: QuizService, reference: str) -> int:

@@ -246,7 +246,7 @@ class QuestionGroup(
                 lines = "\n".join(f"• {e.file}:{e.line}: {e.field}: {e.message}" for e in exc.errors)
                 await s.send(interaction, render.error_text(f"nothing imported:\n{lines}"))
                 return
-            specs = [q.spec.model_dump(mode="json", exclude_none=True) for q in loaded]
+            specs = [q.import_spec() for q in loaded]
             report = await s.commands.import_questions(actor, specs)
             await s.send(
                 interaction,
